@@ -1,0 +1,36 @@
+"""tensorlab: a GPU tensor runtime with PyTorch's semantics, NumPy on the CPU and our own CUDA
+kernels on NVIDIA GPUs. This module only re-exports."""
+from __future__ import annotations
+
+from . import dtypes as _dtypes
+from .device import Device, device
+from .dtypes import (DType, bfloat16, bool_ as bool, can_cast, double, finfo, float, float16, float32, float64,  # noqa: A004
+                     get_default_dtype, half, iinfo, int, int8, int16, int32, int64, long, promote_types,
+                     result_type, set_default_dtype, short, uint8)
+from .layout import Size, broadcast_shapes
+from .storage import UntypedStorage
+from .tensor import Tensor, channels_last, channels_last_3d, contiguous_format, preserve_format
+from . import ops as _ops
+from . import cuda
+
+dtype = DType
+_ops.install(Tensor)
+for _m in _ops.modules():
+    for _name in getattr(_m, "FUNCTIONS", ()):
+        globals()[_name] = getattr(_m, _name)
+del _m, _name
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(t):
+    return t.is_floating_point()
+
+
+def numel(t):
+    return t.numel()
+
+
+__version__ = "0.1.0"

@@ -1,0 +1,10 @@
+"""The NumPy backend: every primitive, under the names the CUDA backend uses too.
+Each family lives in its own file and lists its primitives in __all__; this module re-exports them."""
+from .creation import *  # noqa: F401,F403
+from .elementwise import *  # noqa: F401,F403
+from .indexing import *  # noqa: F401,F403
+from .linalg import *  # noqa: F401,F403
+from .memory import *  # noqa: F401,F403
+from .random import *  # noqa: F401,F403
+from .reduction import *  # noqa: F401,F403
+from .shape import *  # noqa: F401,F403

@@ -1,0 +1,4 @@
+"""CPU indexing primitives."""
+from __future__ import annotations
+
+__all__ = ()

@@ -1,0 +1,4 @@
+"""CPU linalg primitives."""
+from __future__ import annotations
+
+__all__ = ()

@@ -1,0 +1,4 @@
+"""CPU random primitives."""
+from __future__ import annotations
+
+__all__ = ()

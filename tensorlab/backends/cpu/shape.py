@@ -1,0 +1,4 @@
+"""CPU shape primitives."""
+from __future__ import annotations
+
+__all__ = ()

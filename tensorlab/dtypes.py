@@ -1,0 +1,228 @@
+"""Data types, their NumPy/CUDA names, and torch's type-promotion rules (one table)."""
+from __future__ import annotations
+
+import builtins as _b
+import math
+
+import ml_dtypes
+import numpy as np
+
+_pyfloat, _pyint, _pybool = _b.float, _b.int, _b.bool
+
+_BOOL, _INT, _FLOAT = 0, 1, 2
+
+
+class DType:
+    """A tensor element type. Compare with `is`/`==`; `repr` reads like torch's."""
+
+    __slots__ = ("name", "itemsize", "category", "is_signed", "np", "ctype", "_rank")
+
+    def __init__(self, name, np_type, ctype, category, is_signed, rank):
+        self.name = name
+        self.np = np.dtype(np_type)
+        self.itemsize = self.np.itemsize
+        self.ctype = ctype
+        self.category = category
+        self.is_signed = is_signed
+        self._rank = rank
+
+    @property
+    def is_floating_point(self):
+        return self.category == _FLOAT
+
+    @property
+    def is_complex(self):
+        return False
+
+    def to_real(self):
+        return self
+
+    def __repr__(self):
+        return f"tensorlab.{self.name}"
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+
+# name, numpy type, CUDA C type, category, signed, rank within category
+bool_ = DType("bool", np.bool_, "bool", _BOOL, False, 0)
+uint8 = DType("uint8", np.uint8, "unsigned char", _INT, False, 1)
+int8 = DType("int8", np.int8, "signed char", _INT, True, 1)
+int16 = DType("int16", np.int16, "short", _INT, True, 2)
+int32 = DType("int32", np.int32, "int", _INT, True, 3)
+int64 = DType("int64", np.int64, "long long", _INT, True, 4)
+float16 = DType("float16", np.float16, "__half", _FLOAT, True, 1)
+bfloat16 = DType("bfloat16", ml_dtypes.bfloat16, "__nv_bfloat16", _FLOAT, True, 1)
+float32 = DType("float32", np.float32, "float", _FLOAT, True, 2)
+float64 = DType("float64", np.float64, "double", _FLOAT, True, 3)
+
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+FLOATING = (float16, bfloat16, float32, float64)
+INTEGRAL = (uint8, int8, int16, int32, int64)
+_BY_NAME = {d.name: d for d in ALL}
+_BY_NP = {d.np: d for d in ALL}
+# torch's aliases
+half, float, double, short, int, long = float16, float32, float64, int16, int32, int64
+bool = bool_  # noqa: A001  (torch exposes torch.bool)
+
+
+def _by_name(name):
+    return _BY_NAME[name]
+
+
+def from_numpy_dtype(np_dtype):
+    """The DType for a NumPy dtype, or TypeError listing the supported ones (as torch does)."""
+    d = _BY_NP.get(np.dtype(np_dtype))
+    if d is None:
+        raise TypeError(
+            f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype).name}. The only supported "
+            "types are: float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool."
+        )
+    return d
+
+
+def as_dtype(x):
+    """Accept a DType, a NumPy dtype / type, or a Python type (float, int, bool) as torch does."""
+    if isinstance(x, DType):
+        return x
+    if x is _pyfloat:
+        return get_default_dtype()
+    if x is _pyint:
+        return int64
+    if x is _pybool:
+        return bool_
+    try:
+        npd = np.dtype(x)
+    except Exception:
+        raise TypeError(f"dtype must be a tensorlab.dtype (e.g. tensorlab.float32), got {x!r}") from None
+    return from_numpy_dtype(npd)
+
+
+_default_dtype = float32
+
+
+def get_default_dtype():
+    return _default_dtype
+
+
+def set_default_dtype(d):
+    global _default_dtype
+    d = as_dtype(d)
+    if not d.is_floating_point:
+        raise TypeError(f"set_default_dtype: only floating-point types are supported as the default type, got {d}")
+    _default_dtype = d
+
+
+def promote_types(a, b):
+    """torch.promote_types: the smallest type both `a` and `b` convert to without losing category."""
+    a, b = as_dtype(a), as_dtype(b)
+    if a is b:
+        return a
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    if a.category == _INT:
+        if a.is_signed != b.is_signed:  # uint8 with a signed type
+            s = b if a is uint8 else a
+            return int16 if s is int8 else s
+        return a if a._rank > b._rank else b
+    if a._rank == b._rank:  # float16 with bfloat16
+        return float32
+    return a if a._rank > b._rank else b
+
+
+def _scalar_dtype(x):
+    if isinstance(x, _pybool):
+        return bool_
+    if isinstance(x, _pyint):
+        return int64
+    if isinstance(x, _pyfloat):
+        return get_default_dtype()
+    if isinstance(x, complex):
+        raise TypeError("tensorlab has no complex dtypes; got a complex scalar")
+    raise TypeError(f"result_type: expected Tensors or Python scalars, got {type(x).__name__}")
+
+
+def _combine(higher, lower):
+    # torch's combine_categories (ATen TypeProperties.cpp)
+    if higher is not None and higher.is_floating_point:
+        return higher
+    if higher is bool_ or (lower is not None and lower.is_floating_point):
+        if higher is None:
+            return lower
+        if lower is None:
+            return higher
+        return promote_types(higher, lower)
+    return higher if higher is not None else lower
+
+
+def _promote_opt(acc, d):
+    return d if acc is None else promote_types(acc, d)
+
+
+def result_type(*args):
+    """torch.result_type over tensors and Python scalars: dimensioned tensors outrank zero-dim
+    tensors, which outrank Python scalars, unless a lower rank has a higher category."""
+    dim = zero = wrapped = None
+    for x in args:
+        dt = getattr(x, "dtype", None)
+        if isinstance(dt, DType):
+            if x.dim() == 0:
+                zero = _promote_opt(zero, dt)
+            else:
+                dim = _promote_opt(dim, dt)
+        elif isinstance(x, DType):
+            dim = _promote_opt(dim, x)
+        else:
+            wrapped = _promote_opt(wrapped, _scalar_dtype(x))
+    out = _combine(dim, _combine(zero, wrapped))
+    if out is None:
+        raise TypeError("result_type: expected at least one Tensor or scalar")
+    return out
+
+
+def can_cast(from_, to):
+    """torch.can_cast: no floating -> integral, no non-bool -> bool."""
+    from_, to = as_dtype(from_), as_dtype(to)
+    if from_.category == _FLOAT and to.category != _FLOAT:
+        return False
+    if from_ is not bool_ and to is bool_:
+        return False
+    return True
+
+
+class finfo:
+    """torch.finfo for the floating dtypes (bits, eps, max, min, tiny, smallest_normal, resolution)."""
+
+    def __init__(self, dtype=None):
+        dtype = get_default_dtype() if dtype is None else as_dtype(dtype)
+        if not dtype.is_floating_point:
+            raise TypeError(f"finfo: {dtype} is not a floating point dtype; use tensorlab.iinfo for integers")
+        fi = ml_dtypes.finfo(dtype.np)
+        self.dtype = dtype.name
+        self.bits = _pyint(fi.bits)
+        self.eps = _pyfloat(fi.eps)
+        self.max = _pyfloat(fi.max)
+        self.min = _pyfloat(fi.min)
+        self.tiny = self.smallest_normal = _pyfloat(fi.smallest_normal)
+        self.resolution = 10.0 ** -math.floor(-math.log10(self.eps))
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, "
+                f"smallest_normal={self.smallest_normal}, tiny={self.tiny}, dtype={self.dtype})")
+
+
+class iinfo:
+    """torch.iinfo for the integral dtypes (bits, max, min)."""
+
+    def __init__(self, dtype):
+        dtype = as_dtype(dtype)
+        if dtype.category == _FLOAT:
+            raise TypeError(f"iinfo: {dtype} is not an integer dtype; use tensorlab.finfo for floating types")
+        ii = np.iinfo(np.uint8 if dtype is bool_ else dtype.np)
+        self.dtype = dtype.name
+        self.bits = _pyint(ii.bits)
+        self.max = _pyint(ii.max)
+        self.min = _pyint(ii.min)
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

@@ -1,0 +1,342 @@
+"""Pure shape/stride math: the layout record, contiguity, broadcasting, view strides, bounds and
+overlap. Nothing here touches memory, so every function is safe to call before an op commits."""
+from __future__ import annotations
+
+import operator
+from typing import NamedTuple
+
+
+class Size(tuple):
+    """torch.Size: a tuple of ints with `numel()` and a torch-like repr."""
+
+    __slots__ = ()
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __repr__(self):
+        return f"tensorlab.Size({list(self)})"
+
+    def __getitem__(self, i):
+        r = tuple.__getitem__(self, i)
+        return Size(r) if isinstance(i, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+
+class Layout(NamedTuple):
+    """shape, stride (in elements) and storage offset: replaced as a whole, never mutated."""
+
+    shape: Size
+    stride: tuple
+    offset: int
+
+
+def make(shape, stride=None, offset=0):
+    shape = Size(shape)
+    return Layout(shape, contiguous_strides(shape) if stride is None else tuple(stride), offset)
+
+
+def prod(xs):
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def contiguous_strides(shape):
+    strides = [1] * len(shape)
+    acc = 1
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i] = acc
+        acc *= max(shape[i], 1)
+    return tuple(strides)
+
+
+def channels_last_strides(shape):
+    """NHWC (4-d) or NDHWC (5-d) strides for an N,C,spatial... shape, as torch computes them."""
+    if len(shape) not in (4, 5):
+        raise RuntimeError(f"required rank 4 tensor to use channels_last format (rank 5 for channels_last_3d), "
+                           f"got shape {list(shape)}")
+    order = [1] + list(range(len(shape) - 1, 1, -1)) + [0]  # C fastest, then spatial innermost-first, then N
+    strides = [0] * len(shape)
+    acc = 1
+    for d in order:
+        strides[d] = acc
+        acc *= max(shape[d], 1)
+    return tuple(strides)
+
+
+def dense_strides_like(shape, stride):
+    """Dense strides that keep the memory order of (shape, stride): torch's infer_dense_strides,
+    used by *_like and clone with preserve_format on tensors that are not dense already."""
+    ndim = len(shape)
+    perm = list(range(ndim - 1, -1, -1))
+
+    def should_swap(d0, d1):
+        s0, s1 = stride[d0], stride[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return -1 if s0 < s1 else 1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    for i in range(1, ndim):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    out = [0] * ndim
+    acc = 1
+    for idx in perm:
+        out[idx] = acc
+        if shape[idx] > 1:
+            acc *= shape[idx]
+    return tuple(out)
+
+
+def is_contiguous(shape, stride):
+    """torch's definition: size-1 dims are ignored, an empty tensor is contiguous."""
+    expected = 1
+    for size, st in zip(reversed(shape), reversed(stride)):
+        if size == 0:
+            return True
+        if size != 1:
+            if st != expected:
+                return False
+            expected *= size
+    return True
+
+
+def is_channels_last(shape, stride):
+    if len(shape) not in (4, 5):
+        return False
+    if any(s == 0 for s in shape):
+        return False
+    want = channels_last_strides(shape)
+    return all(a == b or n == 1 for a, b, n in zip(stride, want, shape))
+
+
+def is_non_overlapping_and_dense(shape, stride):
+    dims = sorted((st, sz) for sz, st in zip(shape, stride) if sz != 1)
+    expected = 1
+    for st, sz in dims:
+        if sz == 0:
+            return True
+        if st != expected:
+            return False
+        expected *= sz
+    return True
+
+
+def numel(shape):
+    return prod(shape)
+
+
+def wrap_dim(dim, ndim, op="dim"):
+    """Normalize a possibly negative dim with torch's IndexError wording."""
+    try:
+        dim = operator.index(dim)
+    except TypeError:
+        raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}") from None
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+def normalize_shape(args, op="view"):
+    """Accept f(2, 3), f((2, 3)), f([2, 3]) or f(Size) and return a tuple of ints."""
+    if len(args) == 1 and not isinstance(args[0], int) and hasattr(args[0], "__iter__"):
+        args = tuple(args[0])
+    try:
+        return tuple(operator.index(a) for a in args)
+    except TypeError:
+        raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, got {args!r}") from None
+
+
+def infer_size(shape, n):
+    """Resolve one -1 in `shape` for `n` elements, with torch's errors."""
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    for s in shape:
+        if s < -1:
+            raise RuntimeError(f"invalid shape dimension {s}")
+    known = prod(s for s in shape if s != -1)
+    if neg:
+        if known == 0 or n % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {n}")
+        shape = list(shape)
+        shape[neg[0]] = n // known
+        return tuple(shape)
+    if known != n:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {n}")
+    return tuple(shape)
+
+
+def view_strides(old_shape, old_stride, new_shape):
+    """Strides that let `new_shape` view the same elements as (old_shape, old_stride), or None
+    when no such strides exist (torch's computeStride)."""
+    if not old_shape:
+        return (1,) * len(new_shape)
+    n = prod(old_shape)
+    if n == 0:
+        if tuple(old_shape) == tuple(new_shape):
+            return tuple(old_stride)
+        return contiguous_strides(new_shape)
+    new_stride = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base_stride = old_stride[-1]
+    tensor_numel = 1
+    view_numel = 1
+    for tensor_d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[tensor_d]
+        if tensor_d == 0 or (old_shape[tensor_d - 1] != 1 and
+                             old_stride[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_stride[view_d] = view_numel * chunk_base_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = old_stride[tensor_d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(new_stride)
+
+
+def broadcast_shapes(*shapes):
+    """torch.broadcast_shapes with torch's error naming the mismatching sizes and dimension."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        off = ndim - len(s)
+        for i, n in enumerate(s):
+            j = off + i
+            if n == out[j] or n == 1:
+                continue
+            if out[j] == 1:
+                out[j] = n
+            else:
+                raise RuntimeError(f"The size of tensor a ({out[j]}) must match the size of tensor b ({n}) "
+                                   f"at non-singleton dimension {i - len(s) + ndim}")
+    return Size(out)
+
+
+def expand_strides(shape, stride, new_shape, op="expand"):
+    """Strides for broadcasting (shape, stride) to new_shape (0 on broadcast dims)."""
+    if len(new_shape) < len(shape):
+        raise RuntimeError(f"{op}: the number of sizes provided ({len(new_shape)}) must be greater or equal to "
+                           f"the number of dimensions in the tensor ({len(shape)})")
+    off = len(new_shape) - len(shape)
+    out = []
+    for j, n in enumerate(new_shape):
+        i = j - off
+        if i < 0:
+            if n < 0:
+                raise RuntimeError(f"{op}: the expanded size of the tensor (-1) isn't allowed in a leading, "
+                                   f"non-existing dimension {j}")
+            out.append(0)
+            continue
+        if n == -1:
+            n = shape[i]
+        if shape[i] == n:
+            out.append(stride[i])
+        elif shape[i] == 1:
+            out.append(0)
+        else:
+            raise RuntimeError(f"The expanded size of the tensor ({n}) must match the existing size ({shape[i]}) "
+                               f"at non-singleton dimension {j}.  Target sizes: {list(new_shape)}.  Tensor sizes: "
+                               f"{list(shape)}")
+    return tuple(out)
+
+
+def extent(shape, stride, offset):
+    """One past the largest element index the layout touches (0 for an empty tensor)."""
+    if any(s == 0 for s in shape):
+        return 0
+    return offset + 1 + sum((n - 1) * st for n, st in zip(shape, stride))
+
+
+def check_bounds(shape, stride, offset, itemsize, nbytes, op="setStorage"):
+    """Raise torch's RuntimeError when the layout reaches past a storage of `nbytes` bytes."""
+    if offset < 0:
+        raise RuntimeError(f"{op}: Tensor: invalid storage offset {offset}")
+    for st in stride:
+        if st < 0:
+            raise RuntimeError(f"{op}: negative strides are not supported, got strides {list(stride)}")
+    for n in shape:
+        if n < 0:
+            raise RuntimeError(f"{op}: Trying to create tensor with negative dimension {n}: {list(shape)}")
+    need = extent(shape, stride, offset) * itemsize
+    if need > nbytes:
+        raise RuntimeError(
+            f"{op}: sizes {list(shape)}, strides {list(stride)}, storage offset {offset}, and itemsize {itemsize} "
+            f"requiring a storage size of {need} are out of bounds for storage of size {nbytes}")
+
+
+def has_internal_overlap(shape, stride):
+    """True when two different indices of the layout address the same element."""
+    dims = sorted((st, n) for n, st in zip(shape, stride) if n > 1)
+    if any(n == 0 for n in shape) or not dims:
+        return False
+    if dims[0][0] == 0:
+        return True
+    reach = 0  # largest offset reachable from the dims so far
+    for st, n in dims:
+        if st <= reach:
+            return _overlap_exact(shape, stride)
+        reach += (n - 1) * st
+    return False
+
+
+def _overlap_exact(shape, stride):
+    import numpy as np
+    offs = np.zeros(1, dtype=np.int64)
+    for n, st in zip(shape, stride):
+        offs = (offs[:, None] + np.arange(n, dtype=np.int64)[None, :] * st).ravel()
+    return len(np.unique(offs)) != len(offs)
+
+
+def ranges_overlap(a_start, a_end, b_start, b_end):
+    return a_start < b_end and b_start < a_end
+
+
+def coalesce(shape, *strides):
+    """Merge adjacent dims that are contiguous with each other in every operand (kernels walk
+    fewer dims). Returns (shape, [strides...])."""
+    if not shape:
+        return (), [() for _ in strides]
+    out_shape = [shape[0]]
+    out_strides = [[s[0]] for s in strides]
+    for i in range(1, len(shape)):
+        n = shape[i]
+        if n == 1:
+            continue
+        prev = out_shape[-1]
+        if prev == 1:
+            out_shape[-1] = n
+            for os_, s in zip(out_strides, strides):
+                os_[-1] = s[i]
+            continue
+        if all(os_[-1] == s[i] * n for os_, s in zip(out_strides, strides)):
+            out_shape[-1] = prev * n
+            for os_, s in zip(out_strides, strides):
+                os_[-1] = s[i]
+        else:
+            out_shape.append(n)
+            for os_, s in zip(out_strides, strides):
+                os_.append(s[i])
+    return tuple(out_shape), [tuple(s) for s in out_strides]

@@ -1,0 +1,29 @@
+"""The device-independent front end. Each family module declares:
+
+- ``FUNCTIONS``: names re-exported at ``tensorlab.<name>``;
+- ``METHODS``: ``{method_name: function}`` bound onto ``Tensor`` (the function takes the tensor
+  first), so tensor.py stays free of op logic and no two modules edit the same table.
+"""
+from __future__ import annotations
+
+import importlib
+
+FAMILIES = ("creation", "copy", "resize", "views", "indexing", "random",
+            "elementwise", "reduction", "linalg", "shape")
+
+
+def modules():
+    out = []
+    for name in FAMILIES:
+        try:
+            out.append(importlib.import_module(f"{__name__}.{name}"))
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
+    return out
+
+
+def install(tensor_cls):
+    for m in modules():
+        for name, fn in getattr(m, "METHODS", {}).items():
+            setattr(tensor_cls, name, fn)

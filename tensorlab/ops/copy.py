@@ -1,0 +1,146 @@
+"""copy_, clone, contiguous, to / cpu / cuda and the dtype shorthands (float(), long(), ...)."""
+from __future__ import annotations
+
+from .. import backends, dtypes, layout as L
+from ..device import Device, canonical
+from ..sync import host_wait
+from ..tensor import Tensor, contiguous_format, preserve_format
+from ._common import check_writable, empty_like_layout
+
+
+def _broadcast_view(src, shape, op):
+    lay = src._meta.layout
+    if tuple(lay.shape) == tuple(shape):
+        return src
+    L.broadcast_shapes(shape, lay.shape)  # torch's "must match ... at non-singleton dimension" error
+    stride = L.expand_strides(lay.shape, lay.stride, shape, op)
+    return Tensor._make(src._meta.storage, L.Layout(L.Size(shape), stride, lay.offset), src._dtype, src._vc)
+
+
+def copy_into(dst, src, non_blocking=False):
+    """Write src (broadcast to dst's shape, cast to dst's dtype, any device) into dst. No checks
+    beyond the transfer itself, no version bump: the building block of copy_ and conversions."""
+    src = _broadcast_view(src, dst.shape, "copy_")
+    sd, dd = src._meta.storage.device, dst._meta.storage.device
+    if sd == dd:
+        backends.get(dd).copy(dst, src)
+    elif dd.type == "cpu":
+        if not non_blocking:
+            host_wait("copy to cpu", sd)
+        backends.cpu.copy_from_host(dst, backends.get(sd).to_host(src))
+    else:
+        be = backends.get(dd)
+        if sd.type == "cpu":
+            be.copy_from_host(dst, backends.cpu.array(src), non_blocking=non_blocking)
+        else:
+            be.copy_from_host(dst, backends.get(sd).to_host(src))
+
+
+def copy_(self, src, non_blocking=False):
+    """In-place copy with broadcasting and casting across devices; refuses aliasing targets."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    check_writable(self, "copy_")
+    from .. import autograd_hooks
+    autograd_hooks.check_inplace(self, "copy_")
+    if self.numel():
+        copy_into(self, src, non_blocking)
+    else:
+        L.broadcast_shapes(self.shape, src.shape)
+    self._vc.bump()
+    autograd_hooks.record_inplace(self, "copy_", (src,))
+    return self
+
+
+def clone(self, *, memory_format=preserve_format):
+    out = empty_like_layout(self, memory_format=memory_format)
+    copy_into(out, self)
+    from .. import autograd_hooks
+    return autograd_hooks.record(out, "clone", (self,))
+
+
+def contiguous(self, memory_format=contiguous_format):
+    if self.is_contiguous(memory_format):
+        return self
+    return clone(self, memory_format=memory_format)
+
+
+def _parse_to(args, kwargs):
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    other = None
+    for a in args:
+        if isinstance(a, Tensor):
+            other = a
+        elif isinstance(a, dtypes.DType):
+            dtype = a
+        elif isinstance(a, (str, Device, int)) and not isinstance(a, bool):
+            device = a
+        elif a is None:
+            continue
+        else:
+            try:
+                dtype = dtypes.as_dtype(a)
+            except TypeError:
+                raise TypeError(f"to() received an invalid combination of arguments: {a!r}; expected "
+                                "to(dtype), to(device, dtype=None), or to(other_tensor)") from None
+    if other is not None:
+        device, dtype = other.device, other.dtype
+    return device, dtype
+
+
+def to(self, *args, non_blocking=False, copy=False, memory_format=preserve_format, **kwargs):
+    """Convert dtype and/or device; returns self when nothing changes and copy=False."""
+    device, dtype = _parse_to(args, dict(kwargs))
+    unknown = set(kwargs) - {"device", "dtype"}
+    if unknown:
+        raise TypeError(f"to() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+    dev = self.device if device is None else canonical(device)
+    dt = self._dtype if dtype is None else dtypes.as_dtype(dtype)
+    fmt_ok = memory_format is preserve_format or self.is_contiguous(memory_format)
+    if dev == self.device and dt is self._dtype and not copy and fmt_ok:
+        return self
+    out = empty_like_layout(self, dt, dev, memory_format)
+    copy_into(out, self, non_blocking)
+    from .. import autograd_hooks
+    return autograd_hooks.record(out, "to", (self,))
+
+
+def cpu(self):
+    return to(self, "cpu")
+
+
+def cuda(self, device=None, non_blocking=False):
+    dev = Device("cuda") if device is None else Device(device if not isinstance(device, int) else f"cuda:{device}")
+    return to(self, dev, non_blocking=non_blocking)
+
+
+def type_(self, dtype=None, non_blocking=False):
+    if dtype is None:
+        return f"tensorlab.{_TYPE_NAMES[self._dtype.name]}"
+    return to(self, dtypes.as_dtype(dtype), non_blocking=non_blocking)
+
+
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
+               "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
+
+
+def _caster(dt):
+    def cast(self, memory_format=preserve_format):
+        return to(self, dt, memory_format=memory_format)
+    cast.__name__ = dt.name
+    return cast
+
+
+def type_as(self, other):
+    return to(self, other.dtype)
+
+
+FUNCTIONS = ("clone",)
+METHODS = {"copy_": copy_, "clone": clone, "contiguous": contiguous, "to": to, "cpu": cpu, "cuda": cuda,
+           "type": type_, "type_as": type_as,
+           "float": _caster(dtypes.float32), "double": _caster(dtypes.float64), "half": _caster(dtypes.float16),
+           "bfloat16": _caster(dtypes.bfloat16), "int": _caster(dtypes.int32), "long": _caster(dtypes.int64),
+           "short": _caster(dtypes.int16), "char": _caster(dtypes.int8), "byte": _caster(dtypes.uint8),
+           "bool": _caster(dtypes.bool_)}

@@ -1,0 +1,334 @@
+"""Creation ops: tensor / as_tensor / from_numpy, empty / zeros / ones / full (+ _like),
+arange, linspace, eye, empty_strided."""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .. import backends, dtypes, layout as L
+from ..device import CPU, canonical
+from ..storage import UntypedStorage
+from ..tensor import Tensor
+from ._common import empty_like_layout, empty_tensor
+
+
+def _finish(t, requires_grad):
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _dt(dtype, default=None):
+    if dtype is None:
+        return default if default is not None else dtypes.get_default_dtype()
+    return dtypes.as_dtype(dtype)
+
+
+def _host_values(data):
+    """Python data -> (NumPy array, inferred DType) with torch's inference rules."""
+    if isinstance(data, np.ndarray):
+        return data, dtypes.from_numpy_dtype(data.dtype)
+    if isinstance(data, np.generic):
+        arr = np.asarray(data)
+        return arr, dtypes.from_numpy_dtype(arr.dtype)
+    data = _unwrap_tensors(data)
+    try:
+        arr = np.array(data)
+    except (ValueError, TypeError):
+        _check_ragged(data, 0)
+        raise
+    except OverflowError:
+        raise RuntimeError("Overflow when unpacking long: tensor() data holds an integer outside int64") from None
+    if arr.dtype == object:
+        _check_ragged(data, 0)
+        raise TypeError(f"tensor(): could not infer dtype of {type(_first_leaf(data)).__name__}; "
+                        "data must be numbers, nested sequences of numbers, or NumPy arrays")
+    if arr.dtype.kind == "f" and arr.dtype == np.float64 and not _has_np_float64(data):
+        return arr, dtypes.get_default_dtype()
+    if arr.dtype.kind in "iu" and arr.dtype != np.uint8 and arr.dtype.itemsize < 8 and not _has_np(data):
+        arr = arr.astype(np.int64)
+    if arr.dtype.kind == "U" or arr.dtype.kind == "S":
+        raise TypeError("tensor(): new(): invalid data type 'str'")
+    if arr.dtype.kind == "c":
+        raise TypeError("tensor(): tensorlab has no complex dtypes")
+    return arr, dtypes.from_numpy_dtype(arr.dtype)
+
+
+def _has_np(data):
+    return isinstance(_first_leaf(data), (np.generic, np.ndarray))
+
+
+def _has_np_float64(data):
+    leaf = _first_leaf(data)
+    return isinstance(leaf, (np.ndarray, np.generic)) and leaf.dtype == np.float64
+
+
+def _first_leaf(data):
+    while isinstance(data, (list, tuple)) and data:
+        data = data[0]
+    return data
+
+
+def _unwrap_tensors(data):
+    if isinstance(data, Tensor):
+        if data.numel() == 1 and data.dim() == 0:
+            return data.item()
+        return data.tolist()
+    if isinstance(data, (list, tuple)):
+        if any(isinstance(x, (Tensor, list, tuple)) for x in data):
+            return [_unwrap_tensors(x) for x in data]
+    return data
+
+
+def _check_ragged(data, dim):
+    if isinstance(data, (list, tuple)):
+        if not data:
+            return
+        n = None
+        for x in data:
+            m = len(x) if isinstance(x, (list, tuple)) else None
+            if n is None:
+                n = m
+            elif m != n:
+                raise ValueError(f"expected sequence of length {n} at dim {dim + 1} (got {m})")
+        for x in data:
+            _check_ragged(x, dim + 1)
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new tensor holding a copy of `data` (nested sequences, scalars, NumPy arrays, tensors)."""
+    if isinstance(data, Tensor):
+        t = data.detach().to(device=device if device is not None else data.device,
+                             dtype=dtype if dtype is not None else data.dtype, copy=True)
+        return _finish(t, requires_grad)
+    arr, inferred = _host_values(data)
+    dt = _dt(dtype, inferred)
+    dev = canonical(device)
+    t = empty_tensor(arr.shape, dt, dev)
+    backends.get(dev).copy_from_host(t, _cast_host(arr, dt))
+    if pin_memory:
+        t = t.pin_memory()
+    return _finish(t, requires_grad)
+
+
+def _cast_host(arr, dt):
+    if arr.dtype == dt.np:
+        return arr
+    with np.errstate(invalid="ignore", over="ignore"):
+        return arr.astype(dt.np)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Share memory with `data` when possible (a tensor, or a NumPy array on the CPU), else copy."""
+    if isinstance(data, Tensor):
+        return data.to(device=device if device is not None else data.device,
+                       dtype=dtype if dtype is not None else data.dtype)
+    if isinstance(data, np.ndarray):
+        dev = canonical(device)
+        dt = _dt(dtype, dtypes.from_numpy_dtype(data.dtype))
+        if dev.type == "cpu" and dt.np == data.dtype and all(s >= 0 for s in data.strides):
+            return from_numpy(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(ndarray):
+    """A CPU tensor sharing `ndarray`'s memory; its storage is not resizable."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    dt = dtypes.from_numpy_dtype(ndarray.dtype)
+    buf, shape, strides = backends.cpu.wrap_numpy(ndarray)
+    storage = UntypedStorage._wrap(buf, CPU, False)
+    return Tensor._make(storage, L.Layout(L.Size(shape), strides, 0), dt)
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    arr = np.frombuffer(buffer, dtype=dtypes.as_dtype(dtype).np, count=count, offset=offset)
+    return _finish(from_numpy(arr), requires_grad)
+
+
+def _size_args(size, op):
+    return L.normalize_shape(size, op)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False, out=None):
+    shape = _size_args(size, "empty")
+    dt = _dt(dtype)
+    dev = canonical(device)
+    stride = None
+    if memory_format is not None:
+        from ..tensor import channels_last, channels_last_3d
+        if memory_format in (channels_last, channels_last_3d):
+            stride = L.channels_last_strides(shape)
+    if out is not None:
+        from .resize import resize_
+        return resize_(out, *shape)
+    t = empty_tensor(shape, dt, dev, stride)
+    if pin_memory:
+        t = t.pin_memory()
+    return _finish(t, requires_grad)
+
+
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
+    shape = _size_args((size,), "empty_strided")
+    stride = tuple(stride)
+    if len(stride) != len(shape):
+        raise RuntimeError(f"empty_strided: mismatch in length of strides and shape ({len(stride)} vs {len(shape)})")
+    return _finish(empty_tensor(shape, _dt(dtype), canonical(device), stride), requires_grad)
+
+
+def _filled(shape, value, dt, dev, requires_grad):
+    t = empty_tensor(shape, dt, dev)
+    backends.get(dev).fill(t, value)
+    return _finish(t, requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False, out=None):
+    if out is not None:
+        return _fill_out(out, _size_args(size, "zeros"), 0)
+    return _filled(_size_args(size, "zeros"), 0, _dt(dtype), canonical(device), requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
+    if out is not None:
+        return _fill_out(out, _size_args(size, "ones"), 1)
+    return _filled(_size_args(size, "ones"), 1, _dt(dtype), canonical(device), requires_grad)
+
+
+def _fill_out(out, shape, value):
+    from ._common import output
+    o = output(out, shape, out.dtype, out.device, "fill")
+    backends.get(out.device).fill(o.tensor, value)
+    return o.finish()
+
+
+def _scalar_default_dtype(value):
+    if isinstance(value, Tensor):
+        return value.dtype
+    if isinstance(value, bool):
+        return dtypes.bool_
+    if isinstance(value, numbers.Integral):
+        return dtypes.int64
+    if isinstance(value, numbers.Real):
+        return dtypes.get_default_dtype()
+    raise TypeError(f"full(): fill_value must be a number, got {type(value).__name__}")
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None):
+    shape = _size_args((size,), "full")
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    if out is not None:
+        return _fill_out(out, shape, fill_value)
+    dt = _dt(dtype, _scalar_default_dtype(fill_value))
+    return _filled(shape, fill_value, dt, canonical(device), requires_grad)
+
+
+def _like(t, dtype, device, memory_format):
+    return empty_like_layout(t, _dt(dtype, t.dtype), canonical(device) if device is not None else t.device,
+                             memory_format)
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _finish(_like(input, dtype, device, memory_format), requires_grad)
+
+
+def _filled_like(input, value, dtype, device, requires_grad, memory_format):
+    t = _like(input, dtype, device, memory_format)
+    t._backend.fill(t, value)
+    return _finish(t, requires_grad)
+
+
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _filled_like(input, 0, dtype, device, requires_grad, memory_format)
+
+
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _filled_like(input, 1, dtype, device, requires_grad, memory_format)
+
+
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _filled_like(input, fill_value, dtype, device, requires_grad, memory_format)
+
+
+def _num(x, op, name):
+    if isinstance(x, Tensor):
+        x = x.item()
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{op}(): argument '{name}' must be a number, got {type(x).__name__}")
+    return x
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
+    """Values start, start+step, ... below end; int64 unless an argument is a float (torch)."""
+    if end is None:
+        start, end = 0, start
+    start, end, step = (_num(start, "arange", "start"), _num(end, "arange", "end"), _num(step, "arange", "step"))
+    is_float = any(isinstance(x, float) for x in (start, end, step))
+    dt = _dt(dtype, dtypes.get_default_dtype() if is_float else dtypes.int64)
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    for x, name in ((start, "start"), (end, "end")):
+        if not math.isfinite(x):
+            raise RuntimeError(f"arange: unsupported range: {start} -> {end} ({name} is not finite)")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
+                           f"(start={start}, end={end}, step={step})")
+    if dt.is_floating_point or is_float:
+        n = math.ceil((end - start) / step)
+    else:
+        n = -((start - end) // step)
+    n = max(int(n), 0)
+    dev = canonical(device)
+    if out is not None:
+        from ._common import output
+        o = output(out, (n,), out.dtype, out.device, "arange")
+        o.tensor._backend.arange(o.tensor, start, step)
+        return o.finish()
+    t = empty_tensor((n,), dt, dev)
+    backends.get(dev).arange(t, start, step)
+    return _finish(t, requires_grad)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
+    start, end = _num(start, "linspace", "start"), _num(end, "linspace", "end")
+    steps = int(_num(steps, "linspace", "steps"))
+    if steps < 0:
+        raise RuntimeError("linspace(): number of steps must be non-negative")
+    dt = _dt(dtype)
+    dev = canonical(device)
+    if out is not None:
+        from ._common import output
+        o = output(out, (steps,), out.dtype, out.device, "linspace")
+        o.tensor._backend.linspace(o.tensor, start, end)
+        return o.finish()
+    t = empty_tensor((steps,), dt, dev)
+    backends.get(dev).linspace(t, start, end)
+    return _finish(t, requires_grad)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
+    n = int(_num(n, "eye", "n"))
+    m = n if m is None else int(_num(m, "eye", "m"))
+    if n < 0 or m < 0:
+        raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
+    dev = canonical(device)
+    if out is not None:
+        from ._common import output
+        o = output(out, (n, m), out.dtype, out.device, "eye")
+        o.tensor._backend.eye(o.tensor)
+        return o.finish()
+    t = empty_tensor((n, m), _dt(dtype), dev)
+    backends.get(dev).eye(t)
+    return _finish(t, requires_grad)
+
+
+def _rebuild(arr, dtype_name, device, requires_grad):
+    t = tensor(arr, dtype=dtypes._by_name(dtype_name), device=device)
+    return _finish(t, requires_grad)
+
+
+FUNCTIONS = ("tensor", "as_tensor", "from_numpy", "frombuffer", "empty", "empty_strided", "zeros", "ones", "full",
+             "empty_like", "zeros_like", "ones_like", "full_like", "arange", "linspace", "eye")
+METHODS = {}

@@ -1,0 +1,323 @@
+"""Tensor: metadata and the Python protocol. Op methods are bound from the ops modules' METHODS
+tables (tensorlab/ops/__init__.py), so this file holds no op logic."""
+from __future__ import annotations
+
+import threading
+from typing import NamedTuple
+
+from . import backends, dtypes, layout as L
+from .layout import Layout, Size
+from .storage import UntypedStorage
+from .sync import host_wait
+
+
+class Meta(NamedTuple):
+    """Everything `set_`/`resize_` may change, in one immutable record. A tensor's `_meta` is only
+    ever replaced by a single assignment, so a reader sees the old record or the new, never a mix."""
+
+    storage: UntypedStorage
+    layout: Layout
+
+
+class VersionCounter:
+    """Shared by a tensor and its views; bumped once per successful in-place write."""
+
+    __slots__ = ("value", "__weakref__")
+
+    def __init__(self, value=0):
+        self.value = value
+
+    def bump(self):
+        self.value += 1
+
+
+class MemoryFormat:
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"tensorlab.{self.name}"
+
+
+contiguous_format = MemoryFormat("contiguous_format")
+channels_last = MemoryFormat("channels_last")
+channels_last_3d = MemoryFormat("channels_last_3d")
+preserve_format = MemoryFormat("preserve_format")
+
+meta_write_lock = threading.RLock()  # serializes writers of _meta (resize_/set_); readers never lock
+
+
+class Tensor:
+    __slots__ = ("_meta", "_dtype", "_vc", "_requires_grad", "_grad", "_grad_fn", "_base",
+                 "_retains_grad", "_hooks", "_inference", "__dict__", "__weakref__")
+
+    # -- construction -------------------------------------------------------------------------
+    def __new__(cls, *args, dtype=None, device=None):
+        """tl.Tensor(2, 3) -> uninitialized default-dtype tensor; tl.Tensor([..]) -> a copy (as torch)."""
+        from .ops import creation
+        dt = dtype or dtypes.get_default_dtype()
+        if len(args) == 1 and not isinstance(args[0], int):
+            return creation.tensor(args[0], dtype=dt, device=device)
+        return creation.empty(*args, dtype=dt, device=device)
+
+    @classmethod
+    def _make(cls, storage, lay, dtype, vc=None, requires_grad=False):
+        t = object.__new__(cls)
+        t._meta = Meta(storage, lay)
+        t._dtype = dtype
+        t._vc = VersionCounter() if vc is None else vc
+        t._requires_grad = requires_grad
+        t._grad = None
+        t._grad_fn = None
+        t._base = None
+        t._retains_grad = False
+        t._hooks = None
+        t._inference = False
+        return t
+
+    def _view_of(self, lay, dtype=None):
+        """A tensor sharing this one's storage and version counter with a new layout."""
+        storage = self._meta.storage
+        t = Tensor._make(storage, lay, dtype or self._dtype, self._vc)
+        t._base = self if self._base is None else self._base
+        return t
+
+    def _publish(self, storage, lay):
+        """The last step of every metadata change: one assignment of a complete record."""
+        self._meta = Meta(storage, lay)
+
+    # -- metadata -----------------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return self._meta.layout.shape
+
+    def size(self, dim=None):
+        shape = self._meta.layout.shape
+        if dim is None:
+            return shape
+        return shape[L.wrap_dim(dim, len(shape), "size")]
+
+    def stride(self, dim=None):
+        lay = self._meta.layout
+        if dim is None:
+            return lay.stride
+        return lay.stride[L.wrap_dim(dim, len(lay.shape), "stride")]
+
+    def storage_offset(self):
+        return self._meta.layout.offset
+
+    def untyped_storage(self):
+        return self._meta.storage
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def device(self):
+        return self._meta.storage.device
+
+    @property
+    def is_cuda(self):
+        return self._meta.storage.device.type == "cuda"
+
+    @property
+    def is_cpu(self):
+        return self._meta.storage.device.type == "cpu"
+
+    def dim(self):
+        return len(self._meta.layout.shape)
+
+    @property
+    def ndim(self):
+        return len(self._meta.layout.shape)
+
+    def ndimension(self):
+        return self.dim()
+
+    def numel(self):
+        return L.prod(self._meta.layout.shape)
+
+    nelement = numel
+
+    def element_size(self):
+        return self._dtype.itemsize
+
+    @property
+    def itemsize(self):
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.numel() * self._dtype.itemsize
+
+    def data_ptr(self):
+        storage, lay = self._meta
+        return storage.data_ptr() + lay.offset * self._dtype.itemsize
+
+    def is_contiguous(self, memory_format=contiguous_format):
+        lay = self._meta.layout
+        if memory_format is contiguous_format:
+            return L.is_contiguous(lay.shape, lay.stride)
+        if memory_format in (channels_last, channels_last_3d):
+            want = 4 if memory_format is channels_last else 5
+            return len(lay.shape) == want and L.is_channels_last(lay.shape, lay.stride)
+        raise RuntimeError(f"is_contiguous: memory_format must be contiguous_format, channels_last or "
+                           f"channels_last_3d, got {memory_format!r}")
+
+    def is_floating_point(self):
+        return self._dtype.is_floating_point
+
+    def is_complex(self):
+        return False
+
+    def is_signed(self):
+        return self._dtype.is_signed
+
+    @property
+    def _version(self):
+        return self._vc.value
+
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad=True):
+        if requires_grad and not self._dtype.is_floating_point:
+            raise RuntimeError(f"only Tensors of floating point and complex dtype can require gradients "
+                               f"(got {self._dtype})")
+        if not requires_grad and self._grad_fn is not None:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
+                               "computed variable in a subgraph that doesn't require differentiation use "
+                               "var_no_grad = var.detach().")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, g):
+        self._grad = g
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def is_leaf(self):
+        return self._grad_fn is None
+
+    @property
+    def _backend(self):
+        return backends.get(self._meta.storage.device)
+
+    # -- Python protocol ----------------------------------------------------------------------
+    def __len__(self):
+        shape = self._meta.layout.shape
+        if not shape:
+            raise TypeError("len() of a 0-d tensor")
+        return shape[0]
+
+    def __iter__(self):
+        if not self._meta.layout.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def item(self):
+        n = self.numel()
+        if n != 1:
+            raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
+        return _to_python(self._host("item").reshape(()), self._dtype)
+
+    def tolist(self):
+        return _to_python(self._host("tolist"), self._dtype)
+
+    def __bool__(self):
+        n = self.numel()
+        if n != 1:
+            if n == 0:
+                raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._dtype.is_floating_point or self._dtype is dtypes.bool_ or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    __hash__ = object.__hash__
+
+    def numpy(self, *, force=False):
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if self.device.type != "cpu":
+            if not force:
+                raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy "
+                                "the tensor to host memory first.")
+            return self.cpu().numpy()
+        return backends.cpu.array(self)
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.numpy(force=self.device.type != "cpu")
+        if dtype is not None:
+            arr = arr.astype(dtype, copy=False)
+        if copy:
+            arr = arr.copy()
+        return arr
+
+    def _host(self, reason):
+        """Values as a NumPy array; on CUDA this is a host synchronization named `reason`."""
+        dev = self._meta.storage.device
+        if dev.type == "cpu":
+            return backends.cpu.array(self)
+        host_wait(reason, dev)
+        return self._backend.to_host(self)
+
+    def __repr__(self):
+        from .printing import tensor_repr
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if self.dim() == 0 and spec:
+            return format(self.item(), spec)
+        return object.__format__(self, spec) if spec else repr(self)
+
+    def __reduce_ex__(self, proto):
+        from .ops.creation import _rebuild
+        return (_rebuild, (self.detach().cpu().numpy().copy(), self._dtype.name, str(self.device),
+                           self._requires_grad))
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        t = self.detach().clone()
+        t._requires_grad = self._requires_grad
+        memo[id(self)] = t
+        return t
+
+
+def _to_python(arr, dtype):
+    """NumPy values to Python scalars / nested lists (bfloat16 and float16 through float32)."""
+    if dtype is dtypes.bfloat16 or dtype is dtypes.float16:
+        arr = arr.astype("float32")
+    return arr.tolist()
+
