@@ -43,6 +43,8 @@ def _host_values(data):
         raise RuntimeError("Overflow when unpacking long: tensor() data holds an integer outside int64") from None
     if arr.dtype == object:
         _check_ragged(data, 0)
+        if isinstance(_first_leaf(data), int):
+            raise RuntimeError("Overflow when unpacking long: tensor() data holds an integer outside int64")
         raise TypeError(f"tensor(): could not infer dtype of {type(_first_leaf(data)).__name__}; "
                         "data must be numbers, nested sequences of numbers, or NumPy arrays")
     if arr.dtype.kind == "f" and arr.dtype == np.float64 and not _has_np_float64(data):
