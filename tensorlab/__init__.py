@@ -11,7 +11,8 @@ from .layout import Size, broadcast_shapes
 from .storage import UntypedStorage
 from .tensor import Tensor, channels_last, channels_last_3d, contiguous_format, preserve_format
 from . import ops as _ops
-from . import cuda
+from . import cuda, return_types, testing
+from .printing import get_printoptions, printoptions, set_printoptions
 
 dtype = DType
 _ops.install(Tensor)
