@@ -7,17 +7,32 @@ import threading
 from . import backends
 from .device import canonical
 
+# Serializes every writer of a storage's buffer or a tensor's metadata (UntypedStorage.resize_,
+# Tensor.resize_/set_, out= resizes). Readers never take it: they rely on single-assignment publish.
+write_lock = threading.RLock()
+
+_MAX_NBYTES = 2 ** 63 - 1
+
+
+def check_nbytes(nbytes, op):
+    """A byte count any allocator could be asked for: RuntimeError (as torch) past int64."""
+    if nbytes > _MAX_NBYTES:
+        raise RuntimeError(f"{op}: storage size calculation overflowed: {nbytes} bytes is more than the "
+                           f"largest possible storage ({_MAX_NBYTES} bytes)")
+    return nbytes
+
 
 class UntypedStorage:
     """A byte buffer on one device. `resize_` builds the new buffer completely, then publishes it
     with one assignment, so a failure leaves the storage untouched and readers see old or new."""
 
-    __slots__ = ("_buf", "device", "_resizable", "_lock", "__weakref__")
+    __slots__ = ("_buf", "device", "_resizable", "__weakref__")
 
     def __init__(self, nbytes=0, *, device=None):
         nbytes = operator.index(nbytes)
         if nbytes < 0:
             raise RuntimeError(f"UntypedStorage: size must be non-negative, got {nbytes}")
+        check_nbytes(nbytes, "UntypedStorage")
         dev = canonical(device)
         self._init(backends.get(dev).allocate(nbytes, dev), dev, True)
 
@@ -31,7 +46,6 @@ class UntypedStorage:
         self._buf = buf
         self.device = device
         self._resizable = resizable
-        self._lock = threading.Lock()
 
     @property
     def _backend(self):
@@ -59,25 +73,35 @@ class UntypedStorage:
         return self.device.type == "cuda"
 
     def resize_(self, nbytes):
-        """Resize to `nbytes` bytes, keeping the leading bytes. Not resizable -> RuntimeError."""
+        """Resize to `nbytes` bytes, keeping the leading bytes (new bytes are uninitialized, as in
+        torch). Not resizable or out of memory -> RuntimeError with the storage unchanged.
+        Shrinking can leave tensors over this storage reaching past its end: reading them then
+        raises RuntimeError (the backends' bounds check) instead of reading freed memory."""
         nbytes = operator.index(nbytes)
         if nbytes < 0:
             raise RuntimeError(f"UntypedStorage.resize_: size must be non-negative, got {nbytes}")
+        check_nbytes(nbytes, "UntypedStorage.resize_")
         if not self._resizable:
             raise RuntimeError("Trying to resize storage that is not resizable")
-        with self._lock:
-            be = self._backend
-            old = self._buf
-            new = be.allocate(nbytes, self.device)
-            be.copy_bytes(new, old, min(nbytes, be.buffer_nbytes(old)))
-            be.retire(old)
-            self._buf = new
+        with write_lock:
+            if nbytes != self.nbytes():
+                self._install(self._acquire(nbytes))
         return self
 
-    def _grow_to(self, nbytes):
-        """Grow (never shrink) to at least `nbytes`; the step tensor.resize_ and set_ rely on."""
-        if nbytes > self.nbytes():
-            self.resize_(nbytes)
+    def _acquire(self, nbytes):
+        """A new buffer of `nbytes` holding this storage's leading bytes; nothing visible changes
+        (an allocation or copy failure here leaves the storage as it was)."""
+        be = self._backend
+        old = self._buf
+        new = be.allocate(nbytes, self.device)
+        be.copy_bytes(new, old, min(nbytes, be.buffer_nbytes(old)))
+        return new
+
+    def _install(self, buf):
+        """Publish `buf` as this storage's bytes: one assignment. Callers hold write_lock."""
+        old = self._buf
+        self._buf = buf
+        self._backend.retire(old)
 
     def tolist(self):
         return self._backend.buffer_tolist(self._buf)

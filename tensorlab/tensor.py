@@ -2,12 +2,11 @@
 tables (tensorlab/ops/__init__.py), so this file holds no op logic."""
 from __future__ import annotations
 
-import threading
 from typing import NamedTuple
 
 from . import backends, dtypes, layout as L
 from .layout import Layout, Size
-from .storage import UntypedStorage
+from .storage import UntypedStorage, write_lock
 from .sync import host_wait
 
 
@@ -46,7 +45,7 @@ channels_last = MemoryFormat("channels_last")
 channels_last_3d = MemoryFormat("channels_last_3d")
 preserve_format = MemoryFormat("preserve_format")
 
-meta_write_lock = threading.RLock()  # serializes writers of _meta (resize_/set_); readers never lock
+meta_write_lock = write_lock  # one lock for writers of _meta and of storage buffers; readers never lock
 
 
 class Tensor:
@@ -235,7 +234,10 @@ class Tensor:
         n = self.numel()
         if n != 1:
             raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
-        return _to_python(self._host("item").reshape(()), self._dtype)
+        arr = self._host("item")
+        if arr.size != 1:  # another thread resized self between the check and the read
+            raise RuntimeError(f"a Tensor with {arr.size} elements cannot be converted to Scalar")
+        return _to_python(arr.reshape(()), self._dtype)
 
     def tolist(self):
         return _to_python(self._host("tolist"), self._dtype)

@@ -15,8 +15,28 @@ _OVERLAP_INPUT = ("unsupported operation: some elements of the input tensor and 
                   "single memory location. Please clone() the tensor before performing the operation.")
 
 
+_CONTIGUOUS = {}  # shape -> (Size, strides, numel): ops allocate outputs of a few recurring shapes
+
+
+def _contiguous_layout(shape):
+    hit = _CONTIGUOUS.get(shape)
+    if hit is None:
+        size = L.Size(shape)
+        for n in size:
+            if n < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(size)}")
+        if len(_CONTIGUOUS) >= 4096:
+            _CONTIGUOUS.clear()
+        hit = _CONTIGUOUS[tuple(size)] = (size, L.contiguous_strides(size), L.prod(size))
+    return hit
+
+
 def empty_tensor(shape, dtype, device, stride=None):
     """A fresh tensor of `shape` (contiguous unless `stride` is given) on a concrete device."""
+    if stride is None and type(shape) in (tuple, L.Size):  # the hot path of every op's output
+        size, stride, numel = _contiguous_layout(shape)
+        buf = backends.get(device).allocate(numel * dtype.itemsize, device)
+        return Tensor._make(UntypedStorage._wrap(buf, device, True), L.Layout(size, stride, 0), dtype)
     shape = L.Size(shape)
     for n in shape:
         if n < 0:
@@ -49,6 +69,15 @@ def empty_like_layout(t, dtype=None, device=None, memory_format=None):
     else:
         raise RuntimeError(f"unknown memory_format {mf!r}")
     return empty_tensor(lay.shape, dtype or t._dtype, device or t.device, stride)
+
+
+def pinned(t):
+    """`t` as it is at this instant: its storage and layout from ONE read of `t._meta`, sharing
+    the version counter. An op that computes shapes from an input and later reads its values
+    works on the pinned tensor, so a concurrent resize_/set_ of the input cannot make the two
+    steps see different layouts (DESIGN.md, "Atomic metadata")."""
+    storage, lay = t._meta
+    return Tensor._make(storage, lay, t._dtype, t._vc)
 
 
 def device_of(device):
@@ -157,16 +186,20 @@ def output(out, shape, dtype, device, op, inputs=(), stride=None):
     if out._requires_grad:
         raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, "
                            "but one of the arguments requires grad.")
-    if tuple(out.shape) != tuple(shape):
-        if out.numel() != 0:
+    target = pinned(out)  # one layout for the checks and the primitive, even while another thread resizes out
+    cur = target._meta.layout.shape
+    if tuple(cur) != tuple(shape):
+        if L.prod(cur) != 0:
             warnings.warn(f"{op}: An output with one or more elements was resized since it had shape "
-                          f"{list(out.shape)}, which does not match the required output shape {list(shape)}. "
+                          f"{list(cur)}, which does not match the required output shape {list(shape)}. "
                           "This behavior is deprecated, and in a future release it will not resize outputs "
                           "unless they have zero elements. You can explicitly reuse an out tensor t by resizing "
                           "it, inplace, to zero elements with t.resize_(0).", UserWarning, stacklevel=3)
         from .resize import plan_resize
-        plan = plan_resize(out, tuple(shape))
+        plan = plan_resize(out, tuple(shape), op=op)
+        if plan.new_buf is None:  # resized in place: the result lands in out's storage, maybe under an input
+            check_no_partial_overlap(plan.target, *inputs, op=op)
         return Output(plan.target, out, plan)
-    check_writable(out, op)
-    check_no_partial_overlap(out, *inputs, op=op)
-    return Output(out, out)
+    check_writable(target, op)
+    check_no_partial_overlap(target, *inputs, op=op)
+    return Output(target, out)

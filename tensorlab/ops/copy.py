@@ -5,22 +5,24 @@ from .. import backends, dtypes, layout as L
 from ..device import Device, canonical
 from ..sync import host_wait
 from ..tensor import Tensor, contiguous_format, preserve_format
-from ._common import check_writable, empty_like_layout
+from ._common import check_writable, empty_like_layout, pinned
 
 
 def _broadcast_view(src, shape, op):
-    lay = src._meta.layout
-    if tuple(lay.shape) == tuple(shape):
-        return src
-    L.broadcast_shapes(shape, lay.shape)  # torch's "must match ... at non-singleton dimension" error
-    stride = L.expand_strides(lay.shape, lay.stride, shape, op)
-    return Tensor._make(src._meta.storage, L.Layout(L.Size(shape), stride, lay.offset), src._dtype, src._vc)
+    """src broadcast to `shape`, pinned: storage and layout from one read of src._meta."""
+    storage, lay = src._meta
+    if tuple(lay.shape) != tuple(shape):
+        L.broadcast_shapes(shape, lay.shape)  # torch's "must match ... at non-singleton dimension" error
+        lay = L.Layout(L.Size(shape), L.expand_strides(lay.shape, lay.stride, shape, op), lay.offset)
+    return Tensor._make(storage, lay, src._dtype, src._vc)
 
 
 def copy_into(dst, src, non_blocking=False):
     """Write src (broadcast to dst's shape, cast to dst's dtype, any device) into dst. No checks
-    beyond the transfer itself, no version bump: the building block of copy_ and conversions."""
-    src = _broadcast_view(src, dst.shape, "copy_")
+    beyond the transfer itself, no version bump: the building block of copy_ and conversions.
+    Both operands are pinned, so the backend reads the layouts the shapes were checked on."""
+    dst = pinned(dst)
+    src = _broadcast_view(src, dst._meta.layout.shape, "copy_")
     sd, dd = src._meta.storage.device, dst._meta.storage.device
     if sd == dd:
         backends.get(dd).copy(dst, src)
@@ -53,8 +55,9 @@ def copy_(self, src, non_blocking=False):
 
 
 def clone(self, *, memory_format=preserve_format):
-    out = empty_like_layout(self, memory_format=memory_format)
-    copy_into(out, self)
+    src = pinned(self)
+    out = empty_like_layout(src, memory_format=memory_format)
+    copy_into(out, src)
     from .. import autograd_hooks
     return autograd_hooks.record(out, "clone", (self,))
 
@@ -100,8 +103,9 @@ def to(self, *args, non_blocking=False, copy=False, memory_format=preserve_forma
     fmt_ok = memory_format is preserve_format or self.is_contiguous(memory_format)
     if dev == self.device and dt is self._dtype and not copy and fmt_ok:
         return self
-    out = empty_like_layout(self, dt, dev, memory_format)
-    copy_into(out, self, non_blocking)
+    src = pinned(self)
+    out = empty_like_layout(src, dt, dev, memory_format)
+    copy_into(out, src, non_blocking)
     from .. import autograd_hooks
     return autograd_hooks.record(out, "to", (self,))
 
