@@ -1,0 +1,420 @@
+"""Reductions: sum, mean, prod, amax/amin, max/min (values and indices), argmax/argmin,
+var/std, norm, logsumexp, all/any, count_nonzero, cumsum/cumprod, softmax/log_softmax.
+
+The composites (mean, var/std, norm, logsumexp, softmax) are ops of the fused `reduce` and
+`softmax` primitives rather than chains of elementwise ops: one pass over the input with no
+input-sized temporaries on the device, as torch's own kernels do (MeanOps, WelfordOps, NormOps,
+the softmax kernels), and max-subtraction inside the kernel keeps softmax/logsumexp stable."""
+from __future__ import annotations
+
+import builtins as _b
+import operator
+
+from .. import autograd_hooks, dtypes, layout as L, return_types
+from ..tensor import Tensor
+from . import registry
+from ._common import _torch_name, check_cast, check_writable, empty_tensor, output, pinned
+from .registry import ALWAYS_BOOL, INT_TO_FLOAT, KEEP, NONE, OpDef
+
+_F = "reduction"
+registry.register(
+    OpDef("sum", _F, "reduce", NONE, info={"op": "sum", "integral": "int64"}),
+    OpDef("prod", _F, "reduce", NONE, info={"op": "prod", "integral": "int64"}),
+    OpDef("mean", _F, "reduce", NONE, info={"op": "mean", "requires": "floating"}),
+    OpDef("amax", _F, "reduce", KEEP, info={"op": "amax"}),
+    OpDef("amin", _F, "reduce", KEEP, info={"op": "amin"}),
+    OpDef("max", _F, "arg_reduce", KEEP, info={"op": "max", "full": "reduce:amax", "other": "maximum"}),
+    OpDef("min", _F, "arg_reduce", KEEP, info={"op": "min", "full": "reduce:amin", "other": "minimum"}),
+    OpDef("argmax", _F, "arg_reduce", NONE, differentiable=False, info={"op": "max", "out": "int64"}),
+    OpDef("argmin", _F, "arg_reduce", NONE, differentiable=False, info={"op": "min", "out": "int64"}),
+    OpDef("var", _F, "reduce", KEEP, info={"op": "var", "requires": "floating"}),
+    OpDef("std", _F, "reduce", KEEP, info={"op": "std", "requires": "floating"}),
+    OpDef("norm", _F, "reduce", KEEP, info={"op": "norm", "requires": "floating"}),
+    OpDef("logsumexp", _F, "reduce", INT_TO_FLOAT, info={"op": "logsumexp"}),
+    OpDef("all", _F, "reduce", ALWAYS_BOOL, differentiable=False, info={"op": "all", "uint8": "uint8"}),
+    OpDef("any", _F, "reduce", ALWAYS_BOOL, differentiable=False, info={"op": "any", "uint8": "uint8"}),
+    OpDef("count_nonzero", _F, "reduce", NONE, differentiable=False, info={"op": "count_nonzero", "out": "int64"}),
+    OpDef("cumsum", _F, "cumulative", NONE, info={"op": "sum", "integral": "int64"}),
+    OpDef("cumprod", _F, "cumulative", NONE, info={"op": "prod", "integral": "int64"}),
+    OpDef("cumsum_", _F, "cumulative", KEEP, inplace=True, info={"op": "sum"}),
+    OpDef("cumprod_", _F, "cumulative", KEEP, inplace=True, info={"op": "prod"}),
+    OpDef("softmax", _F, "softmax", KEEP, info={"log": False, "requires": "floating"}),
+    OpDef("log_softmax", _F, "softmax", KEEP, info={"log": True, "requires": "floating"}),
+)
+
+# torch's C++ type names, as its "Expected out tensor to have dtype ..." messages print them
+_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+            "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+            "uint8": "unsigned char", "bool": "bool"}
+_INF = float("inf")
+
+
+# -- helpers shared with linalg.py and shape.py ----------------------------------------------
+def check_tensor(x, op, name="input", pos=1):
+    """`x` pinned (storage and layout from one read of its metadata, so a concurrent resize_
+    cannot change it between the shape checks and the kernel). Ops compute on the pinned
+    tensor and record autograd with the caller's tensor."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not {type(x).__name__}")
+    return pinned(x)
+
+
+def check_out_dtype(out, dtype):
+    """Ops whose out= must have exactly the result's dtype (torch refuses a cast there)."""
+    if isinstance(out, Tensor) and out._dtype is not dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {_C_NAMES[dtype.name]}, but got "
+                           f"{_C_NAMES[out._dtype.name]} instead")
+
+
+def wrap_dims(dims, ndim):
+    """A sequence of dims wrapped, with torch's error for a repeated dim (in list order)."""
+    seen = []
+    for d in dims:
+        w = L.wrap_dim(d, ndim)
+        if w in seen:
+            raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
+        seen.append(w)
+    return seen
+
+
+def reduce_dims(x, dim):
+    """`dim` (None, an int, or a sequence; empty means every dim) as a sorted tuple. A 0-dim
+    tensor accepts dim 0 / -1 and has nothing to reduce."""
+    nd = len(x._meta.layout.shape)
+    if dim is None:
+        return tuple(range(nd))
+    if isinstance(dim, (tuple, list)):
+        if not dim:
+            return tuple(range(nd))
+        dims = wrap_dims(dim, nd)
+    else:
+        dims = (L.wrap_dim(dim, nd),)
+    return tuple(sorted(dims)) if nd else ()
+
+
+def reduced_shape(shape, dims, keepdim):
+    if keepdim:
+        return tuple(1 if i in dims else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i not in dims)
+
+
+def _run(op, name, src, x, dims, keepdim, dtype, out, arg=None):
+    """Reduce the pinned `x` into a new or out= result; autograd sees the caller's `src`."""
+    o = output(out, reduced_shape(x._meta.layout.shape, dims, keepdim), dtype, x.device, name, (x,))
+    x._backend.reduce(o.tensor, x, op, dims, arg)
+    return autograd_hooks.record(o.finish(), name, (src,), dim=dims, keepdim=keepdim)
+
+
+def _accumulating_dtype(x, dtype, out):
+    """sum/prod/cumsum: dtype=, else out's dtype, else int64 for integral and bool inputs."""
+    if dtype is not None:
+        dt = dtypes.as_dtype(dtype)
+        check_out_dtype(out, dt)
+        return dt
+    if isinstance(out, Tensor):
+        return out._dtype
+    return x._dtype if x._dtype.is_floating_point else dtypes.int64
+
+
+def _check_nonempty(x, dims, name, full, exc=RuntimeError):
+    """Reductions without an identity (amax, max, argmax, ...) refuse empty slices."""
+    if x.numel() == 0:
+        if full:
+            raise exc(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                      "reduction dim with the 'dim' argument.")
+        shape = x._meta.layout.shape
+        for d in dims:
+            if shape[d] == 0:
+                raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+# -- sum, prod, mean ---------------------------------------------------------------------------
+def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001
+    x = check_tensor(input, "sum")
+    return _run("sum", "sum", input, x, reduce_dims(x, dim), keepdim, _accumulating_dtype(x, dtype, out), out)
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    x = check_tensor(input, "prod")
+    return _run("prod", "prod", input, x, reduce_dims(x, dim), keepdim, _accumulating_dtype(x, dtype, out), out)
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    x = check_tensor(input, "mean")
+    dt = x._dtype if dtype is None else dtypes.as_dtype(dtype)
+    if not dt.is_floating_point:
+        which = "Input" if dtype is None else "Optional"
+        raise RuntimeError(f"mean(): could not infer output dtype. {which} dtype must be either a floating point or "
+                           f"complex dtype. Got: {_torch_name(dt)}")
+    return _run("mean", "mean", input, x, reduce_dims(x, dim), keepdim, dt, out)
+
+
+# -- amax, amin, max, min, argmax, argmin ------------------------------------------------------
+def _extreme_all(op, name, src, x, dim, keepdim, out):
+    if isinstance(out, Tensor) and out._dtype is not x._dtype:
+        raise RuntimeError(f"Expected the dtype for input and out to match, but got {_torch_name(x._dtype)} for "
+                           f"input's dtype and {_torch_name(out._dtype)} for out's dtype.")
+    full = dim is None or (isinstance(dim, (tuple, list)) and not dim)
+    dims = reduce_dims(x, dim)
+    _check_nonempty(x, dims, name, full)
+    return _run(op, name, src, x, dims, keepdim, x._dtype, out)
+
+
+def amax(input, dim=(), keepdim=False, *, out=None):
+    return _extreme_all("amax", "amax", input, check_tensor(input, "amax"), dim, keepdim, out)
+
+
+def amin(input, dim=(), keepdim=False, *, out=None):
+    return _extreme_all("amin", "amin", input, check_tensor(input, "amin"), dim, keepdim, out)
+
+
+def _out_pair(out, op):
+    if out is None:
+        return None, None
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise TypeError(f"{op}(): argument 'out' must be a tuple of two Tensors (values, indices)")
+    return out
+
+
+def _with_indices(op, src, x, dim, keepdim, out, result_type):
+    """max/min along one dim: (values, indices) of the first extreme, NaN counting as extreme."""
+    dims = reduce_dims(x, operator.index(dim))
+    _check_nonempty(x, dims, op, False)
+    vo, io = _out_pair(out, op)
+    check_out_dtype(vo, x._dtype)
+    check_out_dtype(io, dtypes.int64)
+    shape = reduced_shape(x._meta.layout.shape, dims, keepdim)
+    ov = output(vo, shape, x._dtype, x.device, op, (x,))
+    oi = output(io, shape, dtypes.int64, x.device, op, (x,))
+    x._backend.arg_reduce(ov.tensor, oi.tensor, x, op, dims[0] if dims else 0)
+    values = autograd_hooks.record(ov.finish(), op, (src,), dim=dims, keepdim=keepdim)
+    return result_type(values, oi.finish())
+
+
+def _elementwise(name, a, b, out):
+    from . import elementwise  # the binary max(a, b) is elementwise maximum/minimum
+    fn = getattr(elementwise, name)
+    return fn(a, b) if out is None else fn(a, b, out=out)
+
+
+def max(input, dim=None, keepdim=False, *, out=None):  # noqa: A001
+    """max(x) -> the largest value; max(x, dim, keepdim) -> (values, indices); max(x, other) ->
+    elementwise maximum."""
+    x = check_tensor(input, "max")
+    if isinstance(dim, Tensor):
+        return _elementwise("maximum", input, dim, out)
+    if dim is None:
+        return _extreme_all("amax", "max", input, x, None, False, out)
+    return _with_indices("max", input, x, dim, keepdim, out, return_types.max)
+
+
+def min(input, dim=None, keepdim=False, *, out=None):  # noqa: A001
+    """min(x) -> the smallest value; min(x, dim, keepdim) -> (values, indices); min(x, other) ->
+    elementwise minimum."""
+    x = check_tensor(input, "min")
+    if isinstance(dim, Tensor):
+        return _elementwise("minimum", input, dim, out)
+    if dim is None:
+        return _extreme_all("amin", "min", input, x, None, False, out)
+    return _with_indices("min", input, x, dim, keepdim, out, return_types.min)
+
+
+def _arg(op, name, x, dim, keepdim, out):
+    if x._dtype is dtypes.bool_:
+        raise RuntimeError(f"{name}(): does not support bool input; convert it first, e.g. x.to(tensorlab.uint8)")
+    check_out_dtype(out, dtypes.int64)
+    nd = x.dim()
+    if dim is None:
+        _check_nonempty(x, (), name, True, IndexError)
+        shape = (1,) * nd if keepdim else ()
+        o = output(out, shape, dtypes.int64, x.device, name, (x,))
+        x._backend.arg_reduce(None, o.tensor, x, op, None)
+        return o.finish()
+    dims = reduce_dims(x, operator.index(dim))
+    _check_nonempty(x, dims, name, False)
+    o = output(out, reduced_shape(x._meta.layout.shape, dims, keepdim), dtypes.int64, x.device, name, (x,))
+    x._backend.arg_reduce(None, o.tensor, x, op, dims[0] if dims else 0)
+    return o.finish()
+
+
+def argmax(input, dim=None, keepdim=False, *, out=None):
+    return _arg("max", "argmax", check_tensor(input, "argmax"), dim, keepdim, out)
+
+
+def argmin(input, dim=None, keepdim=False, *, out=None):
+    return _arg("min", "argmin", check_tensor(input, "argmin"), dim, keepdim, out)
+
+
+# -- var, std ------------------------------------------------------------------------------------
+def _correction(dim, unbiased, correction, op):
+    if isinstance(dim, _b.bool):  # var(x, unbiased)
+        if unbiased is not None:
+            raise TypeError(f"{op}(): unbiased given twice")
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{op}(): pass either unbiased or correction, not both")
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    return dim, correction
+
+
+def _moment(op, input, dim, unbiased, keepdim, correction, out):
+    x = check_tensor(input, op)
+    if not x._dtype.is_floating_point:
+        raise RuntimeError(f"std and var only support floating point and complex dtypes; got {_torch_name(x._dtype)}"
+                           f" (convert with .float())")
+    dim, corr = _correction(dim, unbiased, correction, op)
+    return _run(op, op, input, x, reduce_dims(x, dim), keepdim, x._dtype, out, corr)
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+    """Variance with Bessel's `correction` (default 1); `unbiased=False` means correction=0."""
+    return _moment("var", input, dim, unbiased, keepdim, correction, out)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+    return _moment("std", input, dim, unbiased, keepdim, correction, out)
+
+
+# -- norm, logsumexp -----------------------------------------------------------------------------
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    """Vector p-norm over `dim` (all dims when None): p = 2, 1, inf, -inf, 0 (count of nonzeros),
+    any other float; 'fro' is the 2-norm over at most two dims."""
+    x = check_tensor(input, "norm")
+    if isinstance(dim, int):
+        dim = (dim,)
+    if isinstance(p, str):
+        if p != "fro":
+            hint = " (the nuclear norm needs an SVD, which tensorlab does not provide)" if p == "nuc" else ""
+            raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported{hint}.")
+        if dim is not None and len(dim) > 2:
+            raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
+        p = 2
+    elif isinstance(p, Tensor):
+        p = p.item()
+    p = float(p)
+    if not x._dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                           f"Got {_torch_name(x._dtype)}")
+    dt = x._dtype if dtype is None else dtypes.as_dtype(dtype)
+    if not dt.is_floating_point:
+        raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex, but got {_torch_name(dt)}")
+    check_out_dtype(out, dt)
+    dims = reduce_dims(x, dim)
+    if p < 0 or p == _INF:
+        shape = x._meta.layout.shape
+        what = "inf" if p == _INF else ("-inf" if p == -_INF else f"{p:g}")
+        if dim is None and x.numel() == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {what} norm on an empty tensor because the "
+                               "operation does not have an identity")
+        for d in dims:
+            if shape[d] == 0:
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {what} norm on the dimension {d} because "
+                                   "this dimension is empty and the operation does not have an identity")
+    return _run("norm", "norm", input, x, dims, keepdim, dt, out, p)
+
+
+def logsumexp(input, dim, keepdim=False, *, out=None):
+    """log(sum(exp(x))) over `dim`, computed as max + log(sum(exp(x - max))) so large inputs do
+    not overflow; integral inputs give the default float dtype."""
+    x = check_tensor(input, "logsumexp")
+    if isinstance(out, Tensor):
+        if not out._dtype.is_floating_point:
+            raise RuntimeError(f"logsumexp(): Expected floating point type for result tensor, but got: "
+                               f"{_torch_name(out._dtype)}")
+        dt = out._dtype
+    else:
+        dt = x._dtype if x._dtype.is_floating_point else dtypes.get_default_dtype()
+    return _run("logsumexp", "logsumexp", input, x, reduce_dims(x, dim), keepdim, dt, out)
+
+
+# -- all, any, count_nonzero ---------------------------------------------------------------------
+def _logical(op, input, dim, keepdim, out):
+    x = check_tensor(input, op)
+    if isinstance(out, Tensor):
+        if out._dtype not in (dtypes.bool_, dtypes.uint8):
+            raise RuntimeError(f"{op} only supports bool tensor for result, got: {_torch_name(out._dtype)}")
+        dt = out._dtype
+    else:
+        dt = dtypes.uint8 if x._dtype is dtypes.uint8 else dtypes.bool_  # torch keeps uint8 for uint8 inputs
+    return _run(op, op, input, x, reduce_dims(x, dim), keepdim, dt, out)
+
+
+def all(input, dim=None, keepdim=False, *, out=None):  # noqa: A001
+    return _logical("all", input, dim, keepdim, out)
+
+
+def any(input, dim=None, keepdim=False, *, out=None):  # noqa: A001
+    return _logical("any", input, dim, keepdim, out)
+
+
+def count_nonzero(input, dim=None):
+    x = check_tensor(input, "count_nonzero")
+    return _run("count_nonzero", "count_nonzero", input, x, reduce_dims(x, dim), False, dtypes.int64, None)
+
+
+# -- cumsum, cumprod -----------------------------------------------------------------------------
+def _cumulative(op, name, input, dim, dtype, out):
+    x = check_tensor(input, name)
+    d = L.wrap_dim(dim, x.dim())
+    o = output(out, x._meta.layout.shape, _accumulating_dtype(x, dtype, out), x.device, name, (x,))
+    x._backend.cumulative(o.tensor, x, op, d)
+    return autograd_hooks.record(o.finish(), name, (input,), dim=d)
+
+
+def _cumulative_(op, name, self, dim, dtype):
+    if dtype is not None and dtypes.as_dtype(dtype) is not self._dtype:
+        raise RuntimeError(f"Bad in-place call: input tensor dtype {_C_NAMES[self._dtype.name]} and output tensor "
+                           f"dtype {_C_NAMES[dtypes.as_dtype(dtype).name]} should match")
+    t = pinned(self)
+    d = L.wrap_dim(dim, t.dim())
+    check_cast(_accumulating_dtype(t, None, None), t._dtype, name)
+    check_writable(t, name)
+    autograd_hooks.check_inplace(self, name)
+    t._backend.cumulative(t, t, op, d)
+    self._vc.bump()
+    return autograd_hooks.record_inplace(self, name, (self,), dim=d)
+
+
+def cumsum(input, dim, *, dtype=None, out=None):
+    return _cumulative("sum", "cumsum", input, dim, dtype, out)
+
+
+def cumprod(input, dim, *, dtype=None, out=None):
+    return _cumulative("prod", "cumprod", input, dim, dtype, out)
+
+
+def cumsum_(self, dim, *, dtype=None):
+    return _cumulative_("sum", "cumsum_", self, dim, dtype)
+
+
+def cumprod_(self, dim, *, dtype=None):
+    return _cumulative_("prod", "cumprod_", self, dim, dtype)
+
+
+# -- softmax, log_softmax ------------------------------------------------------------------------
+def _softmax(name, log, input, dim, dtype):
+    x = check_tensor(input, name)
+    dt = x._dtype if dtype is None else dtypes.as_dtype(dtype)
+    if not dt.is_floating_point:
+        raise RuntimeError(f"{name}(): expected a floating point input, got {_torch_name(dt)}; pass "
+                           f"dtype=tensorlab.float32 to compute in floating point")
+    d = L.wrap_dim(dim, x.dim())
+    res = empty_tensor(x._meta.layout.shape, dt, x.device)
+    x._backend.softmax(res, x, d, log)
+    return autograd_hooks.record(res, name, (input,), dim=d)
+
+
+def softmax(input, dim, dtype=None):
+    """exp(x) / sum(exp(x)) along `dim`, stable for large inputs (the max is subtracted first)."""
+    return _softmax("softmax", False, input, dim, dtype)
+
+
+def log_softmax(input, dim, dtype=None):
+    return _softmax("log_softmax", True, input, dim, dtype)
+
+
+FUNCTIONS = ("sum", "prod", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "var", "std", "norm",
+             "logsumexp", "all", "any", "count_nonzero", "cumsum", "cumprod", "softmax", "log_softmax")
+METHODS = {name: globals()[name] for name in FUNCTIONS}
+METHODS.update(cumsum_=cumsum_, cumprod_=cumprod_)

@@ -1,0 +1,526 @@
+"""Shape and index ops that produce new tensors: cat/stack, flip, roll, gather, scatter
+(and scatter_add, index_fill), index_select, masked_select, nonzero, sort/argsort, topk,
+tril/triu, and the one-argument where(cond) (`_where_cond`, exported by elementwise's where)."""
+from __future__ import annotations
+
+import operator
+
+from .. import autograd_hooks, dtypes, layout as L, return_types, sync
+from ..tensor import Tensor
+from . import registry
+from ._common import (_torch_name, check_no_partial_overlap, check_writable, empty_tensor, output, pinned,
+                      same_device)
+from .reduction import _out_pair, check_out_dtype, check_tensor, wrap_dims
+from .registry import DEFAULT, KEEP, NONE, OpDef
+
+_F = "shape"
+registry.register(
+    OpDef("cat", _F, "cat", DEFAULT),
+    OpDef("stack", _F, "cat", DEFAULT),
+    OpDef("flip", _F, "flip", KEEP),
+    OpDef("roll", _F, "roll", KEEP),
+    OpDef("gather", _F, "gather", KEEP),
+    OpDef("scatter", _F, "scatter", KEEP),
+    OpDef("scatter_", _F, "scatter", KEEP, inplace=True),
+    OpDef("scatter_add", _F, "scatter", KEEP, info={"reduce": "add"}),
+    OpDef("scatter_add_", _F, "scatter", KEEP, inplace=True, info={"reduce": "add"}),
+    OpDef("index_select", _F, "index_select", KEEP),
+    OpDef("index_fill", _F, "index_fill", KEEP),
+    OpDef("index_fill_", _F, "index_fill", KEEP, inplace=True),
+    OpDef("masked_select", _F, "masked_select", KEEP, info={"sync": "count"}),
+    OpDef("nonzero", _F, "nonzero", NONE, differentiable=False, info={"sync": "count", "out": "int64"}),
+    OpDef("sort", _F, "sort", KEEP),
+    OpDef("argsort", _F, "sort", NONE, differentiable=False, info={"out": "int64"}),
+    OpDef("topk", _F, "topk", KEEP),
+    OpDef("tril", _F, "triangle", KEEP, info={"upper": False}),
+    OpDef("triu", _F, "triangle", KEEP, info={"upper": True}),
+    OpDef("tril_", _F, "triangle", KEEP, inplace=True, info={"upper": False}),
+    OpDef("triu_", _F, "triangle", KEEP, inplace=True, info={"upper": True}),
+)
+
+_INDEX_DTYPES = (dtypes.int32, dtypes.int64)
+
+
+def _restride(t, shape, stride, offset=None):
+    lay = t._meta.layout
+    return t._view_of(L.Layout(L.Size(shape), tuple(stride), lay.offset if offset is None else offset))
+
+
+def _unsqueeze(t, d):
+    lay = t._meta.layout
+    return _restride(t, lay.shape[:d] + (1,) + lay.shape[d:], lay.stride[:d] + (0,) + lay.stride[d:])
+
+
+def _expand(t, shape):
+    lay = t._meta.layout
+    if tuple(lay.shape) == tuple(shape):
+        return t
+    return _restride(t, shape, L.expand_strides(lay.shape, lay.stride, shape))
+
+
+def _size(t, d):
+    """torch's ensure_nonempty_size: a 0-dim tensor counts as one element along dim 0."""
+    shape = t._meta.layout.shape
+    return shape[d] if shape else 1
+
+
+def _inplace_checks(self, op, inputs):
+    """Checks on the pinned in-place target `self`; `inputs` are the other operands."""
+    check_writable(self, op)
+    check_no_partial_overlap(self, *inputs, op=op)
+
+
+def _inplace_done(self, op, inputs):
+    self._vc.bump()
+    return autograd_hooks.record_inplace(self, op, inputs)
+
+
+def _tensor_list(tensors, op):
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+    return [pinned(t) for t in tensors]
+
+
+def _promote_all(ts):
+    dt = ts[0]._dtype
+    for t in ts[1:]:
+        dt = dtypes.promote_types(dt, t._dtype)
+    return dt
+
+
+# -- cat, stack ----------------------------------------------------------------------------------
+def _concat(op, src, ts, parts, d, shape, out):
+    """Write `parts` one after another along d into a new or out= result of `shape`, promoted to
+    the inputs' common dtype."""
+    dt = _promote_all(ts)
+    if isinstance(out, Tensor) and not dtypes.can_cast(dt, out._dtype):
+        raise TypeError(f"{op}(): input types can't be cast to the desired output type {_torch_name(out._dtype)}")
+    dev = same_device(op, *ts)
+    o = output(out, shape, dt, dev, op, ts)
+    if o.tensor.numel():
+        o.tensor._backend.cat(o.tensor, parts, d)
+    return autograd_hooks.record(o.finish(), op, tuple(src), dim=d)
+
+
+def cat(tensors, dim=0, *, out=None):
+    """Concatenate along an existing dim. As torch's legacy rule, 1-D empty tensors are skipped
+    whatever the others' shapes (they still take part in dtype promotion)."""
+    ts = _tensor_list(tensors, "cat")
+    if not ts:
+        raise ValueError("cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(ts):
+        if t.dim() == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated; use stack, or "
+                               f"unsqueeze it first")
+    skip = [t._meta.layout.shape == (0,) for t in ts]
+    parts = [t for t, s in zip(ts, skip) if not s]
+    ref = parts[0] if parts else ts[0]
+    rshape = ref._meta.layout.shape
+    d = L.wrap_dim(dim, len(rshape))
+    total = 0
+    for i, t in enumerate(ts):
+        if parts and skip[i]:
+            continue
+        shape = t._meta.layout.shape
+        if len(shape) != len(rshape):
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {len(rshape)} and {len(shape)}")
+        for j, (a, b) in enumerate(zip(rshape, shape)):
+            if j != d and a != b:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size {a} but got "
+                                   f"size {b} for tensor number {i} in the list.")
+        total += shape[d]
+    shape = rshape[:d] + (total,) + rshape[d + 1:]
+    return _concat("cat", tensors, ts, parts, d, shape, out)
+
+
+def stack(tensors, dim=0, *, out=None):
+    ts = _tensor_list(tensors, "stack")
+    if not ts:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    shape0 = ts[0]._meta.layout.shape
+    for i, t in enumerate(ts):
+        if t._meta.layout.shape != shape0:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape0)} at entry 0 and "
+                               f"{list(t.shape)} at entry {i}")
+    d = L.wrap_dim(dim, len(shape0) + 1)
+    parts = [_unsqueeze(t, d) for t in ts]
+    return _concat("stack", tensors, ts, parts, d, shape0[:d] + (len(ts),) + shape0[d:], out)
+
+
+# -- flip, roll ----------------------------------------------------------------------------------
+def _int_list(v):
+    return [v] if isinstance(v, int) else list(v)
+
+
+def flip(input, dims):
+    """A copy with the order of elements reversed along each of `dims`."""
+    x = check_tensor(input, "flip")
+    ds = wrap_dims(_int_list(dims), x.dim()) if x.dim() else []
+    res = empty_tensor(x._meta.layout.shape, x._dtype, x.device)
+    x._backend.flip(res, x, ds)
+    return autograd_hooks.record(res, "flip", (input,), dims=ds)
+
+
+def _flip_method(self, *dims):
+    return flip(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
+
+
+def roll(input, shifts, dims=None):
+    """Shift elements along dims, wrapping around; dims=None rolls the flattened tensor."""
+    x = check_tensor(input, "roll")
+    sh = _int_list(shifts)
+    if not sh:
+        raise RuntimeError("`shifts` required")
+    if dims is None:
+        if len(sh) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:0")
+        ds = None
+    else:
+        ds = _int_list(dims)
+        if len(sh) != len(ds):
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:{len(ds)}")
+        if x.dim() == 0:
+            raise IndexError(f"Dimension specified as {ds[0]} but tensor has no dimensions")
+        ds = [L.wrap_dim(d, x.dim()) for d in ds]
+    res = empty_tensor(x._meta.layout.shape, x._dtype, x.device)
+    if res.numel():
+        x._backend.roll(res, x, sh, ds)
+    return autograd_hooks.record(res, "roll", (input,), shifts=sh, dims=ds)
+
+
+# -- gather, scatter, index_select, index_fill ---------------------------------------------------
+def _index_tensor(index, op, pos=3):
+    idx = check_tensor(index, op, "index", pos)
+    if idx._dtype not in _INDEX_DTYPES:
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
+    return idx
+
+
+def gather(input, dim, index, *, sparse_grad=False, out=None):
+    """out[i][j] = input[index[i][j]][j] along `dim`; index may be smaller than input off dim."""
+    x = check_tensor(input, "gather")
+    idx = _index_tensor(index, "gather")
+    d = L.wrap_dim(dim, x.dim())
+    if max(idx.dim(), 1) != max(x.dim(), 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for j in range(x.dim()):
+        if j != d and _size(idx, j) > _size(x, j):
+            raise RuntimeError(f"Size does not match at dimension {j} expected index {list(idx.shape)} to be no "
+                               f"larger than self {list(x.shape)} apart from dimension {d}")
+    check_out_dtype(out, x._dtype)
+    o = output(out, idx._meta.layout.shape, x._dtype, same_device("gather", x, idx), "gather", (x, idx))
+    if o.tensor.numel():
+        x._backend.gather(o.tensor, x, d, idx)
+    return autograd_hooks.record(o.finish(), "gather", (input, index), dim=d)
+
+
+def _scatter_checks(self, d, idx, src, op):
+    """torch's scatter shape rules; an empty index is a no-op that skips them."""
+    if isinstance(src, Tensor) and src._dtype is not self._dtype:
+        raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype")
+    if idx.numel() == 0:
+        return False
+    nd = max(self.dim(), 1)
+    if max(idx.dim(), 1) != nd:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    is_t = isinstance(src, Tensor)
+    if is_t and max(src.dim(), 1) != nd:
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    for j in range(nd):
+        if (j != d and _size(idx, j) > _size(self, j)) or (is_t and _size(idx, j) > _size(src, j)):
+            tail = f" and to be no larger size than src {list(src.shape)}" if is_t else ""
+            raise RuntimeError(f"Expected index {list(idx.shape)} to be no larger than self {list(self.shape)} apart "
+                               f"from dimension {d}{tail}")
+    return True
+
+
+def _scatter_source(src, value, op):
+    if src is None:
+        src = value
+    if src is None:
+        raise TypeError(f"{op}(): missing the source: pass src (a Tensor) or value (a number)")
+    if isinstance(src, Tensor):
+        return pinned(src)
+    if not isinstance(src, (bool, int, float)):
+        raise TypeError(f"{op}(): argument 'src' must be Tensor or a number, not {type(src).__name__}")
+    return src
+
+
+def _reduce_mode(reduce):
+    if reduce not in (None, "add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
+    return reduce
+
+
+def _scatter_into(self, dim, index, src, reduce, op):
+    """Validate, then write into `self` (a fresh copy or the in-place target)."""
+    idx = _index_tensor(index, "scatter")
+    d = L.wrap_dim(dim, self.dim())
+    same_device(op, self, idx, src)
+    if _scatter_checks(self, d, idx, src, "scatter"):
+        self._backend.scatter(self, d, idx, src, reduce)
+    return idx
+
+
+def _copy_of(x):
+    res = empty_tensor(x._meta.layout.shape, x._dtype, x.device)
+    x._backend.copy(res, x)
+    return res
+
+
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+    """A copy of input with input[index[i][j]][j] = src[i][j] (dim 0; any dim likewise); src may
+    be a number. reduce='add'/'multiply' combines with the existing values."""
+    x = check_tensor(input, "scatter")
+    s = _scatter_source(src, value, "scatter")
+    reduce = _reduce_mode(reduce)
+    res = _copy_of(x)
+    _scatter_into(res, dim, index, s, reduce, "scatter")
+    return autograd_hooks.record(res, "scatter", (input, index, src) if isinstance(src, Tensor) else (input, index),
+                                 dim=dim)
+
+
+def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+    s = _scatter_source(src, value, "scatter_")
+    reduce = _reduce_mode(reduce)
+    inputs = (index, s) if isinstance(s, Tensor) else (index,)
+    t = pinned(self)
+    _inplace_checks(t, "scatter_", inputs)
+    autograd_hooks.check_inplace(self, "scatter_")
+    _scatter_into(t, dim, index, s, reduce, "scatter_")
+    return _inplace_done(self, "scatter_", inputs)
+
+
+def _add_source(src, op):
+    if not isinstance(src, Tensor):
+        raise TypeError(f"{op}(): argument 'src' (position 3) must be Tensor, not {type(src).__name__}")
+    return src
+
+
+def scatter_add(input, dim, index, src):
+    """A copy of input with src[i][j] added at input[index[i][j]][j], duplicates accumulating."""
+    return scatter(input, dim, index, _add_source(src, "scatter_add"), reduce="add")
+
+
+def scatter_add_(self, dim, index, src):
+    return scatter_(self, dim, index, _add_source(src, "scatter_add_"), reduce="add")
+
+
+def index_select(input, dim, index, *, out=None):
+    """The slices of input at positions `index` (1-D or 0-dim) along `dim`."""
+    x = check_tensor(input, "index_select")
+    idx = check_tensor(index, "index_select", "index", 3)
+    if idx._dtype not in _INDEX_DTYPES:
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    if idx.dim() > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    d = L.wrap_dim(dim, x.dim())
+    n = idx.numel()
+    if x.dim() == 0:
+        if n != 1:
+            raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {n} value(s)")
+        shape = ()
+    else:
+        shape = x._meta.layout.shape[:d] + (n,) + x._meta.layout.shape[d + 1:]
+    if isinstance(out, Tensor) and out._dtype is not x._dtype:
+        raise RuntimeError("index_select(): self and result must have the same scalar type")
+    o = output(out, shape, x._dtype, same_device("index_select", x, idx), "index_select", (x, idx))
+    if o.tensor.numel():
+        x._backend.index_select(o.tensor, x, d, idx)
+    return autograd_hooks.record(o.finish(), "index_select", (input, index), dim=d)
+
+
+def _fill_value(value, op):
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"{op} only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.dim()} dimension(s).")
+        return value.item()
+    return value
+
+
+def _index_fill_args(t, dim, index, value):
+    idx = check_tensor(index, "index_fill_", "index", 2)
+    if idx._dtype is not dtypes.int64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    if idx.dim() > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
+    same_device("index_fill_", t, idx)
+    return L.wrap_dim(dim, t.dim()), idx, _fill_value(value, "index_fill_")
+
+
+def index_fill_(self, dim, index, value):
+    """self[..., index[k], ...] = value along dim (negative indices count from the end)."""
+    t = pinned(self)
+    d, idx, v = _index_fill_args(t, dim, index, value)
+    _inplace_checks(t, "index_fill_", (idx,))
+    autograd_hooks.check_inplace(self, "index_fill_")
+    if t.numel() and idx.numel():
+        t._backend.index_fill(t, d, idx, v)
+    return _inplace_done(self, "index_fill_", (index,))
+
+
+def index_fill(input, dim, index, value):
+    x = check_tensor(input, "index_fill")
+    d, idx, v = _index_fill_args(x, dim, index, value)
+    res = _copy_of(x)
+    if res.numel() and idx.numel():
+        res._backend.index_fill(res, d, idx, v)
+    return autograd_hooks.record(res, "index_fill", (input, index), dim=d)
+
+
+# -- data-dependent sizes: masked_select, nonzero ------------------------------------------------
+def _count_nonzero_sync(t, reason):
+    """How many elements of t are nonzero, read on the host (a named sync on CUDA)."""
+    cnt = empty_tensor((), dtypes.int64, t.device)
+    t._backend.reduce(cnt, t, "count_nonzero", tuple(range(t.dim())))
+    sync.host_wait(reason, t.device)
+    return int(t._backend.to_host(cnt))
+
+
+def masked_select(input, mask, *, out=None):
+    """The elements of input where mask is True (both broadcast), as a 1-D tensor."""
+    x = check_tensor(input, "masked_select")
+    m = check_tensor(mask, "masked_select", "mask", 2)
+    if m._dtype is not dtypes.bool_:
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {m._dtype}")
+    if isinstance(out, Tensor) and out._dtype is not x._dtype:
+        raise RuntimeError("masked_select(): self and result must have the same scalar type")
+    dev = same_device("masked_select", x, m)
+    shape = L.broadcast_shapes(x.shape, m.shape)
+    xe, me = _expand(x, shape), _expand(m, shape)
+    n = _count_nonzero_sync(me, "masked_select")
+    o = output(out, (n,), x._dtype, dev, "masked_select", (x, m))
+    if n:
+        x._backend.masked_select(o.tensor, xe, me)
+    return autograd_hooks.record(o.finish(), "masked_select", (input, mask))
+
+
+def nonzero(input, *, out=None, as_tuple=False):
+    """Indices of the nonzero elements: an (n, ndim) int64 tensor in row-major order, or with
+    as_tuple=True one 1-D tensor per dim. The size depends on the data: a host sync on CUDA."""
+    x = check_tensor(input, "nonzero")
+    if as_tuple and out is not None:
+        raise RuntimeError("nonzero does not support the out kwarg when as_tuple is True")
+    if isinstance(out, Tensor) and out._dtype is not dtypes.int64:
+        raise RuntimeError(f"nonzero: Expected out tensor to have scalar type Long but got scalar type "
+                           f"{_torch_name(out._dtype)}")
+    if as_tuple and x.dim() == 0:
+        x = _restride(x, (1,), (0,))  # torch: a 0-dim input acts as one element of a 1-D tensor
+    n = _count_nonzero_sync(x, "nonzero")
+    nd = x.dim()
+    o = output(out, (n, nd), dtypes.int64, x.device, "nonzero", (x,))
+    if n and nd:
+        x._backend.nonzero(o.tensor, x)
+    res = o.finish()
+    if not as_tuple:
+        return res
+    off = res._meta.layout.offset
+    return tuple(_restride(res, (n,), (nd,), off + j) for j in range(nd))
+
+
+def _where_cond(condition):
+    """where(condition) with one argument: nonzero(condition, as_tuple=True)."""
+    return nonzero(condition, as_tuple=True)
+
+
+# -- sort, argsort, topk -------------------------------------------------------------------------
+def _sorted_pair(op, src, x, d, size, out, run, result_type):
+    vo, io = _out_pair(out, op)
+    check_out_dtype(vo, x._dtype)
+    check_out_dtype(io, dtypes.int64)
+    shape = x._meta.layout.shape
+    shape = shape[:d] + (size,) + shape[d + 1:] if shape else ()
+    ov = output(vo, shape, x._dtype, x.device, op, (x,))
+    oi = output(io, shape, dtypes.int64, x.device, op, (x,))
+    if ov.tensor.numel():
+        run(ov.tensor, oi.tensor)
+    values = autograd_hooks.record(ov.finish(), op, (src,), dim=d)
+    return result_type(values, oi.finish())
+
+
+def sort(input, dim=-1, descending=False, stable=False, *, out=None):
+    """(values, indices) sorted along dim; always stable (equal elements keep their order) and
+    NaN sorts above every number, as in torch."""
+    x = check_tensor(input, "sort")
+    d = L.wrap_dim(dim, x.dim())
+    size = _size(x, d)
+    return _sorted_pair("sort", input, x, d, size, out,
+                        lambda v, i: x._backend.sort(v, i, x, d, bool(descending), bool(stable)), return_types.sort)
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    x = check_tensor(input, "argsort")
+    d = L.wrap_dim(dim, x.dim())
+    res = empty_tensor(x._meta.layout.shape, dtypes.int64, x.device)
+    if res.numel():
+        x._backend.sort(None, res, x, d, bool(descending), bool(stable))
+    return res
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
+    """The k largest (largest=False: smallest) elements along dim with their indices, always
+    returned sorted (sorted=False allows any order)."""
+    x = check_tensor(input, "topk")
+    k = operator.index(k)
+    d = L.wrap_dim(dim, x.dim())
+    if not 0 <= k <= _size(x, d):
+        raise RuntimeError(f"selected index k out of range (k={k}, dimension {d} has size {_size(x, d)})")
+    return _sorted_pair("topk", input, x, d, k, out,
+                        lambda v, i: x._backend.topk(v, i, x, k, d, bool(largest)), return_types.topk)
+
+
+# -- tril, triu ----------------------------------------------------------------------------------
+def _triangle_check(x, op):
+    if x.dim() < 2:
+        raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions")
+
+
+def _triangle(op, upper, input, diagonal, out):
+    x = check_tensor(input, op)
+    _triangle_check(x, op)
+    check_out_dtype(out, x._dtype)
+    o = output(out, x._meta.layout.shape, x._dtype, x.device, op, (x,))
+    if o.tensor.numel():
+        x._backend.triangle(o.tensor, x, int(diagonal), upper)
+    return autograd_hooks.record(o.finish(), op, (input,), diagonal=diagonal)
+
+
+def _triangle_(op, upper, self, diagonal):
+    t = pinned(self)
+    _triangle_check(t, op)
+    _inplace_checks(t, op, ())
+    autograd_hooks.check_inplace(self, op)
+    if t.numel():
+        t._backend.triangle(t, t, int(diagonal), upper)
+    return _inplace_done(self, op, ())
+
+
+def tril(input, diagonal=0, *, out=None):
+    """Keep the elements on and below the `diagonal`-th diagonal of the last two dims."""
+    return _triangle("tril", False, input, diagonal, out)
+
+
+def triu(input, diagonal=0, *, out=None):
+    """Keep the elements on and above the `diagonal`-th diagonal of the last two dims."""
+    return _triangle("triu", True, input, diagonal, out)
+
+
+def tril_(self, diagonal=0):
+    return _triangle_("tril_", False, self, diagonal)
+
+
+def triu_(self, diagonal=0):
+    return _triangle_("triu_", True, self, diagonal)
+
+
+concatenate = concat = cat
+FUNCTIONS = ("cat", "concatenate", "concat", "stack", "flip", "roll", "gather", "scatter", "scatter_add",
+             "index_select", "index_fill", "masked_select", "nonzero", "sort", "argsort", "topk", "tril", "triu")
+METHODS = {name: globals()[name] for name in FUNCTIONS if name not in ("cat", "concatenate", "concat", "stack")}
+METHODS.update(flip=_flip_method, scatter_=scatter_, scatter_add_=scatter_add_, index_fill_=index_fill_,
+               tril_=tril_, triu_=triu_)
