@@ -105,10 +105,10 @@ def dense_strides_like(shape, stride):
 
 def is_contiguous(shape, stride):
     """torch's definition: size-1 dims are ignored, an empty tensor is contiguous."""
+    if 0 in shape:
+        return True
     expected = 1
     for size, st in zip(reversed(shape), reversed(stride)):
-        if size == 0:
-            return True
         if size != 1:
             if st != expected:
                 return False
@@ -260,6 +260,11 @@ def expand_strides(shape, stride, new_shape, op="expand"):
             raise RuntimeError(f"The expanded size of the tensor ({n}) must match the existing size ({shape[i]}) "
                                f"at non-singleton dimension {j}.  Target sizes: {list(new_shape)}.  Tensor sizes: "
                                f"{list(shape)}")
+    if shape:  # as torch: a new leading dim of size 1 strides over the dims after it (a 0-dim input's stay 0)
+        for j in range(off - 1, -1, -1):
+            if new_shape[j] == 1:
+                nxt = new_shape[j + 1]
+                out[j] = (shape[j + 1 - off] if nxt == -1 else nxt) * out[j + 1]
     return tuple(out)
 
 

@@ -1,0 +1,461 @@
+"""View ops: new layouts over the same storage and version counter, computed from metadata alone
+(no backend call), plus reshape/flatten, which copy only when no view can express the result."""
+from __future__ import annotations
+
+import operator
+import warnings
+
+from .. import autograd_hooks, dtypes, layout as L
+from ..layout import Layout, Size
+from ..tensor import Tensor, contiguous_format
+from ._common import _torch_name
+
+_VIEW_HINT = ("view size is not compatible with input tensor's size and stride (at least one dimension spans across "
+              "two contiguous subspaces). Use .reshape(...) instead.")
+
+
+def _view(self, shape, stride, offset, op, /, **info):
+    out = self._view_of(Layout(Size(shape), tuple(stride), offset))
+    return autograd_hooks.record(out, op, (self,), **info)
+
+
+# -- reshaping ----------------------------------------------------------------------------------
+def view(self, *shape, dtype=None, size=None):
+    """Same elements, new shape (strides must allow it), or the same bytes as another dtype."""
+    if size is not None:
+        shape = (size,)
+    if dtype is not None or (len(shape) == 1 and isinstance(shape[0], dtypes.DType)):
+        return _view_dtype(self, dtype if dtype is not None else shape[0])
+    lay = self._meta.layout
+    shape = L.infer_size(L.normalize_shape(shape, "view"), L.prod(lay.shape))
+    stride = L.view_strides(lay.shape, lay.stride, shape)
+    if stride is None:
+        raise RuntimeError(_VIEW_HINT)
+    return _view(self, shape, stride, lay.offset, "view", shape=shape)
+
+
+def _view_dtype(self, dtype):
+    """torch's view(dtype): same itemsize keeps the layout; otherwise the last dim (stride 1)
+    is rescaled by the itemsize ratio, and every other stride and the offset must divide."""
+    dtype = dtypes.as_dtype(dtype)
+    lay = self._meta.layout
+    old, new = self._dtype.itemsize, dtype.itemsize
+    if dtype is self._dtype or old == new:
+        out = self._view_of(lay, dtype)
+        return autograd_hooks.record(out, "view_dtype", (self,), dtype=dtype)
+    what = f"to view {_torch_name(self._dtype)} as {_torch_name(dtype)} (different element sizes)"
+    if not lay.shape:
+        raise RuntimeError(f"self.dim() cannot be 0 {what}")
+    shape, stride = list(lay.shape), list(lay.stride)
+    last_stride_error = RuntimeError(f"self.stride(-1) must be 1 {what}, but got {stride[-1]}")
+    if old > new:
+        if stride[-1] != 1:
+            raise last_stride_error
+        r = old // new
+        shape[-1] *= r
+        stride = [s * r for s in stride[:-1]] + [1]
+        offset = lay.offset * r
+    else:
+        r = new // old
+        if shape[-1] % r:
+            raise RuntimeError(f"self.size(-1) must be divisible by {r} {what}, but got {shape[-1]}")
+        if lay.offset % r:
+            raise RuntimeError(f"self.storage_offset() must be divisible by {r} {what}, but got {lay.offset}")
+        if stride[-1] != 1:
+            raise last_stride_error
+        for d, s in enumerate(stride[:-1]):
+            if s % r:
+                raise RuntimeError(f"self.stride({d}) must be divisible by {r} {what}, but got {s}")
+        shape[-1] //= r
+        stride = [s // r for s in stride[:-1]] + [1]
+        offset = lay.offset // r
+    out = self._view_of(Layout(Size(shape), tuple(stride), offset), dtype)
+    return autograd_hooks.record(out, "view_dtype", (self,), dtype=dtype)
+
+
+def view_as(self, other):
+    return view(self, other.shape)
+
+
+def reshape(self, *shape):
+    """A view when the strides allow one, else a contiguous copy viewed with the new shape."""
+    lay = self._meta.layout
+    shape = L.infer_size(L.normalize_shape(shape, "reshape"), L.prod(lay.shape))
+    stride = L.view_strides(lay.shape, lay.stride, shape)
+    if stride is not None:
+        return _view(self, shape, stride, lay.offset, "view", shape=shape)
+    from .copy import clone
+    flat = clone(self, memory_format=contiguous_format)
+    return _view(flat, shape, L.contiguous_strides(shape), 0, "view", shape=shape)
+
+
+def reshape_as(self, other):
+    return reshape(self, other.shape)
+
+
+def flatten(self, start_dim=0, end_dim=-1):
+    ndim = self.dim()
+    s = L.wrap_dim(start_dim, ndim)
+    e = L.wrap_dim(end_dim, ndim)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if ndim == 0:
+        return reshape(self, 1)
+    if s == e:
+        return self
+    shape = self.shape
+    return reshape(self, tuple(shape[:s]) + (L.prod(shape[s:e + 1]),) + tuple(shape[e + 1:]))
+
+
+def unflatten(self, dim, sizes):
+    shape = self.shape
+    if not shape:
+        raise RuntimeError("unflatten: Dimension specified as 0 but tensor has no dimensions")
+    d = L.wrap_dim(dim, len(shape))
+    sizes = L.normalize_shape((sizes,), "unflatten")
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    known = L.prod(s for s in sizes if s != -1)
+    if sizes.count(-1) == 1 and known and shape[d] % known == 0:
+        sizes = tuple(shape[d] // known if s == -1 else s for s in sizes)
+    if any(s < 0 for s in sizes) or L.prod(sizes) != shape[d]:
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} "
+                           f"({shape[d]}) in the input tensor")
+    return view(self, tuple(shape[:d]) + sizes + tuple(shape[d + 1:]))
+
+
+# -- reordering dims ----------------------------------------------------------------------------
+def permute(self, *dims):
+    lay = self._meta.layout
+    ndim = len(lay.shape)
+    dims = L.normalize_shape(dims, "permute")  # permute(0, 1), permute((0, 1)) or permute([0, 1])
+    if len(dims) != ndim:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the length "
+                           f"of the desired ordering of dimensions i.e. input.dim() = {ndim} is not equal to "
+                           f"len(dims) = {len(dims)}")
+    dims = tuple(L.wrap_dim(d, ndim) for d in dims)
+    if len(set(dims)) != ndim:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return _view(self, [lay.shape[d] for d in dims], [lay.stride[d] for d in dims], lay.offset, "permute", dims=dims)
+
+
+def transpose(self, dim0, dim1):
+    lay = self._meta.layout
+    ndim = len(lay.shape)
+    a, b = L.wrap_dim(dim0, ndim), L.wrap_dim(dim1, ndim)
+    shape, stride = list(lay.shape), list(lay.stride)
+    if ndim:
+        shape[a], shape[b] = shape[b], shape[a]
+        stride[a], stride[b] = stride[b], stride[a]
+    return _view(self, shape, stride, lay.offset, "transpose", dim0=a, dim1=b)
+
+
+def t(self):
+    n = self.dim()
+    if n > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {n}D")
+    return transpose(self, 0, 1) if n == 2 else _view(self, self.shape, self.stride(), self.storage_offset(), "alias")
+
+
+def _T(self):
+    n = self.dim()
+    if n not in (0, 2):
+        warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and "
+                      "it will throw an error in a future release. Consider `x.mT` to transpose batches of matrices "
+                      "or `x.permute(*tensorlab.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.",
+                      UserWarning, stacklevel=2)
+    return permute(self, tuple(range(n - 1, -1, -1)))
+
+
+def _mT(self):
+    if self.dim() < 2:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. "
+                           f"Got {self.dim()}-D tensor.")
+    return transpose(self, -2, -1)
+
+
+def _H(self):
+    # real dtypes only, so the conjugate transpose is the transpose
+    if self.dim() not in (0, 2):
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.dim()}-D tensor.")
+    return t(self)
+
+
+def _mH(self):
+    if self.dim() < 2:
+        raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
+                           f"Got {self.dim()}-D tensor.")
+    return transpose(self, -2, -1)
+
+
+def adjoint(self):
+    if self.dim() < 2:
+        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. "
+                           f"Got {self.dim()}-D tensor.")
+    return transpose(self, -2, -1)
+
+
+def _dim_list(x, ndim, op, what):
+    dims = (x,) if isinstance(x, int) else tuple(x)
+    dims = tuple(L.wrap_dim(d, ndim) for d in dims)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError(f"{op}: repeated dim in `{what}` ({list(dims)})")
+    return dims
+
+
+def movedim(self, source, destination):
+    ndim = self.dim()
+    src = _dim_list(source, ndim, "movedim", "source")
+    dst = _dim_list(destination, ndim, "movedim", "destination")
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should contain "
+                           f"the same number of dims as destination ({list(dst)} dims)")
+    order = [-1] * ndim
+    if not ndim:  # dims 0 and -1 of a 0-dim tensor name no dim
+        src = dst = ()
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(d for d in range(ndim) if d not in src)
+    order = [next(rest) if o == -1 else o for o in order]
+    return permute(self, order)
+
+
+# -- adding / removing dims ---------------------------------------------------------------------
+def unsqueeze(self, dim):
+    lay = self._meta.layout
+    ndim = len(lay.shape)
+    d = L.wrap_dim(dim, ndim + 1)
+    s = lay.shape[d] * lay.stride[d] if d < ndim else 1
+    shape = lay.shape[:d] + (1,) + lay.shape[d:]
+    stride = lay.stride[:d] + (s,) + lay.stride[d:]
+    return _view(self, shape, stride, lay.offset, "unsqueeze", dim=d)
+
+
+def squeeze(self, dim=None):
+    lay = self._meta.layout
+    ndim = len(lay.shape)
+    if dim is None:
+        drop = {d for d in range(ndim) if lay.shape[d] == 1}
+    else:
+        dims = [L.wrap_dim(x, ndim) for x in ((dim,) if isinstance(dim, int) else dim)]
+        for i, d in enumerate(dims):
+            if d in dims[:i]:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        drop = {d for d in dims if ndim and lay.shape[d] == 1}
+    keep = [d for d in range(ndim) if d not in drop]
+    return _view(self, [lay.shape[d] for d in keep], [lay.stride[d] for d in keep], lay.offset, "squeeze",
+                 dims=tuple(sorted(drop)))
+
+
+def expand(self, *sizes):
+    lay = self._meta.layout
+    sizes = L.normalize_shape(sizes, "expand")
+    for n in sizes:
+        if n < -1:
+            raise RuntimeError(f"expand: the expanded size of the tensor ({n}) is negative; sizes must be >= 0, or -1 "
+                               f"to keep a dimension's size (got {list(sizes)})")
+    stride = L.expand_strides(lay.shape, lay.stride, sizes)
+    off = len(sizes) - len(lay.shape)
+    shape = tuple(lay.shape[i - off] if n == -1 else n for i, n in enumerate(sizes))
+    return _view(self, shape, stride, lay.offset, "expand", shape=shape)
+
+
+def expand_as(self, other):
+    return expand(self, other.shape)
+
+
+def broadcast_to(input, size):
+    return expand(input, size)
+
+
+def broadcast_tensors(*tensors):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shape = L.broadcast_shapes(*(x.shape for x in tensors))
+    return tuple(expand(x, shape) for x in tensors)
+
+
+# -- sub-ranges of dims -------------------------------------------------------------------------
+def as_strided(self, size, stride, storage_offset=None):
+    size = L.normalize_shape((size,), "as_strided")
+    stride = L.normalize_shape((stride,), "as_strided")
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    storage, lay = self._meta
+    offset = lay.offset if storage_offset is None else operator.index(storage_offset)
+    for s in stride:
+        if s < 0:
+            raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: "
+                               f"{list(stride)}")
+    L.check_bounds(size, stride, offset, self._dtype.itemsize, storage.nbytes(), "as_strided")
+    return _view(self, size, stride, offset, "as_strided", size=size, stride=stride, storage_offset=offset)
+
+
+def _index_arg(x, op, name):
+    try:
+        return operator.index(x)
+    except TypeError:
+        raise TypeError(f"{op}(): argument '{name}' must be int, not {type(x).__name__}") from None
+
+
+def narrow(self, dim, start, length):
+    lay = self._meta.layout
+    if not lay.shape:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    start, length = _index_arg(start, "narrow", "start"), _index_arg(length, "narrow", "length")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    d = L.wrap_dim(dim, len(lay.shape))
+    n = lay.shape[d]
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
+    if start < 0:
+        start += n
+    if start > n - length:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return _slice(self, d, start, length, 1, "narrow")
+
+
+def _slice(self, d, start, length, step, op):
+    lay = self._meta.layout
+    shape = lay.shape[:d] + (length,) + lay.shape[d + 1:]
+    stride = lay.stride[:d] + (lay.stride[d] * step,) + lay.stride[d + 1:]
+    return _view(self, shape, stride, lay.offset + start * lay.stride[d], op, dim=d, start=start, step=step)
+
+
+def select(self, dim, index):
+    lay = self._meta.layout
+    if not lay.shape:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = L.wrap_dim(dim, len(lay.shape))
+    i = _index_arg(index, "select", "index")
+    n = lay.shape[d]
+    if not -n <= i < n:
+        raise IndexError(f"select(): index {i} out of range for tensor of size {list(lay.shape)} at dimension {d}")
+    return _select(self, d, i % n if n else i)
+
+
+def _select(self, d, i):
+    lay = self._meta.layout
+    return _view(self, lay.shape[:d] + lay.shape[d + 1:], lay.stride[:d] + lay.stride[d + 1:],
+                 lay.offset + i * lay.stride[d], "select", dim=d, index=i)
+
+
+def unbind(self, dim=0):
+    if self.dim() == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    d = L.wrap_dim(dim, self.dim())
+    return tuple(_select(self, d, i) for i in range(self.shape[d]))
+
+
+def unfold(self, dimension, size, step):
+    lay = self._meta.layout
+    ndim = len(lay.shape)
+    d = L.wrap_dim(dimension, ndim)
+    n = lay.shape[d] if ndim else 1
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    inner = lay.stride[d] if ndim else 1
+    shape, stride = list(lay.shape), list(lay.stride)
+    if ndim:
+        shape[d] = (n - size) // step + 1
+        stride[d] = step * inner
+    return _view(self, shape + [size], stride + [inner], lay.offset, "unfold", dimension=d, size=size, step=step)
+
+
+def diagonal(self, offset=0, dim1=0, dim2=1):
+    lay = self._meta.layout
+    ndim = len(lay.shape)
+    a, b = L.wrap_dim(dim1, ndim), L.wrap_dim(dim2, ndim)
+    if a == b:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    if offset >= 0:
+        n = max(min(lay.shape[a], lay.shape[b] - offset), 0)
+    else:
+        n = max(min(lay.shape[a] + offset, lay.shape[b]), 0)
+    start = lay.offset
+    if n:
+        start += offset * lay.stride[b] if offset >= 0 else -offset * lay.stride[a]
+    keep = [d for d in range(ndim) if d not in (a, b)]
+    shape = [lay.shape[d] for d in keep] + [n]
+    stride = [lay.stride[d] for d in keep] + [lay.stride[a] + lay.stride[b]]
+    return _view(self, shape, stride, start, "diagonal", offset=offset, dim1=a, dim2=b)
+
+
+# -- splitting ----------------------------------------------------------------------------------
+def split(self, split_size_or_sections, dim=0):
+    if not isinstance(split_size_or_sections, int):
+        return split_with_sizes(self, split_size_or_sections, dim)
+    if self.dim() == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    d = L.wrap_dim(dim, self.dim())
+    size = split_size_or_sections
+    if size < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={size}")
+    n = self.shape[d]
+    if size == 0 and n != 0:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+    count = max(-(-n // size), 1) if size else 1
+    last = size - (size * count - n)
+    return tuple(_slice(self, d, i * size, size if i < count - 1 else last, 1, "split") for i in range(count))
+
+
+def split_with_sizes(self, split_sizes, dim=0):
+    if self.dim() == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    d = L.wrap_dim(dim, self.dim())
+    sizes = [operator.index(s) for s in split_sizes]
+    n = self.shape[d]
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+                           f"split_sizes={sizes}")
+    if sum(sizes) != n:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
+                           f"dimension {d}), but got split_sizes={sizes}")
+    out, start = [], 0
+    for s in sizes:
+        out.append(_slice(self, d, start, s, 1, "split"))
+        start += s
+    return tuple(out)
+
+
+def chunk(self, chunks, dim=0):
+    if self.dim() == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = L.wrap_dim(dim, self.dim())
+    n = self.shape[d]
+    size = -(-n // chunks)
+    if size == 0 and n == 0:
+        return split_with_sizes(self, [0] * chunks, d)
+    return split(self, size, d)
+
+
+# -- aliases without a graph --------------------------------------------------------------------
+def detach(self):
+    """Same storage, layout and version counter; outside any autograd graph."""
+    storage, lay = self._meta
+    return Tensor._make(storage, lay, self._dtype, self._vc)
+
+
+swapaxes = swapdims = transpose
+moveaxis = movedim
+
+FUNCTIONS = ("reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "adjoint", "movedim", "moveaxis",
+             "squeeze", "unsqueeze", "flatten", "unflatten", "broadcast_to", "broadcast_tensors", "as_strided",
+             "narrow", "select", "unbind", "diagonal", "split", "split_with_sizes", "chunk", "detach")
+METHODS = {
+    "view": view, "view_as": view_as, "reshape": reshape, "reshape_as": reshape_as, "flatten": flatten,
+    "unflatten": unflatten, "permute": permute, "transpose": transpose, "swapaxes": swapaxes,
+    "swapdims": swapdims, "t": t, "adjoint": adjoint, "movedim": movedim, "moveaxis": moveaxis,
+    "unsqueeze": unsqueeze, "squeeze": squeeze, "expand": expand, "expand_as": expand_as,
+    "broadcast_to": broadcast_to, "as_strided": as_strided, "narrow": narrow, "select": select, "unbind": unbind,
+    "unfold": unfold, "diagonal": diagonal, "split": split, "split_with_sizes": split_with_sizes, "chunk": chunk,
+    "detach": detach,
+    "T": property(_T), "mT": property(_mT), "H": property(_H), "mH": property(_mH),
+}
