@@ -21,6 +21,9 @@ class OpDef:
     promotion: str = DEFAULT
     differentiable: bool = True
     inplace: bool = False
+    # functors a generic primitive (unary/binary/ternary) is asked to run for this op; both
+    # backends must provide each one under the same name (tests/test_registry_parity.py)
+    kernels: tuple = ()
     info: dict = field(default_factory=dict, compare=False, hash=False)
 
 
@@ -38,3 +41,12 @@ def register(*defs):
 def primitives():
     """Every backend primitive name the registered ops need."""
     return {d.primitive for d in REGISTRY.values()}
+
+
+def kernels():
+    """{primitive: set of kernel names} the registered ops launch through generic primitives."""
+    out = {}
+    for d in REGISTRY.values():
+        if d.kernels:
+            out.setdefault(d.primitive, set()).update(d.kernels)
+    return out

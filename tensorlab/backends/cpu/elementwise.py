@@ -1,4 +1,405 @@
-"""CPU elementwise primitives."""
+"""CPU elementwise primitives: `unary`, `binary` and `ternary` run a named kernel over tensors
+whose shapes broadcast to the output's, writing the preallocated output in place.
+
+The front end has already validated everything that does not depend on values and chosen two
+dtypes: the output's, and `compute` (torch's "opmath" type: float16/bfloat16 compute in float32).
+Each kernel reads its operands in `compute`, writes the output only in its last step (so an
+output that is also an input is read completely first) and rounds once into the output dtype.
+The CUDA backend implements the same three primitives with one functor per kernel name.
+"""
 from __future__ import annotations
 
-__all__ = ()
+import numpy as np
+
+from ... import _faults
+from .memory import array
+
+__all__ = ("unary", "binary", "ternary")
+
+_U = "unsafe"  # the front end already checked castability; NumPy must not re-check it
+_BOOL = np.dtype(np.bool_)
+_PY_TYPES = frozenset((bool, int, float))  # the front end hands numbers over as exactly these
+
+try:  # np.errstate costs ~1.5 us a call; setting its context variable directly costs ~0.1 us
+    from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
+    _QUIET = _make_extobj(all="ignore")
+
+    def _quiet_on():
+        return _extobj_contextvar.set(_QUIET)
+
+    def _quiet_off(token):
+        _extobj_contextvar.reset(token)
+except ImportError:  # pragma: no cover - other NumPy versions
+    def _quiet_on():
+        es = np.errstate(all="ignore")
+        es.__enter__()
+        return es
+
+    def _quiet_off(es):
+        es.__exit__(None, None, None)
+
+
+def _scalar(v, dt):
+    """A Python number as a NumPy scalar of `dt`; integers wrap like a C cast (torch: int8 + 1000)."""
+    try:
+        return dt.type(v)
+    except OverflowError:
+        return np.array(v).astype(dt)[()]
+
+
+def _operand(x, dt):
+    if type(x) in _PY_TYPES:
+        return _scalar(x, dt)
+    return None if x is None else array(x)
+
+
+def _cast(x, dt):
+    return x.astype(dt, copy=False) if isinstance(x, np.ndarray) else x
+
+
+def _launch(kernel, op, o, args, dt, params):
+    token = _quiet_on()
+    try:
+        check = _CHECKS.get(op)
+        if check is not None and dt.kind in "iub":
+            check(args, dt)
+        _faults.hit("launch")
+        kernel(o, *args, dt, **params)
+    finally:
+        _quiet_off(token)
+
+
+def unary(out, op, x, compute, **params):
+    """out = op(x), computed in `compute`."""
+    dt = compute.np
+    _launch(_UNARY[op], op, array(out), (array(x),), dt, params)
+
+
+def binary(out, op, a, b, compute, **params):
+    """out = op(a, b); `a`/`b` are tensors or Python numbers (converted to `compute` here)."""
+    dt = compute.np
+    o = array(out)
+    x, y = _operand(a, dt), _operand(b, dt)
+    if op in _CHECKS:
+        _launch(_BINARY[op], op, o, (x, y), dt, params)
+        return
+    token = _quiet_on()  # _launch inlined: this is every arithmetic operator's path
+    try:
+        _faults.hit("launch")
+        _BINARY[op](o, x, y, dt, **params)
+    finally:
+        _quiet_off(token)
+
+
+def ternary(out, op, a, b, c, compute, **params):
+    """out = op(a, b, c); operands as for `binary`, and None for an absent clamp bound."""
+    dt = compute.np
+    _launch(_TERNARY[op], op, array(out), (_operand(a, dt), _operand(b, dt), _operand(c, dt)), dt, params)
+
+
+# -- value checks that must run before anything is written --------------------------------------
+
+def _no_zero_divisor(args, dt):
+    b = args[1]
+    if isinstance(b, np.ndarray) and b.dtype != dt:
+        b = b.astype(dt)  # the divisor as the kernel will see it: int8 // tensor(256) divides by 0
+    if not (b != 0).all():
+        raise RuntimeError("ZeroDivisionError")  # torch's exact text for integer division by zero
+
+
+_CHECKS = {k: _no_zero_divisor for k in ("div_trunc", "div_floor", "remainder", "fmod")}
+
+
+# -- kernels ------------------------------------------------------------------------------------
+
+def _ufunc(uf):
+    """A kernel that is one NumPy ufunc evaluated in the compute dtype."""
+    if uf.nin == 1:
+        def k(o, a, dt):
+            uf(a, out=o, dtype=dt, casting=_U)
+    else:
+        def k(o, a, b, dt):
+            uf(a, b, out=o, dtype=dt, casting=_U)
+    k.__name__ = uf.__name__
+    return k
+
+
+def _predicate(uf):
+    """A ufunc with a bool result (comparisons, isnan, logical_*): inputs read in the compute dtype."""
+    if uf.nin == 1:
+        def k(o, a, dt):
+            uf(a, out=o, signature=(dt, _BOOL), casting=_U)
+    else:
+        def k(o, a, b, dt):
+            uf(a, b, out=o, signature=(dt, dt, _BOOL), casting=_U)
+    k.__name__ = uf.__name__
+    return k
+
+
+def _store(o, r):
+    np.copyto(o, r, casting=_U)
+
+
+def _integral_identity(uf):
+    """floor/ceil/trunc/round: integers are already integral (and NumPy would return floats)."""
+    def k(o, a, dt):
+        if dt.kind in "iub":
+            _store(o, a)
+        else:
+            uf(a, out=o, dtype=dt, casting=_U)
+    return k
+
+
+def _sign(o, a, dt):
+    if dt.kind == "b":
+        _store(o, a)
+        return
+    r = np.sign(a, dtype=dt, casting=_U)
+    if dt.kind == "f":
+        r = np.where(np.isnan(r), dt.type(0), r)  # torch: sign(nan) = (0 < nan) - (nan < 0) = 0
+    _store(o, r)
+
+
+def _rsqrt(o, a, dt):
+    np.divide(dt.type(1), np.sqrt(a, dtype=dt), out=o, casting=_U)
+
+
+def _reciprocal(o, a, dt):
+    np.divide(dt.type(1), a, out=o, dtype=dt, casting=_U)
+
+
+def _sigmoid(o, a, dt):
+    t = np.exp(np.negative(a, dtype=dt, casting=_U))
+    t += dt.type(1)
+    np.divide(dt.type(1), t, out=o, casting=_U)
+
+
+def _silu(o, a, dt):
+    t = np.exp(np.negative(a, dtype=dt, casting=_U))
+    t += dt.type(1)
+    np.divide(a, t, out=o, dtype=dt, casting=_U)
+
+
+def _relu(o, a, dt):
+    np.maximum(a, dt.type(0), out=o, dtype=dt, casting=_U)
+
+
+def _round(o, a, dt, decimals=0):
+    if dt.kind in "iub":
+        _store(o, a)
+    elif decimals == 0:
+        np.rint(a, out=o, dtype=dt, casting=_U)
+    elif decimals > 0:  # torch: nearbyint(x * 10^d) / 10^d, in the compute type
+        ten = dt.type(10.0 ** decimals)
+        np.divide(np.rint(np.multiply(a, ten, dtype=dt)), ten, out=o, casting=_U)
+    else:
+        ten = dt.type(10.0 ** -decimals)
+        np.multiply(np.rint(np.divide(a, ten, dtype=dt)), ten, out=o, casting=_U)
+
+
+def _nan_to_num(o, a, dt, nan=0.0, posinf=0.0, neginf=0.0):
+    if dt.kind in "iub":
+        _store(o, a)
+        return
+    r = np.array(a, dtype=dt)
+    r[np.isnan(r)] = nan
+    r[np.isposinf(r)] = posinf
+    r[np.isneginf(r)] = neginf
+    _store(o, r)
+
+
+# erf: fdlibm's s_erf.c (rational approximations on four intervals, < 1 ulp in float64),
+# evaluated in float64 for every floating dtype.
+_PP = (1.28379167095512558561e-01, -3.25042107247001499370e-01, -2.84817495755985104766e-02,
+       -5.77027029648944159157e-03, -2.37630166566501626084e-05)
+_QQ = (1.0, 3.97917223959155352819e-01, 6.50222499887672944485e-02, 5.08130628187576562776e-03,
+       1.32494738004321644526e-04, -3.96022827877536812320e-06)
+_PA = (-2.36211856075265944077e-03, 4.14856118683748331666e-01, -3.72207876035701323847e-01,
+       3.18346619901161753674e-01, -1.10894694282396677476e-01, 3.54783043256182359371e-02,
+       -2.16637559486879084300e-03)
+_QA = (1.0, 1.06420880400844228286e-01, 5.40397917702171048937e-01, 7.18286544141962662868e-02,
+       1.26171219808761642112e-01, 1.36370839120290507362e-02, 1.19844998467991074170e-02)
+_RA = (-9.86494403484714822705e-03, -6.93858572707181764372e-01, -1.05586262253232909814e+01,
+       -6.23753324503260060396e+01, -1.62396669462573470355e+02, -1.84605092906711035994e+02,
+       -8.12874355063065934246e+01, -9.81432934416914548592e+00)
+_SA = (1.0, 1.96512716674392571292e+01, 1.37657754143519042600e+02, 4.34565877475229228821e+02,
+       6.45387271733267880336e+02, 4.29008140027567833386e+02, 1.08635005541779435134e+02,
+       6.57024977031928170135e+00, -6.04244152148580987438e-02)
+_RB = (-9.86494292470009928597e-03, -7.99283237680523006574e-01, -1.77579549177547519889e+01,
+       -1.60636384855821916062e+02, -6.37566443368389627722e+02, -1.02509513161107724954e+03,
+       -4.83519191608651397019e+02)
+_SB = (1.0, 3.03380607434824582924e+01, 3.25792512996573918826e+02, 1.53672958608443695994e+03,
+       3.19985821950859553908e+03, 2.55305040643316442583e+03, 4.74528541206955367215e+02,
+       -2.24409524465858183362e+01)
+_ERX = 8.45062911510467529297e-01
+
+
+def _poly(coeffs, z):
+    r = np.full_like(z, coeffs[-1])
+    for c in coeffs[-2::-1]:
+        r *= z
+        r += c
+    return r
+
+
+def _erf64(x):
+    x = np.asarray(x, dtype=np.float64)
+    ax = np.abs(x)
+    out = np.empty_like(x)
+    small = ax < 0.84375
+    z = x[small] * x[small]
+    out[small] = x[small] + x[small] * (_poly(_PP, z) / _poly(_QQ, z))
+    mid = (ax >= 0.84375) & (ax < 1.25)
+    s = ax[mid] - 1.0
+    out[mid] = np.copysign(_ERX + _poly(_PA, s) / _poly(_QA, s), x[mid])
+    tail = ax >= 1.25
+    at = ax[tail]
+    s = 1.0 / (at * at)
+    near = at < 1 / 0.35
+    rs = np.where(near, _poly(_RA, s) / _poly(_SA, s), _poly(_RB, s) / _poly(_SB, s))
+    zt = (at.view(np.uint64) & np.uint64(0xFFFFFFFF00000000)).view(np.float64)  # x with its low word cleared
+    r = np.exp(-zt * zt - 0.5625) * np.exp((zt - at) * (zt + at) + rs)
+    out[tail] = np.copysign(np.where(at < 6.0, 1.0 - r / at, 1.0), x[tail])
+    out[np.isnan(x)] = np.nan
+    return out
+
+
+def _erf(o, a, dt):
+    _store(o, _erf64(a))
+
+
+_SQRT1_2 = 0.70710678118654752440
+_SQRT_2_PI = 0.79788456080286535588
+
+
+def _gelu(o, a, dt, approximate="none"):
+    x = np.asarray(a, dtype=dt)
+    if approximate == "tanh":  # torch's order: 0.5 x (1 + tanh(beta (x + kappa x^3))), beta = sqrt(2/pi)
+        inner = x * x * x
+        inner *= dt.type(0.044715)
+        inner += x
+        inner *= dt.type(_SQRT_2_PI)
+        t = np.tanh(inner)
+    else:  # 0.5 x (1 + erf(x / sqrt 2))
+        t = _erf64(x * dt.type(_SQRT1_2)).astype(dt)
+    t += dt.type(1)
+    np.multiply(x * dt.type(0.5), t, out=o, casting=_U)
+
+
+_UNARY = {
+    "neg": _ufunc(np.negative), "abs": _ufunc(np.absolute), "sign": _sign,
+    "exp": _ufunc(np.exp), "exp2": _ufunc(np.exp2), "expm1": _ufunc(np.expm1),
+    "log": _ufunc(np.log), "log2": _ufunc(np.log2), "log10": _ufunc(np.log10), "log1p": _ufunc(np.log1p),
+    "sqrt": _ufunc(np.sqrt), "rsqrt": _rsqrt, "square": _ufunc(np.square), "reciprocal": _reciprocal,
+    "sin": _ufunc(np.sin), "cos": _ufunc(np.cos), "tan": _ufunc(np.tan), "tanh": _ufunc(np.tanh),
+    "sigmoid": _sigmoid, "relu": _relu, "gelu": _gelu, "silu": _silu, "erf": _erf,
+    "floor": _integral_identity(np.floor), "ceil": _integral_identity(np.ceil),
+    "trunc": _integral_identity(np.trunc), "round": _round,
+    "isnan": _predicate(np.isnan), "isinf": _predicate(np.isinf), "isfinite": _predicate(np.isfinite),
+    "logical_not": _predicate(np.logical_not), "bitwise_not": _ufunc(np.invert), "nan_to_num": _nan_to_num,
+}
+
+
+def _add(o, a, b, dt, alpha=None):
+    if alpha is not None:
+        b = np.multiply(b, dt.type(alpha), dtype=dt, casting=_U)
+    np.add(a, b, out=o, dtype=dt, casting=_U)
+
+
+def _sub(o, a, b, dt, alpha=None):
+    if alpha is not None:
+        b = np.multiply(b, dt.type(alpha), dtype=dt, casting=_U)
+    np.subtract(a, b, out=o, dtype=dt, casting=_U)
+
+
+def _div_trunc(o, a, b, dt):
+    if dt.kind == "f":
+        np.trunc(np.true_divide(a, b, dtype=dt), out=o, casting=_U)
+        return
+    if dt.kind == "u":
+        np.floor_divide(a, b, out=o, dtype=dt, casting=_U)
+        return
+    a, b = np.asarray(a, dtype=dt), np.asarray(b, dtype=dt)
+    q = np.floor_divide(a, b)  # C division truncates: floor, plus one when inexact with mixed signs
+    inexact = np.not_equal(q * b, a)
+    inexact &= np.less(a, 0) != np.less(b, 0)
+    np.add(q, inexact, out=o, dtype=dt, casting=_U)
+
+
+def _pow(o, a, b, dt):
+    if dt.kind == "b":  # only a bool tensor to a bool scalar power gets here: x ** True = x, x ** False = 1
+        np.logical_or(a, np.logical_not(b), out=o, casting=_U)
+        return
+    if dt.kind != "i":
+        np.power(a, b, out=o, dtype=dt, casting=_U)
+        return
+    # integer powers: NumPy refuses negative exponents; torch gives 1/a**|b| truncated (0 unless |a| = 1)
+    neg = np.less(b, 0)
+    if not neg.any():
+        np.power(a, b, out=o, dtype=dt, casting=_U)
+        return
+    a = np.asarray(a, dtype=dt)
+    b = np.asarray(b, dtype=dt)
+    r = np.power(a, np.maximum(b, dt.type(0)), dtype=dt)
+    odd = (b & dt.type(1)).astype(_BOOL)
+    inv = np.where(a == 1, dt.type(1), np.where(a == -1, np.where(odd, dt.type(-1), dt.type(1)), dt.type(0)))
+    _store(o, np.where(neg, inv, r))
+
+
+_BINARY = {
+    "add": _add, "sub": _sub, "mul": _ufunc(np.multiply), "div_true": _ufunc(np.true_divide),
+    "div_trunc": _div_trunc, "div_floor": _ufunc(np.floor_divide), "remainder": _ufunc(np.remainder),
+    "fmod": _ufunc(np.fmod), "pow": _pow, "maximum": _ufunc(np.maximum), "minimum": _ufunc(np.minimum),
+    "atan2": _ufunc(np.arctan2),
+    "eq": _predicate(np.equal), "ne": _predicate(np.not_equal), "lt": _predicate(np.less),
+    "le": _predicate(np.less_equal), "gt": _predicate(np.greater), "ge": _predicate(np.greater_equal),
+    "logical_and": _predicate(np.logical_and), "logical_or": _predicate(np.logical_or),
+    "logical_xor": _predicate(np.logical_xor),
+    "bitwise_and": _ufunc(np.bitwise_and), "bitwise_or": _ufunc(np.bitwise_or),
+    "bitwise_xor": _ufunc(np.bitwise_xor),
+}
+
+
+def _where(o, cond, x, y, dt):
+    _store(o, np.where(cond, _cast(x, dt), _cast(y, dt)))
+
+
+def _clamp(o, x, lo, hi, dt):
+    # max then min, as torch: NaN anywhere propagates, and min > max gives max
+    if lo is None:
+        np.minimum(x, hi, out=o, dtype=dt, casting=_U)
+    elif hi is None:
+        np.maximum(x, lo, out=o, dtype=dt, casting=_U)
+    else:
+        np.minimum(np.maximum(x, lo, dtype=dt), hi, out=o, dtype=dt, casting=_U)
+
+
+def _lerp(o, x, end, w, dt):
+    # torch's two-sided formula: exact at both ends (weight 0 gives x, weight 1 gives end)
+    x = np.asarray(x, dtype=dt)
+    end = np.asarray(end, dtype=dt)
+    w = np.asarray(w, dtype=dt)
+    d = end - x
+    _store(o, np.where(np.abs(w) < dt.type(0.5), x + w * d, end - d * (dt.type(1) - w)))
+
+
+def _addcmul(o, x, t1, t2, dt, value=1):
+    p = np.multiply(np.multiply(t1, dt.type(value), dtype=dt, casting=_U), t2, dtype=dt, casting=_U)
+    np.add(x, p, out=o, dtype=dt, casting=_U)
+
+
+def _addcdiv(o, x, t1, t2, dt, value=1):
+    p = np.true_divide(np.multiply(t1, dt.type(value), dtype=dt, casting=_U), t2, dtype=dt, casting=_U)
+    np.add(x, p, out=o, dtype=dt, casting=_U)
+
+
+def _masked_fill(o, x, mask, value, dt):
+    _store(o, np.where(mask, _cast(value, dt), _cast(x, dt)))
+
+
+_TERNARY = {"where": _where, "clamp": _clamp, "lerp": _lerp, "addcmul": _addcmul, "addcdiv": _addcdiv,
+            "masked_fill": _masked_fill}
+
+unary.kernels = frozenset(_UNARY)
+binary.kernels = frozenset(_BINARY)
+ternary.kernels = frozenset(_TERNARY)

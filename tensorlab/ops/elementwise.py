@@ -1,0 +1,923 @@
+"""Elementwise ops: unary, binary (tensor or Python number on either side, broadcasting) and the
+ternary family (where, clamp, lerp, addcmul, addcdiv, masked_fill), with their in-place forms,
+out= and the Python operators.
+
+Every op is one row of the tables below. One generic path per arity turns a row into the public
+function, its in-place form and methods: check operands, promote (torch's result_type and the
+row's promotion kind), broadcast, allocate (or validate the out=/in-place target), record
+autograd, then call ONE backend primitive (`unary`/`binary`/`ternary`) with the row's kernel
+name and the dtype to compute in (float16/bfloat16 compute in float32 and round once).
+Everything that can fail is checked before anything is written.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+from .. import autograd_hooks, backends, dtypes, layout as L
+from ..tensor import Tensor
+from . import registry as R
+from ._common import (_torch_name, check_cast, check_no_partial_overlap, check_writable, empty_tensor, output,
+                      pinned, same_device)
+
+_BOOL, _I64, _F32 = dtypes.bool_, dtypes.int64, dtypes.float32
+_HALVES = (dtypes.float16, dtypes.bfloat16)
+_PY = (bool, int, float)
+_DEF, _KEEP, _I2F, _ALWAYS_BOOL = R.DEFAULT, R.KEEP, R.INT_TO_FLOAT, R.ALWAYS_BOOL
+
+# which common dtypes an op accepts
+ANY, NO_BOOL, INTEGRAL, FLOATING = "any", "no_bool", "integral", "floating"
+
+_NEG_BOOL = ("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
+             "use the `~` or `logical_not()` operator instead.")
+_SUB_BOOLS = ("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+              "`logical_xor()` operator instead.")
+_SUB_BOOL = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a "
+             "mask, use the `~` or `logical_not()` operator instead.")
+_POS_BOOL = "The `+` operator, on a bool tensor is not supported."
+_ADDCDIV_INT = ("Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform "
+                "a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as "
+                "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
+                "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the "
+                "latter implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+
+
+class _Op:
+    """What the generic paths need from a row, as plain attributes (read on every call)."""
+
+    __slots__ = ("name", "kernel", "prim", "promotion", "accepts", "bool_error", "bool_to", "scalar_other",
+                 "scalar_input", "_types")
+
+    def __init__(self, name, kernel, prim, promotion, accepts=ANY, bool_error=None, bool_to=None,
+                 scalar_other=True, scalar_input=False):
+        self.name = name
+        self.kernel = kernel
+        self.prim = prim
+        self.promotion = promotion
+        self.accepts = accepts
+        self.bool_error = bool_error
+        self.bool_to = bool_to
+        self.scalar_other = scalar_other
+        self.scalar_input = scalar_input
+        self._types = {}
+
+    def types(self, common):
+        """(result dtype, compute dtype) for the promoted input dtype `common`. Whether the op
+        supports `common` at all is checked later (`supports`), after the shape and cast checks,
+        in torch's order."""
+        key = (common, dtypes._default_dtype)
+        r = self._types.get(key)
+        if r is None:
+            r = self._types[key] = self._resolve(common)
+        return r
+
+    def supports(self, common):
+        if self.accepts is not ANY:
+            _check_accepts(self, common)
+
+    def _resolve(self, common):
+        if common is _BOOL and self.bool_to is not None:
+            common = self.bool_to
+        kind = self.promotion
+        if kind is _ALWAYS_BOOL:
+            res = _BOOL
+        elif kind is _I2F and not common.is_floating_point:
+            res = common = dtypes.get_default_dtype()
+        else:
+            res = common
+        return res, (_F32 if common in _HALVES else common)
+
+
+def _check_accepts(op, dt):
+    acc = op.accepts
+    if acc is ANY:
+        return
+    if dt is _BOOL and op.bool_error is not None:
+        raise RuntimeError(op.bool_error)
+    if acc is NO_BOOL:
+        bad, hint = dt is _BOOL, "convert the bool tensor first, e.g. x.to(tensorlab.int64)"
+    elif acc is INTEGRAL:
+        bad, hint = dt.is_floating_point, "it takes integer or bool tensors only"
+    else:
+        bad, hint = not dt.is_floating_point, "pass floating point tensors, e.g. x.float()"
+    if bad:
+        raise NotImplementedError(f'"{op.name}" not implemented for \'{_torch_name(dt)}\' '
+                                  f'(tensorlab.{dt.name}); {hint}')
+
+
+# -- operands, promotion, scalar arguments ------------------------------------------------------
+
+def _number(x):
+    """x as a Python bool/int/float when it is a real number (NumPy scalars too), else None."""
+    if type(x) in _PY:
+        return x
+    if isinstance(x, (Tensor, complex, str)):
+        return None
+    if getattr(x, "dtype", None) is not None and getattr(x, "shape", None) == () and hasattr(x, "item"):
+        x = x.item()  # NumPy scalars (and 0-d arrays)
+        return x if type(x) in _PY else None
+    if isinstance(x, numbers.Integral):
+        return int(x)
+    if isinstance(x, numbers.Real):
+        return float(x)
+    return None
+
+
+def _operand(op, x, pos, arg, scalar_ok):
+    """A binary operand as a Tensor or Python number; TypeError (torch's wording) otherwise."""
+    if isinstance(x, Tensor):
+        return x
+    v = _number(x)
+    if v is None or not scalar_ok:
+        want = "Tensor or Number" if scalar_ok else "Tensor"
+        raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be {want}, not {type(x).__name__}")
+    return v
+
+
+_RT = {}
+
+
+def _key(x):
+    if isinstance(x, Tensor):
+        return x._dtype if x._meta.layout.shape else (x._dtype,)  # zero-dim tensors rank below dimensioned
+    return type(x)
+
+
+def _promote(*xs):
+    """dtypes.result_type, memoized on (dtype, zero-dim) / Python type of each operand."""
+    key = tuple(_key(x) for x in xs if x is not None) + (dtypes._default_dtype,)
+    r = _RT.get(key)
+    if r is None:
+        r = _RT[key] = dtypes.result_type(*(x for x in xs if x is not None))
+    return r
+
+
+def _promote2(a, b):
+    """_promote for two operands, without the generic tuple building (the binary hot path)."""
+    key = (_key(a), _key(b), dtypes._default_dtype)
+    r = _RT.get(key)
+    if r is None:
+        r = _RT[key] = dtypes.result_type(a, b)
+    return r
+
+
+_LIMITS = {}
+
+
+def _limits(dt):
+    r = _LIMITS.get(dt)
+    if r is None:
+        if dt.is_floating_point:
+            r = (None, dtypes.finfo(dt).max)
+        else:
+            ii = dtypes.iinfo(dt)
+            r = (-ii.max if not dt.is_signed else ii.min, ii.max)
+        r = _LIMITS[dt] = r
+    return r
+
+
+def _checked(value, dt, op):
+    """A scalar argument (alpha, value, clamp bounds, fill values) as a Python number that `dt`
+    holds; RuntimeError when it overflows `dt`, as torch checks scalar arguments."""
+    if dt is _BOOL:
+        return bool(value)
+    lo, hi = _limits(dt)
+    if dt.is_floating_point:
+        v = float(value)
+        if math.isfinite(v) and not -hi <= v <= hi:
+            raise RuntimeError(f"{op}: value cannot be converted to type {dt.name} without overflow "
+                               f"(the largest tensorlab.{dt.name} is {hi})")
+        return v
+    if isinstance(value, float) and not math.isfinite(value):
+        raise RuntimeError(f"{op}: value cannot be converted to type {dt.name} without overflow ({value})")
+    v = int(value)
+    if not lo <= v <= hi:
+        raise RuntimeError(f"{op}: value cannot be converted to type {dt.name} without overflow "
+                           f"({v} is outside [{lo}, {hi}])")
+    return v % (hi + 1) if v < 0 and not dt.is_signed else v  # unsigned wraps negatives, as torch
+
+
+def _scalar_arg(value, op, arg):
+    v = _number(value)
+    if v is None:
+        raise TypeError(f"{op}(): argument '{arg}' must be Number, not {type(value).__name__}")
+    return v
+
+
+def _host_scalars(operands, dev):
+    """Zero-dim CPU tensors in an op on another device go to the kernel as numbers (as torch)."""
+    return tuple(x.item() if isinstance(x, Tensor) and x._meta.storage.device != dev else x for x in operands)
+
+
+# -- the generic execution step, shared by every arity ------------------------------------------
+
+def _grad_enabled():
+    impl = autograd_hooks._impl
+    if impl is None:
+        return False
+    enabled = getattr(impl, "is_grad_enabled", None)
+    return True if enabled is None else enabled()
+
+
+def _run(d, common, operands, shape, dev, params, inputs, out):
+    """Allocate (or validate `out`), launch one primitive, publish, record autograd."""
+    name = d.name
+    res, comp = d.types(common)
+    if out is None:
+        d.supports(common)
+        r = empty_tensor(shape, res, dev)
+        getattr(backends.get(dev), d.prim)(r, d.kernel, *operands, comp, **params)
+        return autograd_hooks.record(r, name, inputs, **params)
+    if any(t._requires_grad for t in inputs) and _grad_enabled():
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad.")
+    o = output(out, shape, res, dev, name, inputs)
+    d.supports(common)
+    getattr(backends.get(dev), d.prim)(o.tensor, d.kernel, *operands, comp, **params)
+    return o.finish()
+
+
+def _run_inplace(d, common, self, target, operands, shape, dev, params, inputs):
+    """Write op(self, ...) into `target`, self pinned (one read of its metadata, so the layout
+    checked here is the layout written even if another thread resizes self): broadcast shape ==
+    self's shape, castable result, writable, no partial overlap with an input. The version moves
+    once, and only after the write succeeded."""
+    op = d.name + "_"
+    res, comp = d.types(common)
+    storage, lay = target._meta
+    if shape != lay.shape:
+        raise RuntimeError(f"{op}: output with shape {list(lay.shape)} doesn't match the broadcast shape "
+                           f"{list(shape)}")
+    check_cast(res, self._dtype, op)
+    check_writable(target, op)
+    autograd_hooks.check_inplace(self, op, tuple(t for t in inputs if t is not self))
+    aliased = [t for t in inputs if t is not self and t._meta.storage is storage]
+    if aliased:  # only inputs over self's storage can overlap it
+        check_no_partial_overlap(target, *aliased, op=op)
+    d.supports(common)
+    getattr(backends.get(dev), d.prim)(target, d.kernel, *operands, comp, **params)
+    self._vc.bump()
+    autograd_hooks.record_inplace(self, op, inputs, **params)
+    return self
+
+
+_NO_PARAMS = {}
+
+
+# -- unary --------------------------------------------------------------------------------------
+
+def _unary(d, x, out, params=_NO_PARAMS, check=None, inplace=False):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{d.name}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+    common = x._dtype
+    if check is not None:
+        params = check(common, params)
+    if inplace:
+        t = pinned(x)
+        storage, lay = t._meta
+        return _run_inplace(d, common, x, t, (t,), lay.shape, storage.device, params, (x,))
+    storage, lay = x._meta
+    return _run(d, common, (x,), lay.shape, storage.device, params, (x,), out)
+
+
+# -- binary -------------------------------------------------------------------------------------
+
+def _binary_meta(d, a, b, reflected=False):
+    """(a, b, shape, device, common dtype) with numbers normalized and devices checked."""
+    if isinstance(a, Tensor):
+        sa = a._meta.layout.shape
+        dev = a._meta.storage.device
+        if isinstance(b, Tensor):
+            sb = b._meta.layout.shape
+            shape = sa if sa == sb else L.broadcast_shapes(sa, sb)
+            common = a._dtype if a._dtype is b._dtype else _promote2(a, b)
+            if b._meta.storage.device is not dev:
+                dev = same_device(d.name, a, b)
+                if a._meta.storage.device != b._meta.storage.device:
+                    a, b = _host_scalars((a, b), dev)
+            return a, b, shape, dev, common
+        b = _operand(d.name, b, 2, "other", d.scalar_other)
+        return a, b, sa, dev, _promote2(a, b)
+    if isinstance(b, Tensor):
+        a = _operand(d.name, a, 1, "input", d.scalar_input or reflected)
+        return a, b, b._meta.layout.shape, b._meta.storage.device, _promote2(a, b)
+    raise TypeError(f"{d.name}(): argument 'input' (position 1) must be Tensor, not {type(a).__name__}")
+
+
+def _tensors2(a, b):
+    if isinstance(a, Tensor):
+        return (a, b) if isinstance(b, Tensor) else (a,)
+    return (b,)
+
+
+def _binary(d, a, b, out, params=_NO_PARAMS, check=None, reflected=False):
+    a, b, shape, dev, common = _binary_meta(d, a, b, reflected)
+    if check is not None:
+        params = check(common, a, b, params)
+    return _run(d, common, (a, b), shape, dev, params, _tensors2(a, b), out)
+
+
+def _binary_(d, self, other, params=_NO_PARAMS, check=None):
+    if not isinstance(self, Tensor):
+        raise TypeError(f"{d.name}_(): argument 'self' must be Tensor, not {type(self).__name__}")
+    t = pinned(self)
+    a, b, shape, dev, common = _binary_meta(d, t, other)
+    if check is not None:
+        params = check(common, a, b, params)
+    return _run_inplace(d, common, self, t, (t, b), shape, dev, params, _tensors2(self, b))
+
+
+# -- op-specific checks (they run in the meta step, before anything is allocated) ---------------
+
+def _dt_of(x):
+    return x._dtype if isinstance(x, Tensor) else _BOOL if type(x) is bool else None
+
+
+def _alpha(op, common, params):
+    if "alpha" not in params:
+        return _NO_PARAMS
+    alpha = _scalar_arg(params["alpha"], op, "alpha")
+    if not common.is_floating_point and isinstance(alpha, float):
+        raise RuntimeError(f"{op}: For integral input tensors, argument alpha must not be a floating point number.")
+    if common is not _BOOL and type(alpha) is bool:
+        raise RuntimeError(f"{op}: Boolean alpha only supported for Boolean results.")
+    return {"alpha": _checked(alpha, common, op)}
+
+
+def _check_add(common, a, b, params):
+    return _alpha("add", common, params)
+
+
+def _check_sub(common, a, b, params, op="sub"):
+    da, db = _dt_of(a), _dt_of(b)
+    if da is _BOOL and db is _BOOL:
+        raise RuntimeError(_SUB_BOOLS)
+    if da is _BOOL or db is _BOOL:
+        raise RuntimeError(_SUB_BOOL)
+    return _alpha(op, common, params)
+
+
+def _check_pow(common, a, b, params):
+    if not common.is_floating_point and type(b) is int and b < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return params
+
+
+# -- ternary: each op has its own meta step, then the shared execution --------------------------
+
+def _tensor_arg(x, op, arg, pos):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def _shape_of(*xs):
+    shapes = [x._meta.layout.shape for x in xs if isinstance(x, Tensor)]
+    first = shapes[0]
+    for s in shapes[1:]:
+        if s != first:
+            return L.broadcast_shapes(*shapes)
+    return first
+
+
+def _where_meta(condition, input, other):
+    op = "where"
+    cond = _tensor_arg(condition, op, "condition", 1)
+    if cond._dtype is not _BOOL:
+        if cond._dtype is not dtypes.uint8:
+            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                               f"{_torch_name(cond._dtype)}")
+        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed in "
+                      "a future version. Use a boolean condition instead.", UserWarning, stacklevel=4)
+    x = _operand(op, input, 2, "input", True)
+    y = _operand(op, other, 3, "other", True)
+    common = _promote(x, y)
+    if not isinstance(x, Tensor):
+        x = _checked(x, common, op)
+    if not isinstance(y, Tensor):
+        y = _checked(y, common, op)
+    return (cond, x, y), common, _NO_PARAMS
+
+
+def _clamp_meta(input, min, max):
+    op = "clamp"
+    x = _tensor_arg(input, op, "input", 1)
+    if min is None and max is None:
+        raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
+    lo = None if min is None else _operand(op, min, 2, "min", True)
+    hi = None if max is None else _operand(op, max, 3, "max", True)
+    common = _promote(x, lo, hi)
+    if lo is not None and not isinstance(lo, Tensor):
+        lo = _checked(lo, common, op)
+    if hi is not None and not isinstance(hi, Tensor):
+        hi = _checked(hi, common, op)
+    return (x, lo, hi), common, _NO_PARAMS
+
+
+def _lerp_meta(input, end, weight):
+    op = "lerp"
+    x = _tensor_arg(input, op, "input", 1)
+    end = _tensor_arg(end, op, "end", 2)
+    dt = x._dtype
+    if end._dtype is not dt:
+        raise RuntimeError(f"lerp: expected dtype {dt.name} for `end` but got dtype {end._dtype.name}")
+    if isinstance(weight, Tensor):
+        if weight._dtype is not dt and weight.dim() > 0:
+            raise RuntimeError(f"lerp: expected dtype {dt.name} for `weight` but got dtype {weight._dtype.name}")
+    else:
+        weight = _checked(_operand(op, weight, 3, "weight", True), dt, op)
+    return (x, end, weight), dt, _NO_PARAMS
+
+
+def _addc_meta(d, input, tensor1, tensor2, value):
+    op = d.name
+    x = _tensor_arg(input, op, "input", 1)
+    t1 = _tensor_arg(tensor1, op, "tensor1", 2)
+    t2 = _tensor_arg(tensor2, op, "tensor2", 3)
+    if d is ADDCDIV and not t1._dtype.is_floating_point and not t2._dtype.is_floating_point:
+        raise RuntimeError(_ADDCDIV_INT)
+    common = _promote(x, t1, t2)
+    if isinstance(value, Tensor):
+        value = value.item()
+    value = _scalar_arg(value, op, "value")
+    params = _NO_PARAMS if value == 1 and type(value) is not bool else {"value": _checked(value, common, op)}
+    return (x, t1, t2), common, params
+
+
+def _masked_fill_meta(input, mask, value):
+    op = "masked_fill"
+    x = _tensor_arg(input, op, "input", 1)
+    mask = _tensor_arg(mask, op, "mask", 2)
+    if mask._dtype is not _BOOL:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{_torch_name(mask._dtype)}")
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.dim()} dimension(s).")
+    else:
+        value = _checked(_operand(op, value, 3, "value", True), x._dtype, op)
+    return (x, mask, value), x._dtype, _NO_PARAMS
+
+
+def _ternary(d, meta, args, out):
+    operands, common, params = meta(*args)
+    dev = same_device(d.name, *operands)
+    operands = _host_scalars(operands, dev)
+    return _run(d, common, operands, _shape_of(*operands), dev, params,
+                tuple(t for t in operands if isinstance(t, Tensor)), out)
+
+
+def _ternary_(d, meta, self, args):
+    if not isinstance(self, Tensor):
+        raise TypeError(f"{d.name}_(): argument 'self' must be Tensor, not {type(self).__name__}")
+    t = pinned(self)
+    operands, common, params = meta(t, *args)
+    dev = same_device(d.name, *operands)
+    operands = _host_scalars(operands, dev)
+    return _run_inplace(d, common, self, t, operands, _shape_of(*operands), dev, params,
+                        (self,) + tuple(x for x in operands[1:] if isinstance(x, Tensor)))
+
+
+# -- the op table -------------------------------------------------------------------------------
+# unary: name, promotion, accepted dtypes, extra _Op settings. Every unary op has an in-place form
+# (name_) and a Tensor method unless listed in _NO_METHOD / _NO_INPLACE.
+UNARY = (
+    ("neg", _KEEP, NO_BOOL, {"bool_error": _NEG_BOOL}),
+    ("abs", _KEEP, NO_BOOL, {}),
+    ("sign", _KEEP, ANY, {}),
+    ("exp", _I2F, ANY, {}), ("exp2", _I2F, ANY, {}), ("expm1", _I2F, ANY, {}),
+    ("log", _I2F, ANY, {}), ("log2", _I2F, ANY, {}), ("log10", _I2F, ANY, {}), ("log1p", _I2F, ANY, {}),
+    ("sqrt", _I2F, ANY, {}), ("rsqrt", _I2F, ANY, {}),
+    ("square", _DEF, ANY, {"bool_to": _I64}),  # torch: pow(x, 2), so bool -> int64
+    ("reciprocal", _I2F, ANY, {}),
+    ("sin", _I2F, ANY, {}), ("cos", _I2F, ANY, {}), ("tan", _I2F, ANY, {}), ("tanh", _I2F, ANY, {}),
+    ("sigmoid", _I2F, ANY, {}), ("erf", _I2F, ANY, {}),
+    ("relu", _KEEP, NO_BOOL, {"bool_error": "Boolean inputs not supported for relu"}),
+    ("gelu", _KEEP, FLOATING, {}), ("silu", _KEEP, FLOATING, {}),
+    ("floor", _KEEP, NO_BOOL, {}), ("ceil", _KEEP, NO_BOOL, {}), ("round", _KEEP, NO_BOOL, {}),
+    ("trunc", _KEEP, NO_BOOL, {}),
+    ("isnan", _ALWAYS_BOOL, ANY, {}), ("isinf", _ALWAYS_BOOL, ANY, {}), ("isfinite", _ALWAYS_BOOL, ANY, {}),
+    ("logical_not", _ALWAYS_BOOL, ANY, {}),
+    ("bitwise_not", _KEEP, INTEGRAL, {}),
+    ("nan_to_num", _KEEP, ANY, {}),
+)
+_NO_INPLACE = {"isnan", "isinf", "isfinite", "gelu", "silu"}
+_NO_METHOD = {"gelu", "silu"}
+_NOT_DIFFERENTIABLE = {"sign", "floor", "ceil", "round", "trunc", "isnan", "isinf", "isfinite", "logical_not",
+                       "bitwise_not", "floor_divide", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
+                       "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor"}
+
+# binary: name, kernels, promotion, accepted dtypes, extra _Op settings
+_SCALAR_FIRST = {"scalar_input": True}
+_TENSORS_ONLY = {"scalar_other": False}
+BINARY = (
+    ("add", ("add",), _DEF, ANY, _SCALAR_FIRST),
+    ("sub", ("sub",), _DEF, ANY, _SCALAR_FIRST),
+    ("rsub", ("sub",), _DEF, ANY, {}),
+    ("mul", ("mul",), _DEF, ANY, _SCALAR_FIRST),
+    ("div", ("div_true", "div_trunc", "div_floor"), _I2F, ANY, _SCALAR_FIRST),
+    ("true_divide", ("div_true",), _I2F, ANY, _SCALAR_FIRST),
+    ("floor_divide", ("div_floor",), _DEF, NO_BOOL, _SCALAR_FIRST),
+    ("remainder", ("remainder",), _DEF, NO_BOOL, _SCALAR_FIRST),
+    ("fmod", ("fmod",), _DEF, NO_BOOL, {}),
+    ("pow", ("pow",), _DEF, NO_BOOL, _SCALAR_FIRST),
+    ("maximum", ("maximum",), _DEF, ANY, _TENSORS_ONLY),
+    ("minimum", ("minimum",), _DEF, ANY, _TENSORS_ONLY),
+    ("atan2", ("atan2",), _I2F, ANY, _TENSORS_ONLY),
+    ("eq", ("eq",), _ALWAYS_BOOL, ANY, {}), ("ne", ("ne",), _ALWAYS_BOOL, ANY, {}),
+    ("lt", ("lt",), _ALWAYS_BOOL, ANY, {}), ("le", ("le",), _ALWAYS_BOOL, ANY, {}),
+    ("gt", ("gt",), _ALWAYS_BOOL, ANY, {}), ("ge", ("ge",), _ALWAYS_BOOL, ANY, {}),
+    ("logical_and", ("logical_and",), _ALWAYS_BOOL, ANY, _TENSORS_ONLY),
+    ("logical_or", ("logical_or",), _ALWAYS_BOOL, ANY, _TENSORS_ONLY),
+    ("logical_xor", ("logical_xor",), _ALWAYS_BOOL, ANY, _TENSORS_ONLY),
+    ("bitwise_and", ("bitwise_and",), _DEF, INTEGRAL, _SCALAR_FIRST),
+    ("bitwise_or", ("bitwise_or",), _DEF, INTEGRAL, _SCALAR_FIRST),
+    ("bitwise_xor", ("bitwise_xor",), _DEF, INTEGRAL, _SCALAR_FIRST),
+)
+_NO_BINARY_INPLACE = {"rsub", "maximum", "minimum"}
+
+# ternary: name, kernel, promotion, accepted dtypes, in-place form
+TERNARY = (
+    ("where", "where", _DEF, ANY, False),
+    ("clamp", "clamp", _DEF, NO_BOOL, True),
+    ("lerp", "lerp", _KEEP, FLOATING, True),
+    ("addcmul", "addcmul", _DEF, NO_BOOL, True),
+    ("addcdiv", "addcdiv", _DEF, ANY, True),
+    ("masked_fill", "masked_fill", _KEEP, ANY, True),
+)
+
+ROWS = R.register(
+    *(R.OpDef(n, "elementwise", "unary", p, n not in _NOT_DIFFERENTIABLE, n not in _NO_INPLACE, (n,))
+      for n, p, _, _ in UNARY),
+    *(R.OpDef(n, "elementwise", "binary", p, n not in _NOT_DIFFERENTIABLE, n not in _NO_BINARY_INPLACE, k)
+      for n, k, p, _, _ in BINARY),
+    *(R.OpDef(n, "elementwise", "ternary", p, True, ip, (k,)) for n, k, p, _, ip in TERNARY),
+    R.OpDef("clip", "elementwise", "ternary", _DEF, True, True, ("clamp",)),
+    R.OpDef("fill_", "elementwise", "fill", R.NONE, True, True),
+    R.OpDef("zero_", "elementwise", "fill", R.NONE, True, True),
+)
+
+_OPS = {n: _Op(n, n, "unary", p, acc, **kw) for n, p, acc, kw in UNARY}
+_OPS.update({n: _Op(n, k[0], "binary", p, acc, **kw) for n, k, p, acc, kw in BINARY})
+_OPS.update({n: _Op(n, k, "ternary", p, acc) for n, k, p, acc, _ in TERNARY})
+_POW_BOOL_EXPONENT = _Op("pow", "pow", "binary", _DEF, ANY, **_SCALAR_FIRST)  # torch: x ** True = x, x ** False = 1
+_DIV_TRUNC = _Op("div", "div_trunc", "binary", _DEF, NO_BOOL, **_SCALAR_FIRST)
+_DIV_FLOOR = _Op("div", "div_floor", "binary", _DEF, NO_BOOL, **_SCALAR_FIRST)
+WHERE, CLAMP, LERP, ADDCMUL, ADDCDIV, MASKED_FILL = (_OPS[n] for n in ("where", "clamp", "lerp", "addcmul",
+                                                                       "addcdiv", "masked_fill"))
+ADD, SUB, RSUB, DIV, POW = (_OPS[n] for n in ("add", "sub", "rsub", "div", "pow"))
+
+
+# -- public functions, generated from the table -------------------------------------------------
+
+def _make_unary(d):
+    def fn(input, *, out=None):
+        return _unary(d, input, out)
+
+    def fn_(self):
+        return _unary(d, self, None, inplace=True)
+    fn.__name__, fn_.__name__ = d.name, d.name + "_"
+    fn.__doc__ = f"Elementwise {d.name} (torch.{d.name}); promotion: {d.promotion}."
+    fn_.__doc__ = f"In-place {d.name}."
+    return fn, fn_
+
+
+def _make_binary(d):
+    def fn(input, other, *, out=None):
+        return _binary(d, input, other, out)
+
+    def fn_(self, other):
+        return _binary_(d, self, other)
+    fn.__name__, fn_.__name__ = d.name, d.name + "_"
+    fn.__doc__ = f"Elementwise {d.name} with broadcasting (torch.{d.name}); promotion: {d.promotion}."
+    fn_.__doc__ = f"In-place {d.name}."
+    return fn, fn_
+
+
+_GENERATED = {}
+for _n, *_ in UNARY:
+    if _n not in ("round", "nan_to_num", "gelu", "silu"):
+        _GENERATED[_n], _GENERATED[_n + "_"] = _make_unary(_OPS[_n])
+for _n, *_ in BINARY:
+    if _n not in ("add", "sub", "rsub", "div", "pow"):
+        _GENERATED[_n], _GENERATED[_n + "_"] = _make_binary(_OPS[_n])
+globals().update(_GENERATED)
+
+
+# ops with options: thin signatures over the same generic paths
+
+def _round_check(common, params):
+    if params and not common.is_floating_point:
+        raise NotImplementedError(f'"round" not implemented for \'{_torch_name(common)}\' with decimals != 0 '
+                                  f'(tensorlab.{common.name}); round integer tensors without decimals')
+    return params
+
+
+def _round_params(decimals):
+    decimals = int(decimals)
+    return {"decimals": decimals} if decimals else _NO_PARAMS
+
+
+def round(input, *, decimals=0, out=None):  # noqa: A001
+    return _unary(_OPS["round"], input, out, _round_params(decimals), _round_check)
+
+
+def round_(self, *, decimals=0):
+    return _unary(_OPS["round"], self, None, _round_params(decimals), _round_check, inplace=True)
+
+
+def _nan_to_num_check(nan, posinf, neginf):
+    def check(common, params):
+        if not common.is_floating_point:
+            return _NO_PARAMS  # integers and bools have no NaN or infinity: a copy
+        big = dtypes.finfo(common).max  # defaults: the input dtype's extremes, as torch
+        return {"nan": float(_scalar_arg(nan, "nan_to_num", "nan")),
+                "posinf": big if posinf is None else float(_scalar_arg(posinf, "nan_to_num", "posinf")),
+                "neginf": -big if neginf is None else float(_scalar_arg(neginf, "nan_to_num", "neginf"))}
+    return check
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+    return _unary(_OPS["nan_to_num"], input, out, _NO_PARAMS, _nan_to_num_check(nan, posinf, neginf))
+
+
+def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+    return _unary(_OPS["nan_to_num"], self, None, _NO_PARAMS, _nan_to_num_check(nan, posinf, neginf), inplace=True)
+
+
+def gelu(input, approximate="none", *, out=None):
+    """torch.nn.functional.gelu: x * Phi(x), or its tanh approximation."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"gelu: approximate argument must be either none or tanh, got {approximate!r}.")
+    params = {"approximate": approximate} if approximate == "tanh" else _NO_PARAMS
+    return _unary(_OPS["gelu"], input, out, params)
+
+
+def silu(input, inplace=False, *, out=None):
+    """torch.nn.functional.silu: x * sigmoid(x)."""
+    return _unary(_OPS["silu"], input, out, inplace=bool(inplace))
+
+
+def _alpha_kw(alpha):
+    return _NO_PARAMS if type(alpha) is int and alpha == 1 else {"alpha": alpha}
+
+
+def add(input, other, *, alpha=1, out=None):
+    if type(alpha) is int and alpha == 1:
+        return _binary(ADD, input, other, out)
+    return _binary(ADD, input, other, out, {"alpha": alpha}, _check_add)
+
+
+def add_(self, other, *, alpha=1):
+    return _binary_(ADD, self, other, _alpha_kw(alpha), _check_add)
+
+
+def sub(input, other, *, alpha=1, out=None):
+    return _binary(SUB, input, other, out, _alpha_kw(alpha), _check_sub)
+
+
+def sub_(self, other, *, alpha=1):
+    return _binary_(SUB, self, other, _alpha_kw(alpha), _check_sub)
+
+
+def _check_rsub(common, a, b, params):
+    return _check_sub(common, a, b, params, "rsub")
+
+
+def rsub(input, other, *, alpha=1, out=None):
+    """other - alpha * input."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"rsub(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    return _binary(RSUB, other, input, out, _alpha_kw(alpha), _check_rsub, reflected=True)
+
+
+_DIV_MODES = {None: DIV, "trunc": _DIV_TRUNC, "floor": _DIV_FLOOR}
+
+
+def _div_op(rounding_mode):
+    d = _DIV_MODES.get(rounding_mode) if isinstance(rounding_mode, (str, type(None))) else None
+    if d is None:
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                           f"{rounding_mode!r}")
+    return d
+
+
+def div(input, other, *, rounding_mode=None, out=None):
+    return _binary(_div_op(rounding_mode), input, other, out)
+
+
+def div_(self, other, *, rounding_mode=None):
+    return _binary_(_div_op(rounding_mode), self, other)
+
+
+def _pow_op(exponent):
+    return _POW_BOOL_EXPONENT if type(exponent) is bool else POW
+
+
+def pow(input, exponent, *, out=None):  # noqa: A001
+    return _binary(_pow_op(exponent), input, exponent, out, _NO_PARAMS, _check_pow)
+
+
+def pow_(self, exponent):
+    return _binary_(_pow_op(exponent), self, exponent, _NO_PARAMS, _check_pow)
+
+
+_MISSING = object()
+
+
+def where(condition, input=_MISSING, other=_MISSING, *, out=None):
+    """torch.where(condition, input, other); torch.where(condition) is nonzero(as_tuple=True)."""
+    if input is _MISSING and other is _MISSING and out is None:
+        from .shape import nonzero  # a data-dependent shape: not an elementwise op
+        return nonzero(condition, as_tuple=True)
+    if input is _MISSING or other is _MISSING:
+        raise TypeError("where() takes a condition alone, or a condition, input and other")
+    return _ternary(WHERE, _where_meta, (condition, input, other), out)
+
+
+def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
+    return _ternary(CLAMP, _clamp_meta, (input, min, max), out)
+
+
+def clamp_(self, min=None, max=None):  # noqa: A002
+    return _ternary_(CLAMP, _clamp_meta, self, (min, max))
+
+
+clip, clip_ = clamp, clamp_
+
+
+def lerp(input, end, weight, *, out=None):
+    return _ternary(LERP, _lerp_meta, (input, end, weight), out)
+
+
+def lerp_(self, end, weight):
+    return _ternary_(LERP, _lerp_meta, self, (end, weight))
+
+
+def _addcmul_meta(x, t1, t2, value):
+    return _addc_meta(ADDCMUL, x, t1, t2, value)
+
+
+def _addcdiv_meta(x, t1, t2, value):
+    return _addc_meta(ADDCDIV, x, t1, t2, value)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1, out=None):
+    return _ternary(ADDCMUL, _addcmul_meta, (input, tensor1, tensor2, value), out)
+
+
+def addcmul_(self, tensor1, tensor2, *, value=1):
+    return _ternary_(ADDCMUL, _addcmul_meta, self, (tensor1, tensor2, value))
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
+    return _ternary(ADDCDIV, _addcdiv_meta, (input, tensor1, tensor2, value), out)
+
+
+def addcdiv_(self, tensor1, tensor2, *, value=1):
+    return _ternary_(ADDCDIV, _addcdiv_meta, self, (tensor1, tensor2, value))
+
+
+def masked_fill(input, mask, value, *, out=None):
+    return _ternary(MASKED_FILL, _masked_fill_meta, (input, mask, value), out)
+
+
+def masked_fill_(self, mask, value):
+    return _ternary_(MASKED_FILL, _masked_fill_meta, self, (mask, value))
+
+
+def _tensor_where(self, condition, y):
+    return where(condition, self, y)
+
+
+def positive(input):
+    """torch.positive: the input itself (not a copy); refused for bool tensors."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"positive(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if input._dtype is _BOOL:
+        raise RuntimeError(_POS_BOOL)
+    return input
+
+
+def _fill_target(self, op, inputs=()):
+    """self pinned, after the checks every fill runs: a tensor, writable, allowed by autograd."""
+    if not isinstance(self, Tensor):
+        raise TypeError(f"{op}(): argument 'self' must be Tensor, not {type(self).__name__}")
+    t = pinned(self)
+    check_writable(t, op)
+    autograd_hooks.check_inplace(self, op, inputs)
+    return t
+
+
+def fill_(self, value):
+    """Every element of self set to `value` (a number, or a 0-dim tensor whose value is cast)."""
+    t = _fill_target(self, "fill_", (value,) if isinstance(value, Tensor) else ())
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} "
+                               "dimensions.")
+        same_device("fill_", t, value)
+        if value._meta.storage is t._meta.storage:
+            value = value.clone()  # the value is one of self's elements: read it before writing
+        if t.numel():
+            from .copy import copy_into
+            copy_into(t, value)
+        inputs = (self, value)
+    else:
+        v = _checked(_scalar_arg(value, "fill_", "value"), t._dtype, "fill_")
+        if t.numel():
+            t._backend.fill(t, v)
+        inputs = (self,)
+    self._vc.bump()
+    autograd_hooks.record_inplace(self, "fill_", inputs)
+    return self
+
+
+def zero_(self):
+    t = _fill_target(self, "zero_")
+    if t.numel():
+        t._backend.fill(t, False if t._dtype is _BOOL else 0)
+    self._vc.bump()
+    autograd_hooks.record_inplace(self, "zero_", (self,))
+    return self
+
+
+# -- Python operators ---------------------------------------------------------------------------
+
+def _operator(fn, reflected=False):
+    """A dunder: NotImplemented for operands that are neither tensors nor numbers, so Python
+    tries the other side (and `t == None` is False, as in torch)."""
+    if reflected:
+        def dunder(self, other):
+            if not isinstance(other, Tensor) and _number(other) is None:
+                return NotImplemented
+            return fn(other, self)
+    else:
+        def dunder(self, other):
+            if type(other) not in _PY and not isinstance(other, Tensor) and _number(other) is None:
+                return NotImplemented
+            return fn(self, other)
+    return dunder
+
+
+def _reflected_binary(d):
+    def fn(a, b):
+        return _binary(d, a, b, None, reflected=True)
+    return fn
+
+
+def _invert(self):
+    if self._dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return _GENERATED["bitwise_not"](self)
+
+
+def _add_operator(self, other):
+    # `a + b` is the commonest call of all: one Python frame less than _operator(add)
+    if type(other) not in _PY and not isinstance(other, Tensor) and _number(other) is None:
+        return NotImplemented
+    return _binary(ADD, self, other, None)
+
+
+_G = _GENERATED
+_DUNDERS = {
+    "__add__": _add_operator, "__radd__": _add_operator, "__iadd__": _operator(add_),
+    "__sub__": _operator(sub), "__rsub__": _operator(sub, reflected=True), "__isub__": _operator(sub_),
+    "__mul__": _operator(_G["mul"]), "__rmul__": _operator(_G["mul"]), "__imul__": _operator(_G["mul_"]),
+    "__truediv__": _operator(div), "__rtruediv__": _operator(div, reflected=True), "__itruediv__": _operator(div_),
+    "__floordiv__": _operator(_G["floor_divide"]), "__ifloordiv__": _operator(_G["floor_divide_"]),
+    "__rfloordiv__": _operator(_reflected_binary(_OPS["floor_divide"]), reflected=True),
+    "__mod__": _operator(_G["remainder"]), "__imod__": _operator(_G["remainder_"]),
+    "__rmod__": _operator(_reflected_binary(_OPS["remainder"]), reflected=True),
+    "__pow__": _operator(pow), "__ipow__": _operator(pow_),
+    "__rpow__": _operator(lambda a, b: _binary(POW, a, b, None, _NO_PARAMS, _check_pow, reflected=True),
+                          reflected=True),
+    "__and__": _operator(_G["bitwise_and"]), "__rand__": _operator(_G["bitwise_and"]),
+    "__iand__": _operator(_G["bitwise_and_"]),
+    "__or__": _operator(_G["bitwise_or"]), "__ror__": _operator(_G["bitwise_or"]),
+    "__ior__": _operator(_G["bitwise_or_"]),
+    "__xor__": _operator(_G["bitwise_xor"]), "__rxor__": _operator(_G["bitwise_xor"]),
+    "__ixor__": _operator(_G["bitwise_xor_"]),
+    "__eq__": _operator(_G["eq"]), "__ne__": _operator(_G["ne"]), "__lt__": _operator(_G["lt"]),
+    "__le__": _operator(_G["le"]), "__gt__": _operator(_G["gt"]), "__ge__": _operator(_G["ge"]),
+    "__neg__": _G["neg"], "__abs__": _G["abs"], "__invert__": _invert, "__pos__": positive,
+}
+
+_INPLACE_FUNCTIONS = ("abs_", "ceil_", "clamp_", "clip_", "cos_", "erf_", "exp2_", "exp_", "expm1_", "fill_", "floor_",
+                      "log10_", "log1p_", "log2_", "log_", "nan_to_num_", "neg_", "reciprocal_", "relu_", "round_",
+                      "rsqrt_", "sigmoid_", "sin_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "zero_")
+
+_PUBLIC = tuple(n for n, *_ in UNARY) + tuple(n for n, *_ in BINARY) + tuple(n for n, *_ in TERNARY) + (
+    "clip", "positive")
+FUNCTIONS = _PUBLIC + _INPLACE_FUNCTIONS
+
+METHODS = {n: globals()[n] for n in _PUBLIC if n not in _NO_METHOD and n != "rsub"}
+METHODS.update({n + "_": globals()[n + "_"] for n, *_ in UNARY if n not in _NO_INPLACE})
+METHODS.update({n + "_": globals()[n + "_"] for n, *_ in BINARY if n not in _NO_BINARY_INPLACE})
+METHODS.update({n + "_": globals()[n + "_"] for n, *_, ip in TERNARY if ip})
+METHODS.update({"clip_": clip_, "fill_": fill_, "zero_": zero_,
+                "where": _tensor_where, "__array_priority__": 1000})  # NumPy defers `ndarray + tensor` to us
+METHODS.update(_DUNDERS)
+del _n
