@@ -282,14 +282,18 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     else:
         n = -((start - end) // step)
     n = max(int(n), 0)
-    dev = canonical(device)
+    return _generate("arange", (n,), dt, device, requires_grad, out, lambda t: t._backend.arange(t, start, step))
+
+
+def _generate(op, shape, dt, device, requires_grad, out, write):
+    """Allocate (or validate and, atomically, resize `out`) and let `write` fill the result."""
     if out is not None:
         from ._common import output
-        o = output(out, (n,), out.dtype, out.device, "arange")
-        o.tensor._backend.arange(o.tensor, start, step)
+        o = output(out, shape, out.dtype, out.device, op)
+        write(o.tensor)
         return o.finish()
-    t = empty_tensor((n,), dt, dev)
-    backends.get(dev).arange(t, start, step)
+    t = empty_tensor(shape, dt, canonical(device))
+    write(t)
     return _finish(t, requires_grad)
 
 
@@ -298,16 +302,8 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     steps = int(_num(steps, "linspace", "steps"))
     if steps < 0:
         raise RuntimeError("linspace(): number of steps must be non-negative")
-    dt = _dt(dtype)
-    dev = canonical(device)
-    if out is not None:
-        from ._common import output
-        o = output(out, (steps,), out.dtype, out.device, "linspace")
-        o.tensor._backend.linspace(o.tensor, start, end)
-        return o.finish()
-    t = empty_tensor((steps,), dt, dev)
-    backends.get(dev).linspace(t, start, end)
-    return _finish(t, requires_grad)
+    return _generate("linspace", (steps,), _dt(dtype), device, requires_grad, out,
+                     lambda t: t._backend.linspace(t, start, end))
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
@@ -315,15 +311,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
     m = n if m is None else int(_num(m, "eye", "m"))
     if n < 0 or m < 0:
         raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
-    dev = canonical(device)
-    if out is not None:
-        from ._common import output
-        o = output(out, (n, m), out.dtype, out.device, "eye")
-        o.tensor._backend.eye(o.tensor)
-        return o.finish()
-    t = empty_tensor((n, m), _dt(dtype), dev)
-    backends.get(dev).eye(t)
-    return _finish(t, requires_grad)
+    return _generate("eye", (n, m), _dt(dtype), device, requires_grad, out, lambda t: t._backend.eye(t))
 
 
 def _rebuild(arr, dtype_name, device, requires_grad):
