@@ -1,0 +1,15 @@
+"""tensorlab.nn: modules, parameters, functional ops, initializers and gradient clipping, with
+torch.nn's names and behaviour."""
+from __future__ import annotations
+
+from . import functional, init, utils
+from .activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .container import Sequential
+from .dropout import Dropout
+from .linear import Identity, Linear
+from .loss import CrossEntropyLoss, MSELoss, NLLLoss
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["CrossEntropyLoss", "Dropout", "GELU", "Identity", "Linear", "LogSoftmax", "MSELoss", "Module", "NLLLoss",
+           "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh", "functional", "init", "utils"]

@@ -1,0 +1,428 @@
+"""Module: torch.nn.Module's registration, traversal, conversion and state_dict machinery.
+
+Parameters, buffers and child modules live in three ordered dicts filled by __setattr__, so
+`parameters()` and `state_dict()` list them in registration order, module by module, exactly
+as torch does for the same architecture."""
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict, namedtuple
+
+from .. import dtypes
+from ..ops.copy import _parse_to
+from ..tensor import Tensor
+from ._grad import no_grad, typename, zero_grads
+from .parameter import Parameter
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    __slots__ = ()
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+def _addindent(s, spaces):
+    lines = s.split("\n")
+    if len(lines) == 1:
+        return s
+    first = lines.pop(0)
+    return first + "\n" + "\n".join((spaces * " ") + ln if ln.strip() else "" for ln in lines)
+
+
+def _swap_payload(t, new):
+    """torch's `param.data = new`: t keeps its identity (optimizers holding it still see it) but
+    takes new's storage, layout and dtype. A reader that races with this may see the old dtype
+    over the new storage or the reverse, never a layout reaching past its storage: the record
+    whose elements are smaller is published first."""
+    if new is t:
+        return
+    storage, lay = new._meta
+    if new._dtype.itemsize > t._dtype.itemsize:
+        t._publish(storage, lay)
+        t._dtype = new._dtype
+    else:
+        t._dtype = new._dtype
+        t._publish(storage, lay)
+
+
+def _check_member_name(kind, name, owner, table):
+    if not isinstance(name, str):
+        raise TypeError(f"{kind} name should be a string. Got {typename(name)}")
+    if "." in name:
+        raise KeyError(f"{kind} name can't contain \".\"" + (f", got: {name}" if kind == "module" else ""))
+    if name == "":
+        raise KeyError(f"{kind} name can't be empty string \"\"")
+    if hasattr(owner, name) and name not in table:
+        raise KeyError(f"attribute '{name}' already exists")
+
+
+class Module:
+    """Base class of every layer: subclasses assign Parameters and Modules as attributes in
+    __init__ and define forward()."""
+
+    training: bool
+
+    def __init__(self):
+        d = self.__dict__
+        d["training"] = True
+        d["_parameters"] = OrderedDict()
+        d["_buffers"] = OrderedDict()
+        d["_non_persistent_buffers_set"] = set()
+        d["_modules"] = OrderedDict()
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # -- registration ---------------------------------------------------------------------------
+    def register_parameter(self, name, param):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        _check_member_name("parameter", name, self, self._parameters)
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{typename(param)}' object to parameter '{name}' "
+                            f"(tensorlab.nn.Parameter or None required)")
+        if param is not None and param.grad_fn is not None:
+            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
+                             f"created explicitly. To express '{name}' as a function of another Tensor, compute "
+                             f"the value in the forward() method.")
+        self._parameters[name] = param
+
+    def register_buffer(self, name, tensor, persistent=True):
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        _check_member_name("buffer", name, self, self._buffers)
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{typename(tensor)}' object to buffer '{name}' "
+                            f"(tensorlab Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name, module):
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{typename(module)} is not a Module subclass")
+        if "_modules" not in self.__dict__:
+            raise AttributeError("cannot assign module before Module.__init__() call")
+        _check_member_name("module", name, self, self._modules)
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def __setattr__(self, name, value):
+        d = self.__dict__
+        params = d.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._remove_member(name, d, self._buffers, self._modules)
+            self.register_parameter(name, value)
+            return
+        if params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{typename(value)}' as parameter '{name}' "
+                                f"(tensorlab.nn.Parameter or None expected)")
+            self.register_parameter(name, value)
+            return
+        modules = d.get("_modules")
+        if isinstance(value, Module):
+            if modules is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._remove_member(name, d, self._parameters, self._buffers)
+            modules[name] = value
+            return
+        if modules is not None and name in modules:
+            if value is not None:
+                raise TypeError(f"cannot assign '{typename(value)}' as child module '{name}' "
+                                f"(tensorlab.nn.Module or None expected)")
+            modules[name] = value
+            return
+        buffers = d.get("_buffers")
+        if buffers is not None and name in buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{typename(value)}' as buffer '{name}' "
+                                f"(tensorlab Tensor or None expected)")
+            buffers[name] = value
+            return
+        object.__setattr__(self, name, value)
+
+    def _remove_member(self, name, *tables):
+        for table in tables:
+            table.pop(name, None)
+        self._non_persistent_buffers_set.discard(name)
+
+    def __getattr__(self, name):
+        d = self.__dict__
+        for table in ("_parameters", "_buffers", "_modules"):
+            members = d.get(table)
+            if members is not None and name in members:
+                return members[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name):
+        for table in (self._parameters, self._buffers, self._modules):
+            if name in table:
+                del table[name]
+                self._non_persistent_buffers_set.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        keys = list(object.__dir__(self))
+        keys += list(self._parameters) + list(self._buffers) + list(self._modules)
+        return sorted(k for k in set(keys) if not k[0].isdigit())
+
+    # -- traversal ------------------------------------------------------------------------------
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        if memo is None:
+            memo = set()
+        if self in memo:
+            return
+        if remove_duplicate:
+            memo.add(self)
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            yield from module.named_modules(memo, prefix + ("." if prefix else "") + name, remove_duplicate)
+
+    def modules(self):
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self):
+        memo = set()
+        for name, module in self._modules.items():
+            if module is not None and module not in memo:
+                memo.add(module)
+                yield name, module
+
+    def children(self):
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(self, members_of, prefix, recurse, remove_duplicate):
+        memo = set()
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        for module_prefix, module in modules:
+            for k, v in members_of(module):
+                if v is None or v in memo:
+                    continue
+                if remove_duplicate:
+                    memo.add(v)
+                yield module_prefix + ("." if module_prefix else "") + k, v
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse=True):
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def get_submodule(self, target):
+        if target == "":
+            return self
+        mod = self
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        return mod
+
+    def apply(self, fn):
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    # -- modes ----------------------------------------------------------------------------------
+    def train(self, mode=True):
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for module in self.children():
+            module.train(mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        zero_grads(self.parameters(), set_to_none)
+
+    # -- conversion -----------------------------------------------------------------------------
+    def _apply(self, fn):
+        """fn applied to every parameter, gradient and buffer. Parameters keep their identity
+        (their payload is swapped, as torch's `param.data = fn(param)`), so an optimizer built
+        before `.to()` still updates the converted tensors."""
+        for module in self.children():
+            module._apply(fn)
+        with no_grad():
+            for param in self._parameters.values():
+                if param is None:
+                    continue
+                _swap_payload(param, fn(param))
+                if param.grad is not None:
+                    _swap_payload(param.grad, fn(param.grad))
+            for key, buf in self._buffers.items():
+                if buf is not None:
+                    self._buffers[key] = fn(buf)
+        return self
+
+    def to(self, *args, **kwargs):
+        non_blocking = kwargs.pop("non_blocking", False)
+        unknown = set(kwargs) - {"device", "dtype"}
+        if unknown:
+            raise TypeError(f"to() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+        device, dtype = _parse_to(args, kwargs)
+        if dtype is not None:
+            dtype = dtypes.as_dtype(dtype)
+            if not dtype.is_floating_point:
+                raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                                f"dtype={dtype}")
+
+        def convert(t):
+            return t.to(device=device, dtype=dtype if t.is_floating_point() else None, non_blocking=non_blocking)
+        return self._apply(convert)
+
+    def _cast_floating(self, dtype):
+        return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
+
+    def float(self):
+        return self._cast_floating(dtypes.float32)
+
+    def double(self):
+        return self._cast_floating(dtypes.float64)
+
+    def half(self):
+        return self._cast_floating(dtypes.float16)
+
+    def bfloat16(self):
+        return self._cast_floating(dtypes.bfloat16)
+
+    def cuda(self, device=None):
+        return self._apply(lambda t: t.cuda(device))
+
+    def cpu(self):
+        return self._apply(lambda t: t.cpu())
+
+    # -- state_dict -----------------------------------------------------------------------------
+    def _local_state(self):
+        """This module's own parameters and persistent buffers, in state_dict order."""
+        bufs = ((k, v) for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set)
+        return [(k, v) for k, v in itertools.chain(self._parameters.items(), bufs) if v is not None]
+
+    def state_dict(self, *, destination=None, prefix="", keep_vars=False):
+        if destination is None:
+            destination = OrderedDict()
+        for name, t in self._local_state():
+            destination[prefix + name] = t if keep_vars else t.detach()
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        return destination
+
+    def _plan_load(self, state_dict, prefix, plan, missing, unexpected, errors):
+        local = dict(self._local_state())
+        for name, param in local.items():
+            key = prefix + name
+            if key not in state_dict:
+                missing.append(key)
+                continue
+            src = state_dict[key]
+            if not isinstance(src, Tensor):
+                errors.append(f'While copying the parameter named "{key}", expected tensorlab.Tensor or '
+                              f"Tensor-like object from checkpoint but received {type(src)}")
+                continue
+            if param.dim() == 0 and src.dim() == 1 and src.shape[0] == 1:
+                src = src[0]  # checkpoints from before 0-dim tensors stored scalars as shape [1]
+            if src.shape != param.shape:
+                errors.append(f"size mismatch for {key}: copying a param with shape {src.shape} from checkpoint, "
+                              f"the shape in current model is {param.shape}.")
+                continue
+            plan.append((self, name, param, src))
+        for key in state_dict:
+            if key.startswith(prefix):
+                head = key[len(prefix):].split(".", 1)
+                if (head[0] not in self._modules) if len(head) > 1 else (head[0] not in local):
+                    unexpected.append(key)
+        for name, child in self._modules.items():
+            if child is not None:
+                child_prefix = prefix + name + "."
+                sub = {k: v for k, v in state_dict.items() if k.startswith(child_prefix)}
+                child._plan_load(sub, child_prefix, plan, missing, unexpected, errors)
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copy (or with assign=True, install) the state_dict's tensors into this module's
+        parameters and persistent buffers. Every key and shape is checked before anything is
+        written, so a failed load leaves the module unchanged (torch copies the matching
+        entries before it raises)."""
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        plan, missing, unexpected, errors = [], [], [], []
+        self._plan_load(state_dict, "", plan, missing, unexpected, errors)
+        if strict:
+            if unexpected:
+                keys = ", ".join(f'"{k}"' for k in unexpected)
+                errors.insert(0, f"Unexpected key(s) in state_dict: {keys}. ")
+            if missing:
+                keys = ", ".join(f'"{k}"' for k in missing)
+                errors.insert(0, f"Missing key(s) in state_dict: {keys}. ")
+        if errors:
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+                type(self).__name__, "\n\t".join(errors)))
+        with no_grad():
+            for module, name, target, src in plan:
+                if assign:
+                    if isinstance(target, Parameter):
+                        src = Parameter(src, requires_grad=target.requires_grad)
+                    if name in module._parameters:
+                        module._parameters[name] = src
+                    else:
+                        module._buffers[name] = src
+                else:
+                    target.detach().copy_(src)
+        return _IncompatibleKeys(missing, unexpected)
+
+    # -- repr -----------------------------------------------------------------------------------
+    def _get_name(self):
+        return type(self).__name__
+
+    def extra_repr(self):
+        return ""
+
+    def __repr__(self):
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({key}): " + _addindent(repr(module), 2) for key, module in self._modules.items()]
+        lines = extra_lines + child_lines
+        main = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                main += extra_lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"

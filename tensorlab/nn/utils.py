@@ -1,0 +1,65 @@
+"""tensorlab.nn.utils: gradient clipping (torch.nn.utils.clip_grad)."""
+from __future__ import annotations
+
+import types
+import warnings
+
+from ..ops.creation import tensor as _tensor
+from ..ops.reduction import norm as _norm
+from ..ops.shape import stack as _stack
+from ..tensor import Tensor
+from ._grad import no_grad
+
+
+def _as_list(tensors):
+    return [tensors] if isinstance(tensors, Tensor) else list(tensors)
+
+
+def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False):
+    """The norm_type-norm of all `tensors` viewed as one vector: the norm of their norms."""
+    tensors = _as_list(tensors)
+    norm_type = float(norm_type)
+    if not tensors:
+        return _tensor(0.0)
+    first_device = tensors[0].device
+    with no_grad():
+        norms = [_norm(t.detach(), norm_type).to(first_device) for t in tensors]
+        total = _norm(_stack(norms), norm_type)
+    if error_if_nonfinite and total.isnan().logical_or(total.isinf()).item():
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
+                           "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
+                           "norm anyway, set `error_if_nonfinite=False`")
+    return total
+
+
+def clip_grads_with_norm_(parameters, max_norm, total_norm):
+    """Scale every .grad by min(max_norm / (total_norm + 1e-6), 1), in place."""
+    grads = [p.grad for p in _as_list(parameters) if p.grad is not None]
+    if not grads:
+        return
+    with no_grad():
+        coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.detach().mul_(coef.to(g.device))
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
+    """Clip the gradients' total norm (all gradients as one vector) to max_norm, in place, and
+    return the total norm before clipping as a tensor. norm_type may be float('inf')."""
+    is_generator = isinstance(parameters, types.GeneratorType)
+    parameters = _as_list(parameters)
+    if is_generator and not parameters:
+        warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=2)
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = get_total_norm(grads, norm_type, error_if_nonfinite)
+    clip_grads_with_norm_(parameters, max_norm, total)
+    return total
+
+
+def clip_grad_value_(parameters, clip_value):
+    """Clamp every .grad to [-clip_value, clip_value], in place."""
+    clip_value = float(clip_value)
+    with no_grad():
+        for p in _as_list(parameters):
+            if p.grad is not None:
+                p.grad.detach().clamp_(min=-clip_value, max=clip_value)

@@ -1,0 +1,100 @@
+"""Adam and AdamW (Adam with decoupled weight decay), with amsgrad and maximize; torch's
+update, term by term (torch.optim.adam._single_tensor_adam)."""
+from __future__ import annotations
+
+from .. import dtypes
+from ..nn._grad import no_grad
+from ..ops.creation import tensor, zeros_like
+from ..ops.elementwise import maximum
+from .optimizer import Optimizer
+
+
+class Adam(Optimizer):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 maximize=False, decoupled_weight_decay=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = {"lr": lr, "betas": (float(betas[0]), float(betas[1])), "eps": eps, "weight_decay": weight_decay,
+                    "amsgrad": amsgrad, "maximize": maximize, "decoupled_weight_decay": decoupled_weight_decay}
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("decoupled_weight_decay", False)
+
+    def _state_for(self, p, amsgrad):
+        state = self.state[p]
+        if not state:
+            # step is a float32 CPU tensor, as torch keeps it (reading it never syncs a GPU)
+            state["step"] = tensor(0.0, dtype=dtypes.float32)
+            state["exp_avg"] = zeros_like(p)
+            state["exp_avg_sq"] = zeros_like(p)
+            if amsgrad:
+                state["max_exp_avg_sq"] = zeros_like(p)
+        return state
+
+    def step(self, closure=None):
+        """m = beta1-lerp toward g, v = beta2 * v + (1 - beta2) g^2, then
+        p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps), with v replaced by
+        its running maximum for amsgrad. weight_decay adds wd * p to g, or (decoupled, AdamW)
+        first scales p by 1 - lr * wd."""
+        loss = self._closure_loss(closure)
+        with no_grad():
+            for group in self.param_groups:
+                beta1, beta2 = group["betas"]
+                lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
+                amsgrad, maximize, decoupled = group["amsgrad"], group["maximize"], group["decoupled_weight_decay"]
+                for p in group["params"]:
+                    grad = p.grad
+                    if grad is None:
+                        continue
+                    param = p.detach()
+                    grad = grad.detach()
+                    if maximize:
+                        grad = -grad
+                    state = self._state_for(p, amsgrad)
+                    step_t, exp_avg, exp_avg_sq = state["step"], state["exp_avg"], state["exp_avg_sq"]
+                    step_t.add_(1)
+                    if weight_decay != 0:
+                        if decoupled:
+                            param.mul_(1 - lr * weight_decay)
+                        else:
+                            grad = grad.add(param, alpha=weight_decay)
+                    exp_avg.lerp_(grad, 1 - beta1)
+                    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                    step = step_t.item()
+                    bias_correction1 = 1 - beta1 ** step
+                    bias_correction2 = 1 - beta2 ** step
+                    step_size = lr / bias_correction1
+                    bias_correction2_sqrt = bias_correction2 ** 0.5
+                    if amsgrad:
+                        max_sq = state["max_exp_avg_sq"]
+                        maximum(max_sq, exp_avg_sq, out=max_sq)
+                        denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+                    else:
+                        denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+                    param.addcdiv_(exp_avg, denom, value=-step_size)
+        return loss
+
+
+class AdamW(Adam):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         decoupled_weight_decay=True)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True

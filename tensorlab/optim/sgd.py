@@ -1,0 +1,58 @@
+"""SGD with momentum, dampening, Nesterov momentum, weight decay and maximize; torch's
+update, term by term (torch.optim.sgd._single_tensor_sgd)."""
+from __future__ import annotations
+
+from ..nn._grad import no_grad
+from .optimizer import Optimizer
+
+
+class SGD(Optimizer):
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
+                 maximize=False):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = {"lr": lr, "momentum": momentum, "dampening": dampening, "weight_decay": weight_decay,
+                    "nesterov": nesterov, "maximize": maximize}
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("nesterov", False)
+            group.setdefault("maximize", False)
+
+    def step(self, closure=None):
+        """g = grad (negated when maximizing) + weight_decay * p; with momentum,
+        buf = momentum * buf + (1 - dampening) * g (buf = g on the first step) and
+        g = g + momentum * buf (Nesterov) or buf; then p -= lr * g."""
+        loss = self._closure_loss(closure)
+        with no_grad():
+            for group in self.param_groups:
+                lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+                weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
+                for p in group["params"]:
+                    grad = p.grad
+                    if grad is None:
+                        continue
+                    param = p.detach()
+                    grad = grad.detach()
+                    if maximize:
+                        grad = -grad
+                    if weight_decay != 0:
+                        grad = grad.add(param, alpha=weight_decay)
+                    if momentum != 0:
+                        state = self.state[p]
+                        buf = state.get("momentum_buffer")
+                        if buf is None:
+                            buf = state["momentum_buffer"] = grad.clone()
+                        else:
+                            buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+                        grad = grad.add(buf, alpha=momentum) if nesterov else buf
+                    param.add_(grad, alpha=-lr)
+        return loss
