@@ -11,7 +11,7 @@ from .layout import Size, broadcast_shapes
 from .storage import UntypedStorage
 from .tensor import Tensor, channels_last, channels_last_3d, contiguous_format, preserve_format
 from . import ops as _ops
-from . import cuda, return_types, testing
+from . import benchmark, cuda, return_types, testing
 from .printing import get_printoptions, printoptions, set_printoptions
 
 dtype = DType
@@ -20,6 +20,11 @@ for _m in _ops.modules():
     for _name in getattr(_m, "FUNCTIONS", ()):
         globals()[_name] = getattr(_m, _name)
 del _m, _name
+
+from . import autograd  # noqa: E402
+from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,  # noqa: E402
+                       set_grad_enabled)
+from . import nn, optim  # noqa: E402
 
 
 def is_tensor(obj):

@@ -1,6 +1,8 @@
 """Which template instantiations each kernel source provides: one row per source file, listing the
 C++ name expressions the CUDA backend passes to RawModule(name_expressions=...). CI compiles every
-row with NVRTC for sm_80 and sm_90."""
+row with NVRTC for sm_80 and sm_90, and the emulated test run launches every one of them
+(tests/test_kernel_coverage.py). Adding a kernel: write kernels/<name>.cu, add its row here, and
+launch it from a primitive through tensorlab.backends.cuda.launch (see that module's docstring)."""
 from __future__ import annotations
 
 from . import dtypes
@@ -9,9 +11,138 @@ INDEX_TYPES = ("int", "long long")
 
 
 def _per_dtype(*templates):
+    """template<T, Index> for every dtype and index type."""
     return tuple(f"{t}<{d.ctype}, {ix}>" for t in templates for d in dtypes.ALL for ix in INDEX_TYPES)
 
 
+def _per_dtype_pair(*templates):
+    """template<Src, Dst, Index> for every (source, destination) dtype pair and index type."""
+    return tuple(f"{t}<{s.ctype}, {d.ctype}, {ix}>" for t in templates for s in dtypes.ALL for d in dtypes.ALL
+                 for ix in INDEX_TYPES)
+
+
+def _accumulator(d):
+    """The type index.cu's atomics accumulate dtype d in (see the index.cu row)."""
+    if d in (dtypes.float16, dtypes.bfloat16):
+        return dtypes.float32
+    return dtypes.int32 if d.itemsize < 4 else d
+
+
+def _reduction_pairs():
+    """(In, Out) dtype pairs per reduce/scan op: same dtype, integral -> int64 (sum, prod, cumsum,
+    cumprod), any -> bool (all, any), any -> int64 (count_nonzero). The CUDA backend converts
+    other pairs on the device first (backends/cuda/reduction.py)."""
+    d = dtypes
+    same = [(t, t) for t in d.ALL]
+    floats = [(t, t) for t in d.ALL if t.is_floating_point]
+    to_long = same + [(t, d.int64) for t in (d.bool_, d.uint8, d.int8, d.int16, d.int32)]
+    sums = floats + [(t, d.int64) for t in d.ALL if not t.is_floating_point]  # narrower ints wrap the int64 result
+    logical = [(t, d.bool_) for t in d.ALL] + [(d.uint8, d.uint8)]
+    # amax/amin run as ArgMax/ArgMin storing the value only
+    return {"Sum": sums, "Prod": sums, "Mean": floats, "All": logical, "Any": logical,
+            "CountNonzero": [(t, d.int64) for t in d.ALL], "Norm": floats, "Var": floats, "Std": floats,
+            "LogSumExp": floats, "ArgMax": same, "ArgMin": same}, to_long
+
+
+def _reduce_rows():
+    ops, _ = _reduction_pairs()
+    return tuple(f"reduce_kernel<tl::{op}, {i.ctype}, {o.ctype}, {ix}>" for op, pairs in ops.items()
+                 for i, o in pairs for ix in INDEX_TYPES)
+
+
+def _scan_rows():
+    _, pairs = _reduction_pairs()
+    return tuple(f"{k}<{i.ctype}, {o.ctype}, {ix}>" for k in ("scan_rows", "scan_seq") for i, o in pairs
+                 for ix in INDEX_TYPES)
+
+
+
+# elementwise.cu: per primitive, kernel name -> (functor of kernels/tensorlab/functors.cuh, compute
+# types as letters: B bool, I long long (every integer dtype), F float (float16/bfloat16/float32),
+# D double). backends/cuda/elementwise.py launches from this table. Ops with a non-bool result get
+# the vectorized same-dtype kernels too, for the storage types ELEMENTWISE_VEC_TYPES.
+ELEMENTWISE = {
+    "unary": {
+        "neg": ("Neg", "IFD"), "abs": ("Abs", "IFD"), "sign": ("Sign", "BIFD"), "exp": ("Exp", "FD"),
+        "exp2": ("Exp2", "FD"), "expm1": ("Expm1", "FD"), "log": ("Log", "FD"), "log2": ("Log2", "FD"),
+        "log10": ("Log10", "FD"), "log1p": ("Log1p", "FD"), "sqrt": ("Sqrt", "FD"), "rsqrt": ("Rsqrt", "FD"),
+        "square": ("Square", "IFD"), "reciprocal": ("Reciprocal", "FD"), "sin": ("Sin", "FD"), "cos": ("Cos", "FD"),
+        "tan": ("Tan", "FD"), "tanh": ("Tanh", "FD"), "sigmoid": ("Sigmoid", "FD"), "relu": ("Relu", "IFD"),
+        "gelu": ("Gelu", "FD"), "silu": ("Silu", "FD"), "erf": ("Erf", "FD"), "floor": ("Floor", "IFD"),
+        "ceil": ("Ceil", "IFD"), "trunc": ("Trunc", "IFD"), "round": ("Round", "IFD"), "isnan": ("IsNan", "BIFD"),
+        "isinf": ("IsInf", "BIFD"), "isfinite": ("IsFinite", "BIFD"), "logical_not": ("LogicalNot", "BIFD"),
+        "bitwise_not": ("BitwiseNot", "BI"), "nan_to_num": ("NanToNum", "BIFD"),
+    },
+    "binary": {
+        "add": ("Add", "BIFD"), "sub": ("Sub", "IFD"), "mul": ("Mul", "BIFD"), "div_true": ("DivTrue", "FD"),
+        "div_trunc": ("DivTrunc", "IFD"), "div_floor": ("DivFloor", "IFD"), "remainder": ("Remainder", "IFD"),
+        "fmod": ("Fmod", "IFD"), "pow": ("Pow", "BIFD"), "maximum": ("Maximum", "BIFD"),
+        "minimum": ("Minimum", "BIFD"), "atan2": ("Atan2", "FD"), "eq": ("Eq", "BIFD"), "ne": ("Ne", "BIFD"),
+        "lt": ("Lt", "BIFD"), "le": ("Le", "BIFD"), "gt": ("Gt", "BIFD"), "ge": ("Ge", "BIFD"),
+        "logical_and": ("LogicalAnd", "BIFD"), "logical_or": ("LogicalOr", "BIFD"),
+        "logical_xor": ("LogicalXor", "BIFD"), "bitwise_and": ("BitwiseAnd", "BI"),
+        "bitwise_or": ("BitwiseOr", "BI"), "bitwise_xor": ("BitwiseXor", "BI"),
+    },
+    "ternary": {
+        "where": ("Where", "BIFD"), "clamp": ("Clamp", "IFD"), "lerp": ("Lerp", "FD"), "addcmul": ("Addcmul", "IFD"),
+        "addcdiv": ("Addcdiv", "FD"), "masked_fill": ("MaskedFill", "BIFD"),
+    },
+}
+ELEMENTWISE_BOOL_RESULT = frozenset(("isnan", "isinf", "isfinite", "logical_not", "eq", "ne", "lt", "le", "gt", "ge",
+                                     "logical_and", "logical_or", "logical_xor"))
+ELEMENTWISE_VEC_TYPES = ("float", "double")
+ELEMENTWISE_COMPUTE = {"B": "bool", "I": "long long", "F": "float", "D": "double"}
+
+
+def elementwise_vectorized(prim, name):
+    """Whether kernel `name` of `prim` has the *_vec instantiations (a floating result of the input type)."""
+    return prim != "ternary" and name not in ELEMENTWISE_BOOL_RESULT and "F" in ELEMENTWISE[prim][name][1]
+
+
+def _elementwise():
+    exprs = []
+    for prim, ops in ELEMENTWISE.items():
+        for name, (functor, kinds) in ops.items():
+            for k in kinds:
+                exprs += [f"{prim}_kernel<tl::op::{functor}, {ELEMENTWISE_COMPUTE[k]}, {ix}>" for ix in INDEX_TYPES]
+            if elementwise_vectorized(prim, name):
+                exprs += [f"{prim}_vec<tl::op::{functor}, {t}, {ix}>" for t in ELEMENTWISE_VEC_TYPES
+                          for ix in INDEX_TYPES]
+    return tuple(exprs) + tuple(f"any_zero_divisor<{ix}>" for ix in INDEX_TYPES)
+
 KERNELS = {
     "fill.cu": _per_dtype("fill_contiguous", "fill_strided"),
+    "copy.cu": _per_dtype_pair("copy_cast_contiguous", "copy_cast_strided"),
+    "creation.cu": _per_dtype("arange_int", "arange_float", "linspace", "eye"),
+    "matmul.cu": _per_dtype("gemm_tiled", "gemm_small"),
+    # random.cu: <T, Index, Contiguous[, Words]>; randint reads word pairs (Words 2) for ranges >= 2^32,
+    # which only these dtypes hold; randperm refuses bool
+    "random.cu": tuple(
+        [f"{t}<{d.ctype}, {ix}, {c}>" for t in ("philox_uniform", "philox_normal", "philox_exponential")
+         for d in dtypes.FLOATING for ix in INDEX_TYPES for c in ("true", "false")]
+        + [f"philox_randint<{d.ctype}, {ix}, {c}, {w}>" for w in (1, 2) for d in dtypes.ALL
+           if w == 1 or d.name in ("int32", "int64", "bfloat16", "float32", "float64")
+           for ix in INDEX_TYPES for c in ("true", "false")]
+        + [f"philox_bernoulli<{d.ctype}, {ix}, {c}>" for d in dtypes.ALL for ix in INDEX_TYPES
+           for c in ("true", "false")]
+        + [f"bernoulli_mask<{d.ctype}, {ix}>" for d in dtypes.FLOATING for ix in INDEX_TYPES]
+        + [f"randperm_store<{d.ctype}, {ix}, {c}>" for d in dtypes.ALL if d is not dtypes.bool_
+           for ix in INDEX_TYPES for c in ("true", "false")]
+        + [f"{t}<long long>" for t in ("randperm_keys", "bitonic_sort_tiles", "bitonic_merge_global",
+                                         "bitonic_merge_tiles")]),
+    # index.cu: index_put<S, A, Index, Mode>, A the accumulator (S; float for half/bfloat16, int for
+    # bool/uint8/int8/int16: no atomics narrower than 32 bits), Mode 0 store, 1 add, 2 multiply
+    "index.cu": tuple(
+        [f"index_check<{ix}>" for ix in INDEX_TYPES]
+        + list(_per_dtype("index_gather"))
+        + [f"index_put<{d.ctype}, {d.ctype if m == 0 else _accumulator(d).ctype}, {ix}, {m}>" for m in (0, 1, 2)
+           for d in dtypes.ALL for ix in INDEX_TYPES]),
+    "shape.cu": _per_dtype("cat", "roll", "triangle"),
+    "scan_select.cu": _per_dtype("tile_counts", "compact_coords", "compact_values") + ("tile_scan",),
+    "sort.cu": _per_dtype("sort_segments", "sort_merge"),
+    "reduce.cu": _reduce_rows(),
+    "scan.cu": _scan_rows(),
+    "softmax.cu": tuple(f"{k}<{t.ctype}, {ix}>" for k in ("softmax_rows", "softmax_cols") for t in dtypes.ALL
+                        if t.is_floating_point for ix in INDEX_TYPES),
+    "elementwise.cu": _elementwise(),
 }

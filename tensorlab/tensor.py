@@ -231,10 +231,14 @@ class Tensor:
         return iter(self.unbind(0))
 
     def item(self):
+        return self._item("item")
+
+    def _item(self, reason):
+        """item() as a host sync named `reason` (bool(t), float(t), an index, ...)."""
         n = self.numel()
         if n != 1:
             raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
-        arr = self._host("item")
+        arr = self._host(reason)
         if arr.size != 1:  # another thread resized self between the check and the read
             raise RuntimeError(f"a Tensor with {arr.size} elements cannot be converted to Scalar")
         return _to_python(arr.reshape(()), self._dtype)
@@ -248,18 +252,18 @@ class Tensor:
             if n == 0:
                 raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-        return bool(self.item())
+        return bool(self._item("bool"))
 
     def __float__(self):
-        return float(self.item())
+        return float(self._item("float"))
 
     def __int__(self):
-        return int(self.item())
+        return int(self._item("int"))
 
     def __index__(self):
         if self._dtype.is_floating_point or self._dtype is dtypes.bool_ or self.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
-        return int(self.item())
+        return int(self._item("index"))
 
     def __complex__(self):
         return complex(self.item())

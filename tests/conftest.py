@@ -2,6 +2,8 @@
 GPU (or, later, the CUDA emulation driver) is present, skipped otherwise."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -16,7 +18,7 @@ def _cuda_params():
     except Exception as e:  # pragma: no cover
         reason = str(e)
     marks = [pytest.mark.cuda]
-    if reason is not None:
+    if reason is not None and os.environ.get("TENSORLAB_CUDA_EMULATION") != "1":
         marks.append(pytest.mark.skip(reason=f"no CUDA: {reason}"))
     return pytest.param("cuda", marks=marks, id="cuda")
 
@@ -26,6 +28,13 @@ DEVICES = ["cpu", _cuda_params()]
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "cuda: runs on the CUDA backend")
+    config.addinivalue_line("markers", "run_last: runs after every other test (tests/test_kernel_coverage.py)")
+
+
+def pytest_collection_modifyitems(config, items):
+    last = [item for item in items if item.get_closest_marker("run_last")]
+    if last:
+        items[:] = [item for item in items if not item.get_closest_marker("run_last")] + last
 
 
 @pytest.fixture(params=DEVICES)

@@ -82,7 +82,7 @@ def test_matches_numpy_reference(device, op, dtype):
                 _call_tl(op, sample)
             continue
         got = _call_tl(op, sample)
-        assert got.device == tl.device(device)
+        assert got.device.type == tl.device(device).type
         assert_values(to_numpy(got), reference(op, sample, got.dtype), got.dtype.name, op, sample.desc)
 
 

@@ -30,3 +30,11 @@ def test_pip_install_ships_kernels(tmp_path):
     assert kdir.startswith(str(target)) and kdir.endswith("kernels")
     assert int(n) >= 1
     assert (Path(kdir) / "tensorlab" / "common.cuh").is_file()
+
+
+def test_every_package_is_listed_in_pyproject():
+    """A package missing from pyproject's list is absent from a non-editable install."""
+    tomllib = pytest.importorskip("tomllib")
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "tensorlab").rglob("__init__.py")}
+    assert found <= listed, sorted(found - listed)

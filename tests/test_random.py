@@ -76,8 +76,8 @@ def test_float32_uniforms_use_top_24_bits_and_calls_take_whole_blocks(device):
     b = tl.rand(2, 3, generator=g, device=device)
     assert g.get_offset() == 4
     w = _words(seed, 0, 4)
-    np.testing.assert_array_equal(a.numpy(), (w[:5] >> 8).astype(np.float64) * 2.0 ** -24)
-    np.testing.assert_array_equal(b.numpy().reshape(-1), (w[8:14] >> 8).astype(np.float64) * 2.0 ** -24)
+    np.testing.assert_array_equal(a.cpu().numpy(), (w[:5] >> 8).astype(np.float64) * 2.0 ** -24)
+    np.testing.assert_array_equal(b.cpu().numpy().reshape(-1), (w[8:14] >> 8).astype(np.float64) * 2.0 ** -24)
 
 
 def test_float64_uniforms_use_53_bits_of_a_word_pair(device):
@@ -93,17 +93,17 @@ def test_counter_carries_into_the_high_word_and_wraps(device):
     g = _gen(device, 7).set_offset(2 ** 32 - 1)
     x = tl.rand(8, generator=g, device=device)
     w = _words(7, 2 ** 32 - 1, 2)
-    np.testing.assert_array_equal(x.numpy(), (w >> 8).astype(np.float64) * 2.0 ** -24)
+    np.testing.assert_array_equal(x.cpu().numpy(), (w >> 8).astype(np.float64) * 2.0 ** -24)
     g.set_offset(2 ** 64 - 1)
     y = tl.rand(8, generator=g, device=device)
     assert g.get_offset() == 1
-    np.testing.assert_array_equal(y.numpy(), (_words(7, 2 ** 64 - 1, 2) >> 8).astype(np.float64) * 2.0 ** -24)
+    np.testing.assert_array_equal(y.cpu().numpy(), (_words(7, 2 ** 64 - 1, 2) >> 8).astype(np.float64) * 2.0 ** -24)
 
 
 def test_randint_small_and_large_ranges(device):
     g = _gen(device, 5)
     x = tl.randint(-3, 7, (6,), generator=g, device=device)
-    np.testing.assert_array_equal(x.numpy(), (_words(5, 0, 2)[:6] % 10).astype(np.int64) - 3)
+    np.testing.assert_array_equal(x.cpu().numpy(), (_words(5, 0, 2)[:6] % 10).astype(np.int64) - 3)
     assert g.get_offset() == 2
     big = 2 ** 40 + 3
     y = tl.randint(1, 1 + big, (3,), generator=g, device=device)
@@ -127,7 +127,7 @@ def test_randn_is_box_muller_on_uniform_pairs(device):
     for k in range(3):
         r = np.sqrt(-2 * np.log(1 - u[2 * k]))
         want += [r * np.cos(2 * np.pi * u[2 * k + 1]), r * np.sin(2 * np.pi * u[2 * k + 1])]
-    np.testing.assert_allclose(x.numpy(), want[:5], rtol=1e-15)
+    np.testing.assert_allclose(x.cpu().numpy(), want[:5], rtol=1e-15)
 
 
 def test_randperm_sorts_64_bit_keys(device):
@@ -261,10 +261,10 @@ N = 100_000
 @pytest.mark.parametrize("dtype", [tl.float32, tl.float64])
 def test_uniform_and_normal_moments(device, dtype):
     g = _gen(device, 2024)
-    u = tl.rand(N, dtype=dtype, generator=g, device=device).numpy().astype(np.float64)
+    u = tl.rand(N, dtype=dtype, generator=g, device=device).cpu().numpy().astype(np.float64)
     assert u.min() >= 0 and u.max() < 1
     assert abs(u.mean() - 0.5) < 0.005 and abs(u.var() - 1 / 12) < 0.002
-    z = tl.randn(N, dtype=dtype, generator=g, device=device).numpy().astype(np.float64)
+    z = tl.randn(N, dtype=dtype, generator=g, device=device).cpu().numpy().astype(np.float64)
     assert abs(z.mean()) < 0.015 and abs(z.var() - 1) < 0.02
     assert abs(np.mean(np.abs(z) < 1) - 0.6827) < 0.01
     assert abs(np.mean(z ** 3)) < 0.05 and abs(np.mean(z ** 4) - 3) < 0.1
@@ -274,33 +274,33 @@ def test_uniform_and_normal_moments(device, dtype):
 def test_half_types_stay_in_range(device, dtype):
     u = tl.rand(N, dtype=dtype, generator=_gen(device, 1), device=device)
     assert u.dtype is dtype
-    a = u.numpy().astype(np.float64)
+    a = u.cpu().numpy().astype(np.float64)
     assert a.min() >= 0 and a.max() < 1 and abs(a.mean() - 0.5) < 0.01
-    z = tl.randn(1000, dtype=dtype, generator=_gen(device, 1), device=device).numpy().astype(np.float64)
+    z = tl.randn(1000, dtype=dtype, generator=_gen(device, 1), device=device).cpu().numpy().astype(np.float64)
     assert abs(z.mean()) < 0.15 and 0.8 < z.std() < 1.2
 
 
 def test_uniform_normal_exponential_parameters(device):
     g = _gen(device, 9)
     x = tl.empty(N, device=device)
-    a = x.uniform_(-2, 3, generator=g).numpy()
+    a = x.uniform_(-2, 3, generator=g).cpu().numpy()
     assert a.min() >= -2 and a.max() < 3 and abs(a.mean() - 0.5) < 0.03
-    b = x.normal_(10, 0.5, generator=g).numpy()
+    b = x.normal_(10, 0.5, generator=g).cpu().numpy()
     assert abs(b.mean() - 10) < 0.01 and abs(b.std() - 0.5) < 0.01
-    c = x.exponential_(4.0, generator=g).numpy()
+    c = x.exponential_(4.0, generator=g).cpu().numpy()
     assert c.min() > 0 and np.isfinite(c).all() and abs(c.mean() - 0.25) < 0.005
-    d = x.uniform_(2, 2, generator=g).numpy()
+    d = x.uniform_(2, 2, generator=g).cpu().numpy()
     assert (d == 2).all()
 
 
 def test_randint_buckets_chi_square(device):
     k = 10
-    x = tl.randint(5, 5 + k, (N,), generator=_gen(device, 31), device=device).numpy()
+    x = tl.randint(5, 5 + k, (N,), generator=_gen(device, 31), device=device).cpu().numpy()
     counts = np.bincount(x - 5, minlength=k)
     assert counts.sum() == N and len(counts) == k
     chi2 = ((counts - N / k) ** 2 / (N / k)).sum()
     assert chi2 < 27.9  # p = 0.001 for 9 degrees of freedom
-    y = tl.randint(0, 2 ** 40, (N,), generator=_gen(device, 32), device=device).numpy()
+    y = tl.randint(0, 2 ** 40, (N,), generator=_gen(device, 32), device=device).cpu().numpy()
     top = np.bincount(y >> 36, minlength=16)
     assert ((top - N / 16) ** 2 / (N / 16)).sum() < 37.7  # p = 0.001, 15 dof
 
@@ -309,14 +309,14 @@ def test_random_default_ranges(device):
     g = _gen(device, 4)
     for dtype, hi in [(tl.bool, 1), (tl.uint8, 255), (tl.int8, 127), (tl.float16, 2 ** 11),
                       (tl.bfloat16, 2 ** 8), (tl.float32, 2 ** 24)]:
-        a = tl.empty(20000, dtype=dtype, device=device).random_(generator=g).numpy().astype(np.float64)
+        a = tl.empty(20000, dtype=dtype, device=device).random_(generator=g).cpu().numpy().astype(np.float64)
         assert a.min() >= 0 and a.max() <= hi and (a == np.round(a)).all()
         assert abs(a.mean() - hi / 2) < 0.05 * hi + 0.02, dtype
-    a = tl.empty(1000, dtype=tl.int64, device=device).random_(generator=g).numpy()
+    a = tl.empty(1000, dtype=tl.int64, device=device).random_(generator=g).cpu().numpy()
     assert a.min() >= 0 and a.max() > 2 ** 60
-    b = tl.empty(1000, device=device).random_(3, generator=g).numpy()
+    b = tl.empty(1000, device=device).random_(3, generator=g).cpu().numpy()
     assert set(b.tolist()) == {0.0, 1.0, 2.0}
-    c = tl.empty(1000, dtype=tl.int32, device=device).random_(-4, -1, generator=g).numpy()
+    c = tl.empty(1000, dtype=tl.int32, device=device).random_(-4, -1, generator=g).cpu().numpy()
     assert set(c.tolist()) == {-4, -3, -2}
 
 
@@ -331,11 +331,11 @@ def test_randperm_is_a_permutation(device):
 
 def test_bernoulli(device):
     g = _gen(device, 6)
-    x = tl.empty(N, device=device).bernoulli_(0.3, generator=g).numpy()
+    x = tl.empty(N, device=device).bernoulli_(0.3, generator=g).cpu().numpy()
     assert set(np.unique(x).tolist()) == {0.0, 1.0} and abs(x.mean() - 0.3) < 0.01
     p = tl.tensor([0.0, 1.0, 0.5], device=device)
     probs = tl.tensor(np.tile([0.0, 1.0, 0.5], 20000), device=device)
-    y = tl.bernoulli(probs, generator=g).numpy().reshape(-1, 3)
+    y = tl.bernoulli(probs, generator=g).cpu().numpy().reshape(-1, 3)
     assert (y[:, 0] == 0).all() and (y[:, 1] == 1).all() and abs(y[:, 2].mean() - 0.5) < 0.02
     z = tl.empty(4, 3, dtype=tl.int32, device=device).bernoulli_(p, generator=g)  # p broadcast over rows
     assert z.dtype is tl.int32 and [r[:2] for r in z.tolist()] == [[0, 1]] * 4
@@ -353,7 +353,7 @@ def test_normal_with_tensor_arguments(device):
     mean = tl.tensor([[0.0], [100.0]], device=device)
     x = tl.normal(mean, tl.full((3,), 0.001, device=device), generator=g)
     assert x.shape == (2, 3)
-    np.testing.assert_allclose(x.numpy(), [[0.0] * 3, [100.0] * 3], atol=0.01)
+    np.testing.assert_allclose(x.cpu().numpy(), [[0.0] * 3, [100.0] * 3], atol=0.01)
     y = tl.normal(5.0, tl.zeros(4, device=device))
     assert y.tolist() == [5.0] * 4
     with pytest.raises(RuntimeError, match="normal expects all elements of std >= 0.0"):

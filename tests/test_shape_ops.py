@@ -51,7 +51,7 @@ SHAPE_CALLS = {
     "cat_non_tensor": (lambda m, a: m.cat([a, 3]), [_x()]),
     "cat_dim_range": (lambda m, a, b: m.cat([a, b], 2), [_x(), _x()]),
     "cat_out_cast": (lambda m, a: m.cat([a], out=m.empty(0, dtype=m.int64)), [_x()]),
-    "cat_out_double": (lambda m, a: m.cat([a, a], out=m.empty(0, dtype=m.float64)), [_x()]),
+    "cat_out_double": (lambda m, a: m.cat([a, a], out=m.empty(0, dtype=m.float64, device=a.device)), [_x()]),
     "stack": (lambda m, a, b: m.stack([a, b]), [_x(), _x(seed=3)]),
     "stack_last": (lambda m, a, b: m.stack([a, b], -1), [_x(), _x(seed=3)]),
     "stack_mid": (lambda m, a, b: m.stack((a, b), 1), [_x(tl.int64), _x(tl.float16)]),

@@ -1,8 +1,19 @@
 // Shared device code: element types and strided indexing over coalesced dimensions.
-// Included by every kernel in kernels/*.cu; compiled by NVRTC (and, later, the emulation driver).
+// Included by every kernel in kernels/*.cu; compiled by NVRTC and, for CI, by the emulation driver
+// (tensorlab/backends/cuda/emulation), which force-includes its CUDA built-ins and defines TL_EMULATION.
 #pragma once
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+
+// Dynamic shared memory (the launch's shared_mem bytes) as a T*: the one place kernels differ
+// between NVRTC and the emulation, where `extern __shared__` has no host equivalent.
+#ifdef TL_EMULATION
+#define TL_DYNAMIC_SHARED(T, name) T* name = reinterpret_cast<T*>(tl_emu_dynamic_shared())
+#else
+#define TL_DYNAMIC_SHARED(T, name)                                 \
+  extern __shared__ __align__(16) unsigned char tl_dynamic_shared_[]; \
+  T* name = reinterpret_cast<T*>(tl_dynamic_shared_)
+#endif
 
 namespace tl {
 

@@ -2,6 +2,8 @@
 The CUDA backend is imported lazily, so `import tensorlab` never needs CuPy."""
 from __future__ import annotations
 
+import os
+
 from . import cpu
 
 _cuda = None
@@ -28,12 +30,19 @@ def cuda_unavailable_reason():
     return None
 
 
+def cuda_emulated():
+    """TENSORLAB_CUDA_EMULATION=1: the CUDA backend runs on the emulation driver (test
+    infrastructure, docs/cuda-emulation.md); tl.cuda.is_available() still reports real GPUs only."""
+    return os.environ.get("TENSORLAB_CUDA_EMULATION") == "1"
+
+
 def _load_cuda():
     global _cuda
     if _cuda is None:
-        reason = cuda_unavailable_reason()
-        if reason is not None:
-            raise RuntimeError(f"CUDA was asked for but is not available: {reason}")
+        if not cuda_emulated():
+            reason = cuda_unavailable_reason()
+            if reason is not None:
+                raise RuntimeError(f"CUDA was asked for but is not available: {reason}")
         from . import cuda
         _cuda = cuda
     return _cuda

@@ -1,17 +1,27 @@
-"""tl.cuda: device queries. `is_available()` never raises; CuPy is imported only when asked."""
+"""tl.cuda: the user API for CUDA devices, with torch.cuda's names - devices, streams, events,
+memory statistics, seeding - plus tensorlab's sync debugging (set_sync_debug_mode, sync_trace).
+
+`is_available()` and `device_count()` never raise; every other call that needs a device raises
+RuntimeError naming what to install when CUDA cannot be used. Under the CUDA emulation driver
+(TENSORLAB_CUDA_EMULATION=1) everything works on emulated devices but is_available() stays False.
+"""
 from __future__ import annotations
 
+from ..sync import SyncRecord, SyncTrace, get_sync_debug_mode, set_sync_debug_mode, sync_trace
+from ._devices import (current_device, device, device_count, device_of, get_device_capability, get_device_name,
+                       get_device_properties, is_available, set_device, synchronize)
+from .errors import OutOfMemoryError
+from .memory import (empty_cache, max_memory_allocated, max_memory_reserved, mem_get_info, memory_allocated,
+                     memory_reserved, memory_stats, reset_peak_memory_stats)
+from .random import (get_rng_state, get_rng_state_all, initial_seed, manual_seed, manual_seed_all, seed, seed_all,
+                     set_rng_state, set_rng_state_all)
+from .streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream
 
-def is_available():
-    from .. import backends
-    try:
-        return backends.cuda_unavailable_reason() is None
-    except Exception:
-        return False
-
-
-def device_count():
-    if not is_available():
-        return 0
-    import cupy
-    return cupy.cuda.runtime.getDeviceCount()
+__all__ = ["Event", "OutOfMemoryError", "Stream", "StreamContext", "SyncRecord", "SyncTrace", "current_device",
+           "current_stream", "default_stream", "device", "device_count", "device_of", "empty_cache",
+           "get_device_capability", "get_device_name", "get_device_properties", "get_rng_state",
+           "get_rng_state_all", "get_sync_debug_mode", "initial_seed", "is_available", "manual_seed",
+           "manual_seed_all", "max_memory_allocated", "max_memory_reserved", "mem_get_info", "memory_allocated",
+           "memory_reserved", "memory_stats", "reset_peak_memory_stats", "seed", "seed_all", "set_device",
+           "set_rng_state", "set_rng_state_all", "set_stream", "set_sync_debug_mode", "stream", "sync_trace",
+           "synchronize"]

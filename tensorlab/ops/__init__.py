@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 
 FAMILIES = ("creation", "copy", "resize", "views", "indexing", "random",
-            "elementwise", "reduction", "linalg", "shape")
+            "elementwise", "reduction", "linalg", "shape", "transfer")
 
 
 def modules():

@@ -123,12 +123,14 @@ def check_no_partial_overlap(out, *inputs, op="op"):
     so = out._meta.storage
     if out.numel() == 0:
         return
-    o0, o1 = _byte_range(out)
+    o0 = o1 = None  # out's byte range, computed only when an input shares its storage (rare)
     for x in inputs:
         if not isinstance(x, Tensor) or x._meta.storage is not so or x.numel() == 0:
             continue
         if x._meta.layout == out._meta.layout and x._dtype.itemsize == out._dtype.itemsize:
             continue
+        if o0 is None:
+            o0, o1 = _byte_range(out)
         i0, i1 = _byte_range(x)
         if L.ranges_overlap(o0, o1, i0, i1):
             raise RuntimeError(f"{op}: {_OVERLAP_INPUT}")

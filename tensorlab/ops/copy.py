@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from .. import backends, dtypes, layout as L
 from ..device import Device, canonical
-from ..sync import host_wait
 from ..tensor import Tensor, contiguous_format, preserve_format
 from ._common import check_writable, empty_like_layout, pinned
+from .transfer import copy_across_devices
 
 
 def _broadcast_view(src, shape, op):
@@ -23,19 +23,11 @@ def copy_into(dst, src, non_blocking=False):
     Both operands are pinned, so the backend reads the layouts the shapes were checked on."""
     dst = pinned(dst)
     src = _broadcast_view(src, dst._meta.layout.shape, "copy_")
-    sd, dd = src._meta.storage.device, dst._meta.storage.device
-    if sd == dd:
+    dd = dst._meta.storage.device
+    if src._meta.storage.device == dd:
         backends.get(dd).copy(dst, src)
-    elif dd.type == "cpu":
-        if not non_blocking:
-            host_wait("copy to cpu", sd)
-        backends.cpu.copy_from_host(dst, backends.get(sd).to_host(src))
     else:
-        be = backends.get(dd)
-        if sd.type == "cpu":
-            be.copy_from_host(dst, backends.cpu.array(src), non_blocking=non_blocking)
-        else:
-            be.copy_from_host(dst, backends.get(sd).to_host(src))
+        copy_across_devices(dst, src, non_blocking)
 
 
 def copy_(self, src, non_blocking=False):
@@ -116,6 +108,8 @@ def cpu(self):
 
 def cuda(self, device=None, non_blocking=False):
     dev = Device("cuda") if device is None else Device(device if not isinstance(device, int) else f"cuda:{device}")
+    if dev.type != "cuda":
+        raise RuntimeError(f"Invalid device, must be cuda device (got {dev}); use .to('{dev}') or .cpu() instead")
     return to(self, dev, non_blocking=non_blocking)
 
 

@@ -7,7 +7,7 @@ import numbers
 
 import numpy as np
 
-from .. import backends, dtypes, layout as L
+from .. import autograd_hooks, backends, dtypes, layout as L
 from ..device import CPU, canonical
 from ..storage import UntypedStorage
 from ..tensor import Tensor
@@ -17,7 +17,7 @@ from ._common import empty_like_layout, empty_tensor
 def _finish(t, requires_grad):
     if requires_grad:
         t.requires_grad_(True)
-    return t
+    return autograd_hooks.created(t)
 
 
 def _dt(dtype, default=None):

@@ -228,7 +228,7 @@ def _run(d, common, operands, shape, dev, params, inputs, out):
         d.supports(common)
         r = empty_tensor(shape, res, dev)
         getattr(backends.get(dev), d.prim)(r, d.kernel, *operands, comp, **params)
-        return autograd_hooks.record(r, name, inputs, **params)
+        return autograd_hooks.record_op(r, name, inputs, operands, d.kernel, params)
     if any(t._requires_grad for t in inputs) and _grad_enabled():
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
                            "but one of the arguments requires grad.")
@@ -258,7 +258,7 @@ def _run_inplace(d, common, self, target, operands, shape, dev, params, inputs):
     d.supports(common)
     getattr(backends.get(dev), d.prim)(target, d.kernel, *operands, comp, **params)
     self._vc.bump()
-    autograd_hooks.record_inplace(self, op, inputs, **params)
+    autograd_hooks.record_inplace_op(self, op, inputs, operands, d.kernel, params)
     return self
 
 

@@ -13,7 +13,6 @@ import warnings
 
 from .. import autograd_hooks, dtypes, layout as L
 from ..layout import Layout, Size
-from ..sync import host_wait
 from ..tensor import Tensor
 from ._common import _torch_name, check_no_partial_overlap, check_writable, empty_tensor, same_device
 from .creation import tensor as _tensor, zeros
@@ -73,11 +72,10 @@ def _tensor_entry(t):
             warnings.warn("indexing with dtype tensorlab.uint8 is now deprecated, please use a dtype tensorlab.bool "
                           "instead.", UserWarning, stacklevel=4)
         if t.dim() == 0:
-            host_wait("boolean mask indexing", t.device)
-            return _BOOL, bool(t.item())
+            return _BOOL, bool(t._item("boolean mask indexing"))
         return _MASK, t
     if t.dim() == 0 and dt.category == dtypes.int64.category:
-        return _INT, int(t.item())  # a 0-dim integer tensor selects, like an int (torch)
+        return _INT, int(t._item("integer tensor index"))  # a 0-dim integer tensor selects, like an int (torch)
     if dt not in _INDEX_DTYPES:
         raise IndexError(_DTYPE_ERROR)
     return _TENSOR, t
@@ -172,8 +170,7 @@ def _advanced(view, adv):
             tensors.append(zeros(1, dtype=dtypes.int64, device=dev) if v else empty_tensor((0,), dtypes.int64, dev))
         elif v._dtype in _MASK_DTYPES:
             m = v if v.device == dev else v.to(dev)
-            host_wait("boolean mask indexing", dev)
-            coords = empty_tensor((m.dim(), be.mask_count(m)), dtypes.int64, dev)
+            coords = empty_tensor((m.dim(), be.mask_count(m)), dtypes.int64, dev)  # mask_count is the sync
             be.nonzero_indices(coords, m)
             for j in range(m.dim()):
                 dims.append(pos + j)

@@ -419,7 +419,7 @@ def _finish(o, requires_grad, pin_memory=False):
         t = t.pin_memory()
     if requires_grad:
         t.requires_grad_(True)
-    return t
+    return autograd_hooks.created(t)
 
 
 def _shape(size, kw_size, op):

@@ -102,7 +102,7 @@ def _run(op, name, src, x, dims, keepdim, dtype, out, arg=None):
     """Reduce the pinned `x` into a new or out= result; autograd sees the caller's `src`."""
     o = output(out, reduced_shape(x._meta.layout.shape, dims, keepdim), dtype, x.device, name, (x,))
     x._backend.reduce(o.tensor, x, op, dims, arg)
-    return autograd_hooks.record(o.finish(), name, (src,), dim=dims, keepdim=keepdim)
+    return autograd_hooks.record(o.finish(), name, (src,), dim=dims, keepdim=keepdim, arg=arg)
 
 
 def _accumulating_dtype(x, dtype, out):
@@ -187,8 +187,9 @@ def _with_indices(op, src, x, dim, keepdim, out, result_type):
     ov = output(vo, shape, x._dtype, x.device, op, (x,))
     oi = output(io, shape, dtypes.int64, x.device, op, (x,))
     x._backend.arg_reduce(ov.tensor, oi.tensor, x, op, dims[0] if dims else 0)
-    values = autograd_hooks.record(ov.finish(), op, (src,), dim=dims, keepdim=keepdim)
-    return result_type(values, oi.finish())
+    indices = oi.finish()
+    values = autograd_hooks.record(ov.finish(), op, (src,), dim=dims, keepdim=keepdim, indices=indices)
+    return result_type(values, indices)
 
 
 def _elementwise(name, a, b, out):

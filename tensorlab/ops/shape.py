@@ -70,9 +70,9 @@ def _inplace_checks(self, op, inputs):
     check_no_partial_overlap(self, *inputs, op=op)
 
 
-def _inplace_done(self, op, inputs):
+def _inplace_done(self, op, inputs, **info):
     self._vc.bump()
-    return autograd_hooks.record_inplace(self, op, inputs)
+    return autograd_hooks.record_inplace(self, op, inputs, **info)
 
 
 def _tensor_list(tensors, op):
@@ -281,7 +281,7 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
     res = _copy_of(x)
     _scatter_into(res, dim, index, s, reduce, "scatter")
     return autograd_hooks.record(res, "scatter", (input, index, src) if isinstance(src, Tensor) else (input, index),
-                                 dim=dim)
+                                 dim=dim, reduce=reduce)
 
 
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
@@ -292,7 +292,8 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     _inplace_checks(t, "scatter_", inputs)
     autograd_hooks.check_inplace(self, "scatter_")
     _scatter_into(t, dim, index, s, reduce, "scatter_")
-    return _inplace_done(self, "scatter_", inputs)
+    return _inplace_done(self, "scatter_", (index, src) if isinstance(s, Tensor) else (index,), dim=dim,
+                         reduce=reduce)
 
 
 def _add_source(src, op):
@@ -361,7 +362,7 @@ def index_fill_(self, dim, index, value):
     autograd_hooks.check_inplace(self, "index_fill_")
     if t.numel() and idx.numel():
         t._backend.index_fill(t, d, idx, v)
-    return _inplace_done(self, "index_fill_", (index,))
+    return _inplace_done(self, "index_fill_", (index,), dim=d)
 
 
 def index_fill(input, dim, index, value):
@@ -439,8 +440,9 @@ def _sorted_pair(op, src, x, d, size, out, run, result_type):
     oi = output(io, shape, dtypes.int64, x.device, op, (x,))
     if ov.tensor.numel():
         run(ov.tensor, oi.tensor)
-    values = autograd_hooks.record(ov.finish(), op, (src,), dim=d)
-    return result_type(values, oi.finish())
+    indices = oi.finish()
+    values = autograd_hooks.record(ov.finish(), op, (src,), dim=d, indices=indices)
+    return result_type(values, indices)
 
 
 def sort(input, dim=-1, descending=False, stable=False, *, out=None):
@@ -497,7 +499,7 @@ def _triangle_(op, upper, self, diagonal):
     autograd_hooks.check_inplace(self, op)
     if t.numel():
         t._backend.triangle(t, t, int(diagonal), upper)
-    return _inplace_done(self, op, ())
+    return _inplace_done(self, op, (), diagonal=diagonal)
 
 
 def tril(input, diagonal=0, *, out=None):

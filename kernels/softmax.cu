@@ -1,0 +1,80 @@
+// softmax / log_softmax along one dim, fused: the row max (NaN-propagating), the sum of
+// exp(x - max), then exp(x - max) / sum or (x - max) - log(sum), computed in float for
+// half/bfloat16 (double for double) and stored once. Same formulas as the CPU backend, so
+// infinities and NaN give the same results. Rows are the other dims, coalesced by the host.
+#include "tensorlab/reduce.cuh"
+
+namespace {
+template <typename A>
+struct MaxOp {
+  using State = tl::Val<A>;
+  __device__ static State identity(double) { return {tl::Bounds<A>::lowest()}; }
+  __device__ static State combine(State a, State b, double) { return {tl::max_nan(a.a, b.a)}; }
+};
+template <typename A>
+struct SumOp {
+  using State = tl::Val<A>;
+  __device__ static State identity(double) { return {A(0)}; }
+  __device__ static State combine(State a, State b, double) { return {a.a + b.a}; }
+};
+}  // namespace
+
+// `lanes` consecutive threads (a warp, or the whole block) per row, blockDim.x / lanes rows per block.
+template <typename T, typename Index>
+__global__ void __launch_bounds__(256)
+softmax_rows(T* out, const T* __restrict__ in, Index n_rows, Index len, tl::StridedLayout<Index> outer_in,
+             tl::StridedLayout<Index> outer_out, Index in_stride, Index out_stride, int lanes, int log) {
+  using A = typename tl::AccOf<T>::type;
+  using S = tl::Val<A>;
+  __shared__ S smem[256];
+  __shared__ A row_max[256], row_sum[256];
+  const int tid = threadIdx.x, rpb = blockDim.x / lanes, r_lane = tid % lanes, o_lane = tid / lanes;
+  for (Index base = static_cast<Index>(blockIdx.x) * rpb; base < n_rows; base += static_cast<Index>(gridDim.x) * rpb) {
+    const Index row = base + o_lane;
+    const bool valid = row < n_rows;
+    const T* src = in + (valid ? tl::offset_of(row, outer_in) : 0);
+    S m = MaxOp<A>::identity(0);
+    if (valid)
+      for (Index i = r_lane; i < len; i += lanes) m.a = tl::max_nan(m.a, static_cast<A>(tl::widen(src[i * in_stride])));
+    m = tl::group_merge<MaxOp<A>>(m, smem, tid, lanes, 1, rpb, o_lane, r_lane, 0);
+    if (r_lane == 0) row_max[o_lane] = m.a;
+    __syncthreads();
+    const A mx = row_max[o_lane];
+    S s = SumOp<A>::identity(0);
+    if (valid)
+      for (Index i = r_lane; i < len; i += lanes) s.a += tl::m_exp(static_cast<A>(tl::widen(src[i * in_stride])) - mx);
+    s = tl::group_merge<SumOp<A>>(s, smem, tid, lanes, 1, rpb, o_lane, r_lane, 0);
+    if (r_lane == 0) row_sum[o_lane] = s.a;
+    __syncthreads();
+    const A sum = row_sum[o_lane], lsum = tl::m_log(sum);
+    if (valid) {
+      T* dst = out + tl::offset_of(row, outer_out);
+      for (Index i = r_lane; i < len; i += lanes) {
+        A x = static_cast<A>(tl::widen(src[i * in_stride])) - mx;
+        dst[i * out_stride] = tl::cast<T>(log ? x - lsum : tl::m_exp(x) / sum);
+      }
+    }
+    __syncthreads();  // row_max/row_sum are reused by the next rows
+  }
+}
+
+// One thread per row, three passes along it: rows along a strided dim, consecutive threads on
+// consecutive rows so that every pass's loads coalesce.
+template <typename T, typename Index>
+__global__ void softmax_cols(T* out, const T* __restrict__ in, Index n_rows, Index len,
+                             tl::StridedLayout<Index> outer_in, tl::StridedLayout<Index> outer_out, Index in_stride,
+                             Index out_stride, int log) {
+  using A = typename tl::AccOf<T>::type;
+  for (Index row = tl::global_thread<Index>(); row < n_rows; row += tl::grid_stride<Index>()) {
+    const T* src = in + tl::offset_of(row, outer_in);
+    T* dst = out + tl::offset_of(row, outer_out);
+    A mx = tl::Bounds<A>::lowest(), sum = A(0);
+    for (Index i = 0; i < len; ++i) mx = tl::max_nan(mx, static_cast<A>(tl::widen(src[i * in_stride])));
+    for (Index i = 0; i < len; ++i) sum += tl::m_exp(static_cast<A>(tl::widen(src[i * in_stride])) - mx);
+    const A lsum = tl::m_log(sum);
+    for (Index i = 0; i < len; ++i) {
+      A x = static_cast<A>(tl::widen(src[i * in_stride])) - mx;
+      dst[i * out_stride] = tl::cast<T>(log ? x - lsum : tl::m_exp(x) / sum);
+    }
+  }
+}

@@ -1,0 +1,332 @@
+"""The backward pass: tensorlab.autograd.backward / grad and Tensor.backward.
+
+Nodes run in dependency order (a node runs once every gradient for its output has arrived;
+among ready nodes the most recently created first, as torch's engine). Gradients for the same
+node are summed; each gradient a derivative returns is fitted to its input (summed back over
+broadcast dims, cast to the input's dtype and device). Without retain_graph, each node frees
+its saved tensors after it ran."""
+from __future__ import annotations
+
+import heapq
+import threading
+
+from ..tensor import Tensor
+from . import anomaly
+from .derivatives import sum_to
+from .graph import AccumulateGrad, edge_fn
+from .grad_mode import STATE
+
+
+def _is_expandable(shape, to):
+    if len(shape) > len(to):
+        return False
+    return all(a == b or a == 1 for a, b in zip(reversed(shape), reversed(to)))
+
+
+def fit(g, node, i):
+    """The gradient `node` returned for input i, made to match that input's shape, dtype and
+    device; a shape that cannot come from broadcasting the input is an error."""
+    lay, dt, dev = node._metas[i]
+    shape = lay.shape
+    if g.shape != shape:
+        if _is_expandable(shape, g.shape):
+            g = sum_to(g, shape)
+        elif [n for n in g.shape if n != 1] == [n for n in shape if n != 1]:  # only size-1 dims differ
+            g = g.reshape(shape)
+        else:
+            raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - got "
+                               f"{list(g.shape)} but expected shape compatible with {list(shape)}")
+    if g._dtype is not dt or g._meta.storage.device != dev:
+        g = g.to(dev, dt)
+    return g
+
+
+def _ones_like(t):
+    from ..ops.creation import ones
+    return ones(t.shape, dtype=t._dtype, device=t.device)
+
+
+def _root_grads(tensors, grads, create_graph):
+    if grads is None:
+        grads = [None] * len(tensors)
+    if len(grads) != len(tensors):
+        raise RuntimeError(f"Mismatch in number of gradients: got {len(grads)} gradients for {len(tensors)} outputs")
+    out = []
+    for i, (t, g) in enumerate(zip(tensors, grads)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"backward: expected a Tensor as output {i}, got {type(t).__name__}")
+        if g is None:
+            if t._requires_grad:
+                if t.numel() != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                if not t._dtype.is_floating_point:
+                    raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
+                                       f"{t._dtype}")
+            g = _ones_like(t)
+        elif not isinstance(g, Tensor):
+            from ..ops.creation import full
+            g = full(t.shape, g, dtype=t._dtype, device=t.device)
+        elif g.shape != t.shape:
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a "
+                               f"shape of {t.shape}.")
+        if not t._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        out.append(g if create_graph else g.detach())
+    return out
+
+
+def _collect(roots):
+    """Every node reachable from `roots` and how many edges reach it."""
+    deps = {}
+    stack = [n for n in roots]
+    seen = set(id(n) for n in roots)
+    nodes = {id(n): n for n in roots}
+    while stack:
+        n = stack.pop()
+        for nxt, _ in n.next_functions:
+            if nxt is None:
+                continue
+            k = id(nxt)
+            deps[k] = deps.get(k, 0) + 1
+            if k not in seen:
+                seen.add(k)
+                nodes[k] = nxt
+                stack.append(nxt)
+    return nodes, deps
+
+
+def _needed(nodes, targets):
+    """Ids of the nodes through which some target is reached (only they need to run; a target
+    itself runs only when another target lies beyond it)."""
+    parents = {}
+    for n in nodes.values():
+        for nxt, _ in n.next_functions:
+            if nxt is not None:
+                parents.setdefault(id(nxt), []).append(n)
+    need = set()
+    stack = [p for t in targets for p in parents.get(id(t), ())]
+    while stack:
+        n = stack.pop()
+        if id(n) in need:
+            continue
+        need.add(id(n))
+        stack.extend(parents.get(id(n), ()))
+    return need
+
+
+_acc_lock = threading.Lock()  # backward passes in several threads may share leaves
+
+
+def _accumulate(var, g, create_graph, user):
+    """Add g into var.grad, as torch's AccumulateGrad: the first gradient is stored (copied when
+    it may be seen elsewhere), later ones are added in place (out of place with create_graph)."""
+    with _acc_lock:
+        _accumulate_locked(var, g, create_graph, user)
+
+
+def _accumulate_locked(var, g, create_graph, user):
+    if var._grad is None:
+        if not create_graph:
+            shared = g._base is not None or id(g) in user or not g.is_contiguous()
+            g = g.clone(memory_format=_contiguous()) if shared else g.detach()
+        var._grad = g
+    elif create_graph or var._grad._requires_grad:
+        var._grad = var._grad + g
+    else:
+        var._grad.add_(g)
+
+
+def _contiguous():
+    from ..tensor import contiguous_format
+    return contiguous_format
+
+
+def _sum(a, b):
+    return b if a is None else a + b
+
+
+def run_backward(tensors, grads, retain_graph, create_graph, inputs=None, allow_unused=False, accumulate=True):
+    """The engine. Returns the gradients for `inputs` when accumulate=False (autograd.grad)."""
+    roots_g = _root_grads(tensors, grads, create_graph)
+    user = {id(g) for g in roots_g}  # tensors the caller holds: never stored as a .grad without a copy
+    if retain_graph is None:
+        retain_graph = create_graph
+    buffers = {}
+    roots = []
+    for t, g in zip(tensors, roots_g):
+        fn = edge_fn(t)
+        k = id(fn)
+        if k not in buffers:
+            buffers[k] = [None] * fn.n_outputs
+            roots.append(fn)
+        buf = buffers[k]
+        buf[t._output_nr] = _sum(buf[t._output_nr], g)
+    nodes, deps = _collect(roots)
+
+    targets = None
+    captured = None
+    if inputs is not None:
+        targets = {}
+        for i, x in enumerate(inputs):
+            if not isinstance(x, Tensor):
+                raise TypeError(f"grad(): inputs must be Tensors, got {type(x).__name__} at index {i}")
+            if not x._requires_grad:
+                raise RuntimeError(f"One of the differentiated Tensors does not require grad (input {i})")
+            fn = edge_fn(x)
+            targets.setdefault(id(fn), []).append((i, x))
+        need = _needed(nodes, [nodes[k] for k in targets if k in nodes])
+        captured = [None] * len(inputs)
+    else:
+        need = None
+
+    prev = STATE.grad, STATE.backward
+    STATE.grad, STATE.backward = bool(create_graph), True
+    try:
+        ready = [(-n._seq, id(n), n) for n in roots if deps.get(id(n), 0) == 0]
+        heapq.heapify(ready)
+        while ready:
+            _, k, node = heapq.heappop(ready)
+            gs = buffers.pop(k, None) or [None] * node.n_outputs
+            live = any(g is not None for g in gs)
+            if live:
+                gs = _run_pre_hooks(node, gs, create_graph, user)
+            is_acc = isinstance(node, AccumulateGrad)
+            if targets is not None:
+                if k in targets:
+                    for i, x in targets[k]:
+                        g = gs[0 if is_acc else x._output_nr]
+                        if not accumulate:
+                            captured[i] = g
+                        elif g is not None:
+                            _accumulate(x, g, create_graph, user)
+                            captured[i] = g
+                if k not in need:
+                    if live and k in targets:
+                        _release(node, retain_graph)
+                    continue
+            if is_acc:
+                if gs[0] is not None:
+                    _accumulate(node.variable, gs[0], create_graph, user)
+                continue
+            if live:
+                outs = _apply(node, gs)
+                _release(node, retain_graph)
+            else:  # nothing arrived (every path gave None): still release the dependents
+                outs = [None] * len(node.next_functions)
+            for i, ((nxt, nr), g) in enumerate(zip(node.next_functions, outs)):
+                if nxt is None:
+                    continue
+                nk = id(nxt)
+                if g is not None:
+                    g = fit(g, node, i)
+                    buf = buffers.get(nk)
+                    if buf is None:
+                        buf = buffers[nk] = [None] * nxt.n_outputs
+                    buf[nr] = _sum(buf[nr], g)
+                left = deps[nk] = deps[nk] - 1
+                if left == 0:
+                    heapq.heappush(ready, (-nxt._seq, nk, nxt))
+    finally:
+        STATE.grad, STATE.backward = prev
+
+    if captured is not None and not accumulate:
+        for i, (x, g) in enumerate(zip(inputs, captured)):
+            if g is None and not allow_unused:
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the "
+                                   f"graph. Set allow_unused=True if this is the desired behavior.")
+        return tuple(captured)
+    return None
+
+
+def _run_pre_hooks(node, gs, create_graph, user):
+    hooks = node.variable._hooks if isinstance(node, AccumulateGrad) else node._pre_hooks
+    if hooks:
+        for fn in list(hooks.values()):
+            if isinstance(node, AccumulateGrad):
+                if gs[0] is None:
+                    break
+                r = fn(gs[0])
+                if r is not None:
+                    gs = [r]
+                    user.add(id(r))
+            else:
+                r = fn(gs)
+                if r is not None:
+                    gs = r
+                    user.update(id(g) for g in r)
+    ref = node._retain
+    if ref is not None:
+        t = ref()
+        if t is not None and gs[t._output_nr] is not None:
+            g = gs[t._output_nr]
+            if t._grad is None:
+                t._grad = g if create_graph else g.detach().clone()
+            else:
+                t._grad = t._grad + g
+    return gs
+
+
+def _apply(node, gs):
+    if any(g is None for g in gs):  # a multi-output node where some outputs got no gradient
+        from ..ops.creation import zeros
+        gs = [g if g is not None else zeros(m[0].shape, dtype=m[1], device=m[2]) for g, m in
+              zip(gs, node.output_metas())]
+    try:
+        outs = node.apply(gs)
+    except Exception as e:
+        if node._trace is not None:
+            anomaly.add_forward_note(e, node)
+        raise
+    if node._post_hooks:
+        for fn in list(node._post_hooks.values()):
+            r = fn(tuple(outs), tuple(gs))
+            if r is not None:
+                outs = list(r)
+    if anomaly.is_anomaly_enabled():
+        anomaly.check_backward(node, outs)
+    return outs
+
+
+def _release(node, retain_graph):
+    if not retain_graph:
+        node.release()
+
+
+# -- public entry points ---------------------------------------------------------------------------
+def _tensor_seq(x, what):
+    if isinstance(x, Tensor):
+        return [x]
+    if x is None:
+        return None
+    return list(x)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """tensorlab.autograd.backward: accumulate d(tensors)/d(leaves) into the leaves' .grad (or
+    only into `inputs`' .grad when given)."""
+    ts = _tensor_seq(tensors, "tensors")
+    gs = _tensor_seq(grad_tensors, "grad_tensors")
+    ins = _tensor_seq(inputs, "inputs")
+    if ins is not None and not ins:
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    run_backward(ts, gs, retain_graph, create_graph, inputs=ins, allow_unused=True, accumulate=True)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=None,
+         is_grads_batched=False, materialize_grads=False):
+    """tensorlab.autograd.grad: the gradients of `outputs` w.r.t. `inputs`, returned (nothing is
+    accumulated into .grad)."""
+    if is_grads_batched:
+        raise RuntimeError("grad(): is_grads_batched=True needs vmap, which tensorlab does not provide; loop over "
+                           "the batch of grad_outputs instead")
+    outs = _tensor_seq(outputs, "outputs")
+    ins = _tensor_seq(inputs, "inputs")
+    gos = _tensor_seq(grad_outputs, "grad_outputs")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    res = run_backward(outs, gos, retain_graph, create_graph, inputs=ins, allow_unused=allow_unused,
+                       accumulate=False)
+    if materialize_grads:
+        from ..ops.creation import zeros_like
+        res = tuple(zeros_like(x) if g is None else g for x, g in zip(ins, res))
+    return res

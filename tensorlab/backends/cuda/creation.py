@@ -1,0 +1,55 @@
+"""CUDA creation primitives (arange, linspace, eye): the kernels of kernels/creation.cu, with the
+formulas of backends/cpu/creation.py so both devices produce the same values."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import launch as K
+
+__all__ = ("arange", "linspace", "eye")
+
+
+def _vector(out):
+    """(plan, element stride) of a 1-D output; the kernels write out[i * stride]."""
+    p = K.plan(out)
+    return p, K.index_scalar(p.operands[0].layout.stride[0] if p.n > 1 else 1, p.index)
+
+
+def arange(out, start, step):
+    p, stride = _vector(out)
+    if not p.n:
+        return
+    ct = p.operands[0].dtype.ctype
+    if isinstance(start, int) and isinstance(step, int):
+        K.launch("creation.cu", f"arange_int<{ct}, {p.index}>", p.device,
+                 (p.ptrs[0], np.int64(start), np.int64(step), p.count, stride), n=p.n)
+    else:
+        K.launch("creation.cu", f"arange_float<{ct}, {p.index}>", p.device,
+                 (p.ptrs[0], np.float64(start), np.float64(step), p.count, stride), n=p.n)
+
+
+def linspace(out, start, end):
+    """torch's symmetric formula; step is computed here exactly as the CPU backend computes it."""
+    p, stride = _vector(out)
+    n = p.n
+    if not n:
+        return
+    if n == 1:
+        end, step = start, 0.0  # the kernel's second half is end - step * 0
+    else:
+        step = (end - start) / (n - 1)
+    ct = p.operands[0].dtype.ctype
+    K.launch("creation.cu", f"linspace<{ct}, {p.index}>", p.device,
+             (p.ptrs[0], np.float64(start), np.float64(end), np.float64(step), p.count, stride), n=n)
+
+
+def eye(out):
+    p = K.plan(out)
+    if not p.n:
+        return
+    lay = p.operands[0].layout
+    rows, cols = lay.shape
+    ix = p.index
+    K.launch("creation.cu", f"eye<{p.operands[0].dtype.ctype}, {ix}>", p.device,
+             (p.ptrs[0], K.index_scalar(cols, ix), p.count, K.index_scalar(lay.stride[0], ix),
+              K.index_scalar(lay.stride[1], ix)), n=p.n)

@@ -1,0 +1,504 @@
+"""CupyDriver: the driver interface (driver.py) on real NVIDIA GPUs through CuPy.
+
+CuPy is imported on first use, so this module imports without it (the interface test runs
+everywhere). Choices that matter for correctness:
+
+Device memory comes from a MemoryPool owned by this driver (not CuPy's default pool, so the
+memory statistics count tensorlab's tensors only). CuPy's pool is *stream ordered*: a block is
+handed out from the arena of the stream that is current at malloc time, and a freed block goes
+back to the arena it came from, to be reused only by later allocations on that same stream. Work
+queued later on that stream runs after all earlier work there, so freeing on the allocation
+stream needs no event: the MemoryPointer is dropped at once. A buffer freed on *another* stream
+(it was used there) is kept alive with an event recorded on that stream and dropped only when
+the event completed (polled on every malloc/free, drained on out-of-memory) - the record_stream
+rule of PyTorch's caching allocator.
+
+Host memory given to a non-blocking copy is kept alive the same way (an event after the copy),
+so a pinned source or destination can be released by its owner while the DMA is in flight.
+Pageable memory needs nothing: cudaMemcpyAsync from pageable memory returns once CUDA staged the
+bytes, and a copy to pageable memory is synchronous.
+
+Streams are created with cudaStreamNonBlocking (as PyTorch's pool streams); each device's
+default stream is the legacy NULL stream. The current stream is kept per thread and per device.
+Events are created on the device of the stream they are first recorded on (CUDA events belong
+to a device), so ``create_event`` needs no device.
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from .driver import OutOfMemory, Pointer
+
+_cp = None
+_DEFAULT_SMEM = 48 * 1024  # dynamic shared memory beyond this needs an opt-in per kernel
+
+
+def _cupy():
+    global _cp
+    if _cp is None:
+        import cupy
+        _cp = cupy
+    return _cp
+
+
+class _Stream:
+    __slots__ = ("cp", "device", "ptr", "priority")
+
+    def __init__(self, cp_stream, device, priority):
+        self.cp = cp_stream
+        self.device = device
+        self.ptr = cp_stream.ptr
+        self.priority = priority
+
+    def __repr__(self):
+        return f"<cupy stream {self.ptr:#x} on cuda:{self.device}>"
+
+
+class _Event:
+    __slots__ = ("cp", "device", "enable_timing", "blocking")
+
+    def __init__(self, enable_timing, blocking):
+        self.cp = None  # the CUDA event, created at the first record on its stream's device
+        self.device = None
+        self.enable_timing = enable_timing
+        self.blocking = blocking
+
+    @property
+    def ptr(self):
+        return 0 if self.cp is None else self.cp.ptr
+
+
+class _Buffer:
+    """A device allocation: ``ptr``, ``nbytes``, ``device`` (driver convention) over a CuPy
+    MemoryPointer, remembering the stream it was allocated on and its pool block size."""
+
+    __slots__ = ("ptr", "nbytes", "device", "mem", "stream_ptr", "block", "owner", "__weakref__")
+
+    def __init__(self, mem, nbytes, device, stream_ptr, block, owner):
+        self.mem = mem
+        self.ptr = mem.ptr
+        self.nbytes = nbytes
+        self.device = device
+        self.stream_ptr = stream_ptr
+        self.block = block
+        self.owner = owner
+
+    def __del__(self):
+        if self.mem is not None:  # dropped without free(): the pool reclaims it, the stats must too
+            self.mem = None
+            try:
+                self.owner._account(self.device, -self.block)
+            except Exception:  # interpreter shutdown: nothing left to account to
+                pass
+
+    def __repr__(self):
+        return f"<cuda buffer {self.ptr:#x} nbytes={self.nbytes} on cuda:{self.device}>"
+
+
+class _Module:
+    __slots__ = ("raw", "device", "name")
+
+    def __init__(self, raw, device, name):
+        self.raw = raw
+        self.device = device
+        self.name = name
+
+    def get_function(self, name_expression):
+        cp = _cupy()
+        with cp.cuda.Device(self.device):
+            return _Function(self.raw.get_function(name_expression), self.device, name_expression)
+
+
+class _Function:
+    __slots__ = ("kernel", "device", "name", "smem_limit")
+
+    def __init__(self, kernel, device, name):
+        self.kernel = kernel
+        self.device = device
+        self.name = name
+        self.smem_limit = _DEFAULT_SMEM
+
+    def __repr__(self):
+        return f"<cuda kernel {self.name} on cuda:{self.device}>"
+
+
+def _arg(a):
+    """A kernel argument as CuPy's launcher takes it: device pointers as 8-byte integers; structs
+    (np.void) and types CuPy does not know (ml_dtypes.bfloat16, kind 'V' too) as 0-d arrays, which
+    CuPy passes by value byte for byte; numeric NumPy scalars unchanged."""
+    if type(a) is Pointer:
+        return np.uint64(a.buffer.ptr + a.offset)
+    if isinstance(a, np.generic) and a.dtype.kind == "V":
+        return np.array(a)
+    return a
+
+
+def _host_ptr(host):
+    return host.__array_interface__["data"][0]
+
+
+def _cuda_runtime_include():
+    """The CUDA runtime headers of the nvidia-cuda-runtime wheel (cuda_fp16.h needs them), or None.
+    CuPy adds them itself only when the wheel's version matches NVRTC's exactly."""
+    try:
+        import nvidia.cuda_runtime as rt
+    except ImportError:
+        return None
+    for base in getattr(rt, "__path__", ()):
+        inc = Path(base) / "include"
+        if (inc / "cuda_runtime.h").is_file():
+            return inc
+    return None
+
+
+def _headers_digest(include_dir):
+    """A digest of the shared headers, passed as a -D option: CuPy's on-disk kernel cache is keyed
+    by source and options only, so an edited header would otherwise load a stale binary."""
+    h = hashlib.sha1()
+    for p in sorted(Path(include_dir).rglob("*.cuh")):
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+class CupyDriver:
+    name = "cupy"
+
+    def __init__(self):
+        self._pool = None
+        self._lock = threading.RLock()  # re-entrant: a _Buffer.__del__ may run inside a locked region
+        self._tls = threading.local()
+        self._defaults = {}   # device -> _Stream over the legacy NULL stream
+        self._pending = []    # (event, objects kept alive until it completes, device, block bytes)
+        self._allocated = {}  # device -> bytes in live buffers (pool block sizes)
+        self._peak_allocated = {}
+        self._peak_reserved = {}
+        self._props = {}
+        self._digests = {}
+
+    # -- devices -------------------------------------------------------------------------------
+    def device_count(self):
+        return _cupy().cuda.runtime.getDeviceCount()
+
+    def current_device(self):
+        return _cupy().cuda.runtime.getDevice()
+
+    def set_device(self, index):
+        _cupy().cuda.runtime.setDevice(index)
+
+    def device_name(self, index):
+        return self.device_properties(index)["name"]
+
+    def device_properties(self, index):
+        props = self._props.get(index)
+        if props is None:
+            p = _cupy().cuda.runtime.getDeviceProperties(index)
+            name = p["name"]
+            props = {"name": name.decode() if isinstance(name, bytes) else str(name),
+                     "total_memory": int(p["totalGlobalMem"]),
+                     "multi_processor_count": int(p["multiProcessorCount"]),
+                     "major": int(p["major"]), "minor": int(p["minor"]),
+                     "max_threads_per_block": int(p["maxThreadsPerBlock"]),
+                     "max_shared_memory_per_block": int(p["sharedMemPerBlock"]),
+                     "warp_size": int(p["warpSize"]),
+                     "l2_cache_size": int(p["l2CacheSize"])}
+            self._props[index] = props
+        return dict(props)
+
+    def mem_get_info(self, index):
+        cp = _cupy()
+        with cp.cuda.Device(index):
+            free, total = cp.cuda.runtime.memGetInfo()
+        return int(free), int(total)
+
+    def device_synchronize(self, index):
+        cp = _cupy()
+        with cp.cuda.Device(index):
+            cp.cuda.runtime.deviceSynchronize()
+        self._collect()
+
+    # -- memory --------------------------------------------------------------------------------
+    def _pool_get(self):
+        if self._pool is None:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = _cupy().cuda.MemoryPool()
+        return self._pool
+
+    def malloc(self, nbytes, device, stream):
+        cp = _cupy()
+        pool = self._pool_get()
+        if self._pending:
+            self._collect()
+        with cp.cuda.Device(device):
+            try:
+                mem = self._pool_malloc(cp, pool, nbytes, stream)
+            except cp.cuda.memory.OutOfMemoryError:
+                # blocks freed on other streams may still wait for their events: wait for them,
+                # return every cached block to CUDA, and try once more
+                self._collect(wait=True)
+                pool.free_all_blocks()
+                try:
+                    mem = self._pool_malloc(cp, pool, nbytes, stream)
+                except cp.cuda.memory.OutOfMemoryError:
+                    raise OutOfMemory(nbytes, self.mem_get_info(device)[0]) from None
+            reserved = pool.total_bytes()
+        block = mem.mem.size if nbytes else 0
+        buf = _Buffer(mem, nbytes, device, stream.ptr, block, self)
+        self._account(device, block, reserved)
+        return buf
+
+    @staticmethod
+    def _pool_malloc(cp, pool, nbytes, stream):
+        # the pool picks the arena of CuPy's current stream: make it ours for the call
+        if cp.cuda.get_current_stream().ptr == stream.ptr:
+            return pool.malloc(nbytes)
+        with stream.cp:
+            return pool.malloc(nbytes)
+
+    def free(self, buffer, stream):
+        mem = buffer.mem
+        if mem is None:
+            return
+        buffer.mem = None
+        if stream.ptr == buffer.stream_ptr and stream.device == buffer.device:
+            del mem  # back to its stream's arena: later work on that stream runs after this
+            self._account(buffer.device, -buffer.block)
+            return
+        self._keep_until_done(stream, mem, buffer.device, buffer.block)
+
+    def _keep_until_done(self, stream, obj, device=None, block=0):
+        cp = _cupy()
+        with cp.cuda.Device(stream.device):
+            ev = cp.cuda.Event(block=False, disable_timing=True)
+            ev.record(stream.cp)
+        with self._lock:
+            self._pending.append((ev, obj, device, block))
+
+    def _collect(self, wait=False):
+        """Drop what completed events kept alive (all of it, waiting, when `wait`)."""
+        with self._lock:
+            if not self._pending:
+                return
+            keep, done = [], []
+            for entry in self._pending:
+                if wait:
+                    entry[0].synchronize()
+                (done if wait or entry[0].done else keep).append(entry)
+            self._pending = keep
+        for _, obj, device, block in done:
+            if block:
+                self._account(device, -block)
+        del done  # the MemoryPointers / host arrays go here, outside the lock
+
+    def _account(self, device, delta, reserved=None):
+        with self._lock:
+            now = self._allocated.get(device, 0) + delta
+            self._allocated[device] = now
+            if now > self._peak_allocated.get(device, 0):
+                self._peak_allocated[device] = now
+            if reserved is not None and reserved > self._peak_reserved.get(device, 0):
+                self._peak_reserved[device] = reserved
+
+    def _reserved(self, device):
+        cp = _cupy()
+        with cp.cuda.Device(device):
+            return int(self._pool_get().total_bytes())
+
+    def memcpy_htod(self, dst, host, nbytes, stream, non_blocking):
+        if not nbytes:
+            return
+        cp = _cupy()
+        rt = cp.cuda.runtime
+        with cp.cuda.Device(stream.device):
+            rt.memcpyAsync(dst.buffer.ptr + dst.offset, _host_ptr(host), nbytes, rt.memcpyHostToDevice, stream.ptr)
+        self._after_host_copy(host, stream, non_blocking)
+
+    def memcpy_dtoh(self, host, src, nbytes, stream, non_blocking):
+        if not nbytes:
+            return
+        cp = _cupy()
+        rt = cp.cuda.runtime
+        with cp.cuda.Device(stream.device):
+            rt.memcpyAsync(_host_ptr(host), src.buffer.ptr + src.offset, nbytes, rt.memcpyDeviceToHost, stream.ptr)
+        self._after_host_copy(host, stream, non_blocking)
+
+    def _after_host_copy(self, host, stream, non_blocking):
+        if not self.is_pinned(host):
+            return  # pageable: CUDA completed (to host) or staged (from host) the bytes already
+        if non_blocking:
+            self._keep_until_done(stream, host)
+        else:
+            self.stream_synchronize(stream)
+
+    def memcpy_dtod(self, dst, src, nbytes, stream):
+        if not nbytes:
+            return
+        cp = _cupy()
+        rt = cp.cuda.runtime
+        with cp.cuda.Device(stream.device):
+            rt.memcpyAsync(dst.buffer.ptr + dst.offset, src.buffer.ptr + src.offset, nbytes,
+                           rt.memcpyDeviceToDevice, stream.ptr)
+
+    def memset(self, dst, value, nbytes, stream):
+        if not nbytes:
+            return
+        cp = _cupy()
+        with cp.cuda.Device(stream.device):
+            cp.cuda.runtime.memsetAsync(dst.buffer.ptr + dst.offset, value, nbytes, stream.ptr)
+
+    def pinned_empty(self, nbytes):
+        # one byte at least: a zero-size allocation has no address to recognise as pinned
+        mem = _cupy().cuda.alloc_pinned_memory(max(nbytes, 1))
+        return np.frombuffer(mem, dtype=np.uint8, count=max(nbytes, 1))[:nbytes]
+
+    def is_pinned(self, host):
+        ptr = _host_ptr(host)
+        if not ptr:
+            return False
+        cp = _cupy()
+        try:
+            attrs = cp.cuda.runtime.pointerGetAttributes(ptr)
+        except cp.cuda.runtime.CUDARuntimeError:
+            return False  # old drivers report unregistered host memory as an error
+        return attrs.type == cp.cuda.runtime.memoryTypeHost
+
+    def memory_stats(self, device):
+        if self._pending:
+            self._collect()
+        reserved = self._reserved(device) if self._pool is not None else 0
+        with self._lock:
+            peak_reserved = max(self._peak_reserved.get(device, 0), reserved)
+            self._peak_reserved[device] = peak_reserved
+            return {"allocated": self._allocated.get(device, 0),
+                    "max_allocated": self._peak_allocated.get(device, 0),
+                    "reserved": reserved, "max_reserved": peak_reserved}
+
+    def reset_peak_memory_stats(self, device):
+        reserved = self._reserved(device) if self._pool is not None else 0
+        with self._lock:
+            self._peak_allocated[device] = self._allocated.get(device, 0)
+            self._peak_reserved[device] = reserved
+
+    def empty_cache(self):
+        if self._pool is None:
+            return
+        self._collect()
+        cp = _cupy()
+        for d in range(self.device_count()):
+            with cp.cuda.Device(d):
+                self._pool.free_all_blocks()
+
+    # -- streams and events --------------------------------------------------------------------
+    def _default(self, device):
+        s = self._defaults.get(device)
+        if s is None:
+            s = self._defaults.setdefault(device, _Stream(_cupy().cuda.Stream.null, device, 0))
+        return s
+
+    def create_stream(self, device, priority=0):
+        cp = _cupy()
+        with cp.cuda.Device(device):
+            s = cp.cuda.Stream(non_blocking=True, priority=priority)
+            actual = cp.cuda.runtime.streamGetPriority(s.ptr)  # CUDA clamps to the device's range
+        return _Stream(s, device, actual)
+
+    def current_stream(self, device):
+        streams = getattr(self._tls, "streams", None)
+        if streams is not None:
+            s = streams.get(device)
+            if s is not None:
+                return s
+        return self._default(device)
+
+    def set_current_stream(self, device, stream):
+        streams = getattr(self._tls, "streams", None)
+        if streams is None:
+            streams = self._tls.streams = {}
+        if stream is None or stream is self._defaults.get(device):
+            streams.pop(device, None)
+        else:
+            streams[device] = stream
+
+    def stream_synchronize(self, stream):
+        cp = _cupy()
+        with cp.cuda.Device(stream.device):
+            stream.cp.synchronize()
+        if self._pending:
+            self._collect()
+
+    def stream_query(self, stream):
+        cp = _cupy()
+        with cp.cuda.Device(stream.device):
+            return bool(stream.cp.done)
+
+    def stream_wait_event(self, stream, event):
+        if event.cp is None:
+            return  # never recorded: nothing to wait for (as cudaStreamWaitEvent on a fresh event)
+        cp = _cupy()
+        with cp.cuda.Device(stream.device):
+            stream.cp.wait_event(event.cp)
+
+    def create_event(self, enable_timing, blocking):
+        return _Event(bool(enable_timing), bool(blocking))
+
+    def event_record(self, event, stream):
+        cp = _cupy()
+        if event.cp is None:
+            with cp.cuda.Device(stream.device):
+                event.cp = cp.cuda.Event(block=event.blocking, disable_timing=not event.enable_timing)
+            event.device = stream.device
+        elif event.device != stream.device:
+            raise RuntimeError(f"Event device cuda:{event.device} does not match recording stream's device "
+                               f"cuda:{stream.device}; record it on a stream of cuda:{event.device} or create "
+                               "a new Event")
+        with cp.cuda.Device(stream.device):
+            event.cp.record(stream.cp)
+
+    def event_query(self, event):
+        return True if event.cp is None else bool(event.cp.done)
+
+    def event_synchronize(self, event):
+        if event.cp is not None:
+            event.cp.synchronize()
+
+    def event_elapsed_ms(self, start, end):
+        cp = _cupy()
+        with cp.cuda.Device(start.device):
+            return float(cp.cuda.get_elapsed_time(start.cp, end.cp))
+
+    # -- modules and launches ------------------------------------------------------------------
+    def load_module(self, source_path, name_expressions, options, device):
+        cp = _cupy()
+        path = Path(source_path)
+        include = path.parent
+        digest = self._digests.get(include)
+        if digest is None:
+            digest = self._digests[include] = _headers_digest(include)
+        opts = list(options)
+        if not any(o.startswith(("-std", "--std")) for o in opts):
+            opts.append("-std=c++17")
+        for inc in (include, _cuda_runtime_include()):
+            if inc is not None and f"-I{inc}" not in opts:
+                opts.append(f"-I{inc}")
+        opts.append(f"-DTENSORLAB_HEADERS_DIGEST=0x{digest}")
+        with cp.cuda.Device(device):
+            raw = cp.RawModule(code=path.read_text(), options=tuple(opts), name_expressions=tuple(name_expressions))
+            try:
+                raw.compile()
+            except cp.cuda.compiler.CompileException as e:
+                raise RuntimeError(f"compiling {path.name} for cuda:{device} failed:\n{e}") from e
+        return _Module(raw, device, path.name)
+
+    def launch(self, function, grid, block, args, shared_mem, stream):
+        cp = _cupy()
+        kernel = function.kernel
+        with cp.cuda.Device(function.device):
+            if shared_mem > function.smem_limit:
+                kernel.max_dynamic_shared_size_bytes = shared_mem
+                function.smem_limit = shared_mem
+            kernel(tuple(grid), tuple(block), tuple(_arg(a) for a in args), shared_mem=shared_mem, stream=stream.cp)

@@ -1,0 +1,109 @@
+"""The driver interface: everything the CUDA backend needs from a GPU runtime, and nothing else.
+
+Two implementations stand behind it:
+- ``cupy_driver.CupyDriver``: real GPUs through CuPy (device memory from CuPy's pool, pinned host
+  memory, streams, events, NVRTC-compiled RawModules, kernel launches);
+- ``emulation.EmulationDriver``: the same calls over host memory, compiling ``kernels/*.cu`` with
+  the system C++ compiler against a header that provides the CUDA built-ins (test infrastructure
+  for CI; selected with TENSORLAB_CUDA_EMULATION=1; never makes tl.cuda.is_available() True).
+
+Everything above the driver (kernel choice, launch geometry, argument packing, the primitives in
+``backends/cuda/*.py``) is plain Python shared by both, so the emulation exercises it for real.
+
+Conventions
+- A *buffer* is the driver's device allocation object; it has ``.ptr`` (int, device address),
+  ``.nbytes`` and ``.device`` (int index). Byte offsets into buffers are explicit arguments.
+- A *stream* / *event* is the driver's handle object; ``None`` never means "default stream":
+  callers pass ``driver.current_stream(device)``.
+- Kernel arguments are a tuple of: NumPy scalars of the kernel parameter's exact C type
+  (np.float32 for ``float``, np.int64 for ``long long``, ...), ``Pointer(buffer, byte_offset)``
+  for ``T*`` parameters, and NumPy structured scalars (``np.void`` with an aligned dtype) for
+  struct parameters passed by value (tl::StridedLayout).
+- Every allocation calls ``_faults.hit("alloc")`` and every launch ``_faults.hit("launch")`` in
+  the shared layer above the driver, not inside the drivers.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Protocol
+
+
+class Pointer(NamedTuple):
+    """A ``T*`` kernel argument: a device buffer plus a byte offset into it."""
+
+    buffer: object
+    offset: int = 0
+
+
+class OutOfMemory(Exception):
+    """Raised by a driver's ``malloc`` when the device cannot satisfy an allocation; the backend
+    turns it into tl.cuda.OutOfMemoryError naming the bytes asked for and free."""
+
+    def __init__(self, nbytes, free=None):
+        super().__init__(nbytes, free)
+        self.nbytes = nbytes
+        self.free = free
+
+
+class Driver(Protocol):
+    """The structural type both drivers satisfy (tests/test_cuda_driver_interface.py checks that
+    each implements every method below)."""
+
+    name: str
+
+    # -- devices -------------------------------------------------------------------------------
+    def device_count(self) -> int: ...
+    def current_device(self) -> int: ...
+    def set_device(self, index: int) -> None: ...
+    def device_name(self, index: int) -> str: ...
+
+    def device_properties(self, index: int) -> dict:
+        """name, total_memory, multi_processor_count, major, minor, max_threads_per_block,
+        max_shared_memory_per_block, warp_size, l2_cache_size."""
+        ...
+
+    def mem_get_info(self, index: int) -> tuple: ...  # (free, total) bytes
+    def device_synchronize(self, index: int) -> None: ...
+
+    # -- memory --------------------------------------------------------------------------------
+    def malloc(self, nbytes: int, device: int, stream) -> object: ...
+
+    def free(self, buffer, stream) -> None:
+        """Return a buffer; the memory is reused only after work queued on `stream` finished."""
+        ...
+
+    def memcpy_htod(self, dst: Pointer, host, nbytes: int, stream, non_blocking: bool) -> None:
+        """Copy `nbytes` from a host NumPy array (C-contiguous) into device memory."""
+        ...
+
+    def memcpy_dtoh(self, host, src: Pointer, nbytes: int, stream, non_blocking: bool) -> None:
+        ...
+
+    def memcpy_dtod(self, dst: Pointer, src: Pointer, nbytes: int, stream) -> None: ...
+    def memset(self, dst: Pointer, value: int, nbytes: int, stream) -> None: ...
+    def pinned_empty(self, nbytes: int): ...  # page-locked NumPy uint8 array
+    def is_pinned(self, host) -> bool: ...
+    def memory_stats(self, device: int) -> dict: ...  # allocated/reserved/peaks
+    def reset_peak_memory_stats(self, device: int) -> None: ...
+    def empty_cache(self) -> None: ...
+
+    # -- streams and events --------------------------------------------------------------------
+    def create_stream(self, device: int, priority: int = 0): ...
+    def current_stream(self, device: int): ...
+    def set_current_stream(self, device: int, stream) -> None: ...
+    def stream_synchronize(self, stream) -> None: ...
+    def stream_query(self, stream) -> bool: ...
+    def stream_wait_event(self, stream, event) -> None: ...
+    def create_event(self, enable_timing: bool, blocking: bool): ...
+    def event_record(self, event, stream) -> None: ...
+    def event_query(self, event) -> bool: ...
+    def event_synchronize(self, event) -> None: ...
+    def event_elapsed_ms(self, start, end) -> float: ...
+
+    # -- modules and launches ------------------------------------------------------------------
+    def load_module(self, source_path, name_expressions, options, device: int):
+        """Compile one kernels/*.cu source with its template instantiations; returns an object
+        with ``get_function(name_expression)``. Cached per (source, options, device) by the caller."""
+        ...
+
+    def launch(self, function, grid: tuple, block: tuple, args: tuple, shared_mem: int, stream) -> None:
+        ...

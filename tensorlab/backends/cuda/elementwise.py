@@ -1,0 +1,239 @@
+"""CUDA elementwise primitives (the names and arguments of backends/cpu/elementwise.py): `unary`,
+`binary`, `ternary` run the functor of kernel_table.ELEMENTWISE named by `op` (kernels/elementwise.cu).
+
+Inputs are broadcast here to the output's shape (stride 0), then one kernel runs over out and the
+tensor operands: the vectorized `*_vec` kernel when everything is contiguous and of one floating
+storage type (the common case: x + y, x * 2.0, exp(x)), else the generic kernel, which reads each
+operand through its runtime dtype code (mixed dtypes, strides, Python scalars) with one
+instantiation per (op, compute type). Integer dtypes all compute in long long and are narrowed to
+the compute dtype after each load and before each store (kernels/tensorlab/dtype_code.cuh).
+
+Integer division by zero (div trunc/floor, remainder, fmod) raises RuntimeError("ZeroDivisionError")
+before anything is written, as on the CPU (torch raises only on the CPU; on CUDA it returns garbage):
+a Python scalar divisor is checked on the host; a tensor divisor by a check kernel whose flag the
+host reads back, one named host sync ("integer division by zero check").
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes
+from ...device import Device
+from ...kernel_table import ELEMENTWISE, ELEMENTWISE_COMPUTE, ELEMENTWISE_VEC_TYPES, elementwise_vectorized
+from ...layout import Layout, expand_strides
+from ...sync import host_wait
+from ..cpu.elementwise import _scalar
+from . import launch as K
+from .active import driver
+from .driver import Pointer
+from .memory import allocate, retire
+
+__all__ = ("unary", "binary", "ternary")
+
+_SRC = "elementwise.cu"
+_PY = frozenset((bool, int, float))
+_CODE = {d: np.int32(i) for i, d in enumerate(dtypes.ALL)}  # tl::DtypeCode
+_SCALAR_CODE = np.int32(-1)
+# compute dtype -> kernel compute type (C) and the NumPy type of a C argument
+_C = {dtypes.bool_: "bool", dtypes.float16: "float", dtypes.bfloat16: "float", dtypes.float32: "float",
+      dtypes.float64: "double", **{d: "long long" for d in dtypes.INTEGRAL}}
+_C_NP = {"bool": np.bool_, "long long": np.int64, "float": np.float32, "double": np.float64}
+_VEC_C = {"float": "float", "double": "double", "__half": "float", "__nv_bfloat16": "float"}
+_INT_DIVISION = frozenset(("div_trunc", "div_floor", "remainder", "fmod"))
+_ZERO = np.zeros(1, np.int32)
+
+
+def _table(prim):
+    """kernel name -> (functor, {compute type}, vectorized?) for one primitive."""
+    return {name: (f, {ELEMENTWISE_COMPUTE[k] for k in kinds}, elementwise_vectorized(prim, name))
+            for name, (f, kinds) in ELEMENTWISE[prim].items()}
+
+
+_OPS = {prim: _table(prim) for prim in ELEMENTWISE}
+_EMPTY = {ix: K.strided_layout((), (), ix) for ix in ("int", "long long")}  # ndim 0: a dense operand
+_EXPR = {}
+
+
+def _expr(prim, op, c, ix, vec):
+    key = (prim, op, c, ix, vec)
+    e = _EXPR.get(key)
+    if e is None:
+        functor, kinds, _ = _OPS[prim][op]
+        if c not in kinds:
+            raise RuntimeError(f"CUDA {prim} kernel {op!r} has no instantiation computing in {c}; it computes in "
+                               f"{sorted(kinds)} (kernel_table.ELEMENTWISE)")
+        kind = "vec" if vec else "kernel"
+        e = _EXPR[key] = f"{prim}_{kind}<tl::op::{functor}, {vec or c}, {ix}>"
+    return e
+
+
+def _kernel(prim, op):
+    row = _OPS[prim].get(op)
+    if row is None:
+        raise ValueError(f"{prim}: unknown elementwise kernel {op!r}; the CUDA backend provides "
+                         f"{sorted(_OPS[prim])}")
+    return row
+
+
+def _arg(value, compute, c):
+    """A number as the kernel's C argument, converted to the compute dtype first (ints wrap)."""
+    return _C_NP[c](_scalar(value, compute.np))
+
+
+def _operand(x, shape):
+    """A tensor as a launch operand of the output's shape (broadcast dims get stride 0)."""
+    storage, lay = x._meta
+    if tuple(lay.shape) != tuple(shape):
+        lay = Layout(tuple(shape), tuple(expand_strides(lay.shape, lay.stride, shape)), lay.offset)
+    return K.Operand(storage._buf, lay, x._dtype)
+
+
+def _run(prim, op, out, operands, compute, scalars_c, params):
+    """Plan out and the tensor operands, pick the instantiation, pack and launch. `operands` are
+    tensors or C scalar arguments (already converted); `params` the op's C parameters."""
+    row = _kernel(prim, op)
+    c = _C[compute]
+    o = K.operand(out)
+    shape = o.layout.shape
+    tensors = [(k, _operand(x, shape)) for k, x in enumerate(operands) if not isinstance(x, np.generic)]
+    p = K.Plan([o] + [t for _, t in tensors])
+    if not p.n:
+        return
+    ix = p.index
+    ptrs = [p.ptrs[0]] * len(operands)  # a scalar's pointer slot is unused: point it at out
+    codes = [_SCALAR_CODE] * len(operands)
+    for j, (k, t) in enumerate(tensors):
+        ptrs[k] = p.ptrs[j + 1]
+        codes[k] = _CODE[t.dtype]
+    scal = [x if isinstance(x, np.generic) else scalars_c(0) for x in operands]
+    t_out = o.dtype.ctype
+    if (row[2] and p.contiguous and t_out in ELEMENTWISE_VEC_TYPES and _VEC_C[t_out] == c
+            and all(t.dtype is o.dtype for _, t in tensors)):
+        expr = _expr(prim, op, c, ix, t_out)
+        if prim == "unary":
+            args = (p.ptrs[0], ptrs[0], *params, p.count)
+        else:
+            mask = np.int32(sum(1 << k for k, x in enumerate(operands) if isinstance(x, np.generic)))
+            args = (p.ptrs[0], *ptrs, *scal, mask, *params, p.count)
+        K.launch(_SRC, expr, p.device, args, n=p.n)
+        return
+    expr = _expr(prim, op, c, ix, None)
+    if p.contiguous:
+        lays = [_EMPTY[ix]] * (len(operands) + 1)
+    else:
+        lays = [p.layouts[0]] + [_EMPTY[ix]] * len(operands)
+        for j, (k, _) in enumerate(tensors):
+            lays[k + 1] = p.layouts[j + 1]
+    cc = _CODE[compute]
+    if prim == "unary":
+        args = (p.ptrs[0], ptrs[0], _CODE[o.dtype], codes[0], cc, *params, p.count, *lays)
+    else:
+        args = (p.ptrs[0], *ptrs, _CODE[o.dtype], *codes, cc, *scal, *params, p.count, *lays)
+    K.launch(_SRC, expr, p.device, args, n=p.n)
+
+
+def _params(compute, c, values):
+    return tuple(_arg(v, compute, c) for v in values)
+
+
+def _unary_params(op, params):
+    """round: (10**|decimals|, sign of decimals); nan_to_num: (nan, posinf, neginf); gelu: (tanh?)."""
+    if not params:
+        return (0, 0, 0)
+    if op == "round" and set(params) <= {"decimals"}:
+        d = int(params.get("decimals", 0))
+        return (10.0 ** abs(d), (d > 0) - (d < 0), 0)
+    if op == "nan_to_num" and set(params) <= {"nan", "posinf", "neginf"}:
+        return (params.get("nan", 0.0), params.get("posinf", 0.0), params.get("neginf", 0.0))
+    if op == "gelu" and set(params) <= {"approximate"}:
+        return (1 if params.get("approximate", "none") == "tanh" else 0, 0, 0)
+    raise TypeError(f"unary {op!r}: unexpected parameters {sorted(params)}")
+
+
+def _one_param(prim, op, params, name):
+    if not params:
+        return 1
+    if set(params) != {name}:
+        raise TypeError(f"{prim} {op!r}: unexpected parameters {sorted(params)}")
+    return params[name]
+
+
+def _c_scalar(x, compute, c):
+    return _arg(x, compute, c) if type(x) in _PY else x
+
+
+def unary(out, op, x, compute, **params):
+    """out = op(x), computed in `compute`."""
+    c = _C[compute]
+    _kernel("unary", op)
+    _run("unary", op, out, (x,), compute, _C_NP[c], _params(compute, c, _unary_params(op, params)))
+
+
+def binary(out, op, a, b, compute, **params):
+    """out = op(a, b); `a`/`b` are tensors or Python numbers (converted to `compute` here)."""
+    c = _C[compute]
+    _kernel("binary", op)
+    alpha = _one_param("binary", op, params, "alpha") if op in ("add", "sub") else _no_params(op, params)
+    sa, sb = _c_scalar(a, compute, c), _c_scalar(b, compute, c)
+    if op in _INT_DIVISION and c == "long long" and _divides_by_zero(b, sb, compute):
+        raise RuntimeError("ZeroDivisionError")  # torch's exact text for integer division by zero
+    _run("binary", op, out, (sa, sb), compute, _C_NP[c], (_arg(alpha, compute, c),))
+
+
+def ternary(out, op, a, b, c, compute, **params):
+    """out = op(a, b, c); operands as for `binary`, and None for an absent clamp bound."""
+    ct = _C[compute]
+    _kernel("ternary", op)
+    value = _one_param("ternary", op, params, "value") if op in ("addcmul", "addcdiv") else _no_params(op, params)
+    ops = [_c_scalar(x, compute, ct) for x in (a, b, c)]
+    if op == "clamp":  # an absent bound is the identity of max/min
+        for k, ident in ((1, _lowest), (2, _highest)):
+            if ops[k] is None:
+                ops[k] = ident(ct)
+    if any(x is None for x in ops):
+        raise TypeError(f"ternary {op!r}: an operand is None")
+    _run("ternary", op, out, tuple(ops), compute, _C_NP[ct], (_arg(value, compute, ct),))
+
+
+def _no_params(op, params):
+    if params:
+        raise TypeError(f"{op!r}: unexpected parameters {sorted(params)}")
+    return 1
+
+
+def _lowest(c):
+    return _C_NP[c](-np.inf) if c in ("float", "double") else np.int64(np.iinfo(np.int64).min)
+
+
+def _highest(c):
+    return _C_NP[c](np.inf) if c in ("float", "double") else np.int64(np.iinfo(np.int64).max)
+
+
+# -- integer division by zero ------------------------------------------------------------------
+
+def _divides_by_zero(b, sb, compute):
+    if isinstance(sb, np.generic):
+        return sb == 0
+    p = K.plan(b)
+    if not p.n:
+        return False
+    dev = p.device
+    where = Device("cuda", dev)
+    flag = allocate(4, where)
+    try:
+        stream = driver.current_stream(dev)
+        driver.memcpy_htod(Pointer(flag), _ZERO, 4, stream, False)
+        lay = _EMPTY[p.index] if p.contiguous else p.layouts[0]
+        K.launch(_SRC, f"any_zero_divisor<{p.index}>", dev,
+                 (Pointer(flag), p.ptrs[0], _CODE[b._dtype], _CODE[compute], p.count, lay), n=p.n)
+        host_wait("integer division by zero check", where)
+        seen = np.zeros(1, np.int32)
+        driver.memcpy_dtoh(seen, Pointer(flag), 4, stream, False)
+    finally:
+        retire(flag)
+    return bool(seen[0])
+
+
+unary.kernels = frozenset(ELEMENTWISE["unary"])
+binary.kernels = frozenset(ELEMENTWISE["binary"])
+ternary.kernels = frozenset(ELEMENTWISE["ternary"])

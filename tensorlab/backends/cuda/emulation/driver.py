@@ -1,0 +1,430 @@
+"""EmulationDriver: driver.Driver over host memory, running the real kernels/*.cu compiled by the
+system C++ compiler (build.py) on the fiber runtime (runtime.cpp). Test infrastructure only: it
+makes the CUDA backend's Python layer and the kernels run in CI without a GPU; it never makes
+tl.cuda.is_available() True. Work is synchronous: a launch or copy has finished when the call
+returns, so streams only order bookkeeping and events record host time (not GPU timing)."""
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import threading
+import time
+import weakref
+
+import ml_dtypes
+import numpy as np
+
+from ..driver import OutOfMemory, Pointer
+from . import build
+
+DEVICES_ENV = "TENSORLAB_CUDA_EMULATION_DEVICES"
+MEMORY_ENV = "TENSORLAB_CUDA_EMULATION_MEMORY"  # bytes per emulated device (default 4 GiB)
+
+_PROPS = {"name": "tensorlab CUDA emulation (host CPU)", "multi_processor_count": 2, "major": 8, "minor": 0,
+          "max_threads_per_block": 1024, "max_shared_memory_per_block": 48 * 1024, "warp_size": 32,
+          "l2_cache_size": 4 * 1024 * 1024}
+
+# tl_emulation_entry.h's ParamKind, and what C type each names in messages
+_POINTER, _SIGNED, _UNSIGNED, _FLOAT, _BOOL, _HALF, _BF16, _STRUCT = range(8)
+_KIND_NAMES = {_POINTER: "a pointer", _SIGNED: "a signed integer", _UNSIGNED: "an unsigned integer",
+               _FLOAT: "float/double", _BOOL: "bool", _HALF: "__half", _BF16: "__nv_bfloat16", _STRUCT: "a struct"}
+_BF16_DTYPE = np.dtype(ml_dtypes.bfloat16)
+_ERR_CAP = 16384
+
+
+def asan_loaded():
+    """Whether this process started with the AddressSanitizer runtime (LD_PRELOAD)."""
+    try:
+        return hasattr(ctypes.CDLL(None), "__asan_init")
+    except OSError:
+        return False
+
+
+def _scalar_kind(dt):
+    if dt == _BF16_DTYPE:
+        return _BF16
+    if dt.fields is not None:
+        return _STRUCT
+    return {"b": _BOOL, "i": _SIGNED, "u": _UNSIGNED}.get(dt.kind, _HALF if dt == np.float16 else
+                                                            _FLOAT if dt.kind == "f" else None)
+
+
+class EmulatedBuffer:
+    """Device memory of the emulation: host bytes with poisoned guards on both sides (runtime.cpp).
+    The bytes go back to the host when the last reference goes, so a reader still holding a buffer
+    that was freed on a stream never sees released memory (a GPU's stream-ordered free gives the
+    same guarantee to work already queued)."""
+
+    __slots__ = ("ptr", "nbytes", "device", "_owner", "_accounted", "__weakref__")
+
+    def __init__(self, ptr, nbytes, device, owner):
+        self.ptr = ptr
+        self.nbytes = nbytes
+        self.device = device
+        self._owner = owner
+        self._accounted = True  # counted in the owner's allocated bytes until freed or dropped
+
+    def __del__(self):
+        try:
+            self._owner._release(self)
+        except Exception:  # interpreter shutdown: the runtime may already be gone
+            pass
+
+    def __repr__(self):
+        return f"EmulatedBuffer(ptr=0x{self.ptr:x}, nbytes={self.nbytes}, device={self.device})"
+
+
+class EmulatedStream:
+    __slots__ = ("device", "priority", "ptr")
+
+    def __init__(self, device, priority, ptr):
+        self.device = device
+        self.priority = priority
+        self.ptr = ptr
+
+    def __repr__(self):
+        return f"EmulatedStream(device={self.device}, ptr={self.ptr})"
+
+
+class EmulatedEvent:
+    __slots__ = ("enable_timing", "blocking", "time")
+
+    def __init__(self, enable_timing, blocking):
+        self.enable_timing = enable_timing
+        self.blocking = blocking
+        self.time = None
+
+
+class EmulatedFunction:
+    """One name expression of a compiled kernel library: its entry point and parameter list."""
+
+    __slots__ = ("name", "_entry", "kinds", "sizes")
+
+    def __init__(self, name, entry, kinds, sizes):
+        self.name = name
+        self._entry = entry
+        self.kinds = kinds
+        self.sizes = sizes
+
+    def __repr__(self):
+        return f"EmulatedFunction({self.name!r})"
+
+
+class EmulatedModule:
+    def __init__(self, path, names):
+        self.path = path
+        self._lib = ctypes.CDLL(str(path))
+        self._index = {n: i for i, n in enumerate(names)}
+        self._functions = {}
+
+    def get_function(self, name):
+        f = self._functions.get(name)
+        if f is None:
+            i = self._index.get(name)
+            if i is None:
+                raise RuntimeError(f"kernel {name!r} is not among the name expressions this module was compiled with "
+                                   f"({self.path.name}); add it to tensorlab/kernel_table.py")
+            entry = getattr(self._lib, f"tl_entry_{i}")
+            entry.restype = ctypes.c_int
+            entry.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t)
+            sig = getattr(self._lib, f"tl_sig_{i}")
+            sig.restype = ctypes.c_int
+            kinds, sizes = (ctypes.c_int * 64)(), (ctypes.c_int * 64)()
+            n = sig(kinds, sizes, 64)
+            f = self._functions[name] = EmulatedFunction(name, entry, tuple(kinds[:n]), tuple(sizes[:n]))
+        return f
+
+
+class EmulationDriver:
+    """driver.Driver on the host: see the module docstring and docs/cuda-emulation.md."""
+
+    name = "emulation"
+
+    def __init__(self, asan=None):
+        self.asan = build.asan_wanted() if asan is None else bool(asan)
+        self._rt_lib = None  # the runtime is built and loaded on first use: importing costs nothing
+        self._count = int(os.environ.get(DEVICES_ENV, "1"))
+        self._total = int(os.environ.get(MEMORY_ENV, str(4 << 30)))
+        self._lock = threading.RLock()
+        self._stats = [dict(allocated=0, peak=0, allocs=0, frees=0, ooms=0) for _ in range(self._count)]
+        self._local = threading.local()
+        self._default_streams = [EmulatedStream(i, 0, 0) for i in range(self._count)]
+        self._next_stream = 1
+        self._pinned = {}  # id -> (start, end) of live pinned host arrays
+
+    @property
+    def _rt(self):
+        rt = self._rt_lib
+        if rt is None:
+            with self._lock:
+                if self._rt_lib is None:
+                    self._rt_lib = self._load_runtime()
+            rt = self._rt_lib
+        return rt
+
+    def _load_runtime(self):
+        if self.asan and not asan_loaded():
+            raise RuntimeError(
+                "TENSORLAB_CUDA_EMULATION=1 builds the kernels with AddressSanitizer, which must be loaded when "
+                "Python starts. Run through the launcher, which sets LD_PRELOAD and ASAN_OPTIONS:\n"
+                "    python -m tensorlab.backends.cuda.emulation -m pytest tests\n"
+                f"or set {build.ASAN_ENV}=0 to emulate without bounds checks.")
+        rt = ctypes.CDLL(str(build.runtime_library(self.asan)), mode=ctypes.RTLD_GLOBAL)
+        rt.tl_emu_malloc.restype = ctypes.c_void_p
+        rt.tl_emu_malloc.argtypes = (ctypes.c_size_t,)
+        rt.tl_emu_free.restype = None
+        rt.tl_emu_free.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+        return rt
+
+    # -- devices --------------------------------------------------------------------------------
+    def device_count(self):
+        return self._count
+
+    def _check(self, index):
+        if not 0 <= index < self._count:
+            raise RuntimeError(f"CUDA error: invalid device ordinal {index} (the emulation has {self._count} "
+                               f"device(s); set {DEVICES_ENV} for more)")
+        return index
+
+    def current_device(self):
+        return getattr(self._local, "device", 0)
+
+    def set_device(self, index):
+        self._local.device = self._check(index)
+
+    def device_name(self, index):
+        self._check(index)
+        return _PROPS["name"]
+
+    def device_properties(self, index):
+        self._check(index)
+        return dict(_PROPS, total_memory=self._total)
+
+    def mem_get_info(self, index):
+        self._check(index)
+        return self._total - self._stats[index]["allocated"], self._total
+
+    def device_synchronize(self, index):
+        self._check(index)  # every operation has finished when its call returned
+
+    # -- memory ---------------------------------------------------------------------------------
+    def malloc(self, nbytes, device, stream):
+        st = self._stats[self._check(device)]
+        with self._lock:
+            if st["allocated"] + nbytes > self._total:
+                st["ooms"] += 1
+                raise OutOfMemory(nbytes, self._total - st["allocated"])
+            st["allocated"] += nbytes
+            st["peak"] = max(st["peak"], st["allocated"])
+            st["allocs"] += 1
+        ptr = self._rt.tl_emu_malloc(nbytes)
+        if not ptr:
+            with self._lock:
+                st["allocated"] -= nbytes
+            raise OutOfMemory(nbytes, self._total - st["allocated"])
+        return EmulatedBuffer(ptr, nbytes, device, self)
+
+    def free(self, buffer, stream):
+        self._uncount(buffer)
+
+    def _uncount(self, buffer):
+        with self._lock:
+            if buffer._accounted:
+                buffer._accounted = False
+                st = self._stats[buffer.device]
+                st["allocated"] -= buffer.nbytes
+                st["frees"] += 1
+
+    def _release(self, buffer):
+        self._uncount(buffer)
+        self._rt.tl_emu_free(buffer.ptr, buffer.nbytes)
+
+    @staticmethod
+    def _address(p, nbytes, what):
+        buf = p.buffer
+        if not isinstance(buf, EmulatedBuffer):
+            raise TypeError(f"{what}: expected an emulated device buffer, got {type(buf).__name__}")
+        if p.offset < 0 or p.offset + nbytes > buf.nbytes:
+            raise RuntimeError(f"CUDA error: invalid argument: {what} of {nbytes} bytes at offset {p.offset} of a "
+                               f"{buf.nbytes}-byte buffer")
+        return buf.ptr + p.offset
+
+    @staticmethod
+    def _host_address(host, nbytes, what):
+        if not host.flags.c_contiguous or host.nbytes < nbytes:
+            raise RuntimeError(f"{what}: the host array must be C-contiguous and hold {nbytes} bytes "
+                               f"(got {host.nbytes} bytes, contiguous={host.flags.c_contiguous})")
+        return host.__array_interface__["data"][0]
+
+    def memcpy_htod(self, dst, host, nbytes, stream, non_blocking):
+        d = self._address(dst, nbytes, "memcpy_htod")
+        if nbytes:
+            ctypes.memmove(d, self._host_address(host, nbytes, "memcpy_htod"), nbytes)
+
+    def memcpy_dtoh(self, host, src, nbytes, stream, non_blocking):
+        s = self._address(src, nbytes, "memcpy_dtoh")
+        if nbytes:
+            if not host.flags.writeable:
+                raise RuntimeError("memcpy_dtoh: the host array is read-only")
+            ctypes.memmove(self._host_address(host, nbytes, "memcpy_dtoh"), s, nbytes)
+
+    def memcpy_dtod(self, dst, src, nbytes, stream):
+        d = self._address(dst, nbytes, "memcpy_dtod")
+        s = self._address(src, nbytes, "memcpy_dtod")
+        if nbytes:
+            ctypes.memmove(d, s, nbytes)
+
+    def memset(self, dst, value, nbytes, stream):
+        d = self._address(dst, nbytes, "memset")
+        if nbytes:
+            ctypes.memset(d, value, nbytes)
+
+    def pinned_empty(self, nbytes):
+        arr = np.empty(nbytes, dtype=np.uint8)
+        start = arr.__array_interface__["data"][0]
+        key = id(arr)
+        self._pinned[key] = (start, start + nbytes)
+        weakref.finalize(arr, self._pinned.pop, key, None)
+        return arr
+
+    def is_pinned(self, host):
+        start = host.__array_interface__["data"][0]
+        end = start + max(host.nbytes, 1)
+        return any(s <= start and end <= e for s, e in list(self._pinned.values()))
+
+    def memory_stats(self, device):
+        st = self._stats[self._check(device)]
+        # no caching pool: what is reserved is what is allocated
+        return {"allocated": st["allocated"], "max_allocated": st["peak"], "reserved": st["allocated"],
+                "max_reserved": st["peak"], "num_allocs": st["allocs"], "num_frees": st["frees"], "num_ooms": st["ooms"]}
+
+    def reset_peak_memory_stats(self, device):
+        st = self._stats[self._check(device)]
+        st["peak"] = st["allocated"]
+
+    def empty_cache(self):
+        """No pool: every buffer is returned to the host allocator when freed."""
+
+    # -- streams and events ---------------------------------------------------------------------
+    def create_stream(self, device, priority=0):
+        self._check(device)
+        with self._lock:
+            ptr = self._next_stream
+            self._next_stream += 1
+        return EmulatedStream(device, priority, ptr)
+
+    def current_stream(self, device):
+        cur = getattr(self._local, "streams", None)
+        s = cur.get(device) if cur else None
+        return s if s is not None else self._default_streams[self._check(device)]
+
+    def set_current_stream(self, device, stream):
+        self._check(device)
+        if not hasattr(self._local, "streams"):
+            self._local.streams = {}
+        self._local.streams[device] = stream
+
+    def stream_synchronize(self, stream):
+        pass  # work is done when its call returns
+
+    def stream_query(self, stream):
+        return True
+
+    def stream_wait_event(self, stream, event):
+        pass
+
+    def create_event(self, enable_timing, blocking):
+        return EmulatedEvent(bool(enable_timing), bool(blocking))
+
+    def event_record(self, event, stream):
+        event.time = time.perf_counter()
+
+    def event_query(self, event):
+        return True
+
+    def event_synchronize(self, event):
+        pass
+
+    def event_elapsed_ms(self, start, end):
+        if not (start.enable_timing and end.enable_timing):
+            raise RuntimeError("CUDA error: invalid resource handle (both events must be created with "
+                               "enable_timing=True to measure elapsed time)")
+        if start.time is None or end.time is None:
+            raise RuntimeError("Both events must be recorded before calculating elapsed time.")
+        return (end.time - start.time) * 1000.0  # host time: the emulation has no GPU clock
+
+    # -- modules and launches -------------------------------------------------------------------
+    def load_module(self, source_path, name_expressions, options, device):
+        self._check(device)
+        names = tuple(name_expressions)
+        self._rt  # the kernel library resolves the runtime's symbols when it is loaded
+        return EmulatedModule(build.kernel_library(source_path, names, tuple(options), self.asan), names)
+
+    def launch(self, function, grid, block, args, shared_mem, stream):
+        grid, block = _dim3(grid), _dim3(block)
+        kinds, sizes = function.kinds, function.sizes
+        if len(args) != len(kinds):
+            raise TypeError(f"kernel {function.name}: takes {len(kinds)} arguments, got {len(args)}")
+        packed = bytearray()
+        offsets = []
+        for k, (a, kind, size) in enumerate(zip(args, kinds, sizes)):
+            raw = self._arg_bytes(function.name, k, a, kind, size)
+            packed += bytes(-len(packed) % 16)
+            offsets.append(len(packed))
+            packed += raw
+        storage = ctypes.create_string_buffer(bytes(packed), max(len(packed), 1))
+        base = ctypes.addressof(storage)
+        argv = (ctypes.c_void_p * max(len(offsets), 1))(*[base + o for o in offsets])
+        dims = (ctypes.c_uint * 6)(*grid, *block)
+        err = ctypes.create_string_buffer(_ERR_CAP)
+        if function._entry(dims, int(shared_mem), argv, err, _ERR_CAP):
+            msg = err.value.decode(errors="replace")
+            raise RuntimeError(f"CUDA error in kernel {function.name} (emulated, grid {grid}, block {block}): "
+                               f"{_where(msg, args)}{msg}")
+
+    def _arg_bytes(self, name, k, a, kind, size):
+        if isinstance(a, Pointer):
+            if kind != _POINTER:
+                raise TypeError(f"kernel {name}: argument {k} is a device pointer but the parameter is "
+                                f"{_KIND_NAMES[kind]} ({size} bytes)")
+            buf = a.buffer
+            if not isinstance(buf, EmulatedBuffer) or not 0 <= a.offset <= buf.nbytes:
+                raise RuntimeError(f"kernel {name}: argument {k} points at offset {a.offset} of {buf!r}")
+            return (buf.ptr + a.offset).to_bytes(8, "little")
+        if isinstance(a, np.generic):
+            got = _scalar_kind(a.dtype)
+            if got != kind or a.dtype.itemsize != size:
+                raise TypeError(f"kernel {name}: argument {k} is numpy.{a.dtype} ({a.dtype.itemsize} bytes) but the "
+                                f"parameter is {_KIND_NAMES[kind]} of {size} bytes; pass the parameter's exact C type")
+            return a.tobytes()
+        raise TypeError(f"kernel {name}: argument {k} is a Python {type(a).__name__}; kernel arguments are NumPy scalars "
+                        f"of the parameter's exact C type, Pointer(buffer, offset) or packed structs")
+
+
+_ADDRESS = re.compile(r"on (?:unknown )?address (0x[0-9a-f]+)")
+
+
+def _where(msg, args):
+    """For an AddressSanitizer report: which pointer argument's buffer the bad address is next to
+    ("use-after-poison" there means the guard bytes around a device buffer)."""
+    m = _ADDRESS.search(msg)
+    if not m:
+        return ""
+    addr = int(m.group(1), 16)
+    for k, a in enumerate(args):
+        if isinstance(a, Pointer) and isinstance(a.buffer, EmulatedBuffer):
+            lo, n = a.buffer.ptr, a.buffer.nbytes
+            guard = max(64, min(n, 16384)) + 64
+            if lo - guard <= addr < lo + n + guard:
+                rel = addr - (a.buffer.ptr + a.offset)
+                where = (f"{addr - lo - n} bytes past the end" if addr >= lo + n else
+                         f"{lo - addr} bytes before the start" if addr < lo else "inside")
+                return (f"argument {k} (a device pointer at byte {a.offset} of a {n}-byte buffer) was accessed "
+                        f"{where} of its buffer, at byte {rel} from the pointer.\n")
+    return ""
+
+
+def _dim3(d):
+    d = (d,) if isinstance(d, int) else tuple(d)
+    return tuple(int(x) for x in d) + (1,) * (3 - len(d))

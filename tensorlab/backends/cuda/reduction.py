@@ -1,0 +1,264 @@
+"""CUDA reduction primitives (the names of backends/cpu/reduction.py): `reduce` and `arg_reduce`
+run kernels/reduce.cu, `cumulative` kernels/scan.cu, `softmax` kernels/softmax.cu.
+
+The host splits the input's dims into outer dims (one output element each) and reduced dims,
+orders each group by stride and coalesces it, then picks the kernel geometry (reduce.cu's header
+explains inner / outer / split). Dtype pairs without an instantiation (kernel_table's
+_reduction_pairs) are converted on the device first, as the CPU backend converts them: the input
+to the result's dtype (sum(x, dtype=int64) truncates first), and narrower integral results are
+reduced in int64 and wrapped on the store."""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes
+from ...kernel_table import KERNELS
+from ...layout import coalesce
+from . import launch as K
+from .driver import Pointer
+from .memory import _temp, copy, retire
+
+__all__ = ("reduce", "arg_reduce", "cumulative", "softmax")
+
+_REDUCE = frozenset(KERNELS["reduce.cu"])
+_SCAN = frozenset(KERNELS["scan.cu"])
+_OPS = {"sum": "Sum", "prod": "Prod", "mean": "Mean", "amax": "ArgMax", "amin": "ArgMin", "all": "All", "any": "Any",
+        "count_nonzero": "CountNonzero", "norm": "Norm", "var": "Var", "std": "Std", "logsumexp": "LogSumExp"}
+_WRITE_VALUES, _WRITE_INDEX, _WRITE_PARTIAL, _READ_PARTIAL = 1, 2, 4, 8
+_STATE_BYTES = 32  # >= sizeof every op's State (reduce.cuh)
+_MIN_PER_THREAD = 64  # elements a thread should reduce before a reduction is split across blocks
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _max_blocks(device):
+    """Blocks that fill the device (8 of 256 threads per SM)."""
+    return K.grid_for(1 << 40, device)
+
+
+def _index(*operands):
+    """The Index type: int when every operand's plan allows it (plans also bounds-check them)."""
+    return "long long" if any(K.plan(op).index == "long long" for op in operands) else "int"
+
+
+def _ptr(op):
+    """A T* argument at the operand's first element (its buffer's start when it has none)."""
+    return Pointer(op.buffer, op.layout.offset * op.dtype.itemsize if _numel(op.layout.shape) else 0)
+
+
+def _split_outer(shape, in_stride, dims, others):
+    """Outer dims of the input (not in `dims`) as (size, in stride, stride in each of `others`),
+    where each other operand has the input's rank (keepdim) or drops the reduced dims."""
+    dimset = set(dims)
+    nd = len(shape)
+    cols = []
+    for o in others:
+        st = o.layout.stride
+        cols.append(st if len(st) == nd else [None if d in dimset else st[d - sum(1 for e in dims if e < d)]
+                                              for d in range(nd)])
+    return [(shape[d], in_stride[d], *(c[d] for c in cols)) for d in range(nd) if d not in dimset and shape[d] != 1]
+
+
+def _coalesce(rows, nstrides):
+    """(shape, [strides per column]) of dims given as (size, stride, stride, ...) rows, coalesced."""
+    if not rows:
+        return (), [() for _ in range(nstrides)]
+    return coalesce(tuple(r[0] for r in rows), *(tuple(r[1 + k] for r in rows) for k in range(nstrides)))
+
+
+def _coalesced(rows, nstrides):
+    """_coalesce after ordering the dims by their first stride, largest first."""
+    return _coalesce(sorted(rows, key=lambda r: -r[1]), nstrides)
+
+
+def _kernel_dtypes(name, src, dst):
+    """(dtype to convert the input to or None, dtype to reduce into when not dst, or None)."""
+    def have(i, o):
+        return f"reduce_kernel<tl::{name}, {i.ctype}, {o.ctype}, int>" in _REDUCE
+    if have(src, dst):
+        return None, None
+    if name in ("All", "Any") and have(src, dtypes.bool_):
+        return None, dtypes.bool_
+    conv = None if src is dst else dst
+    if have(dst, dst):
+        return conv, None
+    if have(dst, dtypes.int64):
+        return conv, dtypes.int64
+    raise RuntimeError(f"reduce: no CUDA kernel for {name} from {src.name} to {dst.name}")
+
+
+def _run_reduce(name, out, index_out, x, dims, arg, keep_order, flags):
+    """Launch reduce_kernel for `name` over the sorted `dims` of operand x into the operands out
+    (values) and index_out (arg ops), which have x's rank or drop the reduced dims."""
+    shape, stride = tuple(x.layout.shape), tuple(x.layout.stride)
+    dev = x.buffer.device
+    targets = [t for t in (out, index_out) if t is not None]
+    n_out = _numel(targets[0].layout.shape)
+    if n_out == 0:
+        return
+    outer = _split_outer(shape, stride, dims, [out or index_out, index_out or out])
+    oshape, (o_in, o_out, o_idx) = _coalesced(outer, 3)
+    red = [(shape[d], stride[d]) for d in dims]
+    if keep_order:  # arg ops report row-major positions: keep the dims in order
+        rshape, (r_in,) = _coalesce([r for r in red if r[0] != 1], 1)
+    else:
+        rshape, (r_in,) = _coalesced([r for r in red if r[0] != 1], 1)
+    R = _numel(rshape)
+    ix = _index(x, *targets)
+    cap = _max_blocks(dev)
+    inner = n_out == 1 or (R > 1 and min(r_in) <= min(o_in))
+    if inner:
+        lanes, red_fast = (32 if R <= 512 else 256), 1
+    else:
+        lanes, red_fast = (1 if R < 8 or n_out >= cap * K.BLOCK else 8), 0
+    opb = K.BLOCK // lanes
+    gx = min(-(-n_out // opb), 65535)
+    splits = 1
+    if gx < cap and R >= lanes * _MIN_PER_THREAD:
+        splits = min(cap // gx, R // (lanes * _MIN_PER_THREAD), 65535)
+    split_len = -(-R // splits) if R else 1
+    splits = -(-R // split_len) if R else 1
+    expr = f"reduce_kernel<tl::{name}, {x.dtype.ctype}, {(out or x).dtype.ctype}, {ix}>"
+    i_ = lambda v: K.index_scalar(v, ix)  # noqa: E731
+    xp = _ptr(x)
+    first = targets[0]  # a valid pointer for an output the flags leave unwritten
+    outp = _ptr(first)
+    idxp = outp if index_out is None else _ptr(index_out)
+    lay_in, lay_out, lay_idx, lay_red = (K.strided_layout(sh, st, ix) for sh, st in
+                                         ((oshape, o_in), (oshape, o_out), (oshape, o_idx), (rshape, r_in)))
+    arg = np.float64(arg)
+    if splits == 1:
+        K.launch("reduce.cu", expr, dev, (outp, idxp, xp, xp, i_(n_out), i_(R), i_(max(R, 1)), np.int64(R), lay_in,
+                                          lay_out, lay_idx, lay_red, np.int32(lanes), np.int32(red_fast),
+                                          np.int32(flags), arg), grid=(gx,))
+        return
+    part = _temp((n_out * splits * _STATE_BYTES,), dtypes.uint8, dev)
+    try:
+        pp = Pointer(part.buffer)
+        K.launch("reduce.cu", expr, dev, (outp, idxp, xp, pp, i_(n_out), i_(R), i_(split_len), np.int64(R), lay_in,
+                                          lay_out, lay_idx, lay_red, np.int32(lanes), np.int32(red_fast),
+                                          np.int32(_WRITE_PARTIAL), arg), grid=(gx, splits))
+        lanes2 = 32 if splits <= 512 else 256
+        gx2 = min(-(-n_out // (K.BLOCK // lanes2)), 65535)
+        K.launch("reduce.cu", expr, dev, (outp, idxp, xp, pp, i_(n_out), i_(splits), i_(splits), np.int64(R), lay_in,
+                                          lay_out, lay_idx, lay_red, np.int32(lanes2), np.int32(1),
+                                          np.int32(flags | _READ_PARTIAL), arg), grid=(gx2,))
+    finally:
+        retire(part.buffer)
+
+
+def _converted(op, dtype, temps):
+    """op's values as a contiguous device temporary of `dtype` (freed by the caller via temps)."""
+    tmp = _temp(tuple(op.layout.shape), dtype, op.buffer.device)
+    temps.append(tmp)
+    copy(tmp, op)
+    return tmp
+
+
+def reduce(out, x, op, dims, arg=None):
+    """out = op over the sorted `dims` of x. `arg`: p for norm, correction for var/std."""
+    xo, oo = K.operand(x), K.operand(out)
+    if _numel(oo.layout.shape) == 0:
+        return
+    name = _OPS[op]
+    conv, via = _kernel_dtypes(name, xo.dtype, oo.dtype)
+    temps = []
+    try:
+        src = xo if conv is None else _converted(xo, conv, temps)
+        dst = oo if via is None else _temp(tuple(oo.layout.shape), via, oo.buffer.device)
+        if via is not None:
+            temps.append(dst)
+        _run_reduce(name, dst, None, src, tuple(dims), 0.0 if arg is None else arg, False, _WRITE_VALUES)
+        if via is not None:
+            copy(oo, dst)
+    finally:
+        for t in temps:
+            retire(t.buffer)
+
+
+def arg_reduce(values, indices, x, op, dim):
+    """Index of the first max/min along `dim` (NaN the extreme) and, when `values` is given, the
+    value there; dim=None: the flat row-major index over the whole tensor."""
+    xo = K.operand(x)
+    nd = len(xo.layout.shape)
+    dims = tuple(range(nd)) if dim is None else ((dim,) if nd else ())
+    vo = None if values is None else K.operand(values)
+    flags = _WRITE_INDEX | (0 if vo is None else _WRITE_VALUES)
+    _run_reduce("ArgMax" if op == "max" else "ArgMin", vo, K.operand(indices), xo, dims, 0.0, True, flags)
+
+
+def _rows(x, o, dim):
+    """(row shape, [in strides, out strides], length along dim, in stride, out stride) for a kernel
+    walking `dim` of every row; a 0-dim tensor is one row of one element."""
+    shape = tuple(x.layout.shape)
+    if not shape:
+        return (), [(), ()], 1, 0, 0
+    rows = [(shape[d], x.layout.stride[d], o.layout.stride[d]) for d in range(len(shape)) if d != dim and shape[d] != 1]
+    rshape, strides = _coalesced(rows, 2)
+    return rshape, strides, shape[dim], x.layout.stride[dim], o.layout.stride[dim]
+
+
+def _along_fastest(in_stride, row_strides, length):
+    """Whether the dim walked is the input's fastest varying (or the only one with work)."""
+    return length > 1 and (not row_strides or in_stride <= min(row_strides))
+
+
+def cumulative(out, x, op, dim):
+    """Running sum/prod along `dim` in the output's dtype (float32 for float16/bfloat16)."""
+    xo, oo = K.operand(x), K.operand(out)
+    n = _numel(oo.layout.shape)
+    if n == 0:
+        return
+    temps = []
+    try:
+        if f"scan_seq<{xo.dtype.ctype}, {oo.dtype.ctype}, int>" not in _SCAN:
+            xo = _converted(xo, oo.dtype, temps)
+        rshape, (s_in, s_out), length, st_in, st_out = _rows(xo, oo, dim)
+        n_rows = _numel(rshape)
+        ix = _index(xo, oo)
+        i_ = lambda v: K.index_scalar(v, ix)  # noqa: E731
+        names = f"{xo.dtype.ctype}, {oo.dtype.ctype}, {ix}"
+        args = (_ptr(oo), _ptr(xo), i_(n_rows), i_(length),
+                K.strided_layout(rshape, s_in, ix), K.strided_layout(rshape, s_out, ix), i_(st_in), i_(st_out),
+                np.int32(op == "prod"))
+        if length >= 64 and (_along_fastest(st_in, s_in, length) or n_rows < _max_blocks(oo.buffer.device)):
+            K.launch("scan.cu", f"scan_rows<{names}>", oo.buffer.device, args, grid=(min(n_rows, 65535),))
+        else:
+            K.launch("scan.cu", f"scan_seq<{names}>", oo.buffer.device, args, n=n_rows)
+    finally:
+        for t in temps:
+            retire(t.buffer)
+
+
+def softmax(out, x, dim, log):
+    """exp(x - max) / sum(exp(x - max)) along `dim` (or its log), fused in one kernel, computed in
+    float for float16/bfloat16 inputs."""
+    xo, oo = K.operand(x), K.operand(out)
+    if _numel(oo.layout.shape) == 0:
+        return
+    temps = []
+    try:
+        if xo.dtype is not oo.dtype:
+            xo = _converted(xo, oo.dtype, temps)
+        rshape, (s_in, s_out), length, st_in, st_out = _rows(xo, oo, dim)
+        n_rows = _numel(rshape)
+        ix = _index(xo, oo)
+        i_ = lambda v: K.index_scalar(v, ix)  # noqa: E731
+        dev = oo.buffer.device
+        head = (_ptr(oo), _ptr(xo), i_(n_rows), i_(length),
+                K.strided_layout(rshape, s_in, ix), K.strided_layout(rshape, s_out, ix), i_(st_in), i_(st_out))
+        ct = f"{oo.dtype.ctype}, {ix}"
+        if _along_fastest(st_in, s_in, length) or n_rows < 32:
+            lanes = 32 if length <= 1024 else 256
+            grid = min(-(-n_rows // (K.BLOCK // lanes)), 65535)
+            K.launch("softmax.cu", f"softmax_rows<{ct}>", dev, head + (np.int32(lanes), np.int32(log)), grid=(grid,))
+        else:
+            K.launch("softmax.cu", f"softmax_cols<{ct}>", dev, head + (np.int32(log),), n=n_rows)
+    finally:
+        for t in temps:
+            retire(t.buffer)

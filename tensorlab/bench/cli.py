@@ -1,0 +1,202 @@
+"""`python -m tensorlab.bench` / `tensorlab-bench`: the CPU-vs-GPU benchmark command.
+
+Runs the suite (suite.py) on every available device against the baselines present, prints one
+table, and writes tensorlab-bench.json and tensorlab-bench.png into --out."""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+import tensorlab as tl
+from tensorlab import backends
+
+from . import report, suite
+from .libs import BASELINES, torch_has_cuda, torch_module
+
+DEFAULT_OUT = "tensorlab-bench-results"
+
+
+def _int_list(text):
+    try:
+        values = [int(v, 0) for v in text.replace(" ", "").split(",") if v]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return values
+
+
+def _positive(kind):
+    def parse(text):
+        try:
+            v = kind(text)
+        except ValueError:
+            v = None
+        if v is None or not v > 0:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+        return v
+    return parse
+
+
+def _name_list(choices):
+    def parse(text):
+        names = [v for v in text.replace(" ", "").split(",") if v]
+        bad = [n for n in names if n not in choices]
+        if bad:
+            raise argparse.ArgumentTypeError(f"unknown name(s) {', '.join(bad)}; choose from {', '.join(choices)}")
+        return names
+    return parse
+
+
+def parser():
+    p = argparse.ArgumentParser(
+        prog="tensorlab-bench",
+        description="Benchmark tensorlab against NumPy, CuPy and torch on every available device: elementwise "
+                    "(contiguous, broadcast), strided copy, cast, sum, softmax and matmul over a range of sizes. "
+                    "Prints a table and writes a JSON file and a PNG plot.")
+    p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions: the whole run in under a minute")
+    p.add_argument("--tiny", action="store_true",
+                   help="a smoke run in seconds (tiny sizes, few repetitions: the numbers mean nothing)")
+    p.add_argument("--out", default=DEFAULT_OUT, help=f"directory for the JSON and PNG files (default: {DEFAULT_OUT})")
+    p.add_argument("--devices", type=_name_list(["cpu", "cuda"] + [f"cuda:{i}" for i in range(16)]),
+                   help="comma-separated devices (default: cpu and cuda when available)")
+    p.add_argument("--workloads", type=_name_list(list(suite.WORKLOADS)),
+                   help=f"comma-separated subset of {','.join(suite.WORKLOADS)}")
+    p.add_argument("--baselines", type=_name_list(list(BASELINES) + ["none"]),
+                   help="comma-separated baselines to compare with (default: every one installed), or none")
+    p.add_argument("--sizes", type=_int_list, help="elements of the memory-bound workloads, e.g. 1024,1048576")
+    p.add_argument("--matmul-sizes", type=_int_list, help="n of the n x n matmuls, e.g. 256,1024")
+    p.add_argument("--repeat", type=_positive(int), help="most timed repetitions per measurement")
+    p.add_argument("--max-time", type=_positive(float), help="seconds of repetitions per measurement")
+    p.add_argument("--flush-l2", action="store_true", help="flush the last-level cache before every repetition")
+    p.add_argument("--threads", type=_positive(int),
+                   help="torch's CPU threads (torch.set_num_threads; default: torch's own choice)")
+    p.add_argument("--no-plot", action="store_true", help="write the JSON only")
+    return p
+
+
+class Progress:
+    """One status line on stderr: rewritten in place on a terminal, one line per workload otherwise."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.last = None
+        self.t0 = time.perf_counter()
+
+    def __call__(self, done, total, what):
+        text = f"[{done:>{len(str(total))}}/{total}] {time.perf_counter() - self.t0:5.1f}s  {what}"
+        if self.tty:
+            self.stream.write("\r\033[K" + (text if what != "done" else ""))
+        else:
+            key = " ".join(what.split()[:2])
+            if key == self.last:
+                return
+            self.last = key
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+def _devices(requested):
+    """(devices to run, lines to print about CUDA, cuda info for the JSON); SystemExit(2) when CUDA
+    was asked for but cannot run."""
+    reason = backends.cuda_unavailable_reason()
+    available = tl.cuda.is_available()
+    emulated = backends.cuda_emulated()
+    info = {"available": available, "reason": reason, "emulated": False, "devices": []}
+    lines = []
+    wants_cuda = requested is None or any(d.startswith("cuda") for d in requested)
+    if available:
+        default = f"cuda:{tl.cuda.current_device()}"
+    elif emulated and requested is not None and wants_cuda:
+        default = "cuda:0"
+        info["emulated"] = True
+        lines.append("CUDA: EMULATED (TENSORLAB_CUDA_EMULATION=1): the kernels run on the host and the events record "
+                     "host time - the CUDA numbers below say nothing about a GPU.")
+    else:
+        why = reason or "the CUDA emulation driver does not count as a GPU"
+        if requested is not None and wants_cuda:
+            raise SystemExit(f"tensorlab-bench: CUDA was asked for (--devices) but is not available: {why}")
+        lines.append(f"CUDA: not available - {why}\n      Running the CPU part only.")
+        default = None
+    devices = []
+    for d in (requested or (["cpu"] + (["cuda"] if default else []))):
+        d = default if d == "cuda" else d
+        if d not in devices:
+            devices.append(d)
+    for d in devices:
+        if d.startswith("cuda"):
+            try:
+                name = tl.cuda.get_device_name(tl.device(d).index)
+            except RuntimeError as e:  # e.g. cuda:3 on a machine with one GPU
+                raise SystemExit(f"tensorlab-bench: {d}: {e}") from None
+            info["devices"].append({"device": d, "name": name})
+            if available:
+                lines.append(f"CUDA: {d} {name}")
+    return devices, lines, info
+
+
+def _machine():
+    info = {"platform": platform.platform(), "machine": platform.machine(), "processor": platform.processor(),
+            "python": platform.python_version(), "cpu_count": os.cpu_count()}
+    torch = torch_module()
+    if torch is not None:
+        info["torch_threads"] = torch.get_num_threads()
+    return info
+
+
+def _versions():
+    torch = torch_module()
+    out = {"tensorlab": tl.__version__, "numpy": np.__version__, "torch": getattr(torch, "__version__", None),
+           "torch_cuda": torch_has_cuda(torch) if torch is not None else False, "cupy": None}
+    if backends.cuda_unavailable_reason() is None:
+        import cupy
+        out["cupy"] = cupy.__version__
+    return out
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    mode = "tiny" if args.tiny else "quick" if args.quick else "full"
+    s = suite.settings(mode, args.sizes, args.matmul_sizes, args.repeat, args.max_time, args.flush_l2)
+    devices, cuda_lines, cuda_info = _devices(args.devices)
+    workloads = args.workloads or list(suite.WORKLOADS)
+    baselines = None if args.baselines is None else [b for b in args.baselines if b != "none"]
+    versions = _versions()
+    torch = torch_module()
+    if args.threads is not None and torch is not None:
+        torch.set_num_threads(args.threads)
+
+    torch_text = f"torch {versions['torch']} ({torch.get_num_threads()} CPU threads)" if torch else "no torch"
+    print(f"tensorlab-bench {tl.__version__} ({mode}): {platform.platform()}, Python {platform.python_version()}, "
+          f"numpy {versions['numpy']}, {torch_text}" + (f", cupy {versions['cupy']}" if versions["cupy"] else ""))
+    for line in cuda_lines:
+        print(line)
+    print(f"devices: {', '.join(devices)}; workloads: {', '.join(workloads)}", flush=True)
+
+    t0 = time.perf_counter()
+    peaks, results = suite.run(devices, workloads, s, baselines, progress=Progress())
+    elapsed = time.perf_counter() - t0
+
+    print()
+    print(report.table(results))
+    print()
+    print(report.footnotes(results, peaks))
+    doc = {"tool": "tensorlab-bench", "version": tl.__version__, "created": suite.timestamp(), "mode": mode,
+           "argv": list(sys.argv[1:] if argv is None else argv), "elapsed_s": elapsed,
+           "settings": s._asdict(), "machine": _machine(), "libraries": versions, "cuda": cuda_info,
+           "devices": devices, "workloads": workloads, "peaks": peaks, "results": results, "no_plot": args.no_plot}
+    jpath, ppath, note = report.write(args.out, doc)
+    print(f"\nran {len(results)} measurements in {elapsed:.1f} s; wrote {jpath}" + (f" and {ppath}" if ppath else ""))
+    if note:
+        print(f"no plot: {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

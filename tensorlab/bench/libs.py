@@ -1,0 +1,203 @@
+"""The implementations the benchmark compares, behind one small adapter each, so every workload is
+written once: tensorlab (on each device), NumPy (CPU), CuPy (its own ufuncs, reductions and
+cuBLAS matmul) and torch (on each device), when installed.
+
+An adapter moves host (NumPy) data onto its device (`put`), allocates outputs (`empty`), fetches
+results (`get`), and runs the operations the workloads are made of. Outputs are preallocated and
+written with out= where the library allows it, so every implementation is timed on the kernel,
+not on its allocator."""
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+
+import tensorlab as tl
+from tensorlab import backends
+
+
+def _softmax_composed(xp, x):
+    e = xp.exp(x - x.max(axis=-1, keepdims=True))
+    e /= e.sum(axis=-1, keepdims=True)
+    return e
+
+
+class Lib:
+    """An implementation on one device. `name` is what the table shows, `device` the tensorlab
+    device string its work runs on (the Timer times it there)."""
+
+    name = ""
+    baseline = True
+
+    def __init__(self, device="cpu"):
+        self.device = device
+
+    @property
+    def version(self):
+        return getattr(self.xp, "__version__", "")
+
+    def put(self, host):
+        return self.xp.asarray(host)
+
+    def get(self, x):
+        return np.asarray(x)
+
+    def empty(self, shape, dtype):
+        return self.xp.empty(shape, dtype=dtype)
+
+    def add(self, a, b, out):
+        return self.xp.add(a, b, out=out)
+
+    def copyto(self, dst, src):
+        self.xp.copyto(dst, src, casting="unsafe")
+        return dst
+
+    def t(self, x):
+        return x.T
+
+    def sum(self, x):
+        return x.sum()
+
+    def softmax(self, x):
+        return _softmax_composed(self.xp, x)
+
+    def matmul(self, a, b, out):
+        return self.xp.matmul(a, b, out=out)
+
+    def __repr__(self):
+        return f"{self.name} ({self.device})"
+
+
+class NumpyLib(Lib):
+    name = "numpy"
+    xp = np
+
+    def put(self, host):
+        return np.array(host, copy=True)
+
+
+class TensorlabLib(Lib):
+    name = "tensorlab"
+    baseline = False
+    xp = tl
+
+    @property
+    def version(self):
+        return tl.__version__
+
+    def put(self, host):
+        return tl.tensor(host, device=self.device)
+
+    def get(self, x):
+        return x.cpu().numpy()
+
+    def empty(self, shape, dtype):
+        return tl.empty(shape, dtype=tl.dtypes.as_dtype(np.dtype(dtype)), device=self.device)
+
+    def copyto(self, dst, src):
+        return dst.copy_(src)
+
+    def t(self, x):
+        return x.t()
+
+    def softmax(self, x):
+        return tl.softmax(x, -1)
+
+
+class TorchLib(Lib):
+    name = "torch"
+
+    def __init__(self, torch, device="cpu"):
+        super().__init__(device)
+        self.xp = torch
+
+    def put(self, host):
+        return self.xp.from_numpy(np.array(host, copy=True)).to(self.device)
+
+    def get(self, x):
+        return x.cpu().numpy()
+
+    def empty(self, shape, dtype):
+        return self.xp.empty(shape, dtype=getattr(self.xp, np.dtype(dtype).name), device=self.device)
+
+    def copyto(self, dst, src):
+        return dst.copy_(src)
+
+    def t(self, x):
+        return x.t()
+
+    def softmax(self, x):
+        return self.xp.softmax(x, -1)
+
+
+class CupyLib(Lib):
+    name = "cupy"
+
+    def __init__(self, cupy, device="cuda:0"):
+        super().__init__(device)
+        self.xp = cupy
+        self._index = tl.device(device).index or 0
+        try:
+            from cupyx.scipy.special import softmax
+        except ImportError:  # older CuPy: the composed form (same passes NumPy makes)
+            softmax = None
+        self._softmax = softmax
+
+    def put(self, host):
+        with self.xp.cuda.Device(self._index):
+            return self.xp.asarray(host)
+
+    def get(self, x):
+        return self.xp.asnumpy(x)
+
+    def empty(self, shape, dtype):
+        with self.xp.cuda.Device(self._index):
+            return self.xp.empty(shape, dtype=dtype)
+
+    def softmax(self, x):
+        if self._softmax is None:
+            return _softmax_composed(self.xp, x)
+        return self._softmax(x, axis=-1)
+
+
+def _optional(name):
+    try:
+        return importlib.import_module(name)
+    except Exception:  # not installed, or installed but broken (missing CUDA libraries)
+        return None
+
+
+def torch_module():
+    return _optional("torch")
+
+
+def torch_has_cuda(torch):
+    try:
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+def libraries(device, baselines=None):
+    """[tensorlab, baselines...] for a device string ("cpu", "cuda:0"). `baselines`: the names to
+    include (None: every one installed and usable on that device)."""
+    want = (lambda n: True) if baselines is None else (lambda n: n in baselines)
+    out = [TensorlabLib(device)]
+    if device == "cpu":
+        if want("numpy"):
+            out.append(NumpyLib(device))
+        torch = torch_module() if want("torch") else None
+        if torch is not None:
+            out.append(TorchLib(torch, device))
+        return out
+    if want("cupy") and backends.cuda_unavailable_reason() is None:
+        cupy = _optional("cupy")
+        if cupy is not None:
+            out.append(CupyLib(cupy, device))
+    torch = torch_module() if want("torch") else None
+    if torch is not None and torch_has_cuda(torch):
+        out.append(TorchLib(torch, device))
+    return out
+
+
+BASELINES = ("numpy", "cupy", "torch")

@@ -1,0 +1,290 @@
+"""The benchmark suite: workloads, sizes, the bandwidth peak of each device, and the loop that
+checks and times every (device, workload, size, implementation) with tl.benchmark.Timer.
+
+A workload is written once over the library adapters of libs.py. Memory-bound workloads report
+GB/s from the bytes an ideal kernel moves (each input read once, each output written once), and
+the percent of the device's peak, measured in the same run by a plain copy of a large buffer
+(cudaMemcpyAsync device-to-device on CUDA, a NumPy memcpy on the CPU: the backends' copy_bytes).
+matmul reports TFLOP/s (2*n^3 flops). Every implementation's result is checked against NumPy
+before it is timed, so a wrong kernel cannot post a fast time.
+"""
+from __future__ import annotations
+
+import math
+import time
+import traceback
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+import tensorlab as tl
+from tensorlab import backends
+from tensorlab.benchmark import Stopwatch, Timer
+
+from .libs import libraries
+
+F32 = np.float32
+
+
+def split(n, width=None):
+    """(rows, cols) with rows * cols == n: cols = width when it divides n, else the factor pair
+    closest to a square (rows <= cols)."""
+    if width is not None and n % width == 0:
+        return n // width, width
+    r = math.isqrt(n)
+    while n % r:
+        r -= 1
+    return r, n // r
+
+
+class Workload(NamedTuple):
+    name: str
+    title: str
+    unit: str                    # "GB/s" or "TFLOP/s"
+    inputs: Callable             # (size, rng) -> dict of host arrays
+    prepare: Callable            # (lib, host) -> fn(); fn returns the result
+    reference: Callable          # host -> expected NumPy result
+    work: Callable               # host -> bytes moved (GB/s) or flops (TFLOP/s)
+    tol: Callable                # host -> (rtol, atol)
+    shape: Callable              # host -> short shape text
+
+
+def _normal(rng, *shape):
+    return rng.standard_normal(shape, dtype=F32)
+
+
+def _prep_add(lib, h):
+    a, b = lib.put(h["a"]), lib.put(h["b"])
+    out = lib.empty(h["a"].shape, F32)
+    return lambda: lib.add(a, b, out)
+
+
+def _prep_copy(lib, h):
+    src = lib.put(h["src"])
+    dst = lib.empty(h["want_shape"], h["dst_dtype"])
+    if h["transpose"]:
+        return lambda: lib.copyto(dst, lib.t(src))
+    return lambda: lib.copyto(dst, src)
+
+
+def _copy_reference(h):
+    src = h["src"].T if h["transpose"] else h["src"]
+    return src.astype(h["dst_dtype"])
+
+
+def _prep_unary(method):
+    def prepare(lib, h):
+        x = lib.put(h["x"])
+        op = getattr(lib, method)
+        return lambda: op(x)
+    return prepare
+
+
+def _prep_matmul(lib, h):
+    a, b = lib.put(h["a"]), lib.put(h["b"])
+    out = lib.empty((h["a"].shape[0], h["b"].shape[1]), F32)
+    return lambda: lib.matmul(a, b, out)
+
+
+def _softmax_reference(h):
+    x = h["x"].astype(np.float64)
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _nbytes(*arrays):
+    return sum(a.nbytes for a in arrays)
+
+
+EXACT = lambda h: (0.0, 0.0)  # noqa: E731  copies and adds of float32 values round the same everywhere
+
+WORKLOADS = {w.name: w for w in [
+    Workload("add", "c = a + b, contiguous float32", "GB/s",
+             lambda n, rng: {"a": _normal(rng, n), "b": _normal(rng, n)},
+             _prep_add, lambda h: h["a"] + h["b"], lambda h: 3 * h["a"].nbytes, EXACT,
+             lambda h: f"{h['a'].shape[0]}"),
+    Workload("add_bcast", "c = a + b, a (R, 1024) + row b (1024,), float32", "GB/s",
+             lambda n, rng: {"a": _normal(rng, *split(n, 1024)), "b": _normal(rng, split(n, 1024)[1])},
+             _prep_add, lambda h: h["a"] + h["b"], lambda h: 2 * h["a"].nbytes + h["b"].nbytes, EXACT,
+             lambda h: "{}x{} + {}".format(*h["a"].shape, h["b"].shape[0])),
+    Workload("copy_T", "transposed (strided) copy dst.copy_(src.t()), float32", "GB/s",
+             lambda n, rng: {"src": _normal(rng, *split(n)[::-1]), "transpose": True, "dst_dtype": F32,
+                             "want_shape": split(n)},
+             _prep_copy, _copy_reference, lambda h: 2 * h["src"].nbytes, EXACT,
+             lambda h: "{}x{}.t()".format(*h["src"].shape)),
+    Workload("cast_f16", "cast dst_f16.copy_(src_f32), contiguous", "GB/s",
+             lambda n, rng: {"src": _normal(rng, n), "transpose": False, "dst_dtype": np.float16, "want_shape": (n,)},
+             _prep_copy, _copy_reference, lambda h: h["src"].nbytes * 6 // 4, EXACT,
+             lambda h: f"{h['src'].shape[0]}"),
+    Workload("sum", "full sum of a float32 vector", "GB/s",
+             lambda n, rng: {"x": _normal(rng, n)},
+             _prep_unary("sum"), lambda h: h["x"].astype(np.float64).sum(), lambda h: h["x"].nbytes,
+             lambda h: (1e-4, 1e-5 * float(np.abs(h["x"]).sum())), lambda h: f"{h['x'].shape[0]}"),
+    Workload("softmax", "softmax over the last dim of (R, 1024), float32", "GB/s",
+             lambda n, rng: {"x": _normal(rng, *split(n, 1024))},
+             _prep_unary("softmax"), _softmax_reference, lambda h: 2 * h["x"].nbytes, lambda h: (1e-4, 1e-6),
+             lambda h: "{}x{}".format(*h["x"].shape)),
+    Workload("matmul", "C = A @ B, square float32 (cuBLAS for CuPy)", "TFLOP/s",
+             lambda n, rng: {"a": _normal(rng, n, n), "b": _normal(rng, n, n)},
+             _prep_matmul, lambda h: h["a"].astype(np.float64) @ h["b"].astype(np.float64),
+             lambda h: 2 * h["a"].shape[0] ** 3,
+             lambda h: (2e-3, 2e-3 * math.sqrt(h["a"].shape[0])), lambda h: "{0}x{0}x{0}".format(h["a"].shape[0])),
+]}
+
+# sizes: elements of the main operand for memory-bound workloads, n for matmul (n x n)
+SIZES = {"cpu": [1 << k for k in range(10, 25, 2)], "cuda": [1 << k for k in range(12, 27, 2)]}
+MATMUL_SIZES = {"cpu": [64, 128, 256, 512, 1024], "cuda": [256, 512, 1024, 2048, 4096, 8192]}
+QUICK_SIZES = {"cpu": [1 << 12, 1 << 16, 1 << 20, 1 << 22], "cuda": [1 << 12, 1 << 16, 1 << 20, 1 << 24]}
+QUICK_MATMUL_SIZES = {"cpu": [64, 256, 512], "cuda": [256, 1024, 4096]}
+TINY_SIZES, TINY_MATMUL_SIZES = [1024, 4096], [16, 32]
+PEAK_BYTES = {"cpu": 256 << 20, "cuda": 1 << 30}
+QUICK_PEAK_BYTES = {"cpu": 64 << 20, "cuda": 256 << 20}
+TINY_PEAK_BYTES = 4 << 20
+
+
+class Settings(NamedTuple):
+    sizes: dict            # device type -> sizes of the memory-bound workloads
+    matmul_sizes: dict     # device type -> n
+    peak_bytes: dict       # device type -> bytes copied for the peak
+    warmup: int = 3
+    repeat: int = 50
+    max_time: float = 1.0  # seconds of repetitions per measurement
+    flush_l2: bool = False
+
+
+def settings(mode="full", sizes=None, matmul_sizes=None, repeat=None, max_time=None, flush_l2=False):
+    """The Settings of a mode ("full", "quick", "tiny"), with explicit sizes/repeat/max_time on top."""
+    if mode == "tiny":
+        s = Settings({"cpu": TINY_SIZES, "cuda": TINY_SIZES}, {"cpu": TINY_MATMUL_SIZES, "cuda": TINY_MATMUL_SIZES},
+                     {"cpu": TINY_PEAK_BYTES, "cuda": TINY_PEAK_BYTES}, warmup=1, repeat=5, max_time=0.02)
+    elif mode == "quick":
+        s = Settings(QUICK_SIZES, QUICK_MATMUL_SIZES, QUICK_PEAK_BYTES, warmup=2, repeat=20, max_time=0.1)
+    else:
+        s = Settings(SIZES, MATMUL_SIZES, PEAK_BYTES)
+    if sizes:
+        s = s._replace(sizes={"cpu": list(sizes), "cuda": list(sizes)})
+    if matmul_sizes:
+        s = s._replace(matmul_sizes={"cpu": list(matmul_sizes), "cuda": list(matmul_sizes)})
+    if repeat:
+        s = s._replace(repeat=repeat)
+    if max_time:
+        s = s._replace(max_time=max_time)
+    return s._replace(flush_l2=flush_l2)
+
+
+def sizes_for(workload, device, s):
+    kind = tl.device(device).type
+    return s.matmul_sizes[kind] if workload == "matmul" else s.sizes[kind]
+
+
+def measure_peak(device, nbytes, s):
+    """The device's copy bandwidth (GB/s, read + write) from the backend's raw byte copy of
+    `nbytes` (cudaMemcpyAsync device-to-device on CUDA, a NumPy memcpy on the CPU)."""
+    be = backends.get(tl.device(device))
+    src = tl.ones(nbytes, dtype=tl.uint8, device=device).untyped_storage()._buf
+    dst = tl.empty(nbytes, dtype=tl.uint8, device=device).untyped_storage()._buf
+    m = Timer(be.copy_bytes, (dst, src, nbytes), device=device, label="peak copy", warmup=s.warmup,
+              repeat=max(s.repeat // 2, 3), max_time=s.max_time).measure()
+    how = "np.copyto memcpy" if device == "cpu" else "cudaMemcpyAsync device-to-device"
+    if m.emulated:
+        how += " on the emulated device"
+    return {"GBps": 2 * nbytes / m.median / 1e9, "bytes": nbytes, "how": f"{how} of {nbytes >> 20} MiB, median of "
+            f"{m.repeat}", "measurement": m.to_dict()}
+
+
+def _short_error(e):
+    text = f"{type(e).__name__}: {e}".splitlines()[0]
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def check_result(lib, result, want, tol, what):
+    """AssertionError unless lib's result matches the NumPy reference within tol=(rtol, atol)."""
+    got = lib.get(result)
+    rtol, atol = tol
+    if np.shape(got) != np.shape(want):
+        raise AssertionError(f"{what}: wrong result shape {np.shape(got)}, expected {np.shape(want)}")
+    if not np.allclose(np.asarray(got, dtype=np.float64), want, rtol=rtol, atol=atol, equal_nan=True):
+        diff = float(np.max(np.abs(np.asarray(got, dtype=np.float64) - want)))
+        raise AssertionError(f"{what}: result differs from NumPy's (max abs diff {diff:.3g}); not timed")
+
+
+def run_case(lib, workload, host, want, size, s):
+    """Check, then time, one implementation on one input; returns the result record."""
+    rec = {"device": lib.device, "workload": workload.name, "size": size, "shape": workload.shape(host),
+           "impl": lib.name, "unit": workload.unit, "work": workload.work(host), "error": None}
+    fn = None
+    try:
+        fn = workload.prepare(lib, host)
+        sw = Stopwatch(lib.device).start()
+        result = fn()
+        sw.stop()
+        sw.synchronize()
+        rec["first_call_s"] = sw.elapsed_ms() / 1e3
+        check_result(lib, result, want, workload.tol(host), f"{lib.name} {workload.name}")
+        del result
+        m = Timer(fn, device=lib.device, label=f"{workload.name} {size} {lib.name}", warmup=s.warmup,
+                  repeat=s.repeat, max_time=s.max_time, flush_l2=s.flush_l2).measure()
+    except Exception as e:  # one broken implementation must not stop the suite; the error is reported
+        rec["error"] = _short_error(e)
+        rec["traceback"] = traceback.format_exc(limit=6)
+        return rec
+    finally:
+        del fn
+    rec.update(m.to_dict())
+    rate = rec["work"] / m.median
+    rec["throughput"] = rate / 1e12 if workload.unit == "TFLOP/s" else rate / 1e9
+    return rec
+
+
+def plan(devices, workloads, s, baselines=None):
+    """[(device, workload, size, [libs])] in the order they run."""
+    out = []
+    for device in devices:
+        libs = libraries(device, baselines)
+        for w in workloads:
+            for size in sizes_for(w, device, s):
+                out.append((device, WORKLOADS[w], size, libs))
+    return out
+
+
+def run(devices, workloads, s, baselines=None, progress=None):
+    """Run the suite; returns (peaks {device: peak dict}, results [record])."""
+    cases = plan(devices, workloads, s, baselines)
+    total = sum(len(c[3]) for c in cases)
+    done = 0
+    peaks, results = {}, []
+    for device in devices:
+        if progress:
+            progress(done, total, f"{device}: measuring the copy peak")
+        peaks[device] = measure_peak(device, s.peak_bytes[tl.device(device).type], s)
+    rng = np.random.default_rng(0)
+    for device, w, size, libs in cases:
+        host = w.inputs(size, rng)
+        want = w.reference(host)
+        for lib in libs:
+            if progress:
+                progress(done, total, f"{device} {w.name} {size} {lib.name}")
+            rec = run_case(lib, w, host, want, size, s)
+            peak = peaks[device]["GBps"]
+            if rec["error"] is None and w.unit == "GB/s":
+                rec["pct_peak"] = 100.0 * rec["throughput"] / peak
+            results.append(rec)
+            done += 1
+        _ratios(results[-len(libs):])
+    if progress:
+        progress(done, total, "done")
+    return peaks, results
+
+
+def _ratios(group):
+    """On tensorlab's record of one case: each baseline's median over tensorlab's (above 1:
+    tensorlab is faster)."""
+    ours = next((r for r in group if r["impl"] == "tensorlab"), None)
+    if ours is None or ours["error"] is not None:
+        return
+    ours["ratios"] = {r["impl"]: r["median_s"] / ours["median_s"] for r in group
+                      if r is not ours and r["error"] is None}
+
+
+def timestamp():
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")

@@ -1,0 +1,271 @@
+"""The CuPy driver: that it implements the whole driver interface (runs everywhere, CuPy not
+needed), and, on a real GPU only, that each call does what the interface says."""
+from __future__ import annotations
+
+import gc
+import inspect
+import threading
+
+import numpy as np
+import pytest
+
+from tensorlab.backends.cuda.cupy_driver import CupyDriver
+from tensorlab.backends.cuda.driver import Driver, OutOfMemory, Pointer
+from tensorlab.kernels_path import kernel_dir
+
+
+def _interface_methods():
+    return {name: fn for name, fn in vars(Driver).items()
+            if inspect.isfunction(fn) and not name.startswith("_")}
+
+
+def test_cupy_driver_implements_every_driver_method_with_its_signature():
+    methods = _interface_methods()
+    assert len(methods) >= 30  # the protocol as written: devices, memory, streams, events, modules
+    for name, proto in methods.items():
+        impl = getattr(CupyDriver, name, None)
+        assert callable(impl), f"CupyDriver lacks {name}"
+        want = list(inspect.signature(proto).parameters)
+        got = list(inspect.signature(impl).parameters)
+        assert got == want, f"CupyDriver.{name}{inspect.signature(impl)} != Driver.{name}{inspect.signature(proto)}"
+    assert CupyDriver.name == "cupy"
+
+
+def test_cupy_driver_module_imports_without_touching_cupy():
+    d = CupyDriver()  # construction allocates nothing and needs no device
+    assert d._pool is None
+
+
+# -- real GPU only ------------------------------------------------------------------------------------
+def _gpu():
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            raise RuntimeError("no device")
+    except Exception as e:
+        pytest.skip(f"needs a real CUDA GPU with CuPy: {e}")
+    return CupyDriver()
+
+
+@pytest.fixture
+def drv():
+    d = _gpu()
+    yield d
+    d.device_synchronize(0)
+
+
+def _upload(d, arr, stream):
+    buf = d.malloc(arr.nbytes, 0, stream)
+    d.memcpy_htod(Pointer(buf), np.ascontiguousarray(arr), arr.nbytes, stream, False)
+    return buf
+
+
+def _download(d, buf, nbytes, dtype, stream, offset=0):
+    out = np.empty(nbytes // np.dtype(dtype).itemsize, dtype)
+    d.memcpy_dtoh(out, Pointer(buf, offset), nbytes, stream, False)
+    return out
+
+
+def test_devices_and_properties(drv):
+    import cupy
+    n = drv.device_count()
+    assert n == cupy.cuda.runtime.getDeviceCount() >= 1
+    assert 0 <= drv.current_device() < n
+    p = drv.device_properties(0)
+    assert set(p) == {"name", "total_memory", "multi_processor_count", "major", "minor", "max_threads_per_block",
+                      "max_shared_memory_per_block", "warp_size", "l2_cache_size"}
+    assert p["warp_size"] == 32 and p["major"] >= 3 and p["total_memory"] > 2 ** 30
+    assert drv.device_name(0) == p["name"] and isinstance(p["name"], str) and p["name"]
+    free, total = drv.mem_get_info(0)
+    assert 0 < free <= total == p["total_memory"]
+    drv.set_device(0)
+    assert drv.current_device() == 0
+
+
+def test_memcpy_round_trip_dtod_and_memset(drv):
+    s = drv.current_stream(0)
+    x = np.arange(1000, dtype=np.float32)
+    a = _upload(drv, x, s)
+    assert a.nbytes == 4000 and a.device == 0 and a.ptr != 0
+    b = drv.malloc(4000, 0, s)
+    drv.memcpy_dtod(Pointer(b), Pointer(a), 4000, s)
+    np.testing.assert_array_equal(_download(drv, b, 4000, np.float32, s), x)
+    drv.memset(Pointer(b, 400), 0, 400, s)  # elements 100..199
+    got = _download(drv, b, 4000, np.float32, s)
+    want = x.copy()
+    want[100:200] = 0
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(_download(drv, a, 40, np.float32, s, offset=40), x[10:20])
+    drv.free(a, s)
+    drv.free(b, s)
+    drv.free(b, s)  # a second free is a no-op
+
+
+def test_pinned_memory_and_async_copies_keep_the_host_buffer_alive(drv):
+    h = drv.pinned_empty(1 << 20)
+    assert h.dtype == np.uint8 and h.shape == (1 << 20,) and h.flags.writeable
+    assert drv.is_pinned(h) and drv.is_pinned(h[100:])
+    assert not drv.is_pinned(np.empty(1 << 20, np.uint8))
+    assert drv.pinned_empty(0).shape == (0,)
+    s = drv.create_stream(0)
+    src = drv.pinned_empty(1 << 22).view(np.float32)
+    src[:] = np.arange(src.size, dtype=np.float32)
+    want = src.copy()
+    buf = drv.malloc(src.nbytes, 0, s)
+    drv.memcpy_htod(Pointer(buf), src, src.nbytes, s, True)
+    del src  # the driver keeps the pinned source alive until the copy ran
+    gc.collect()
+    back = drv.pinned_empty(want.nbytes).view(np.float32)
+    drv.memcpy_dtoh(back, Pointer(buf), want.nbytes, s, True)
+    drv.stream_synchronize(s)
+    np.testing.assert_array_equal(back, want)
+    drv.free(buf, s)
+
+
+def test_streams_are_per_thread_and_per_device(drv):
+    default = drv.current_stream(0)
+    assert drv.current_stream(0) is default
+    s = drv.create_stream(0, priority=-1)
+    assert s.priority == -1  # every GPU since Kepler has priorities 0 .. -5 or wider
+    assert -100 < drv.create_stream(0, priority=-100).priority < 0  # clamped into the device's range
+    drv.set_current_stream(0, s)
+    try:
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(drv.current_stream(0)))
+        t.start()
+        t.join()
+        assert seen[0] is default
+        assert drv.current_stream(0) is s
+    finally:
+        drv.set_current_stream(0, default)
+    assert drv.current_stream(0) is default
+    assert drv.stream_query(s)
+
+
+def _kernel_source(tmp_path):
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "scale.cuh").write_text("template <typename T> __device__ T twice(T x) { return x + x; }\n")
+    src = tmp_path / "k.cu"
+    src.write_text(
+        '#include "inc/scale.cuh"\n'
+        "struct Affine { long long n; float a; float b; };\n"
+        "template <typename T> __global__ void affine(T* out, const T* x, Affine p) {\n"
+        "  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < p.n) out[i] = twice(x[i]) * (T)p.a + (T)p.b;\n"
+        "}\n"
+        "__global__ void spin(long long cycles) {\n"
+        "  long long t0 = clock64(); while (clock64() - t0 < cycles) {}\n"
+        "}\n"
+        "extern __shared__ float smem[];\n"
+        "__global__ void big_smem(float* out, int n) {\n"
+        "  for (int i = threadIdx.x; i < n; i += blockDim.x) smem[i] = (float)i;\n"
+        "  __syncthreads();\n"
+        "  for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = smem[n - 1 - i];\n"
+        "}\n")
+    return src
+
+
+def test_load_module_and_launch_with_pointers_scalars_and_structs(drv, tmp_path):
+    src = _kernel_source(tmp_path)
+    mod = drv.load_module(src, ("affine<float>", "affine<double>", "spin", "big_smem"), (), 0)
+    s = drv.current_stream(0)
+    x = np.linspace(-3, 3, 1000)
+    affine_t = np.dtype([("n", np.int64), ("a", np.float32), ("b", np.float32)], align=True)
+    for dt, name in ((np.float32, "affine<float>"), (np.float64, "affine<double>")):
+        xs = x.astype(dt)
+        xb = _upload(drv, xs, s)
+        out = drv.malloc(xs.nbytes, 0, s)
+        p = np.array((1000, 1.5, -2.0), dtype=affine_t)[()]
+        assert type(p) is np.void
+        drv.launch(mod.get_function(name), (4,), (256,), (Pointer(out), Pointer(xb), p), 0, s)
+        np.testing.assert_allclose(_download(drv, out, xs.nbytes, dt, s), 2 * xs * dt(1.5) - 2, rtol=1e-6)
+    # an offset pointer: the kernel sees element 10 as element 0
+    xs = x.astype(np.float32)
+    xb = _upload(drv, xs, s)
+    out = drv.malloc(xs.nbytes, 0, s)
+    p = np.array((990, 1.0, 0.0), dtype=affine_t)[()]
+    drv.launch(mod.get_function("affine<float>"), (4,), (256,), (Pointer(out), Pointer(xb, 40), p), 0, s)
+    np.testing.assert_allclose(_download(drv, out, 990 * 4, np.float32, s), 2 * xs[10:], rtol=1e-6)
+    # more than 48 KiB of dynamic shared memory needs the per-kernel opt-in the driver makes
+    n = 16384  # 64 KiB of floats
+    if drv.device_properties(0)["major"] >= 7:
+        big = drv.malloc(n * 4, 0, s)
+        drv.launch(mod.get_function("big_smem"), (1,), (256,), (Pointer(big), np.int32(n)), n * 4, s)
+        np.testing.assert_array_equal(_download(drv, big, n * 4, np.float32, s), np.arange(n - 1, -1, -1))
+
+
+def test_the_projects_fill_kernel_with_a_strided_layout_struct(drv):
+    mod = drv.load_module(kernel_dir() / "fill.cu", ("fill_strided<float, int>",), ("-std=c++17",), 0)
+    s = drv.current_stream(0)
+    buf = drv.malloc(6 * 4 * 4, 0, s)
+    drv.memset(Pointer(buf), 0, 96, s)
+    lay_t = np.dtype([("shape", np.int32, 8), ("stride", np.int32, 8), ("ndim", np.int32)], align=True)
+    lay = np.zeros((), lay_t)
+    lay["shape"][:2] = (6, 2)  # columns 0 and 2 of a (6, 4) row-major matrix
+    lay["stride"][:2] = (4, 2)
+    lay["ndim"] = 2
+    drv.launch(mod.get_function("fill_strided<float, int>"), (1,), (128,),
+               (Pointer(buf), np.float32(7.0), np.int32(12), lay[()]), 0, s)
+    got = _download(drv, buf, 96, np.float32, s).reshape(6, 4)
+    want = np.zeros((6, 4), np.float32)
+    want[:, ::2] = 7
+    np.testing.assert_array_equal(got, want)
+
+
+def test_events_time_a_kernel_and_order_streams(drv, tmp_path):
+    mod = drv.load_module(_kernel_source(tmp_path), ("spin",), (), 0)
+    spin = mod.get_function("spin")
+    s1, s2 = drv.create_stream(0), drv.create_stream(0)
+    start, end = drv.create_event(True, False), drv.create_event(True, True)
+    assert drv.event_query(start)  # never recorded: nothing pending
+    drv.event_record(start, s1)
+    drv.launch(spin, (1,), (1,), (np.int64(50_000_000),), 0, s1)  # ~25 ms at 2 GHz
+    drv.event_record(end, s1)
+    drv.stream_wait_event(s2, end)
+    assert not drv.stream_query(s1)
+    drv.event_synchronize(end)
+    assert drv.event_query(end)
+    ms = drv.event_elapsed_ms(start, end)
+    assert 1.0 < ms < 10_000
+    drv.stream_synchronize(s2)
+    assert drv.stream_query(s2)
+
+
+def test_memory_stats_and_stream_ordered_free(drv, tmp_path):
+    drv.empty_cache()
+    s_alloc, s_use = drv.current_stream(0), drv.create_stream(0)
+    before = drv.memory_stats(0)
+    assert set(before) == {"allocated", "max_allocated", "reserved", "max_reserved"}
+    buf = drv.malloc(1 << 20, 0, s_alloc)
+    after = drv.memory_stats(0)
+    assert after["allocated"] - before["allocated"] == 1 << 20  # a 1 MiB request is one 1 MiB block
+    assert after["reserved"] >= after["allocated"] and after["max_allocated"] >= after["allocated"]
+    drv.free(buf, s_alloc)
+    assert drv.memory_stats(0)["allocated"] == before["allocated"]
+    drv.reset_peak_memory_stats(0)
+    assert drv.memory_stats(0)["max_allocated"] == before["allocated"]
+    # freed on another stream: held until an event on that stream completed
+    mod = drv.load_module(_kernel_source(tmp_path), ("spin",), (), 0)
+    buf = drv.malloc(1 << 20, 0, s_alloc)
+    drv.launch(mod.get_function("spin"), (1,), (1,), (np.int64(50_000_000),), 0, s_use)
+    drv.free(buf, s_use)
+    assert drv.memory_stats(0)["allocated"] == before["allocated"] + (1 << 20)  # the spin is still running
+    drv.stream_synchronize(s_use)
+    assert drv.memory_stats(0)["allocated"] == before["allocated"]
+    # a dropped buffer (never freed) gives its bytes back too
+    buf = drv.malloc(4096, 0, s_alloc)
+    del buf
+    gc.collect()
+    assert drv.memory_stats(0)["allocated"] == before["allocated"]
+    drv.empty_cache()
+    assert drv.memory_stats(0)["reserved"] <= after["reserved"]
+
+
+def test_out_of_memory_names_the_request_and_free_bytes(drv):
+    total = drv.device_properties(0)["total_memory"]
+    with pytest.raises(OutOfMemory) as e:
+        drv.malloc(4 * total, 0, drv.current_stream(0))
+    assert e.value.nbytes == 4 * total
+    assert 0 <= e.value.free <= total
+    buf = drv.malloc(1024, 0, drv.current_stream(0))  # the driver still works
+    drv.free(buf, drv.current_stream(0))
