@@ -22,7 +22,6 @@ import pytest
 
 from tensorlab.backends.cuda.driver import Pointer
 from tensorlab.backends.cuda.emulation import build, enabled
-from tensorlab.kernels_path import kernel_dir
 
 PROBE = Path(__file__).parent / "kernels" / "emulation_probe.cu"
 NAMES = ("block_sum<float>", "block_sum<int>", "block_sum<__half>", "reverse_dynamic", "warp_ops", "atomics",
@@ -264,23 +263,3 @@ def test_emulation_is_not_a_gpu_for_users():
     be = backends.get(Device("cuda:0"))
     assert be.__name__ == "tensorlab.backends.cuda" and be.driver.name == "emulation"
     assert tl.zeros(2, device="cuda").device == Device("cuda:0")
-
-
-def test_probe_kernels_are_plain_cuda_for_nvrtc():
-    try:
-        from cupy_backends.cuda.libs import nvrtc
-        import nvidia.cuda_runtime as rt
-    except Exception as e:
-        pytest.skip(f"NVRTC not installed: {e}")
-    include = Path(list(rt.__path__)[0]) / "include"
-    prog = nvrtc.createProgram(PROBE.read_text(), PROBE.name, (), ())
-    try:
-        for name in NAMES:
-            nvrtc.addNameExpression(prog, name)
-        try:
-            nvrtc.compileProgram(prog, ["-std=c++17", "--gpu-architecture=sm_80", f"-I{kernel_dir()}",
-                                        f"-I{include}"])
-        except Exception as e:
-            pytest.fail(f"{PROBE.name} is not valid CUDA: {e}\n{nvrtc.getProgramLog(prog)}")
-    finally:
-        nvrtc.destroyProgram(prog)

@@ -151,7 +151,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         again = _analytical(xs, diff, outputs) if outputs else {}
     numerical = _numerical(func, xs, diff, outputs, eps)
     for (i, k), a in analytical.items():
-        n = numerical[i, k]
+        n = numerical[i, k].to(a.device)  # a cross-device op (copy_ from CUDA into a CPU tensor)
         if not _close(a, n, atol, rtol):
             diffs = (a - n).abs()
             worst = int(diffs.reshape(-1).argmax().item()) if diffs.numel() else 0
