@@ -31,7 +31,11 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "run_last: runs after every other test (tests/test_kernel_coverage.py)")
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m cuda` selects: tests that take the `cuda` fixture run there too
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "cuda" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.cuda)
     last = [item for item in items if item.get_closest_marker("run_last")]
     if last:
         items[:] = [item for item in items if not item.get_closest_marker("run_last")] + last
@@ -53,3 +57,28 @@ def _seed():
     np.random.seed(0)
     yield
     tl.set_default_dtype(tl.float32)
+
+
+@pytest.fixture(params=["int", "long long"])
+def index(request, device):
+    """CUDA kernels come in 32- and 64-bit index instantiations: the "long long" parameter forces the
+    64-bit ones (tensors of 2**31 elements are out of reach in tests)."""
+    if request.param == "long long":
+        if device == "cpu":
+            pytest.skip("index types are a CUDA kernel choice")
+        from tensorlab.backends.cuda import launch
+        with launch.wide_indexing():
+            yield request.param
+        return
+    yield request.param
+
+
+@pytest.fixture
+def cuda():
+    """A CUDA device, real or emulated (TENSORLAB_CUDA_EMULATION=1); skipped when there is none."""
+    from tensorlab import backends
+    if not backends.cuda_emulated():
+        reason = backends.cuda_unavailable_reason()
+        if reason is not None:
+            pytest.skip(f"no CUDA device (real, or emulated with TENSORLAB_CUDA_EMULATION=1): {reason}")
+    return "cuda"

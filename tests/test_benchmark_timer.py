@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import tensorlab as tl
-from tensorlab import backends
 from tensorlab import benchmark as B
 
 
@@ -37,14 +36,6 @@ def clock(monkeypatch):
     c = FakeClock()
     monkeypatch.setattr(B, "time", c)
     return c
-
-
-@pytest.fixture
-def cuda():
-    reason = backends.cuda_unavailable_reason()
-    if reason is not None and not backends.cuda_emulated():
-        pytest.skip(f"needs a CUDA device (real or emulated): {reason}")
-    return "cuda"
 
 
 # -- Measurement ----------------------------------------------------------------------------------

@@ -12,23 +12,6 @@ import tensorlab as tl
 from tensorlab import backends
 
 
-def _needs(*primitives):
-    """Skip until the CUDA backend has these primitives (kernels land family by family)."""
-    be = backends._load_cuda()
-    missing = [p for p in primitives if not hasattr(be, p)]
-    if missing:
-        pytest.skip(f"the CUDA backend has no {', '.join(missing)} primitive yet")
-
-
-@pytest.fixture
-def cuda():
-    if not backends.cuda_emulated():
-        reason = backends.cuda_unavailable_reason()
-        if reason is not None:
-            pytest.skip(f"no CUDA device (real, or emulated with TENSORLAB_CUDA_EMULATION=1): {reason}")
-    return "cuda"
-
-
 # -- devices ------------------------------------------------------------------------------------------
 def test_device_queries(cuda):
     n = tl.cuda.device_count()
@@ -276,7 +259,6 @@ def test_out_of_memory_error(cuda):
 
 # -- seeding ------------------------------------------------------------------------------------------
 def test_manual_seed_reproduces_and_matches_the_cpu(cuda):
-    _needs("philox_uniform")
     tl.cuda.manual_seed(1234)
     a = tl.rand(100, device=cuda)
     tl.cuda.manual_seed(1234)

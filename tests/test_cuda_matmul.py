@@ -18,19 +18,6 @@ SIZES = [(1, 1, 1), (1, 130, 7), (130, 1, 9), (17, 33, 15), (31, 40, 16), (63, 6
          (65, 127, 17), (128, 128, 8), (129, 130, 33), (130, 64, 1)]
 
 
-@pytest.fixture(params=["int", "long long"])
-def index(request, device):
-    """On CUDA, force the kernels' long long instantiations for the "long long" parameter."""
-    if request.param == "long long":
-        if device == "cpu":
-            pytest.skip("index types are a CUDA kernel choice")
-        from tensorlab.backends.cuda import launch
-        with launch.wide_indexing():
-            yield request.param
-        return
-    yield request.param
-
-
 def reference(a, b):
     """a @ b as the backends compute it: floats exactly (float64) then rounded once to the
     dtype, integers wrapping modulo 2**bits, bool as any(a and b)."""

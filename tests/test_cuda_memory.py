@@ -16,19 +16,6 @@ ALL = list(dtypes.ALL)
 VALUES = [[-3.0, -1.5, 0.0, 0.5], [1.0, 2.75, 64.0, 100.0], [7.0, -0.25, 3.0, 12.5]]
 
 
-@pytest.fixture(params=["int", "long long"])
-def index(request, device):
-    """On CUDA, force the long long instantiations for the "long long" parameter."""
-    if request.param == "long long":
-        if device == "cpu":
-            pytest.skip("index types are a CUDA kernel choice")
-        from tensorlab.backends.cuda import launch
-        with launch.wide_indexing():
-            yield request.param
-        return
-    yield request.param
-
-
 def host(t):
     """A tensor's values as NumPy (through .cpu(): the device-to-host path under test)."""
     return t.cpu().numpy()

@@ -17,19 +17,6 @@ FLOATS = [d for d in ALL if d.is_floating_point]
 _TOL = {"float16": 1e-2, "bfloat16": 2e-2, "float32": 2e-5, "float64": 1e-12}
 
 
-@pytest.fixture(params=["int", "long long"])
-def index(request, device):
-    """On CUDA, force the long long instantiations for the "long long" parameter."""
-    if request.param == "long long":
-        if device == "cpu":
-            pytest.skip("index types are a CUDA kernel choice")
-        from tensorlab.backends.cuda import launch
-        with launch.wide_indexing():
-            yield request.param
-        return
-    yield request.param
-
-
 def values(shape, dtype, seed=0, low=-3, high=4):
     rng = np.random.default_rng(seed)
     if dtype is tl.bool:
