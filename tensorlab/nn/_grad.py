@@ -1,23 +1,10 @@
-"""Grad-mode glue shared by nn and optim. The autograd package provides tl.no_grad and
-tl.enable_grad; these wrappers look them up at call time so nn and optim also work (without
-recording anything) when autograd is absent. Updates that autograd must not record (optimizer
-steps, init, clipping, load_state_dict) write through `t.detach()`: same storage and version
-counter, so autograd still sees the write, but a leaf that requires grad is not refused."""
+"""Grad-mode glue shared by nn and optim. Updates that autograd must not record (optimizer steps,
+init, clipping, load_state_dict) run under no_grad and write through `t.detach()`: same storage and
+version counter, so autograd still sees the write, but a leaf that requires grad is not refused."""
 from __future__ import annotations
 
-import contextlib
-
 import tensorlab as _tl
-
-
-def no_grad():
-    ctx = getattr(_tl, "no_grad", None)
-    return contextlib.nullcontext() if ctx is None else ctx()
-
-
-def enable_grad():
-    ctx = getattr(_tl, "enable_grad", None)
-    return contextlib.nullcontext() if ctx is None else ctx()
+from ..autograd import enable_grad, no_grad  # noqa: F401  (re-exported for nn and optim)
 
 
 def zero_grads(params, set_to_none=True):
