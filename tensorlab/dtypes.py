@@ -15,10 +15,11 @@ _BOOL, _INT, _FLOAT = 0, 1, 2
 class DType:
     """A tensor element type. Compare with `is`/`==`; `repr` reads like torch's."""
 
-    __slots__ = ("name", "itemsize", "category", "is_signed", "np", "ctype", "_rank")
+    __slots__ = ("name", "itemsize", "category", "is_signed", "np", "ctype", "torch_name", "_rank")
 
-    def __init__(self, name, np_type, ctype, category, is_signed, rank):
+    def __init__(self, name, np_type, ctype, torch_name, category, is_signed, rank):
         self.name = name
+        self.torch_name = torch_name  # torch's scalar type name, as its messages spell it ("Float")
         self.np = np.dtype(np_type)
         self.itemsize = self.np.itemsize
         self.ctype = ctype
@@ -41,20 +42,20 @@ class DType:
         return f"tensorlab.{self.name}"
 
     def __reduce__(self):
-        return (_by_name, (self.name,))
+        return (by_name, (self.name,))
 
 
-# name, numpy type, CUDA C type, category, signed, rank within category
-bool_ = DType("bool", np.bool_, "bool", _BOOL, False, 0)
-uint8 = DType("uint8", np.uint8, "unsigned char", _INT, False, 1)
-int8 = DType("int8", np.int8, "signed char", _INT, True, 1)
-int16 = DType("int16", np.int16, "short", _INT, True, 2)
-int32 = DType("int32", np.int32, "int", _INT, True, 3)
-int64 = DType("int64", np.int64, "long long", _INT, True, 4)
-float16 = DType("float16", np.float16, "__half", _FLOAT, True, 1)
-bfloat16 = DType("bfloat16", ml_dtypes.bfloat16, "__nv_bfloat16", _FLOAT, True, 1)
-float32 = DType("float32", np.float32, "float", _FLOAT, True, 2)
-float64 = DType("float64", np.float64, "double", _FLOAT, True, 3)
+# name, numpy type, CUDA C type, torch's scalar type name, category, signed, rank within category
+bool_ = DType("bool", np.bool_, "bool", "Bool", _BOOL, False, 0)
+uint8 = DType("uint8", np.uint8, "unsigned char", "Byte", _INT, False, 1)
+int8 = DType("int8", np.int8, "signed char", "Char", _INT, True, 1)
+int16 = DType("int16", np.int16, "short", "Short", _INT, True, 2)
+int32 = DType("int32", np.int32, "int", "Int", _INT, True, 3)
+int64 = DType("int64", np.int64, "long long", "Long", _INT, True, 4)
+float16 = DType("float16", np.float16, "__half", "Half", _FLOAT, True, 1)
+bfloat16 = DType("bfloat16", ml_dtypes.bfloat16, "__nv_bfloat16", "BFloat16", _FLOAT, True, 1)
+float32 = DType("float32", np.float32, "float", "Float", _FLOAT, True, 2)
+float64 = DType("float64", np.float64, "double", "Double", _FLOAT, True, 3)
 
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 FLOATING = (float16, bfloat16, float32, float64)
@@ -66,8 +67,16 @@ half, float, double, short, int, long = float16, float32, float64, int16, int32,
 bool = bool_  # noqa: A001  (torch exposes torch.bool)
 
 
-def _by_name(name):
+def by_name(name):
     return _BY_NAME[name]
+
+
+def wrap_scalar(v, np_dtype):
+    """A Python number as a NumPy scalar of `np_dtype`; integers wrap like a C cast (torch: int8 + 1000)."""
+    try:
+        return np_dtype.type(v)
+    except OverflowError:
+        return np.array(v).astype(np_dtype)[()]
 
 
 def from_numpy_dtype(np_dtype):

@@ -126,9 +126,9 @@ def markdown_table(results):
         ok = r["error"] is None
         pct = r.get("pct_peak")
         ratios = r.get("ratios", {})
-        row = [r["device"], r["workload"], report._size_text(r), r["impl"],
+        row = [r["device"], r["workload"], report.size_text(r), r["impl"],
                report.fmt_time(r["median_s"]) if ok else "error", report.fmt_time(r["iqr_s"]) if ok else "-",
-               report._throughput_text(r), "-" if pct is None else f"{pct:.0f}%"]
+               report.throughput_text(r), "-" if pct is None else f"{pct:.0f}%"]
         row += [f"{ratios[b]:.2f}x" if b in ratios else "" for b in present]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)

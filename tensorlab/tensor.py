@@ -308,8 +308,8 @@ class Tensor:
         return object.__format__(self, spec) if spec else repr(self)
 
     def __reduce_ex__(self, proto):
-        from .ops.creation import _rebuild
-        return (_rebuild, (self.detach().cpu().numpy().copy(), self._dtype.name, str(self.device),
+        from .ops.creation import rebuild_tensor
+        return (rebuild_tensor, (self.detach().cpu().numpy().copy(), self._dtype.name, str(self.device),
                            self._requires_grad))
 
     def __deepcopy__(self, memo):

@@ -73,7 +73,7 @@ def test_the_table_shows_what_the_json_holds(run):
     for col in ("workload", "size", "impl", "median", "IQR", "throughput", "% peak", "vs numpy"):
         assert col in head
     for r in doc["results"]:
-        row = [line for line in lines if line.split()[:4] == [r["device"], r["workload"], report._size_text(r),
+        row = [line for line in lines if line.split()[:4] == [r["device"], r["workload"], report.size_text(r),
                                                               r["impl"]]]
         assert len(row) == 1, (r["workload"], r["size"], r["impl"])
         assert report.fmt_time(r["median_s"]) in row[0]

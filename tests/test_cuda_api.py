@@ -29,7 +29,7 @@ def test_device_queries(cuda):
 
 
 def test_is_available_matches_the_driver(cuda):
-    emulated = backends._load_cuda().driver.name == "emulation"
+    emulated = backends.load_cuda().driver.name == "emulation"
     assert tl.cuda.is_available() is (not emulated)
 
 

@@ -12,7 +12,6 @@ import itertools
 import weakref
 
 from .. import layout as L
-from ..ops._common import _torch_name
 from ..tensor import Tensor
 from . import anomaly
 from .derivatives import NOT_DIFFERENTIABLE, Arg as _Arg, lookup
@@ -48,7 +47,7 @@ def _alias(t):
 
 
 def _describe(t):
-    return f"[tensorlab.{_torch_name(t._dtype)}Tensor [{', '.join(str(n) for n in t.shape)}]]"
+    return f"[tensorlab.{t._dtype.torch_name}Tensor [{', '.join(str(n) for n in t.shape)}]]"
 
 
 class Saved:

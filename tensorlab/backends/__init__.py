@@ -36,7 +36,7 @@ def cuda_emulated():
     return os.environ.get("TENSORLAB_CUDA_EMULATION") == "1"
 
 
-def _load_cuda():
+def load_cuda():
     global _cuda
     if _cuda is None:
         if not cuda_emulated():
@@ -52,8 +52,8 @@ def get(device):
     """The backend module for a Device."""
     if device.type == "cpu":
         return cpu
-    return _load_cuda()
+    return load_cuda()
 
 
 def cuda_current_device():
-    return _load_cuda().current_device()
+    return load_cuda().current_device()

@@ -29,11 +29,11 @@ def fmt_size(n):
     return str(n)
 
 
-def _size_text(r):
+def size_text(r):
     return f"n={r['size']}" if r["workload"] == "matmul" else fmt_size(r["size"])
 
 
-def _throughput_text(r):
+def throughput_text(r):
     v = r.get("throughput")
     if v is None:
         return "-"
@@ -49,11 +49,11 @@ def table(results):
     rows = []
     for r in results:
         if r["error"] is not None:
-            row = [r["device"], r["workload"], _size_text(r), r["impl"], "error", "-", "-", "-"]
+            row = [r["device"], r["workload"], size_text(r), r["impl"], "error", "-", "-", "-"]
         else:
             pct = r.get("pct_peak")
-            row = [r["device"], r["workload"], _size_text(r), r["impl"], fmt_time(r["median_s"]), fmt_time(r["iqr_s"]),
-                   _throughput_text(r), "-" if pct is None else f"{pct:.0f}%"]
+            row = [r["device"], r["workload"], size_text(r), r["impl"], fmt_time(r["median_s"]), fmt_time(r["iqr_s"]),
+                   throughput_text(r), "-" if pct is None else f"{pct:.0f}%"]
         ratios = r.get("ratios", {})
         row += [f"{ratios[b]:.2f}x" if b in ratios else "" for b in present]
         rows.append(row)
@@ -86,7 +86,7 @@ def footnotes(results, peaks):
     errors = [r for r in results if r["error"] is not None]
     if errors:
         lines.append(f"{len(errors)} measurement{'s' if len(errors) != 1 else ''} failed (not timed):")
-        lines += [f"  {r['device']} {r['workload']} {_size_text(r)} {r['impl']}: {r['error']}" for r in errors]
+        lines += [f"  {r['device']} {r['workload']} {size_text(r)} {r['impl']}: {r['error']}" for r in errors]
     return "\n".join(lines)
 
 

@@ -9,7 +9,7 @@ from ..sync import host_wait
 
 def _driver():
     """The active CUDA driver; RuntimeError naming what to install when there is none."""
-    return backends._load_cuda().driver
+    return backends.load_cuda().driver
 
 
 def _usable():

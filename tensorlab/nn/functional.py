@@ -7,7 +7,6 @@ import warnings
 
 from .. import dtypes
 from ..ops import elementwise as _ew, reduction as _red
-from ..ops._common import _torch_name
 from ..ops.creation import empty_like, zeros
 from ..tensor import Tensor
 
@@ -162,7 +161,7 @@ def _check_index_target(input, target):
         if list(target.shape) != want:
             raise RuntimeError(f"Expected target size {want}, got {list(target.shape)}")
     if target.dtype not in _INDEX_TARGET_DTYPES:
-        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_torch_name(target.dtype)}")
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {target.dtype.torch_name}")
 
 
 def _nll_terms(logp, target, weight, ignore_index):
@@ -225,7 +224,7 @@ def _class_view(weight, logp, cd):
 def _cross_entropy_probs(input, target, weight, reduction, label_smoothing, cd, n_classes):
     if not target.dtype.is_floating_point:
         raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
-                           f"{_torch_name(target.dtype)}")
+                           f"{target.dtype.torch_name}")
     logp = log_softmax(input, cd)
     if label_smoothing > 0.0:
         target = target * (1 - label_smoothing) + label_smoothing / n_classes

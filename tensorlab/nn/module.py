@@ -9,7 +9,7 @@ import itertools
 from collections import OrderedDict, namedtuple
 
 from .. import dtypes
-from ..ops.copy import _parse_to
+from ..ops.copy import parse_to
 from ..tensor import Tensor
 from ._grad import no_grad, typename, zero_grads
 from .parameter import Parameter
@@ -32,22 +32,6 @@ def _addindent(s, spaces):
         return s
     first = lines.pop(0)
     return first + "\n" + "\n".join((spaces * " ") + ln if ln.strip() else "" for ln in lines)
-
-
-def _swap_payload(t, new):
-    """torch's `param.data = new`: t keeps its identity (optimizers holding it still see it) but
-    takes new's storage, layout and dtype. A reader that races with this may see the old dtype
-    over the new storage or the reverse, never a layout reaching past its storage: the record
-    whose elements are smaller is published first."""
-    if new is t:
-        return
-    storage, lay = new._meta
-    if new._dtype.itemsize > t._dtype.itemsize:
-        t._publish(storage, lay)
-        t._dtype = new._dtype
-    else:
-        t._dtype = new._dtype
-        t._publish(storage, lay)
 
 
 def _check_member_name(kind, name, owner, table):
@@ -284,9 +268,9 @@ class Module:
             for param in self._parameters.values():
                 if param is None:
                     continue
-                _swap_payload(param, fn(param))
+                param.data = fn(param)  # keeps param's identity: optimizers holding it see the change
                 if param.grad is not None:
-                    _swap_payload(param.grad, fn(param.grad))
+                    param.grad.data = fn(param.grad)
             for key, buf in self._buffers.items():
                 if buf is not None:
                     self._buffers[key] = fn(buf)
@@ -297,7 +281,7 @@ class Module:
         unknown = set(kwargs) - {"device", "dtype"}
         if unknown:
             raise TypeError(f"to() got an unexpected keyword argument {sorted(unknown)[0]!r}")
-        device, dtype = _parse_to(args, kwargs)
+        device, dtype = parse_to(args, kwargs)
         if dtype is not None:
             dtype = dtypes.as_dtype(dtype)
             if not dtype.is_floating_point:

@@ -112,7 +112,7 @@ def check_writable(t, op):
         raise RuntimeError(f"{op}: {_OVERLAP_SELF}")
 
 
-def _byte_range(t):
+def byte_range(t):
     storage, lay = t._meta
     start = lay.offset * t._dtype.itemsize
     return start, max(L.extent(lay.shape, lay.stride, lay.offset) * t._dtype.itemsize, start)
@@ -130,24 +130,16 @@ def check_no_partial_overlap(out, *inputs, op="op"):
         if x._meta.layout == out._meta.layout and x._dtype.itemsize == out._dtype.itemsize:
             continue
         if o0 is None:
-            o0, o1 = _byte_range(out)
-        i0, i1 = _byte_range(x)
+            o0, o1 = byte_range(out)
+        i0, i1 = byte_range(x)
         if L.ranges_overlap(o0, o1, i0, i1):
             raise RuntimeError(f"{op}: {_OVERLAP_INPUT}")
 
 
 def check_cast(result_dtype, out_dtype, op):
     if not dtypes.can_cast(result_dtype, out_dtype):
-        raise RuntimeError(f"{op}: result type {_torch_name(result_dtype)} can't be cast to the desired output type "
-                           f"{_torch_name(out_dtype)}")
-
-
-_TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-
-
-def _torch_name(d):
-    return _TORCH_NAMES[d.name]
+        raise RuntimeError(f"{op}: result type {result_dtype.torch_name} can't be cast to the desired output type "
+                           f"{out_dtype.torch_name}")
 
 
 class Output:

@@ -60,7 +60,7 @@ def contiguous(self, memory_format=contiguous_format):
     return clone(self, memory_format=memory_format)
 
 
-def _parse_to(args, kwargs):
+def parse_to(args, kwargs):
     device = kwargs.pop("device", None)
     dtype = kwargs.pop("dtype", None)
     other = None
@@ -86,7 +86,7 @@ def _parse_to(args, kwargs):
 
 def to(self, *args, non_blocking=False, copy=False, memory_format=preserve_format, **kwargs):
     """Convert dtype and/or device; returns self when nothing changes and copy=False."""
-    device, dtype = _parse_to(args, dict(kwargs))
+    device, dtype = parse_to(args, dict(kwargs))
     unknown = set(kwargs) - {"device", "dtype"}
     if unknown:
         raise TypeError(f"to() got an unexpected keyword argument {sorted(unknown)[0]!r}")

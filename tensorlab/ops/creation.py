@@ -314,8 +314,8 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
     return _generate("eye", (n, m), _dt(dtype), device, requires_grad, out, lambda t: t._backend.eye(t))
 
 
-def _rebuild(arr, dtype_name, device, requires_grad):
-    t = tensor(arr, dtype=dtypes._by_name(dtype_name), device=device)
+def rebuild_tensor(arr, dtype_name, device, requires_grad):
+    t = tensor(arr, dtype=dtypes.by_name(dtype_name), device=device)
     return _finish(t, requires_grad)
 
 

@@ -18,7 +18,7 @@ import warnings
 from .. import autograd_hooks, backends, dtypes, layout as L
 from ..tensor import Tensor
 from . import registry as R
-from ._common import (_torch_name, check_cast, check_no_partial_overlap, check_writable, empty_tensor, output,
+from ._common import (check_cast, check_no_partial_overlap, check_writable, empty_tensor, output,
                       pinned, same_device)
 
 _BOOL, _I64, _F32 = dtypes.bool_, dtypes.int64, dtypes.float32
@@ -102,7 +102,7 @@ def _check_accepts(op, dt):
     else:
         bad, hint = not dt.is_floating_point, "pass floating point tensors, e.g. x.float()"
     if bad:
-        raise NotImplementedError(f'"{op.name}" not implemented for \'{_torch_name(dt)}\' '
+        raise NotImplementedError(f'"{op.name}" not implemented for \'{dt.torch_name}\' '
                                   f'(tensorlab.{dt.name}); {hint}')
 
 
@@ -387,7 +387,7 @@ def _where_meta(condition, input, other):
     if cond._dtype is not _BOOL:
         if cond._dtype is not dtypes.uint8:
             raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-                               f"{_torch_name(cond._dtype)}")
+                               f"{cond._dtype.torch_name}")
         warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed in "
                       "a future version. Use a boolean condition instead.", UserWarning, stacklevel=4)
     x = _operand(op, input, 2, "input", True)
@@ -451,7 +451,7 @@ def _masked_fill_meta(input, mask, value):
     mask = _tensor_arg(mask, op, "mask", 2)
     if mask._dtype is not _BOOL:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{_torch_name(mask._dtype)}")
+                           f"{mask._dtype.torch_name}")
     if isinstance(value, Tensor):
         if value.dim() != 0:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
@@ -610,7 +610,7 @@ globals().update(_GENERATED)
 
 def _round_check(common, params):
     if params and not common.is_floating_point:
-        raise NotImplementedError(f'"round" not implemented for \'{_torch_name(common)}\' with decimals != 0 '
+        raise NotImplementedError(f'"round" not implemented for \'{common.torch_name}\' with decimals != 0 '
                                   f'(tensorlab.{common.name}); round integer tensors without decimals')
     return params
 

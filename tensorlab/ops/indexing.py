@@ -14,9 +14,9 @@ import warnings
 from .. import autograd_hooks, dtypes, layout as L
 from ..layout import Layout, Size
 from ..tensor import Tensor
-from ._common import _torch_name, check_no_partial_overlap, check_writable, empty_tensor, same_device
+from ._common import check_no_partial_overlap, check_writable, empty_tensor, same_device
 from .creation import tensor as _tensor, zeros
-from .views import _select, expand, select
+from .views import select_at, expand, select
 
 _INT, _SLICE, _NONE, _ELLIPSIS, _BOOL, _TENSOR, _MASK = range(7)  # kinds of index entries
 _CONSUMES_ONE = (_INT, _SLICE, _TENSOR)
@@ -203,7 +203,7 @@ def getitem(self, index):
     if type(index) is int:  # the common case, without building the general parse
         shape = self._meta.layout.shape
         if shape and -shape[0] <= index < shape[0]:
-            return _select(self, 0, index + shape[0] if index < 0 else index)
+            return select_at(self, 0, index + shape[0] if index < 0 else index)
     dev = self._meta.storage.device
     lay, adv = _locate(self, [_entry(x, dev) for x in _as_tuple(index)])
     view = autograd_hooks.record(self._view_of(lay), "getitem", (self,), index=index)
@@ -254,13 +254,13 @@ def _value_tensor(value, dst, cast):
         return t
     if isinstance(value, (list, tuple)):
         return _tensor(value, dtype=dst._dtype, device=dst.device)
-    raise TypeError(f"can't assign a {type(value).__name__} to a tensorlab.{_torch_name(dst._dtype)}Tensor")
+    raise TypeError(f"can't assign a {type(value).__name__} to a tensorlab.{dst._dtype.torch_name}Tensor")
 
 
 def _broadcast_value(v, shape):
     """v expanded to `shape`, after dropping leading size-1 dims it has beyond shape's (torch)."""
     while v.dim() > len(shape) and v.shape[0] == 1:
-        v = _select(v, 0, 0)
+        v = select_at(v, 0, 0)
     lay = v._meta.layout
     if tuple(lay.shape) == tuple(shape):
         return v
@@ -312,7 +312,7 @@ def index_put_(self, indices, values, accumulate=False):
         raise TypeError(f"index_put_(): argument 'values' must be Tensor, not {type(values).__name__}")
     if values._dtype is not self._dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{_torch_name(self._dtype)} for the destination and {_torch_name(values._dtype)} for "
+                           f"{self._dtype.torch_name} for the destination and {values._dtype.torch_name} for "
                            f"the source.")
     entries = []
     for i, t in enumerate(indices):

@@ -6,8 +6,8 @@ from __future__ import annotations
 from .. import autograd_hooks, dtypes, layout as L
 from ..tensor import Tensor
 from . import registry
-from ._common import _torch_name, output, same_device
-from .reduction import _C_NAMES, check_out_dtype, check_tensor
+from ._common import output, same_device
+from .reduction import C_NAMES, check_out_dtype, check_tensor
 from .registry import DEFAULT, KEEP, OpDef
 
 _F = "linalg"
@@ -30,8 +30,8 @@ def _restride(t, shape, stride):
 
 def _same_dtype(a, b):
     if a._dtype is not b._dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_C_NAMES[a._dtype.name]} != "
-                           f"{_C_NAMES[b._dtype.name]}")
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {C_NAMES[a._dtype.name]} != "
+                           f"{C_NAMES[b._dtype.name]}")
 
 
 def _no_bool(t, op):
@@ -140,7 +140,7 @@ def bmm(input, mat2, *, out=None):
     if b.dim() != 3:
         raise RuntimeError(f"batch2 must be a 3D tensor, got {b.dim()}D")
     if a._dtype is not b._dtype:
-        raise RuntimeError(f"expected scalar type {_torch_name(a._dtype)} but found {_torch_name(b._dtype)}")
+        raise RuntimeError(f"expected scalar type {a._dtype.torch_name} but found {b._dtype.torch_name}")
     _no_bool(a, "bmm")
     check_out_dtype(out, a._dtype)
     (bs, _, k), (bs2, k2, _) = a.shape, b.shape
@@ -167,12 +167,12 @@ def dot(input, other, *, out=None):
     if a.dim() != 1 or b.dim() != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.dim()}D and {b.dim()}D tensors")
     if a._dtype is not b._dtype:
-        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {_torch_name(a._dtype)} and "
-                           f"{_torch_name(b._dtype)}")
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {a._dtype.torch_name} and "
+                           f"{b._dtype.torch_name}")
     _no_bool(a, "dot")
     if isinstance(out, Tensor) and out._dtype is not a._dtype:
-        raise RuntimeError(f"result dtype {_torch_name(out._dtype)} does not match input dtype "
-                           f"{_torch_name(a._dtype)}")
+        raise RuntimeError(f"result dtype {out._dtype.torch_name} does not match input dtype "
+                           f"{a._dtype.torch_name}")
     return _product("dot", (input, other), *_as_matrices(a, b), a._dtype, out)
 
 

@@ -43,7 +43,7 @@ from .. import autograd_hooks, dtypes, layout as L
 from ..device import CPU, canonical
 from ..tensor import Tensor
 from . import registry
-from ._common import _torch_name, check_writable, empty_like_layout, output, same_device
+from ._common import check_writable, empty_like_layout, output, same_device
 from .registry import NONE, OpDef
 
 _F = "random"
@@ -225,7 +225,7 @@ def _launch(gen, words, primitive, out, *params):
 # -- parameter checks -----------------------------------------------------------------------------
 def _check_floating(op, kernel, dtype):
     if not dtype.is_floating_point:
-        raise RuntimeError(f'"{kernel}" not implemented for \'{_torch_name(dtype)}\': {op} samples a continuous '
+        raise RuntimeError(f'"{kernel}" not implemented for \'{dtype.torch_name}\': {op} samples a continuous '
                            f"distribution and needs a floating point dtype (float16, bfloat16, float32, float64), "
                            f"got {dtype}")
 
@@ -373,7 +373,7 @@ def random_(self, *args, generator=None, **kwargs):
 
 def _check_prob_tensor(p, target, op):
     if not p.dtype.is_floating_point:
-        raise RuntimeError(f'"{op}" not implemented for \'{_torch_name(p.dtype)}\': the probability tensor must have '
+        raise RuntimeError(f'"{op}" not implemented for \'{p.dtype.torch_name}\': the probability tensor must have '
                            f"a floating point dtype, got {p.dtype}")
     same_device(op, target, p)
     lay = p._meta.layout
@@ -400,7 +400,7 @@ def exponential_(self, lambd=1.0, *, generator=None):
     lambd = _number(lambd, "exponential_", "lambd")
     if not self.dtype.is_floating_point:
         raise RuntimeError("Exponential distribution is a continuous probability distribution. dtype must be a "
-                           f"floating point but you specified {_torch_name(self.dtype)}")
+                           f"floating point but you specified {self.dtype.torch_name}")
     if not lambd > 0.0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
     return _inplace(self, "exponential_", _fill_exponential, lambd, generator=generator)

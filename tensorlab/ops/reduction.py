@@ -13,7 +13,7 @@ import operator
 from .. import autograd_hooks, dtypes, layout as L, return_types
 from ..tensor import Tensor
 from . import registry
-from ._common import _torch_name, check_cast, check_writable, empty_tensor, output, pinned
+from ._common import check_cast, check_writable, empty_tensor, output, pinned
 from .registry import ALWAYS_BOOL, INT_TO_FLOAT, KEEP, NONE, OpDef
 
 _F = "reduction"
@@ -43,7 +43,7 @@ registry.register(
 )
 
 # torch's C++ type names, as its "Expected out tensor to have dtype ..." messages print them
-_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
             "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
             "uint8": "unsigned char", "bool": "bool"}
 _INF = float("inf")
@@ -62,8 +62,8 @@ def check_tensor(x, op, name="input", pos=1):
 def check_out_dtype(out, dtype):
     """Ops whose out= must have exactly the result's dtype (torch refuses a cast there)."""
     if isinstance(out, Tensor) and out._dtype is not dtype:
-        raise RuntimeError(f"Expected out tensor to have dtype {_C_NAMES[dtype.name]}, but got "
-                           f"{_C_NAMES[out._dtype.name]} instead")
+        raise RuntimeError(f"Expected out tensor to have dtype {C_NAMES[dtype.name]}, but got "
+                           f"{C_NAMES[out._dtype.name]} instead")
 
 
 def wrap_dims(dims, ndim):
@@ -145,15 +145,15 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if not dt.is_floating_point:
         which = "Input" if dtype is None else "Optional"
         raise RuntimeError(f"mean(): could not infer output dtype. {which} dtype must be either a floating point or "
-                           f"complex dtype. Got: {_torch_name(dt)}")
+                           f"complex dtype. Got: {dt.torch_name}")
     return _run("mean", "mean", input, x, reduce_dims(x, dim), keepdim, dt, out)
 
 
 # -- amax, amin, max, min, argmax, argmin ------------------------------------------------------
 def _extreme_all(op, name, src, x, dim, keepdim, out):
     if isinstance(out, Tensor) and out._dtype is not x._dtype:
-        raise RuntimeError(f"Expected the dtype for input and out to match, but got {_torch_name(x._dtype)} for "
-                           f"input's dtype and {_torch_name(out._dtype)} for out's dtype.")
+        raise RuntimeError(f"Expected the dtype for input and out to match, but got {x._dtype.torch_name} for "
+                           f"input's dtype and {out._dtype.torch_name} for out's dtype.")
     full = dim is None or (isinstance(dim, (tuple, list)) and not dim)
     dims = reduce_dims(x, dim)
     _check_nonempty(x, dims, name, full)
@@ -168,7 +168,7 @@ def amin(input, dim=(), keepdim=False, *, out=None):
     return _extreme_all("amin", "amin", input, check_tensor(input, "amin"), dim, keepdim, out)
 
 
-def _out_pair(out, op):
+def out_pair(out, op):
     if out is None:
         return None, None
     if not isinstance(out, (tuple, list)) or len(out) != 2:
@@ -180,7 +180,7 @@ def _with_indices(op, src, x, dim, keepdim, out, result_type):
     """max/min along one dim: (values, indices) of the first extreme, NaN counting as extreme."""
     dims = reduce_dims(x, operator.index(dim))
     _check_nonempty(x, dims, op, False)
-    vo, io = _out_pair(out, op)
+    vo, io = out_pair(out, op)
     check_out_dtype(vo, x._dtype)
     check_out_dtype(io, dtypes.int64)
     shape = reduced_shape(x._meta.layout.shape, dims, keepdim)
@@ -262,7 +262,7 @@ def _correction(dim, unbiased, correction, op):
 def _moment(op, input, dim, unbiased, keepdim, correction, out):
     x = check_tensor(input, op)
     if not x._dtype.is_floating_point:
-        raise RuntimeError(f"std and var only support floating point and complex dtypes; got {_torch_name(x._dtype)}"
+        raise RuntimeError(f"std and var only support floating point and complex dtypes; got {x._dtype.torch_name}"
                            f" (convert with .float())")
     dim, corr = _correction(dim, unbiased, correction, op)
     return _run(op, op, input, x, reduce_dims(x, dim), keepdim, x._dtype, out, corr)
@@ -296,10 +296,10 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     p = float(p)
     if not x._dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
-                           f"Got {_torch_name(x._dtype)}")
+                           f"Got {x._dtype.torch_name}")
     dt = x._dtype if dtype is None else dtypes.as_dtype(dtype)
     if not dt.is_floating_point:
-        raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex, but got {_torch_name(dt)}")
+        raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex, but got {dt.torch_name}")
     check_out_dtype(out, dt)
     dims = reduce_dims(x, dim)
     if p < 0 or p == _INF:
@@ -322,7 +322,7 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
     if isinstance(out, Tensor):
         if not out._dtype.is_floating_point:
             raise RuntimeError(f"logsumexp(): Expected floating point type for result tensor, but got: "
-                               f"{_torch_name(out._dtype)}")
+                               f"{out._dtype.torch_name}")
         dt = out._dtype
     else:
         dt = x._dtype if x._dtype.is_floating_point else dtypes.get_default_dtype()
@@ -334,7 +334,7 @@ def _logical(op, input, dim, keepdim, out):
     x = check_tensor(input, op)
     if isinstance(out, Tensor):
         if out._dtype not in (dtypes.bool_, dtypes.uint8):
-            raise RuntimeError(f"{op} only supports bool tensor for result, got: {_torch_name(out._dtype)}")
+            raise RuntimeError(f"{op} only supports bool tensor for result, got: {out._dtype.torch_name}")
         dt = out._dtype
     else:
         dt = dtypes.uint8 if x._dtype is dtypes.uint8 else dtypes.bool_  # torch keeps uint8 for uint8 inputs
@@ -365,8 +365,8 @@ def _cumulative(op, name, input, dim, dtype, out):
 
 def _cumulative_(op, name, self, dim, dtype):
     if dtype is not None and dtypes.as_dtype(dtype) is not self._dtype:
-        raise RuntimeError(f"Bad in-place call: input tensor dtype {_C_NAMES[self._dtype.name]} and output tensor "
-                           f"dtype {_C_NAMES[dtypes.as_dtype(dtype).name]} should match")
+        raise RuntimeError(f"Bad in-place call: input tensor dtype {C_NAMES[self._dtype.name]} and output tensor "
+                           f"dtype {C_NAMES[dtypes.as_dtype(dtype).name]} should match")
     t = pinned(self)
     d = L.wrap_dim(dim, t.dim())
     check_cast(_accumulating_dtype(t, None, None), t._dtype, name)
@@ -398,7 +398,7 @@ def _softmax(name, log, input, dim, dtype):
     x = check_tensor(input, name)
     dt = x._dtype if dtype is None else dtypes.as_dtype(dtype)
     if not dt.is_floating_point:
-        raise RuntimeError(f"{name}(): expected a floating point input, got {_torch_name(dt)}; pass "
+        raise RuntimeError(f"{name}(): expected a floating point input, got {dt.torch_name}; pass "
                            f"dtype=tensorlab.float32 to compute in floating point")
     d = L.wrap_dim(dim, x.dim())
     res = empty_tensor(x._meta.layout.shape, dt, x.device)

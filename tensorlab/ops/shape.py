@@ -8,9 +8,9 @@ import operator
 from .. import autograd_hooks, dtypes, layout as L, return_types, sync
 from ..tensor import Tensor
 from . import registry
-from ._common import (_torch_name, check_no_partial_overlap, check_writable, empty_tensor, output, pinned,
+from ._common import (check_no_partial_overlap, check_writable, empty_tensor, output, pinned,
                       same_device)
-from .reduction import _out_pair, check_out_dtype, check_tensor, wrap_dims
+from .reduction import out_pair, check_out_dtype, check_tensor, wrap_dims
 from .registry import DEFAULT, KEEP, NONE, OpDef
 
 _F = "shape"
@@ -98,7 +98,7 @@ def _concat(op, src, ts, parts, d, shape, out):
     the inputs' common dtype."""
     dt = _promote_all(ts)
     if isinstance(out, Tensor) and not dtypes.can_cast(dt, out._dtype):
-        raise TypeError(f"{op}(): input types can't be cast to the desired output type {_torch_name(out._dtype)}")
+        raise TypeError(f"{op}(): input types can't be cast to the desired output type {out._dtype.torch_name}")
     dev = same_device(op, *ts)
     o = output(out, shape, dt, dev, op, ts)
     if o.tensor.numel():
@@ -409,7 +409,7 @@ def nonzero(input, *, out=None, as_tuple=False):
         raise RuntimeError("nonzero does not support the out kwarg when as_tuple is True")
     if isinstance(out, Tensor) and out._dtype is not dtypes.int64:
         raise RuntimeError(f"nonzero: Expected out tensor to have scalar type Long but got scalar type "
-                           f"{_torch_name(out._dtype)}")
+                           f"{out._dtype.torch_name}")
     if as_tuple and x.dim() == 0:
         x = _restride(x, (1,), (0,))  # torch: a 0-dim input acts as one element of a 1-D tensor
     n = _count_nonzero_sync(x, "nonzero")
@@ -431,7 +431,7 @@ def _where_cond(condition):
 
 # -- sort, argsort, topk -------------------------------------------------------------------------
 def _sorted_pair(op, src, x, d, size, out, run, result_type):
-    vo, io = _out_pair(out, op)
+    vo, io = out_pair(out, op)
     check_out_dtype(vo, x._dtype)
     check_out_dtype(io, dtypes.int64)
     shape = x._meta.layout.shape

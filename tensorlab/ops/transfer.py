@@ -51,7 +51,7 @@ def pin_memory(self, device=None):
                            "(pin_memory() prepares CPU tensors for fast, asynchronous copies to the GPU)")
     if _storage_pinned(storage):
         return self
-    drv = backends._load_cuda().driver  # RuntimeError naming what to install when there is no CUDA
+    drv = backends.load_cuda().driver  # RuntimeError naming what to install when there is no CUDA
     nbytes = L.extent(lay.shape, lay.stride, 0) * src._dtype.itemsize
     _faults.hit("alloc")
     buf = drv.pinned_empty(nbytes)

@@ -8,7 +8,6 @@ import warnings
 from .. import autograd_hooks, dtypes, layout as L
 from ..layout import Layout, Size
 from ..tensor import Tensor, contiguous_format
-from ._common import _torch_name
 
 _VIEW_HINT = ("view size is not compatible with input tensor's size and stride (at least one dimension spans across "
               "two contiguous subspaces). Use .reshape(...) instead.")
@@ -43,7 +42,7 @@ def _view_dtype(self, dtype):
     if dtype is self._dtype or old == new:
         out = self._view_of(lay, dtype)
         return autograd_hooks.record(out, "view_dtype", (self,), dtype=dtype)
-    what = f"to view {_torch_name(self._dtype)} as {_torch_name(dtype)} (different element sizes)"
+    what = f"to view {self._dtype.torch_name} as {dtype.torch_name} (different element sizes)"
     if not lay.shape:
         raise RuntimeError(f"self.dim() cannot be 0 {what}")
     shape, stride = list(lay.shape), list(lay.stride)
@@ -332,10 +331,10 @@ def select(self, dim, index):
     n = lay.shape[d]
     if not -n <= i < n:
         raise IndexError(f"select(): index {i} out of range for tensor of size {list(lay.shape)} at dimension {d}")
-    return _select(self, d, i % n if n else i)
+    return select_at(self, d, i % n if n else i)
 
 
-def _select(self, d, i):
+def select_at(self, d, i):
     lay = self._meta.layout
     return _view(self, lay.shape[:d] + lay.shape[d + 1:], lay.stride[:d] + lay.stride[d + 1:],
                  lay.offset + i * lay.stride[d], "select", dim=d, index=i)
@@ -345,7 +344,7 @@ def unbind(self, dim=0):
     if self.dim() == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = L.wrap_dim(dim, self.dim())
-    return tuple(_select(self, d, i) for i in range(self.shape[d]))
+    return tuple(select_at(self, d, i) for i in range(self.shape[d]))
 
 
 def unfold(self, dimension, size, step):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import _faults
+from ... import _faults, dtypes
 from .memory import array
 
 __all__ = ("unary", "binary", "ternary")
@@ -39,17 +39,9 @@ except ImportError:  # pragma: no cover - other NumPy versions
         es.__exit__(None, None, None)
 
 
-def _scalar(v, dt):
-    """A Python number as a NumPy scalar of `dt`; integers wrap like a C cast (torch: int8 + 1000)."""
-    try:
-        return dt.type(v)
-    except OverflowError:
-        return np.array(v).astype(dt)[()]
-
-
 def _operand(x, dt):
     if type(x) in _PY_TYPES:
-        return _scalar(x, dt)
+        return dtypes.wrap_scalar(x, dt)
     return None if x is None else array(x)
 
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from ... import _faults
 from .memory import array
-from .reduction import _HALF
+from .reduction import HALF
 
 __all__ = ("matmul",)
 
@@ -20,7 +20,7 @@ def matmul(out, a, b):
     x = array(a)
     y = array(b)
     _faults.hit("launch")
-    if x.dtype in _HALF:
+    if x.dtype in HALF:
         x = x.astype(_F32)
         y = y.astype(_F32)
     with np.errstate(all="ignore"):

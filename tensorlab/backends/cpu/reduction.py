@@ -16,11 +16,11 @@ from .memory import array
 __all__ = ("reduce", "arg_reduce", "cumulative", "softmax")
 
 _F32 = np.dtype(np.float32)
-_HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 
 
 def _acc(dt):
-    return _F32 if dt in _HALF else dt
+    return _F32 if dt in HALF else dt
 
 
 def _convert(a, dt):

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from ... import _faults
+from ...errors import index_out_of_range
 from .memory import array
-from .reduction import _HALF
+from .reduction import HALF
 
 __all__ = ("cat", "flip", "roll", "gather", "scatter", "index_select", "index_fill", "masked_select", "nonzero",
            "sort", "topk", "triangle")
@@ -15,15 +16,10 @@ __all__ = ("cat", "flip", "roll", "gather", "scatter", "index_select", "index_fi
 _F32 = np.dtype(np.float32)
 
 
-class IndexOutOfRangeError(IndexError, RuntimeError):
-    """An index value outside its dimension. torch raises RuntimeError for gather/scatter and
-    (since 2.x) index_select, IndexError before; this is both, so either `except` works."""
-
-
 def _check_index(idx, size, op, dim, low=0):
     if idx.size and (idx.min() < low or idx.max() >= size):
         bad = idx[(idx < low) | (idx >= size)].flat[0]
-        raise IndexOutOfRangeError(f"{op}(): index {bad} is out of bounds for dimension {dim} with size {size}")
+        raise index_out_of_range(op, bad, dim, size)
 
 
 def _at_least_1d(a):
@@ -98,7 +94,7 @@ def scatter(out, dim, index, src, reduce=None):
     with np.errstate(all="ignore"):
         if reduce is None:
             o[pos] = v
-        elif o.dtype in _HALF:  # accumulate duplicates in float32, round once
+        elif o.dtype in HALF:  # accumulate duplicates in float32, round once
             acc = o.astype(_F32)
             (np.add if reduce == "add" else np.multiply).at(acc, pos, np.broadcast_to(v, idx.shape).astype(_F32))
             np.copyto(o, acc, casting="unsafe")
@@ -145,7 +141,7 @@ def _stable_order(a, dim, descending):
     """Indices that sort `a` along dim, stable, NaN after everything ascending and before
     everything descending (torch's order). Descending sorts the reversed slice ascending and
     maps back, so equal elements keep their original order."""
-    keys = a.astype(_F32) if a.dtype in _HALF else a
+    keys = a.astype(_F32) if a.dtype in HALF else a
     if not descending:
         return np.argsort(keys, axis=dim, kind="stable")
     order = np.argsort(np.flip(keys, axis=dim), axis=dim, kind="stable")

@@ -22,7 +22,6 @@ from ...device import Device
 from ...kernel_table import ELEMENTWISE, ELEMENTWISE_COMPUTE, ELEMENTWISE_VEC_TYPES, elementwise_vectorized
 from ...layout import Layout, expand_strides
 from ...sync import host_wait
-from ..cpu.elementwise import _scalar
 from . import launch as K
 from .active import driver
 from .driver import Pointer
@@ -77,7 +76,7 @@ def _kernel(prim, op):
 
 def _arg(value, compute, c):
     """A number as the kernel's C argument, converted to the compute dtype first (ints wrap)."""
-    return _C_NP[c](_scalar(value, compute.np))
+    return _C_NP[c](dtypes.wrap_scalar(value, compute.np))
 
 
 def _operand(x, shape):

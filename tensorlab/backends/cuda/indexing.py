@@ -17,12 +17,12 @@ from ...sync import host_wait
 from . import launch as K
 from .active import driver
 from .driver import Pointer
-from .memory import _byte_range, _copy_kernel, _temp, allocate, retire, to_host
+from .memory import byte_range, copy_kernel, temp, allocate, retire, to_host
 
 __all__ = ("index", "index_put", "mask_count", "nonzero_indices")
 
 _INT64 = dtypes.int64
-_SET, _ADD, _MUL = 0, 1, 2
+PUT_SET, PUT_ADD, PUT_MUL = 0, 1, 2
 
 
 # -- operands ------------------------------------------------------------------------------------
@@ -42,15 +42,15 @@ def relayout(op, shape, stride, offset=None):
 def overlaps(a, b):
     if a.buffer is not b.buffer:
         return False
-    a0, a1 = _byte_range(a)
-    b0, b1 = _byte_range(b)
+    a0, a1 = byte_range(a)
+    b0, b1 = byte_range(b)
     return a0 < b1 and b0 < a1
 
 
 def staged(op, device):
     """A contiguous copy of op in a scratch buffer (the caller retires it)."""
-    tmp = _temp(op.layout.shape, op.dtype, device)
-    _copy_kernel(tmp, op)
+    tmp = temp(op.layout.shape, op.dtype, device)
+    copy_kernel(tmp, op)
     return tmp
 
 
@@ -76,8 +76,9 @@ def dims_table(sizes, strides):
     return K.strided_layout(tuple(sizes), tuple(strides), "long long")
 
 
-def _wide(p, n):
-    return "long long" if p.index == "long long" or n + K._MAX_GRID_THREADS > K._INT_MAX else p.index
+def _row_index(p, n):
+    """The index type of the bounds check over n = rows * row length elements."""
+    return "long long" if p.index == "long long" or n + K.MAX_GRID_THREADS > K.INT_MAX else p.index
 
 
 # -- index rows and their bounds check -----------------------------------------------------------
@@ -100,7 +101,7 @@ class Rows:
         self.scratch = allocate(max(1, len(ops) * nb) * 8, Device("cuda", device))
         strides = contiguous_strides(shape)
         for k, o in enumerate(ops):
-            _copy_kernel(K.Operand(self.scratch, Layout(shape, strides, k * nb), _INT64), as_1d(o))
+            copy_kernel(K.Operand(self.scratch, Layout(shape, strides, k * nb), _INT64), as_1d(o))
         self.op = K.Operand(self.scratch, Layout(shape, strides, 0), _INT64)
         self.stride = nb
 
@@ -124,7 +125,7 @@ def check_rows(rows, sizes, allow_negative, device, fail):
         return
     p = K.Plan((rows.op,))
     n = rows.count * nb
-    ix = _wide(p, n)
+    ix = _row_index(p, n)
     flags = allocate(4 * rows.count, Device("cuda", device))
     try:
         stream = driver.current_stream(device)
@@ -176,12 +177,12 @@ def put_rows(target, dst_view, src, value, rows, rows_view, mode):
             return put_rows(target, dst_view, src, value, rows, rows_view, mode)
         finally:
             retire(src.buffer)
-    acc = dt if mode == _SET else _accumulator(dt)
+    acc = dt if mode == PUT_SET else _accumulator(dt)
     scratch = None
     dst = target
     if acc is not dt:
-        scratch = _temp(target.layout.shape, acc, dev)
-        _copy_kernel(scratch, target)
+        scratch = temp(target.layout.shape, acc, dev)
+        copy_kernel(scratch, target)
         dst = scratch
     try:
         d, dims = dst_view(dst)
@@ -194,7 +195,7 @@ def put_rows(target, dst_view, src, value, rows, rows_view, mode):
                      (p.ptrs[0], p.ptrs[1], v, np.bool_(src is not None), p.ptrs[2], p.count, np.int64(rows.stride),
                       lay[0], lay[1], lay[2], dims), n=p.n)
         if scratch is not None:
-            _copy_kernel(target, scratch)
+            copy_kernel(target, scratch)
     finally:
         if scratch is not None:
             retire(scratch.buffer)
@@ -251,7 +252,7 @@ def index_put(dst, indices, values, accumulate):
     try:
         check_rows(rows, sizes, True, dev, _index_error(sizes, indices))
         put_rows(d, lambda t: _put_view(t, indices, shape), v, None, rows, rows.embedded(shape, positions),
-                 _ADD if accumulate else _SET)
+                 PUT_ADD if accumulate else PUT_SET)
     finally:
         rows.close()
 

@@ -57,8 +57,8 @@ from .driver import Pointer
 
 BLOCK = 256
 MAX_DIMS = 8  # tl::kMaxDims in kernels/tensorlab/common.cuh
-_INT_MAX = 2 ** 31 - 1
-_MAX_GRID_THREADS = 65535 * BLOCK  # the most a grid-stride loop adds to an index in one step
+INT_MAX = 2 ** 31 - 1
+MAX_GRID_THREADS = 65535 * BLOCK  # the most a grid-stride loop adds to an index in one step
 
 LAUNCHES = {}  # (source, name expression) -> successful launches in this process
 
@@ -84,6 +84,11 @@ def wide_indexing():
         yield
     finally:
         _wide[0] = prev
+
+
+def wide_forced():
+    """True inside wide_indexing(): every launch uses the long long instantiations."""
+    return _wide[0]
 
 
 def scalar(value, dtype):
@@ -132,7 +137,7 @@ def operand(t):
     return Operand(storage._buf, lay, t._dtype)
 
 
-def _check_bounds(op, reach):
+def check_bounds(op, reach):
     """Refuse an operand reaching past its buffer (a storage shrunk under a tensor)."""
     lay = op.layout
     need = (lay.offset + reach + 1) * op.dtype.itemsize
@@ -180,11 +185,11 @@ class Plan:
             strides = [tuple(s[d] for d in order) for s in strides]
         cshape, cstrides = coalesce(shape, *strides)
         self.shape, self.strides = cshape, cstrides
-        wide = _wide[0] or n + _MAX_GRID_THREADS > _INT_MAX
+        wide = _wide[0] or n + MAX_GRID_THREADS > INT_MAX
         for op, st in zip(ops, cstrides):
             reach = sum((k - 1) * s for k, s in zip(cshape, st))
-            _check_bounds(op, reach)
-            wide = wide or reach > _INT_MAX
+            check_bounds(op, reach)
+            wide = wide or reach > INT_MAX
         self.index = "long long" if wide else "int"
         self.contiguous = n == 1 or (len(cshape) == 1 and all(st[0] == 1 for st in cstrides))
 

@@ -7,11 +7,11 @@ import numpy as np
 from ...layout import coalesce
 from . import launch as K
 from .driver import Pointer
-from .memory import _byte_range, _temp, copy, fill, retire
+from .memory import byte_range, temp, copy, fill, retire
 
 __all__ = ("matmul",)
 
-_INT_MAX = 2 ** 31 - 1
+INT_MAX = 2 ** 31 - 1
 _GRID_MAX = 65535  # gridDim.y / gridDim.z; the kernels loop over what lies beyond
 # (rows/cols of the register-blocked tile, rows/cols of the small tile) by the kernel's accumulator:
 # float accumulators use 128x128 tiles, 8-byte ones (double, integers) 64x64 (kernels/matmul.cu Tile)
@@ -43,18 +43,18 @@ def _shares_bytes(x, y):
     inputs before writing, so even identical views conflict)."""
     if x.buffer is not y.buffer:
         return False
-    x0, x1 = _byte_range(x)
-    y0, y1 = _byte_range(y)
+    x0, x1 = byte_range(x)
+    y0, y1 = byte_range(y)
     return x0 < y1 and y0 < x1
 
 
 def _index_type(ops, strides, dims):
-    if K._wide[0] or max(dims) + _LOOP_REACH > _INT_MAX:
+    if K.wide_forced() or max(dims) + _LOOP_REACH > INT_MAX:
         return "long long"
     for op, (sr, sc) in zip(ops, strides):
         lay = op.layout
         reach = sum((n - 1) * s for n, s in zip(lay.shape, lay.stride))
-        if reach + _AHEAD * (sr + sc) > _INT_MAX:
+        if reach + _AHEAD * (sr + sc) > INT_MAX:
             return "long long"
     return "int"
 
@@ -65,7 +65,7 @@ def _gemm(c, a, b):
     ops = (c, a, b)
     strides = [_matrix_strides(op) for op in ops]
     for op in ops:
-        K._check_bounds(op, sum((s - 1) * st for s, st in zip(op.layout.shape, op.layout.stride)))
+        K.check_bounds(op, sum((s - 1) * st for s, st in zip(op.layout.shape, op.layout.stride)))
     bshape, bstrides = coalesce(batch, *(tuple(op.layout.stride[:-2]) for op in ops))
     nb = 1
     for s in batch:
@@ -104,7 +104,7 @@ def matmul(out, a, b):
         fill(o, 0)
         return
     if o.dtype is not x.dtype or _shares_bytes(o, x) or _shares_bytes(o, y):
-        tmp = _temp(o.layout.shape, x.dtype, o.buffer.device)
+        tmp = temp(o.layout.shape, x.dtype, o.buffer.device)
         _gemm(tmp, x, y)
         copy(o, tmp)
         retire(tmp.buffer)

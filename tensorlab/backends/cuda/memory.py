@@ -60,7 +60,7 @@ def retire(buf):
     driver.free(buf, driver.current_stream(buf.device))
 
 
-def _temp(shape, dtype, device):
+def temp(shape, dtype, device):
     """A contiguous scratch operand, freed on the stream once the caller drops it (retire_temp)."""
     n = 1
     for s in shape:
@@ -69,7 +69,7 @@ def _temp(shape, dtype, device):
     return K.Operand(buf, Layout(tuple(shape), contiguous_strides(shape), 0), dtype)
 
 
-def _copy_kernel(dst, src):
+def copy_kernel(dst, src):
     """dst <- cast(src) for operands of one shape on one device, by the copy_cast kernels."""
     p = K.Plan((dst, src))
     if not p.n:
@@ -84,7 +84,7 @@ def _copy_kernel(dst, src):
                  (p.ptrs[0], p.ptrs[1], p.count, lay[0], lay[1]), n=p.n, fault="copy")
 
 
-def _byte_range(op):
+def byte_range(op):
     lay = op.layout
     isz = op.dtype.itemsize
     reach = sum((n - 1) * s for n, s in zip(lay.shape, lay.stride))
@@ -101,8 +101,8 @@ def _same_elements(a, b):
 def _overlapping(dst, src):
     if dst.buffer is not src.buffer:
         return False
-    d0, d1 = _byte_range(dst)
-    s0, s1 = _byte_range(src)
+    d0, d1 = byte_range(dst)
+    s0, s1 = byte_range(src)
     return d0 < s1 and s0 < d1 and not _same_elements(dst, src)
 
 
@@ -116,12 +116,12 @@ def copy(dst, src):
     if n == 0:
         return
     if _overlapping(d, s):
-        tmp = _temp(s.layout.shape, s.dtype, d.buffer.device)
-        _copy_kernel(tmp, s)
-        _copy_kernel(d, tmp)
+        tmp = temp(s.layout.shape, s.dtype, d.buffer.device)
+        copy_kernel(tmp, s)
+        copy_kernel(d, tmp)
         retire(tmp.buffer)
         return
-    _copy_kernel(d, s)
+    copy_kernel(d, s)
 
 
 def _compact(host):
@@ -160,10 +160,10 @@ def copy_from_host(dst, host, non_blocking=False):
         _faults.hit("copy")
         driver.memcpy_htod(p.ptrs[0], small, small.nbytes, stream, asynchronous)
         return
-    tmp = _temp(small.shape, src_dtype, dev)
+    tmp = temp(small.shape, src_dtype, dev)
     _faults.hit("copy")
     driver.memcpy_htod(Pointer(tmp.buffer), small, small.nbytes, stream, asynchronous)
-    _copy_kernel(d, K.Operand(tmp.buffer, Layout(shape, strides, 0), src_dtype))
+    copy_kernel(d, K.Operand(tmp.buffer, Layout(shape, strides, 0), src_dtype))
     retire(tmp.buffer)
 
 
@@ -180,7 +180,7 @@ def to_host(t):
     if n == 0:
         return np.empty(tuple(lay.shape), dt.np)
     reach = sum((k - 1) * s for k, s in zip(lay.shape, lay.stride))
-    K._check_bounds(op, reach)
+    K.check_bounds(op, reach)
     stream = driver.current_stream(op.buffer.device)
     isz = dt.itemsize
     if reach + 1 <= 2 * n:
@@ -192,8 +192,8 @@ def to_host(t):
         # a view over the copied span; read-only because broadcast (stride 0) elements share bytes
         return np.lib.stride_tricks.as_strided(host, tuple(lay.shape), tuple(s * isz for s in lay.stride),
                                                writeable=False)
-    tmp = _temp(lay.shape, dt, op.buffer.device)
-    _copy_kernel(tmp, op)
+    tmp = temp(lay.shape, dt, op.buffer.device)
+    copy_kernel(tmp, op)
     host = np.empty(tuple(lay.shape), dt.np)
     _faults.hit("copy")
     driver.memcpy_dtoh(host, Pointer(tmp.buffer), host.nbytes, stream, False)

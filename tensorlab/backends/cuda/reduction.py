@@ -16,7 +16,7 @@ from ...kernel_table import KERNELS
 from ...layout import coalesce
 from . import launch as K
 from .driver import Pointer
-from .memory import _temp, copy, retire
+from .memory import temp, copy, retire
 
 __all__ = ("reduce", "arg_reduce", "cumulative", "softmax")
 
@@ -137,7 +137,7 @@ def _run_reduce(name, out, index_out, x, dims, arg, keep_order, flags):
                                           lay_out, lay_idx, lay_red, np.int32(lanes), np.int32(red_fast),
                                           np.int32(flags), arg), grid=(gx,))
         return
-    part = _temp((n_out * splits * _STATE_BYTES,), dtypes.uint8, dev)
+    part = temp((n_out * splits * _STATE_BYTES,), dtypes.uint8, dev)
     try:
         pp = Pointer(part.buffer)
         K.launch("reduce.cu", expr, dev, (outp, idxp, xp, pp, i_(n_out), i_(R), i_(split_len), np.int64(R), lay_in,
@@ -154,7 +154,7 @@ def _run_reduce(name, out, index_out, x, dims, arg, keep_order, flags):
 
 def _converted(op, dtype, temps):
     """op's values as a contiguous device temporary of `dtype` (freed by the caller via temps)."""
-    tmp = _temp(tuple(op.layout.shape), dtype, op.buffer.device)
+    tmp = temp(tuple(op.layout.shape), dtype, op.buffer.device)
     temps.append(tmp)
     copy(tmp, op)
     return tmp
@@ -170,7 +170,7 @@ def reduce(out, x, op, dims, arg=None):
     temps = []
     try:
         src = xo if conv is None else _converted(xo, conv, temps)
-        dst = oo if via is None else _temp(tuple(oo.layout.shape), via, oo.buffer.device)
+        dst = oo if via is None else temp(tuple(oo.layout.shape), via, oo.buffer.device)
         if via is not None:
             temps.append(dst)
         _run_reduce(name, dst, None, src, tuple(dims), 0.0 if arg is None else arg, False, _WRITE_VALUES)

@@ -10,21 +10,20 @@ import numpy as np
 from ... import dtypes
 from ...device import Device
 from ...layout import coalesce, contiguous_strides
-from ..cpu.shape import IndexOutOfRangeError
+from ...errors import index_out_of_range
 from . import launch as K
 from .active import driver
 from .driver import Pointer
-from .indexing import (_ADD, _MUL, _SET, Rows, Scan, as_1d, check_rows, dims_table, gather_rows, numel, overlaps,
+from .indexing import (PUT_ADD, PUT_MUL, PUT_SET, Rows, Scan, as_1d, check_rows, dims_table, gather_rows, numel, overlaps,
                        put_rows, relayout, rowmajor_layouts, staged, write_coords)
-from .memory import _copy_kernel, _temp, allocate, buffer_ptr, retire
+from .memory import copy_kernel, temp, allocate, buffer_ptr, retire
 
 __all__ = ("cat", "flip", "roll", "gather", "scatter", "index_select", "index_fill", "masked_select", "nonzero",
            "sort", "topk", "triangle")
 
 
 def _range_error(op, dim, size):
-    return lambda k, bad: IndexOutOfRangeError(f"{op}(): index {bad} is out of bounds for dimension {dim} with "
-                                               f"size {size}")
+    return lambda k, bad: index_out_of_range(op, bad, dim, size)
 
 
 def _cut(lay, dim, shape):
@@ -52,9 +51,9 @@ def cat(out, tensors, dim):
             if op.layout.shape[dim] == 0:
                 continue
             if op.dtype is not dt or overlaps(op, o):
-                tmp = _temp(op.layout.shape, dt, dev)
+                tmp = temp(op.layout.shape, dt, dev)
                 staged_bufs.append(tmp.buffer)
-                _copy_kernel(tmp, op)
+                copy_kernel(tmp, op)
                 op = tmp
             parts.append(op)
         shape = tuple(o.layout.shape)
@@ -93,7 +92,7 @@ def flip(out, x, dims):
         if lay.shape[d]:
             off += (lay.shape[d] - 1) * st[d]
         st[d] = -st[d]
-    _copy_kernel(K.operand(out), relayout(a, lay.shape, st, off))
+    copy_kernel(K.operand(out), relayout(a, lay.shape, st, off))
 
 
 def roll(out, x, shifts, dims):
@@ -171,7 +170,7 @@ def scatter(out, dim, index, src, reduce=None):
         def view(t):
             return relayout(t, *_cut(t.layout, dim, shape)), dims_table([size], [t.layout.stride[dim]])
 
-        mode = _SET if reduce is None else _ADD if reduce == "add" else _MUL
+        mode = PUT_SET if reduce is None else PUT_ADD if reduce == "add" else PUT_MUL
         put_rows(o, view, s, value, rows, rows.op, mode)
     finally:
         rows.close()
@@ -211,7 +210,7 @@ def index_fill(out, dim, index, value):
         def view(t):
             return relayout(t, *_cut(t.layout, dim, shape)), dims_table([size], [t.layout.stride[dim]])
 
-        put_rows(o, view, None, value, rows, rows.embedded(shape, [dim]), _SET)
+        put_rows(o, view, None, value, rows, rows.embedded(shape, [dim]), PUT_SET)
     finally:
         rows.close()
 
@@ -267,7 +266,7 @@ def _sorted_rows(values, indices, x, dim, descending, limit):
         return
     ops = (a, io) if vo is None else (a, io, vo)
     ix = "long long" if any(K.Plan((t,)).index == "long long" for t in ops) else K.Plan((a,)).index
-    ix = "long long" if ix == "long long" or numel(a.layout.shape) + K._MAX_GRID_THREADS > K._INT_MAX else ix
+    ix = "long long" if ix == "long long" or numel(a.layout.shape) + K.MAX_GRID_THREADS > K.INT_MAX else ix
     ct = a.dtype.ctype
     xl, xs = _rows(a, dim, ix)
     il, is_ = _rows(io, dim, ix)
@@ -285,8 +284,8 @@ def _sorted_rows(values, indices, x, dim, descending, limit):
         return
     # longer rows: sorted segments into a contiguous scratch, merge passes, the last into the outputs
     n = nrows * length
-    bufs = [_temp((n,), a.dtype, dev), _temp((n,), dtypes.int64, dev), _temp((n,), a.dtype, dev),
-            _temp((n,), dtypes.int64, dev)]
+    bufs = [temp((n,), a.dtype, dev), temp((n,), dtypes.int64, dev), temp((n,), a.dtype, dev),
+            temp((n,), dtypes.int64, dev)]
     try:
         sl = K.strided_layout((nrows,), (length,), ix)
         one = K.index_scalar(1, ix)

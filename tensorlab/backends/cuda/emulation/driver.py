@@ -26,9 +26,9 @@ _PROPS = {"name": "tensorlab CUDA emulation (host CPU)", "multi_processor_count"
           "l2_cache_size": 4 * 1024 * 1024}
 
 # tl_emulation_entry.h's ParamKind, and what C type each names in messages
-_POINTER, _SIGNED, _UNSIGNED, _FLOAT, _BOOL, _HALF, _BF16, _STRUCT = range(8)
+_POINTER, _SIGNED, _UNSIGNED, _FLOAT, _BOOL, HALF, _BF16, _STRUCT = range(8)
 _KIND_NAMES = {_POINTER: "a pointer", _SIGNED: "a signed integer", _UNSIGNED: "an unsigned integer",
-               _FLOAT: "float/double", _BOOL: "bool", _HALF: "__half", _BF16: "__nv_bfloat16", _STRUCT: "a struct"}
+               _FLOAT: "float/double", _BOOL: "bool", HALF: "__half", _BF16: "__nv_bfloat16", _STRUCT: "a struct"}
 _BF16_DTYPE = np.dtype(ml_dtypes.bfloat16)
 _ERR_CAP = 16384
 
@@ -46,7 +46,7 @@ def _scalar_kind(dt):
         return _BF16
     if dt.fields is not None:
         return _STRUCT
-    return {"b": _BOOL, "i": _SIGNED, "u": _UNSIGNED}.get(dt.kind, _HALF if dt == np.float16 else
+    return {"b": _BOOL, "i": _SIGNED, "u": _UNSIGNED}.get(dt.kind, HALF if dt == np.float16 else
                                                             _FLOAT if dt.kind == "f" else None)
 
 
