@@ -166,21 +166,38 @@ def test_each_sync_point_names_its_reason_once(cuda, op, reason):
     assert _reasons_of(lambda: op(x, m)) == [reason]
 
 
-@pytest.mark.parametrize("op, reason, primitives", [
-    (lambda x, m: tl.nonzero(x), "nonzero", ("reduce", "nonzero")),
-    (lambda x, m: tl.masked_select(x, m), "masked_select", ("reduce", "masked_select")),
-    (lambda x, m: x[m], "boolean mask indexing", ("mask_count", "nonzero_indices", "index")),
-    (lambda x, m: x[m[0]], "boolean mask indexing", ("index",)),
-    (lambda x, m: x[tl.tensor(1, device="cuda")], "integer tensor index", ()),
+@pytest.mark.parametrize("op, reason", [
+    (lambda x, m: tl.nonzero(x), "nonzero"),
+    (lambda x, m: tl.masked_select(x, m), "masked_select"),
+    (lambda x, m: x[m], "boolean mask indexing"),
+    (lambda x, m: x[m[0]], "boolean mask indexing"),
+    (lambda x, m: x[tl.tensor(1, device="cuda")], "integer tensor index"),
 ])
-def test_data_dependent_shapes_name_their_sync(cuda, op, reason, primitives):
+def test_data_dependent_shapes_name_their_sync(cuda, op, reason):
     x = tl.tensor([1.0, -2.0, 3.0], device=cuda)
     m = tl.tensor([True, False, True], device=cuda)
-    reasons = _reasons_of(lambda: op(x, m))
-    # indexing with a multi-element mask also runs the index primitive's bounds check (a second,
-    # redundant sync: mask-derived indices are in range by construction)
-    extra = ["index bounds check"] if "nonzero_indices" in primitives else []
-    assert reasons == [reason] + extra
+    # one sync each: mask-derived indices are in range by construction, so boolean indexing
+    # skips the index primitive's bounds check (and its sync)
+    assert _reasons_of(lambda: op(x, m)) == [reason]
+
+
+@pytest.mark.parametrize("write", [
+    lambda x, m: x.__setitem__(m, 0.0),
+    lambda x, m: x.__setitem__(m, tl.tensor([7.0, 8.0], device=x.device)),
+    lambda x, m: x.index_put_((m,), tl.tensor(1.0, device=x.device), accumulate=True),
+])
+def test_mask_writes_sync_once(cuda, write):
+    x = tl.tensor([1.0, -2.0, 3.0], device=cuda)
+    m = tl.tensor([True, False, True], device=cuda)
+    assert _reasons_of(lambda: write(x, m)) == ["boolean mask indexing"]
+
+
+def test_integer_index_tensors_keep_their_bounds_check(cuda):
+    x = tl.tensor([1.0, -2.0, 3.0], device=cuda)
+    i = tl.tensor([2, 0], device=cuda)
+    assert _reasons_of(lambda: x[i]) == ["index bounds check"]
+    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"):
+        x[tl.tensor([0, 3], device=cuda)]
 
 
 def test_async_work_records_nothing(cuda):

@@ -159,11 +159,14 @@ def _locate(self, entries):
 
 
 def _advanced(view, adv):
-    """(indices, result shape) for advanced entries over `view`'s dims: one int64 tensor or None
-    per dim, all broadcast to one shape. Masks become their nonzero coordinates (a host sync)."""
+    """(indices, result shape, in range) for advanced entries over `view`'s dims: one int64
+    tensor or None per dim, all broadcast to one shape. Masks become their nonzero coordinates
+    (a host sync). `in range` is True when every index came from a mask or a bool: such indices
+    are in range by construction, so the backend skips its bounds check (on CUDA, a second sync)."""
     dev = view.device
     be = view._backend
     dims, tensors = [], []
+    in_range = True
     for pos, v in adv:
         if type(v) is bool:
             dims.append(pos)
@@ -176,11 +179,12 @@ def _advanced(view, adv):
                 dims.append(pos + j)
                 tensors.append(select(coords, 0, j))
         else:
+            in_range = False
             dims.append(pos)
             tensors.append(v if v._dtype is dtypes.int64 and v.device == dev else v.to(dev, dtypes.int64))
     vshape = view.shape
     if not dims:
-        return (None,) * len(vshape), vshape
+        return (None,) * len(vshape), vshape, True
     try:
         bshape = tensors[0].shape if len(tensors) == 1 else L.broadcast_shapes(*(t.shape for t in tensors))
     except RuntimeError:
@@ -195,7 +199,7 @@ def _advanced(view, adv):
         shape = vshape[:first] + bshape + vshape[first + k:]
     else:
         shape = bshape + Size(n for d, n in enumerate(vshape) if d not in dims)
-    return tuple(indices), shape
+    return tuple(indices), shape, in_range
 
 
 # -- reading ------------------------------------------------------------------------------------
@@ -209,9 +213,9 @@ def getitem(self, index):
     view = autograd_hooks.record(self._view_of(lay), "getitem", (self,), index=index)
     if not adv:
         return view
-    indices, shape = _advanced(view, adv)
+    indices, shape, in_range = _advanced(view, adv)
     out = empty_tensor(shape, self._dtype, dev)
-    self._backend.index(out, view, indices)
+    self._backend.index(out, view, indices, in_range)
     return autograd_hooks.record(out, "index", (view,), indices=indices)
 
 
@@ -270,7 +274,7 @@ def _broadcast_value(v, shape):
     return expand(v, shape)
 
 
-def _put(self, view, indices, shape, value, accumulate, op):
+def _put(self, view, indices, shape, value, accumulate, op, in_range=False):
     """Write `value` at `indices` of `view` (a view of self): every check first, then one
     backend call, then one version bump."""
     check_writable(view, op)
@@ -280,7 +284,7 @@ def _put(self, view, indices, shape, value, accumulate, op):
     autograd_hooks.check_inplace(self, op)
     be = view._backend
     if accumulate or any(i is not None for i in indices):
-        be.index_put(view, indices, _broadcast_value(_value_tensor(value, view, True), shape), accumulate)
+        be.index_put(view, indices, _broadcast_value(_value_tensor(value, view, True), shape), accumulate, in_range)
     elif not is_tensor and isinstance(value, numbers.Number):
         v = _scalar(value, view._dtype)
         if view.numel():
@@ -299,8 +303,8 @@ def setitem(self, index, value):
     dev = self._meta.storage.device
     lay, adv = _locate(self, [_entry(x, dev) for x in _as_tuple(index)])
     view = self._view_of(lay)
-    indices, shape = _advanced(view, adv)
-    _put(self, view, indices, shape, value, False, "index_put_" if adv else "copy_")
+    indices, shape, in_range = _advanced(view, adv)
+    _put(self, view, indices, shape, value, False, "index_put_" if adv else "copy_", in_range)
 
 
 def index_put_(self, indices, values, accumulate=False):
@@ -331,8 +335,8 @@ def index_put_(self, indices, values, accumulate=False):
         raise IndexError(f"too many indices for tensor of dimension {self.dim()} (got {used})")
     lay, adv = _locate(self, entries)
     view = self._view_of(lay)
-    idx, shape = _advanced(view, adv)
-    return _put(self, view, idx, shape, values, bool(accumulate), "index_put_")
+    idx, shape, in_range = _advanced(view, adv)
+    return _put(self, view, idx, shape, values, bool(accumulate), "index_put_", in_range)
 
 
 def index_put(self, indices, values, accumulate=False):

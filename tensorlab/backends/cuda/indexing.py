@@ -226,23 +226,25 @@ def _index_error(sizes, indices):
     return lambda k, bad: IndexError(f"index {bad} is out of bounds for dimension {dims[k]} with size {sizes[k]}")
 
 
-def index(out, src, indices):
-    """out[...] = src[indices]."""
+def index(out, src, indices, in_range=False):
+    """out[...] = src[indices]. With `in_range` (indices from a mask) the bounds check, and its
+    host sync, is skipped."""
     o, s = K.operand(out), K.operand(src)
     dev = s.buffer.device
     shape = tuple(o.layout.shape)
     view, positions, sizes, strides = _geometry(s, indices, shape)
     rows = Rows([t for t in indices if t is not None], dev)
     try:
-        check_rows(rows, sizes, True, dev, _index_error(sizes, indices))
+        if not in_range:
+            check_rows(rows, sizes, True, dev, _index_error(sizes, indices))
         gather_rows(o, view, rows.embedded(shape, positions), rows, dims_table(sizes, strides))
     finally:
         rows.close()
 
 
-def index_put(dst, indices, values, accumulate):
+def index_put(dst, indices, values, accumulate, in_range=False):
     """dst[indices] = values (broadcast to the indexing result, dst's dtype); with accumulate,
-    duplicate indices add up (atomics)."""
+    duplicate indices add up (atomics). `in_range` as for index()."""
     d, v = K.operand(dst), K.operand(values)
     dev = d.buffer.device
     shape = tuple(v.layout.shape)
@@ -250,7 +252,8 @@ def index_put(dst, indices, values, accumulate):
     _, positions, sizes, strides = _geometry(d, indices, shape)
     rows = Rows(tensors, dev, avoid=d) if tensors else _NoRows(d, shape)
     try:
-        check_rows(rows, sizes, True, dev, _index_error(sizes, indices))
+        if not in_range:
+            check_rows(rows, sizes, True, dev, _index_error(sizes, indices))
         put_rows(d, lambda t: _put_view(t, indices, shape), v, None, rows, rows.embedded(shape, positions),
                  PUT_ADD if accumulate else PUT_SET)
     finally:
