@@ -19,11 +19,13 @@ def state(t):
             f"needs={t.numel() * t.element_size()} bytes")
 
 
-def torch_sequence(torch):
-    print("== PyTorch", torch.__version__)
-    locked = torch.from_numpy(np.array([], dtype=np.int32)).untyped_storage()
-    t = torch.tensor([], dtype=torch.int32)
-    print("1. t = torch.tensor([], dtype=torch.int32)      ", state(t))
+def failed_resize_and_set(lib):
+    """The bug's sequence, the same calls for torch and for tensorlab (`lib` is either module)."""
+    name = "torch" if lib.__name__ == "torch" else "tl"
+    print(f"== {'PyTorch' if name == 'torch' else 'tensorlab'}", lib.__version__)
+    locked = lib.from_numpy(np.array([], dtype=np.int32)).untyped_storage()
+    t = lib.tensor([], dtype=lib.int32)
+    print(f"1. t = {name}.tensor([], dtype={name}.int32)".ljust(48), state(t))
     t.set_(locked)
     print("2. t.set_(<storage borrowed from NumPy>)        ", state(t))
     try:
@@ -32,38 +34,22 @@ def torch_sequence(torch):
     except RuntimeError as e:
         print(f"3. t.resize_((5, 5, 5)) raised RuntimeError: {e}")
     print("4. after the failed resize_                     ", state(t))
-    if t.numel() * t.element_size() > t.untyped_storage().nbytes():
+    zombie = t.numel() * t.element_size() > t.untyped_storage().nbytes()
+    if zombie:
         print("   -> ZOMBIE: the shape claims more bytes than the storage holds; reading or printing t now "
               "reads memory that is not there (not done here: it can crash the interpreter).")
-    u = torch.zeros(3)
+    else:
+        print("5. print(t) is safe:", t)
+    u = lib.zeros(3)
     try:
-        u.set_(locked, 0, (4,))  # set_ has the same ordering bug
+        u.set_(locked, 0, (4,))  # torch's set_ has the same ordering bug
     except RuntimeError as e:
-        print(f"5. u = torch.zeros(3); u.set_(<0 locked bytes>, 0, (4,)) raised RuntimeError: {e}")
-    print("6. after the failed set_                        ", state(u))
+        print(f"6. u = {name}.zeros(3); u.set_(<0 locked bytes>, 0, (4,)) raised RuntimeError: {e}")
+    u_zombie = u.numel() * u.element_size() > u.untyped_storage().nbytes()
+    print("7. after the failed set_                        ", state(u), "ZOMBIE" if u_zombie else u)
 
 
-def tensorlab_sequence():
-    print("== tensorlab", tl.__version__)
-    locked = tl.from_numpy(np.array([], dtype=np.int32)).untyped_storage()
-    t = tl.tensor([], dtype=tl.int32)
-    print("1. t = tl.tensor([], dtype=tl.int32)            ", state(t))
-    t.set_(locked)
-    print("2. t.set_(<storage borrowed from NumPy>)        ", state(t))
-    try:
-        t.resize_((5, 5, 5))
-        print("3. t.resize_((5, 5, 5)) succeeded")
-    except RuntimeError as e:
-        print(f"3. t.resize_((5, 5, 5)) raised RuntimeError: {e}")
-    print("4. after the failed resize_                     ", state(t))
-    print("5. print(t) is safe:", t)
-    u = tl.zeros(3)
-    try:
-        u.set_(locked, 0, (4,))
-    except RuntimeError as e:
-        print(f"6. u = tl.zeros(3); u.set_(<0 locked bytes>, 0, (4,)) raised RuntimeError: {e}")
-    print("7. after the failed set_                        ", state(u), u)
-
+def tensorlab_out_of_memory():
     big = tl.arange(6, dtype=tl.float32)
     other = tl.empty(0).set_(big.untyped_storage(), 3, (2,))  # a second tensor on the same storage
     try:
@@ -79,9 +65,10 @@ def main():
     except ImportError:
         print("== PyTorch is not installed: showing tensorlab only.\n")
     else:
-        torch_sequence(torch)
+        failed_resize_and_set(torch)
         print()
-    tensorlab_sequence()
+    failed_resize_and_set(tl)
+    tensorlab_out_of_memory()
 
 
 if __name__ == "__main__":

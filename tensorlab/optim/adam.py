@@ -54,15 +54,8 @@ class Adam(Optimizer):
             for group in self.param_groups:
                 beta1, beta2 = group["betas"]
                 lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
-                amsgrad, maximize, decoupled = group["amsgrad"], group["maximize"], group["decoupled_weight_decay"]
-                for p in group["params"]:
-                    grad = p.grad
-                    if grad is None:
-                        continue
-                    param = p.detach()
-                    grad = grad.detach()
-                    if maximize:
-                        grad = -grad
+                amsgrad, decoupled = group["amsgrad"], group["decoupled_weight_decay"]
+                for p, param, grad in self._gradients(group):
                     state = self._state_for(p, amsgrad)
                     step_t, exp_avg, exp_avg_sq = state["step"], state["exp_avg"], state["exp_avg_sq"]
                     step_t.add_(1)

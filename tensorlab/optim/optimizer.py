@@ -73,6 +73,17 @@ class Optimizer:
     def step(self, closure=None):
         raise NotImplementedError(f"{type(self).__name__}.step: Optimizer subclasses must implement step()")
 
+    @staticmethod
+    def _gradients(group):
+        """(p, p detached, its gradient detached and negated when the group maximizes) for each
+        parameter of `group` that has a gradient."""
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            grad = grad.detach()
+            yield p, p.detach(), -grad if group["maximize"] else grad
+
     def _closure_loss(self, closure):
         if closure is None:
             return None

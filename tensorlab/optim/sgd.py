@@ -35,15 +35,8 @@ class SGD(Optimizer):
         with no_grad():
             for group in self.param_groups:
                 lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
-                weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
-                for p in group["params"]:
-                    grad = p.grad
-                    if grad is None:
-                        continue
-                    param = p.detach()
-                    grad = grad.detach()
-                    if maximize:
-                        grad = -grad
+                weight_decay, nesterov = group["weight_decay"], group["nesterov"]
+                for p, param, grad in self._gradients(group):
                     if weight_decay != 0:
                         grad = grad.add(param, alpha=weight_decay)
                     if momentum != 0:
