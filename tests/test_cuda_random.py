@@ -14,6 +14,7 @@ import pytest
 import tensorlab as tl
 from tensorlab import _faults, dtypes
 from tensorlab.kernels_path import kernel_dir
+from test_random import KATS  # Random123's known-answer vectors, shared with the CPU tests
 
 pytestmark = pytest.mark.cuda
 
@@ -21,15 +22,6 @@ ALL = list(dtypes.ALL)
 FLOATING = list(dtypes.FLOATING)
 _COMPILE_ONLY = {"test_kat_kernel_is_plain_cuda_for_nvrtc"}  # needs NVRTC, not a device
 KAT_KERNEL = Path(__file__).parent / "kernels" / "philox_kat.cu"
-# Random123's kat_vectors for philox4x32_10: counter, key, expected output
-KATS = [
-    ((0x00000000, 0x00000000, 0x00000000, 0x00000000), (0x00000000, 0x00000000),
-     (0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8)),
-    ((0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff), (0xffffffff, 0xffffffff),
-     (0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd)),
-    ((0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344), (0xa4093822, 0x299f31d0),
-     (0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1)),
-]
 
 
 @pytest.fixture(autouse=True)
