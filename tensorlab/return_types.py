@@ -1,10 +1,10 @@
-"""Named result tuples of the ops that return values with indices, like torch.return_types:
+"""Named result tuples of the ops that return values with indices (max, min, sort, topk, median, nanmedian, kthvalue), like torch.return_types:
 `values, indices = x.max(0)`, `r.values`, `r.indices`, `r[0]`."""
 from __future__ import annotations
 
 from collections import namedtuple
 
-__all__ = ("max", "min", "sort", "topk")
+__all__ = ("max", "min", "sort", "topk", "median", "nanmedian", "kthvalue")
 
 
 def _values_indices(name):
@@ -23,3 +23,6 @@ max = _values_indices("max")  # noqa: A001
 min = _values_indices("min")  # noqa: A001
 sort = _values_indices("sort")
 topk = _values_indices("topk")
+median = _values_indices("median")
+nanmedian = _values_indices("nanmedian")
+kthvalue = _values_indices("kthvalue")

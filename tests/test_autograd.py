@@ -634,3 +634,83 @@ def test_mlp_training_step_matches_torch(device, torch):
     assert l_tl.item() == pytest.approx(l_t.item(), rel=1e-12)
     for a, b in zip(p_tl, p_t):
         np.testing.assert_allclose(npg(a), b.grad.numpy(), rtol=1e-10)
+
+
+# -- median / nanmedian / kthvalue, var_mean / std_mean, tensor_split, in-place metadata ops ------
+_NAN = float("nan")
+NEW_OP_PROGRAMS = {
+    "median": lambda m, x: m.median(x) * 3,
+    "median_dim": lambda m, x: m.median(x, 1).values.sin().sum(),
+    "median_dim0_keepdim": lambda m, x: (m.median(x, 0, keepdim=True)[0] * x).sum(),
+    "nanmedian_dim": lambda m, x: m.nanmedian(x, -1).values.exp().sum(),
+    "kthvalue": lambda m, x: (m.kthvalue(x, 3, 1).values ** 2).sum(),
+    "kthvalue_keepdim": lambda m, x: (x.kthvalue(2, 0, True).values * x).sum(),
+    "var_mean": lambda m, x: sum((r * r).sum() for r in m.var_mean(x, 1)),
+    "std_mean": lambda m, x: sum(r.sum() for r in m.std_mean(x, 0, correction=0, keepdim=True)),
+    "tensor_split": lambda m, x: sum((p * (i + 1)).pow(2).sum() for i, p in enumerate(x.tensor_split([1, 3], 1))),
+    "tensor_split_sections": lambda m, x: m.tensor_split(x, 2)[1].exp().sum(),
+    "squeeze_": lambda m, x: (x * 2).unsqueeze(1).squeeze_(1).sin().sum(),
+    "unsqueeze_": lambda m, x: (x * 2).unsqueeze_(0).expand(2, 3, 4).pow(2).sum(),
+    "t_": lambda m, x: ((x + 1).t_() @ x).sum(),
+    "transpose_view": lambda m, x: _transpose_view_program(x),
+}
+
+
+def _transpose_view_program(x):
+    h = x * 1
+    v = h[1:]          # a view of a non-leaf
+    v.transpose_(0, 1)  # metadata only: h and its graph are unchanged
+    v.mul_(2)           # a write through the re-laid-out view reaches h
+    return (h * h).sum() + v.sum()
+
+
+@pytest.mark.parametrize("name", sorted(NEW_OP_PROGRAMS))
+def test_new_op_gradients_match_torch(device, torch, name):
+    f = NEW_OP_PROGRAMS[name]
+    v = np.random.default_rng(5).normal(size=(3, 4))  # no ties: the selected element is unique
+    x = leaf(v, device, tl.float64)
+    tx = torch.tensor(v, requires_grad=True)
+    f(tl, x).backward()
+    f(torch, tx).backward()
+    np.testing.assert_allclose(npg(x), tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(NEW_OP_PROGRAMS))
+def test_new_op_gradcheck(device, name):
+    v = np.random.default_rng(6).normal(size=(3, 4))
+    x = leaf(v, device, tl.float64)
+    assert tl.autograd.gradcheck(lambda a: NEW_OP_PROGRAMS[name](tl, a), (x,))
+
+
+def test_median_gradients_with_ties_and_nan_match_torch(device, torch):
+    """median() without a dim splits the gradient evenly between the elements equal to the
+    result (the NaNs when it is NaN), as torch's evenly_distribute_backward; max() too."""
+    for vals in ([[1.0, 2.0, 2.0, 3.0]], [[1.0, _NAN, 2.0, _NAN]], [[_NAN, _NAN, 1.0, 4.0]]):
+        for f in (lambda m, x: m.median(x), lambda m, x: m.nanmedian(x), lambda m, x: x.max(), lambda m, x: x.min()):
+            x = leaf(vals, device, tl.float64)
+            tx = torch.tensor(vals, dtype=torch.float64, requires_grad=True)
+            f(tl, x).backward()
+            f(torch, tx).backward()
+            np.testing.assert_allclose(npg(x), tx.grad.numpy())
+
+
+@pytest.mark.parametrize("expr,name", [
+    (lambda x: x.median(), "MedianBackward0"), (lambda x: x.median(0).values, "MedianBackward1"),
+    (lambda x: x.nanmedian(), "NanmedianBackward0"), (lambda x: x.nanmedian(0)[0], "NanmedianBackward1"),
+    (lambda x: x.kthvalue(2).values, "KthvalueBackward0"), (lambda x: x.tensor_split(2)[1], "SliceBackward0"),
+])
+def test_new_op_grad_fn_names_follow_torch(expr, name, device):
+    assert expr(leaf([1.0, 2.0, 3.0, 4.0], device)).grad_fn.name() == name
+
+
+def test_inplace_metadata_op_moves_the_tensor_in_the_graph(device):
+    x = leaf([[1.0, 2.0, 3.0]], device)
+    h = x * 2
+    before = h.grad_fn
+    assert h.squeeze_(0) is h and h.shape == (3,) and h._version == 1
+    assert h.grad_fn is not before and h.grad_fn.next_functions[0][0] is before
+    (h * tl.tensor([1.0, 2.0, 3.0], device=device)).sum().backward()
+    np.testing.assert_allclose(npg(x), [[2.0, 4.0, 6.0]])
+    with tl.no_grad():
+        g = x * 2
+    assert g.t_().grad_fn is None and g.shape == (3, 1)

@@ -1,5 +1,5 @@
-"""Reductions (sum, mean, prod, amax/amin, max/min, argmax/argmin, var/std, norm, logsumexp,
-all/any, count_nonzero, cumsum/cumprod, softmax/log_softmax) against NumPy over dtypes, dims,
+"""Reductions (sum, mean, prod, amax/amin, max/min, argmax/argmin, var/std, var_mean/std_mean,
+norm, logsumexp, all/any, count_nonzero, cumsum/cumprod, softmax/log_softmax) against NumPy over dtypes, dims,
 keepdim and memory layouts, and against torch (values, dtypes and exception types) through a
 table. The helpers at the top are shared with test_linalg.py and test_shape_ops.py."""
 import math
@@ -164,6 +164,13 @@ REDUCTION_CALLS = {
     "var_dims_keepdim": lambda m, x: m.var(x, (0, 1), keepdim=True, correction=2),
     "std": lambda m, x: m.std(x, correction=0),
     "std_unbiased": lambda m, x: x.std(0, False, True),
+    "var_mean": lambda m, x: m.var_mean(x),
+    "var_mean_dim": lambda m, x: m.var_mean(x, 1),
+    "var_mean_unbiased_positional": lambda m, x: m.var_mean(x, False),
+    "var_mean_dims_keepdim": lambda m, x: m.var_mean(x, (0, -1), keepdim=True, correction=2),
+    "std_mean": lambda m, x: m.std_mean(x, 0),
+    "std_mean_unbiased_keepdim": lambda m, x: m.std_mean(x, 1, False, True),
+    "std_mean_correction": lambda m, x: m.std_mean(x, dim=None, correction=0),
     "norm": lambda m, x: m.norm(x),
     "norm_p1_dim": lambda m, x: m.norm(x, 1, 1),
     "norm_inf": lambda m, x: x.norm(_INF),
@@ -211,6 +218,11 @@ ERROR_CALLS = {
     "softmax_dim": lambda m, x: m.softmax(x, 2),
     "0d_dim_1": lambda m, x: m.sum(m.sum(x), 1),
     "norm_fro_three_dims": lambda m, x: m.norm(m.stack([x, x]), "fro", (0, 1, 2)),
+    "var_mean_dup_dims": lambda m, x: m.var_mean(x, (0, 0)),
+    "var_mean_unbiased_and_correction": lambda m, x: m.var_mean(x, 0, True, correction=1),
+    "std_mean_dim_range": lambda m, x: m.std_mean(x, 2),
+    "std_mean_int": lambda m, x: m.std_mean(x.long(), 0),
+    "var_mean_out": lambda m, x: m.var_mean(x, 0, out=(m.empty(0), m.empty(0))),
 }
 
 
@@ -221,7 +233,8 @@ def test_reductions_match_torch(device, torch, name, dtype):
 
 
 @pytest.mark.parametrize("name", ["sum", "sum_dim", "prod_full", "mean", "max_dim", "argmax", "var", "norm",
-                                  "logsumexp", "all", "any_dim", "count_nonzero", "cumsum", "softmax"])
+                                  "var_mean_dim", "std_mean", "logsumexp", "all", "any_dim", "count_nonzero", "cumsum",
+                                  "softmax"])
 @pytest.mark.parametrize("dtype", (tl.float32, tl.int64, tl.float16), ids=lambda d: d.name)
 def test_reductions_match_torch_on_views(device, torch, name, dtype):
     for layout in ("transposed", "strided"):
@@ -240,6 +253,7 @@ EMPTY_AND_SCALAR = {
     "max": lambda m, x: m.max(x), "max_dim0": lambda m, x: m.max(x, 0), "max_dim_last": lambda m, x: m.max(x, -1),
     "min": lambda m, x: m.min(x), "argmax": lambda m, x: m.argmax(x), "argmin_dim0": lambda m, x: m.argmin(x, 0),
     "argmax_dim_last": lambda m, x: m.argmax(x, -1), "var": lambda m, x: m.var(x), "std_dim0": lambda m, x: m.std(x, 0),
+    "var_mean": lambda m, x: m.var_mean(x), "std_mean_dim_last": lambda m, x: m.std_mean(x, -1),
     "norm": lambda m, x: m.norm(x), "norm_inf": lambda m, x: m.norm(x, _INF),
     "norm_ninf_dim0": lambda m, x: m.norm(x, -_INF, 0), "norm_inf_last": lambda m, x: m.norm(x, _INF, -1),
     "logsumexp0": lambda m, x: m.logsumexp(x, 0), "logsumexp_last": lambda m, x: m.logsumexp(x, -1),
@@ -422,6 +436,27 @@ def test_var_std_correction_and_unbiased(device):
         x.var(1, unbiased=True, correction=1)
     with pytest.raises(RuntimeError, match="std and var only support floating point"):
         tl.tensor([1, 2], device=device).std()
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
+def test_var_mean_std_mean_match_numpy(device, dtype):
+    arr = sample((3, 4, 5), dtype, seed=7)
+    exact = arr.astype(np.float64)
+    for layout in LAYOUTS:
+        x = make(arr, device, layout)
+        for dims, axis in ((None, None), (1, 1), ((0, -1), (0, 2))):
+            for keepdim in (False, True):
+                for correction in (0, 1):
+                    v, m = tl.var_mean(x, dims, keepdim=keepdim, correction=correction)
+                    s, m2 = tl.std_mean(x, dims, keepdim=keepdim, correction=correction)
+                    mean = np.mean(exact, axis=axis, keepdims=keepdim)
+                    check(v, np.var(exact, axis=axis, ddof=correction, keepdims=keepdim), dtype)
+                    check(s, np.std(exact, axis=axis, ddof=correction, keepdims=keepdim), dtype)
+                    check(m, mean, dtype)
+                    check(m2, mean, dtype)
+    r = tl.var_mean(make(arr, device))
+    assert type(r) is tuple and len(r) == 2  # torch returns a plain tuple, and has no Tensor.var_mean
+    assert not hasattr(tl.Tensor, "var_mean") and not hasattr(tl.Tensor, "std_mean")
 
 
 @pytest.mark.parametrize("p", [2, 1, _INF, -_INF, 0, 3.0, 0.5, -1.0, "fro"], ids=str)

@@ -1,5 +1,6 @@
 """cat/stack, flip, roll, gather, scatter/scatter_add, index_select, index_fill, masked_select,
-nonzero, where(cond), sort/argsort, topk, tril/triu: against NumPy across dtypes and layouts, and
+nonzero, where(cond), sort/argsort, topk, median/nanmedian/kthvalue, tril/triu: against NumPy
+across dtypes and layouts, and
 against torch (values, dtypes, exception types) through a table; in-place forms bump the version
 once and change nothing when they fail."""
 import numpy as np
@@ -23,6 +24,19 @@ def _tie_free(r, x, dim):
     """topk's (values, x at indices): torch orders equal values unspecifiedly, so its indices
     are compared through the values they select."""
     return r.values, x.gather(dim, r.indices)
+
+
+def _selected(r, x, dim, keepdim=False):
+    """median/kthvalue's (values, x at indices): which of several equal elements torch returns
+    the index of is unspecified, so indices are compared through the values they select."""
+    if keepdim or x.dim() == 0:
+        return r.values, x.gather(dim, r.indices)
+    return r.values, x.gather(dim, r.indices.unsqueeze(dim)).squeeze(dim)
+
+
+_NAN = np.nan
+_WITH_NAN = np.array([[3.0, 1.0, 2.0, 4.0], [_NAN, 1.0, _NAN, 0.0], [5.5, -1.0, 2.5, 1.5]], np.float32)
+_ALL_NAN_ROW = np.array([[_NAN, _NAN, _NAN], [1.0, _NAN, 2.0], [_NAN, 4.0, _NAN]], np.float32)
 
 
 def _x(dtype=tl.float32, shape=(3, 4), seed=0):
@@ -177,6 +191,57 @@ SHAPE_CALLS = {
     "topk_k_negative": (lambda m, a: m.topk(a, -1), [_x()]),
     "topk_zero_dim_k2": (lambda m, a: a.topk(2), [_x(shape=())]),
     "topk_empty_dim": (lambda m, a: a.topk(0), [np.zeros((2, 0), np.float32)]),
+    "median": (lambda m, a: m.median(a), [_x()]),
+    "median_odd": (lambda m, a: m.median(a), [_x(shape=(5,))]),
+    "median_dim": (lambda m, a: m.median(a, 1), [_x()]),
+    "median_dim0_keepdim": (lambda m, a: a.median(0, keepdim=True), [_x()]),
+    "median_dim_kw": (lambda m, a: a.median(dim=-1), [_x(shape=(2, 3, 5))]),
+    "median_nan": (lambda m, a: m.median(a), [_WITH_NAN]),
+    "median_nan_dim": (lambda m, a: m.median(a, 1), [_WITH_NAN]),
+    "median_nan_dim0": (lambda m, a: m.median(a, 0, True), [_WITH_NAN]),
+    "median_int": (lambda m, a: m.median(a), [_x(tl.int64)]),
+    "median_int_ties": (lambda m, a: _selected(m.median(a, 1), a, 1), [_x(tl.int64)]),
+    "median_uint8_dim0": (lambda m, a: _selected(m.median(a, 0, True), a, 0, True), [_x(tl.uint8)]),
+    "median_half": (lambda m, a: _selected(m.median(a, 1), a, 1), [_x(tl.float16)]),
+    "median_bfloat16": (lambda m, a: m.median(a), [_x(tl.bfloat16)]),
+    "median_bool": (lambda m, a: m.median(a), [_x(tl.bool)]),
+    "median_bool_dim": (lambda m, a: m.median(a, 0), [_x(tl.bool)]),
+    "median_zero_dim": (lambda m, a: m.median(a, 0), [_x(shape=())]),
+    "median_zero_dim_global": (lambda m, a: m.median(a), [_x(shape=())]),
+    "median_zero_dim_keepdim": (lambda m, a: a.median(-1, True), [_x(shape=())]),
+    "median_empty": (lambda m, a: m.median(a), [np.zeros(0, np.float32)]),
+    "median_empty_dim": (lambda m, a: m.median(a, 1), [np.zeros((2, 0), np.float32)]),
+    "median_empty_other_dim": (lambda m, a: m.median(a, 1, True), [np.zeros((0, 3), np.float32)]),
+    "median_dim_range": (lambda m, a: a.median(2), [_x()]),
+    "median_keepdim_without_dim": (lambda m, a: m.median(a, keepdim=True), [_x()]),
+    "median_out": (lambda m, a: m.median(a, 1, out=(m.empty(0, device=a.device),
+                                                    m.empty(0, dtype=m.int64, device=a.device))), [_x()]),
+    "median_out_index_dtype": (lambda m, a: m.median(a, 1, out=(m.empty(0), m.empty(0, dtype=m.int32))), [_x()]),
+    "median_out_values_dtype": (lambda m, a: m.median(a, 1, out=(m.empty(0, dtype=m.float64),
+                                                                  m.empty(0, dtype=m.int64))), [_x()]),
+    "nanmedian": (lambda m, a: m.nanmedian(a), [_WITH_NAN]),
+    "nanmedian_dim": (lambda m, a: m.nanmedian(a, 1), [_WITH_NAN]),
+    "nanmedian_all_nan_rows": (lambda m, a: a.nanmedian(1, True), [_ALL_NAN_ROW]),
+    "nanmedian_all_nan": (lambda m, a: m.nanmedian(a), [np.full(3, _NAN, np.float32)]),
+    "nanmedian_int": (lambda m, a: _selected(m.nanmedian(a, 0), a, 0), [_x(tl.int32)]),
+    "nanmedian_zero_dim": (lambda m, a: m.nanmedian(a, 0), [np.array(_NAN, np.float32)]),
+    "kthvalue": (lambda m, a: m.kthvalue(a, 2), [_x()]),
+    "kthvalue_dim0_keepdim": (lambda m, a: a.kthvalue(3, 0, True), [_x()]),
+    "kthvalue_last": (lambda m, a: m.kthvalue(a, 4, dim=1), [_x()]),
+    "kthvalue_nan": (lambda m, a: m.kthvalue(a, 2, 1), [np.array([[_NAN, 1, 3, 0], [2, _NAN, -1, 5]], np.float32)]),
+    "kthvalue_nan_last": (lambda m, a: m.kthvalue(a, 4), [np.array([[_NAN, 1, 3, 0], [2, _NAN, -1, 5]], np.float32)]),
+    "kthvalue_int_ties": (lambda m, a: _selected(m.kthvalue(a, 2, 0), a, 0), [_x(tl.int64)]),
+    "kthvalue_bool": (lambda m, a: m.kthvalue(a, 1), [_x(tl.bool)]),
+    "kthvalue_zero_dim": (lambda m, a: a.kthvalue(1), [_x(shape=())]),
+    "kthvalue_zero_dim_k2": (lambda m, a: a.kthvalue(2), [_x(shape=())]),
+    "kthvalue_k0": (lambda m, a: m.kthvalue(a, 0), [_x()]),
+    "kthvalue_k_too_big": (lambda m, a: m.kthvalue(a, 5), [_x()]),
+    "kthvalue_k_float": (lambda m, a: m.kthvalue(a, 1.0), [_x()]),
+    "kthvalue_empty_dim": (lambda m, a: m.kthvalue(a, 1, 1), [np.zeros((2, 0), np.float32)]),
+    "kthvalue_empty_other_dim": (lambda m, a: m.kthvalue(a, 1, 1), [np.zeros((0, 3), np.float32)]),
+    "kthvalue_dim_range": (lambda m, a: m.kthvalue(a, 1, -3), [_x()]),
+    "kthvalue_out": (lambda m, a: m.kthvalue(a, 1, out=(m.empty(0, device=a.device),
+                                                        m.empty(0, dtype=m.int64, device=a.device))), [_x()]),
     "tril": (lambda m, a: m.tril(a), [_x()]),
     "tril_diag": (lambda m, a: a.tril(-1), [_x(shape=(2, 3, 4))]),
     "tril_far": (lambda m, a: m.tril(a, -5), [_x()]),
@@ -197,7 +262,8 @@ def test_shape_ops_match_torch(device, torch, name):
 
 @pytest.mark.parametrize("name", ["cat", "cat_dim1", "stack_mid", "flip", "roll_flat", "roll_multi", "gather",
                                   "scatter", "scatter_add", "index_select", "masked_select", "nonzero", "sort",
-                                  "sort_dim0_desc", "topk", "tril_diag", "index_fill"])
+                                  "sort_dim0_desc", "topk", "tril_diag", "index_fill", "median", "median_dim",
+                                  "median_nan_dim0", "nanmedian_dim", "kthvalue_dim0_keepdim"])
 def test_shape_ops_match_torch_on_views(device, torch, name):
     fn, inputs = SHAPE_CALLS[name]
     for layout in ("transposed", "strided"):
@@ -218,6 +284,10 @@ def test_dtypes_match_torch(device, torch, dtype):
     against_torch(torch, device, lambda m, x, k: x.masked_select(k), a, mask)
     if dtype is not tl.bool:  # torch's CPU topk refuses bool; tensorlab sorts it like any dtype
         against_torch(torch, device, lambda m, x: _tie_free(x.topk(2, 1), x, 1), a)
+        against_torch(torch, device, lambda m, x: _selected(x.median(1), x, 1), a)
+        against_torch(torch, device, lambda m, x: _selected(x.nanmedian(0, True), x, 0, True), a)
+        against_torch(torch, device, lambda m, x: _selected(m.kthvalue(x, 3, 1), x, 1), a)
+        against_torch(torch, device, lambda m, x: m.median(x), a)
         against_torch(torch, device, lambda m, x, y, k: x.scatter_add(1, k, y), a, b, i)
 
 
@@ -279,6 +349,72 @@ def test_topk_matches_sorted_prefix(device):
         check(v, np.sort(arr, 1)[:, :k])
     r = x.topk(2)
     assert type(r).__name__ == "topk" and r.values is r[0]
+
+
+@pytest.mark.parametrize("dtype", (tl.int64, tl.int8, tl.uint8, tl.float32, tl.float64, tl.float16, tl.bfloat16),
+                         ids=lambda d: d.name)
+def test_median_kthvalue_match_numpy(device, dtype):
+    """Values against np.sort (torch's median is the lower middle value, NaN sorting last) and
+    indices through the values they select."""
+    arr = sample((5, 6), dtype, seed=30)
+    if dtype.is_floating_point:
+        arr[1, [0, 3]] = np.nan
+        arr[3, :] = np.nan
+    exact = arr.astype(np.float64)
+    for layout in LAYOUTS:
+        x = make(arr, device, layout)
+        for dim in (0, 1, -1):
+            srt = np.sort(exact, axis=dim)  # NaN last, as in torch's sort
+            n = arr.shape[dim]
+            nans = np.isnan(exact).sum(axis=dim, keepdims=True)
+            for keepdim in (False, True):
+                r = tl.median(x, dim, keepdim)
+                pos = np.where(nans > 0, n - nans, (n - 1) // 2)
+                want = np.take_along_axis(srt, pos, dim)
+                for got in (r.values, _selected(r, x, dim, keepdim)[1]):
+                    check(got, want if keepdim else want.squeeze(dim), dtype)
+                r = tl.nanmedian(x, dim, keepdim)
+                pos = np.where(n - nans > 0, (n - nans - 1) // 2, 0)
+                want = np.take_along_axis(srt, pos, dim)
+                for got in (r.values, _selected(r, x, dim, keepdim)[1]):
+                    check(got, want if keepdim else want.squeeze(dim), dtype)
+                for k in (1, 3, n):
+                    r = tl.kthvalue(x, k, dim, keepdim)
+                    want = np.take(srt, [k - 1], dim)
+                    for got in (r.values, _selected(r, x, dim, keepdim)[1]):
+                        check(got, want if keepdim else want.squeeze(dim), dtype)
+        flat = np.sort(exact.ravel())
+        check(tl.median(x), flat[-1] if np.isnan(flat[-1]) else flat[(flat.size - 1) // 2], dtype)
+        finite = flat[~np.isnan(flat)]
+        check(tl.nanmedian(x), finite[(finite.size - 1) // 2], dtype)
+
+
+def test_median_result_types_out_and_version(device):
+    x = make(sample((3, 5), tl.float32, seed=31), device)
+    for fn, name in ((tl.median, "median"), (tl.nanmedian, "nanmedian"), (lambda t, d: tl.kthvalue(t, 2, d),
+                                                                           "kthvalue")):
+        r = fn(x, 1)
+        assert type(r).__name__ == name and r.values is r[0] and r.indices is r[1]
+        assert r.indices.dtype is tl.int64
+    vals, inds = tl.empty(3, device=device), tl.empty(3, dtype=tl.int64, device=device)
+    r = tl.median(x, 1, out=(vals, inds))
+    assert r.values is vals and r.indices is inds and vals._version == 1 and inds._version == 1
+    check(vals, np.sort(sample((3, 5), tl.float32, seed=31), 1)[:, 2])
+    assert tl.median(x).shape == () and x.median(0).values.shape == (5,)
+    with pytest.raises(RuntimeError, match="empty Long tensor"):  # torch returns an unspecified number
+        tl.median(tl.empty(0, dtype=tl.int64, device=device))
+
+
+def test_failed_median_out_changes_nothing(device):
+    x = make(sample((3, 4), tl.float32, seed=32), device)
+    vals, inds = tl.zeros(3, device=device), tl.zeros(3, dtype=tl.int64, device=device)
+    snap = snapshot(vals, inds)
+    with pytest.raises(RuntimeError, match="selected number k out of range"):
+        tl.kthvalue(x, 9, 1, out=(vals, inds))
+    overlapping = inds._view_of(L.make((3,), (0,), 0))  # the second target is refused, after the first passed
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        tl.median(x, 1, out=(vals, overlapping))
+    assert_unchanged(snap)
 
 
 def test_nonzero_masked_select_where_match_numpy(device):
@@ -408,5 +544,6 @@ def test_registry_rows():
         row = registry.REGISTRY[name]
         assert row.family == "shape" and row.primitive in cpu.shape.__all__
         assert hasattr(tl, name), name
-    for name in ("scatter_", "scatter_add_", "index_fill_", "tril_", "triu_", "sort", "topk", "gather", "flip"):
+    for name in ("scatter_", "scatter_add_", "index_fill_", "tril_", "triu_", "sort", "topk", "gather", "flip",
+                 "median", "nanmedian", "kthvalue"):
         assert hasattr(tl.Tensor, name), name

@@ -526,3 +526,147 @@ def test_function_forms_at_top_level(device):
     np.testing.assert_array_equal(npa(tl.select(x, -1, 3)), ref[..., 3])
     assert tl.unflatten(x, 2, (2, 2)).shape == (2, 3, 2, 2)
     assert tl.squeeze(tl.unsqueeze(x, 1)).shape == (2, 3, 4)
+
+
+# -- tensor_split -------------------------------------------------------------------------------
+SPLITS = [
+    lambda m, x: m.tensor_split(x, 3), lambda m, x: m.tensor_split(x, 4, dim=1), lambda m, x: x.tensor_split(7, 1),
+    lambda m, x: x.tensor_split(1), lambda m, x: m.tensor_split(x, [1, 3]),
+    lambda m, x: m.tensor_split(x, (1, 5, 3, 9), 1), lambda m, x: x.tensor_split([-2, 8], dim=-1),
+    lambda m, x: x.tensor_split([-20, 2]), lambda m, x: x.tensor_split([]),
+    lambda m, x: m.tensor_split(x, m.tensor(2)), lambda m, x: m.tensor_split(x, m.tensor([1, 4]), 1),
+    lambda m, x: m.tensor_split(x, sections=2, dim=1), lambda m, x: m.tensor_split(x, indices=[2], dim=0),
+    lambda m, x: m.tensor_split(x, tensor_indices_or_sections=m.tensor([3])),
+    lambda m, x: x.t().tensor_split(3, 1), lambda m, x: x[:, 1::2].tensor_split([1], 1),
+    lambda m, x: m.tensor_split(x[:0], 3), lambda m, x: m.tensor_split(x, 0), lambda m, x: m.tensor_split(x, -1),
+    lambda m, x: m.tensor_split(x[0, 0], 2), lambda m, x: m.tensor_split(x, 2, 2),
+    lambda m, x: m.tensor_split(x, m.tensor([[1]])), lambda m, x: m.tensor_split(x, m.tensor([1.0])),
+    lambda m, x: m.tensor_split(x, m.tensor([1], dtype=m.int32)), lambda m, x: m.tensor_split(x, 2.0),
+]
+
+
+@pytest.mark.parametrize("i", range(len(SPLITS)))
+def test_tensor_split_matches_torch(device, torch, i):
+    f = SPLITS[i]
+    x = arange((4, 6), device)
+    tx = torch.arange(24).reshape(4, 6)
+    try:
+        want = f(torch, tx)
+    except Exception as e:  # torch refuses: so must we, with the same exception type
+        with pytest.raises(type(e)):
+            f(tl, x)
+        return
+    got = f(tl, x)
+    assert isinstance(got, tuple) and len(got) == len(want)
+    for a, b in zip(got, want):
+        assert (tuple(a.shape), a.stride(), a.storage_offset()) == (tuple(b.shape), b.stride(), b.storage_offset())
+        assert shares(a, x)
+        np.testing.assert_array_equal(npa(a), b.numpy())
+
+
+def test_tensor_split_matches_numpy_array_split(device):
+    ref = np.arange(60).reshape(6, 10)
+    x = arange((6, 10), device)
+    for arg in (1, 3, 4, 7, 11, [2, 5], [0, 0, 9], [7, 3], [-3, 20], []):
+        for axis in (0, 1, -1):
+            got = tl.tensor_split(x, arg, axis)
+            want = np.array_split(ref, arg, axis)
+            assert len(got) == len(want)
+            for a, b in zip(got, want):
+                np.testing.assert_array_equal(npa(a), b)
+    assert x._version == 0 and all(shares(p, x) for p in tl.tensor_split(x, 2))
+
+
+def test_tensor_split_indices_tensor_must_be_on_the_cpu(cuda):
+    x = arange((4,), cuda)
+    with pytest.raises(RuntimeError, match="tensor_split expected tensor_indices_or_sections to be on cpu"):
+        tl.tensor_split(x, tl.tensor([1], device=cuda))
+    assert [tuple(p.shape) for p in tl.tensor_split(x, tl.tensor([1]))] == [(1,), (3,)]
+
+
+# -- in-place metadata ops: squeeze_, unsqueeze_, t_, transpose_ --------------------------------
+INPLACE_META = [
+    lambda x: x.squeeze_(), lambda x: x.squeeze_(1), lambda x: x.squeeze_(0), lambda x: x.squeeze_((1, 3)),
+    lambda x: x.squeeze_((1, 1)), lambda x: x.squeeze_(4), lambda x: x.unsqueeze_(0), lambda x: x.unsqueeze_(-1),
+    lambda x: x.unsqueeze_(2), lambda x: x.unsqueeze_(6), lambda x: x.transpose_(0, 2), lambda x: x.transpose_(-1, 1),
+    lambda x: x.transpose_(1, 1), lambda x: x.transpose_(0, 4), lambda x: x.swapaxes_(0, 1),
+    lambda x: x.swapdims_(2, 3), lambda x: x.t_(), lambda x: x[0, :, 0, 0].t_(), lambda x: x[0, 0, 0, 0].t_(),
+    lambda x: x[:, 0, :, 0].t_(), lambda x: x[0, 0].t_(), lambda x: x[0, 0, 0, 0].squeeze_(0),
+    lambda x: x[0, 0, 0, 0].unsqueeze_(0), lambda x: x[0, 0, 0, 0].transpose_(0, -1),
+    lambda x: x[1:, :, ::2].squeeze_(), lambda x: x.expand(2, 2, 1, 3, 1).squeeze_(2),
+    lambda x: x.permute(3, 1, 0, 2).unsqueeze_(1),
+]
+
+
+@pytest.mark.parametrize("i", range(len(INPLACE_META)))
+def test_inplace_metadata_ops_match_torch(device, torch, i):
+    """The tensor itself gets the view's layout (same storage, bytes untouched), bumps the shared
+    version once, and returns itself; a refused call changes nothing."""
+    f = INPLACE_META[i]
+    base = arange((2, 1, 3, 1), device, tl.float32)
+    tbase = torch.arange(6, dtype=torch.float32).reshape(2, 1, 3, 1)
+    x = base
+    try:
+        want = f(tbase)
+    except Exception as e:
+        snap = tl.testing.snapshot(x)
+        with pytest.raises(type(e)):
+            f(x)
+        tl.testing.assert_unchanged(snap)
+        return
+    got = f(x)
+    assert (tuple(got.shape), got.stride(), got.storage_offset()) == (tuple(want.shape), want.stride(),
+                                                                       want.storage_offset())
+    assert got._version == want._version == 1 and base._version == tbase._version
+    assert shares(got, base) and tuple(base.shape) == tuple(tbase.shape)
+    np.testing.assert_array_equal(npa(got), want.numpy())
+
+
+def test_inplace_metadata_ops_keep_identity_and_other_views(device):
+    x = arange((3, 1), device)
+    v = x[:, 0]
+    storage = x.untyped_storage()
+    assert x.squeeze_() is x and x.shape == (3,) and x.untyped_storage() is storage
+    assert v.shape == (3,) and v._version == 1  # other views keep their layout, share the version
+    assert x.unsqueeze_(0).t_() is x and x.shape == (3, 1) and x.stride() == (1, 3)
+    assert x._version == 3
+    with pytest.raises(RuntimeError, match=r"t_\(\) expects a tensor with <= 2 dimensions, but self is 3D"):
+        x.unsqueeze(0).t_()
+    assert not hasattr(tl, "squeeze_") and not hasattr(tl, "t_")  # methods only, as in torch
+
+
+def test_inplace_metadata_ops_refused_like_inplace_ops(device):
+    leaf = tl.ones(3, 1, device=device, requires_grad=True)
+    for f in (lambda t: t.squeeze_(), lambda t: t.unsqueeze_(0), lambda t: t.t_(), lambda t: t.transpose_(0, 1)):
+        snap = tl.testing.snapshot(leaf)
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+            f(leaf)
+        with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+            f(leaf[:])
+        tl.testing.assert_unchanged(snap)
+    with tl.no_grad():
+        assert leaf.squeeze_().shape == (3,)  # allowed without grad mode, as in torch
+    with tl.inference_mode():
+        inf = tl.ones(2, 1, device=device)
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside InferenceMode"):
+        inf.squeeze_()
+    assert inf.shape == (2, 1) and inf._version == 0
+    d = tl.ones(2, 1, device=device, requires_grad=True).detach()
+    assert d.t_().shape == (1, 2)
+
+
+def test_inplace_metadata_op_loses_a_race_without_changing_anything(device):
+    """Another writer that publishes between the layout computation and the publish wins: the
+    in-place op raises and neither overwrites that record nor bumps the version."""
+    from tensorlab.ops import views
+    x = arange((3, 1), device, tl.float32)
+    other = arange((2, 1, 2), device, tl.float32)
+
+    def racing_squeeze(t, dim):
+        r = views.squeeze(t, dim)
+        t.set_(other)  # a concurrent set_ lands here
+        return r
+    v = x._version
+    with pytest.raises(RuntimeError, match="another thread changed this tensor"):
+        views._inplace_view(x, "squeeze_", racing_squeeze, None)
+    assert tuple(x.shape) == (2, 1, 2) and shares(x, other) and x._version == v + 1  # set_'s bump only

@@ -487,20 +487,23 @@ def _prod(ctx, g):
     return (ge * others,)
 
 
-def _evenly(ctx, g):
-    """amax / amin / max() / min(): the gradient split evenly between the tied extremes."""
+def _evenly(ctx, g, nan=False):
+    """amax / amin / max() / min() / median(): the gradient split evenly between the tied
+    extremes; with `nan` (torch's evenly_distribute_backward) a NaN result's ties are the NaNs."""
     x = _x(ctx)
     shape, dims, keepdim = ctx.shape(0), ctx.info["dim"], ctx.info["keepdim"]
     r = unreduce(ctx.result(), shape, dims, keepdim)
     mask = x == r
+    if nan and x._dtype.is_floating_point:
+        mask = mask | (x.isnan() & r.isnan())
     count = mask.sum(list(dims), keepdim=True) if dims else mask.to(g._dtype)
     return (E.where(mask, unreduce(g, shape, dims, keepdim) / count, 0.0),)
 
 
 def _select_extreme(ctx, g):
-    """max / min along a dim: the gradient goes to the returned index."""
+    """max / min / median / kthvalue along a dim: the gradient goes to the returned index."""
     if "indices" not in ctx.info:
-        return _evenly(ctx, g)
+        return _evenly(ctx, g, nan=True)
     shape, dims = ctx.shape(0), ctx.info["dim"]
     if not shape:
         return (g,)
@@ -514,6 +517,12 @@ def _select_extreme(ctx, g):
 def _extreme_name(op):
     def name(ctx):
         return f"{op}Backward{0 if 'indices' in ctx.info else 1}"
+    return name
+
+
+def _median_name(op):
+    def name(ctx):
+        return f"{op}Backward{1 if 'indices' in ctx.info else 0}"
     return name
 
 
@@ -605,6 +614,11 @@ DERIVATIVES.update({
                       name=_extreme_name("Max")),
     "min": Derivative(_select_extreme, save=(0,), result=lambda c: "indices" not in c.info,
                       name=_extreme_name("Min")),
+    "median": Derivative(_select_extreme, save=(0,), result=lambda c: "indices" not in c.info,
+                         name=_median_name("Median")),
+    "nanmedian": Derivative(_select_extreme, save=(0,), result=lambda c: "indices" not in c.info,
+                            name=_median_name("Nanmedian")),
+    "kthvalue": Derivative(_select_extreme),
     "var": Derivative(lambda c, g: (_var_grad(c, g),), save=(0,)),
     "std": Derivative(_std, save=(0,), result=True),
     "norm": Derivative(_norm, save=(0,), result=lambda c: c.info["arg"] not in (0, 1),

@@ -7,7 +7,7 @@ from .. import autograd_hooks, dtypes, layout as L
 from ..tensor import Tensor
 from . import registry
 from ._common import output, same_device
-from .reduction import C_NAMES, check_out_dtype, check_tensor
+from .reduction import C_NAMES, check_out_dtype, check_tensor, refuse_out_grad
 from .registry import DEFAULT, KEEP, OpDef
 
 _F = "linalg"
@@ -103,6 +103,7 @@ def _as_matrices(a, b):
 def matmul(input, other, *, out=None):
     """torch.matmul: 1-D x 1-D is a dot product (0-dim), a 1-D operand gains a dim that is
     removed from the result, batch dims broadcast."""
+    refuse_out_grad("matmul", out, input, other)
     a = check_tensor(input, "matmul")
     b = check_tensor(other, "matmul", "other", 2)
     if a.dim() == 0 or b.dim() == 0:
@@ -115,6 +116,7 @@ def matmul(input, other, *, out=None):
 
 
 def mm(input, mat2, *, out=None):
+    refuse_out_grad("mm", out, input, mat2)
     a = check_tensor(input, "mm")
     b = check_tensor(mat2, "mm", "mat2", 2)
     if a.dim() != 2:
@@ -133,6 +135,7 @@ def mm(input, mat2, *, out=None):
 
 
 def bmm(input, mat2, *, out=None):
+    refuse_out_grad("bmm", out, input, mat2)
     a = check_tensor(input, "bmm")
     b = check_tensor(mat2, "bmm", "mat2", 2)
     if a.dim() != 3:
@@ -151,6 +154,7 @@ def bmm(input, mat2, *, out=None):
 
 
 def mv(input, vec, *, out=None):
+    refuse_out_grad("mv", out, input, vec)
     a = check_tensor(input, "mv")
     v = check_tensor(vec, "mv", "vec", 2)
     if a.dim() != 2 or v.dim() != 1:
@@ -162,6 +166,7 @@ def mv(input, vec, *, out=None):
 
 
 def dot(input, other, *, out=None):
+    refuse_out_grad("dot", out, input, other)
     a = check_tensor(input, "dot")
     b = check_tensor(other, "dot", "tensor", 2)
     if a.dim() != 1 or b.dim() != 1:
@@ -178,6 +183,7 @@ def dot(input, other, *, out=None):
 
 def outer(input, vec2, *, out=None):
     """input[i] * vec2[j], promoted as a multiplication (a k=1 matrix product)."""
+    refuse_out_grad("mul", out, input, vec2)  # torch computes outer as a broadcast mul
     a = check_tensor(input, "outer")
     b = check_tensor(vec2, "outer", "vec2", 2)
     for t, name in ((a, "self"), (b, "vec2")):

@@ -14,6 +14,7 @@ from .. import autograd_hooks, dtypes, layout as L, return_types
 from ..tensor import Tensor
 from . import registry
 from ._common import check_cast, check_writable, empty_tensor, output, pinned
+from .elementwise import _grad_enabled
 from .registry import ALWAYS_BOOL, INT_TO_FLOAT, KEEP, NONE, OpDef
 
 _F = "reduction"
@@ -57,6 +58,17 @@ def check_tensor(x, op, name="input", pos=1):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not {type(x).__name__}")
     return pinned(x)
+
+
+def refuse_out_grad(op, out, *inputs):
+    """torch refuses out= while grad mode is on and an input (or out) requires grad, before any
+    other check and so before anything is written: out keeps its values, shape and version."""
+    if out is None:
+        return
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    if _grad_enabled() and _b.any(isinstance(t, Tensor) and t._requires_grad for t in inputs + outs):
+        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad.")
 
 
 def check_out_dtype(out, dtype):
@@ -116,7 +128,7 @@ def _accumulating_dtype(x, dtype, out):
     return x._dtype if x._dtype.is_floating_point else dtypes.int64
 
 
-def _check_nonempty(x, dims, name, full, exc=RuntimeError):
+def check_nonempty(x, dims, name, full, exc=RuntimeError):
     """Reductions without an identity (amax, max, argmax, ...) refuse empty slices."""
     if x.numel() == 0:
         if full:
@@ -130,16 +142,19 @@ def _check_nonempty(x, dims, name, full, exc=RuntimeError):
 
 # -- sum, prod, mean ---------------------------------------------------------------------------
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001
+    refuse_out_grad("sum", out, input)
     x = check_tensor(input, "sum")
     return _run("sum", "sum", input, x, reduce_dims(x, dim), keepdim, _accumulating_dtype(x, dtype, out), out)
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    refuse_out_grad("prod", out, input)
     x = check_tensor(input, "prod")
     return _run("prod", "prod", input, x, reduce_dims(x, dim), keepdim, _accumulating_dtype(x, dtype, out), out)
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    refuse_out_grad("mean", out, input)
     x = check_tensor(input, "mean")
     dt = x._dtype if dtype is None else dtypes.as_dtype(dtype)
     if not dt.is_floating_point:
@@ -151,12 +166,13 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
 
 # -- amax, amin, max, min, argmax, argmin ------------------------------------------------------
 def _extreme_all(op, name, src, x, dim, keepdim, out):
+    refuse_out_grad(name, out, src)
     if isinstance(out, Tensor) and out._dtype is not x._dtype:
         raise RuntimeError(f"Expected the dtype for input and out to match, but got {x._dtype.torch_name} for "
                            f"input's dtype and {out._dtype.torch_name} for out's dtype.")
     full = dim is None or (isinstance(dim, (tuple, list)) and not dim)
     dims = reduce_dims(x, dim)
-    _check_nonempty(x, dims, name, full)
+    check_nonempty(x, dims, name, full)
     return _run(op, name, src, x, dims, keepdim, x._dtype, out)
 
 
@@ -178,8 +194,9 @@ def out_pair(out, op):
 
 def _with_indices(op, src, x, dim, keepdim, out, result_type):
     """max/min along one dim: (values, indices) of the first extreme, NaN counting as extreme."""
+    refuse_out_grad(op, out, src)
     dims = reduce_dims(x, operator.index(dim))
-    _check_nonempty(x, dims, op, False)
+    check_nonempty(x, dims, op, False)
     vo, io = out_pair(out, op)
     check_out_dtype(vo, x._dtype)
     check_out_dtype(io, dtypes.int64)
@@ -226,13 +243,13 @@ def _arg(op, name, x, dim, keepdim, out):
     check_out_dtype(out, dtypes.int64)
     nd = x.dim()
     if dim is None:
-        _check_nonempty(x, (), name, True, IndexError)
+        check_nonempty(x, (), name, True, IndexError)
         shape = (1,) * nd if keepdim else ()
         o = output(out, shape, dtypes.int64, x.device, name, (x,))
         x._backend.arg_reduce(None, o.tensor, x, op, None)
         return o.finish()
     dims = reduce_dims(x, operator.index(dim))
-    _check_nonempty(x, dims, name, False)
+    check_nonempty(x, dims, name, False)
     o = output(out, reduced_shape(x._meta.layout.shape, dims, keepdim), dtypes.int64, x.device, name, (x,))
     x._backend.arg_reduce(None, o.tensor, x, op, dims[0] if dims else 0)
     return o.finish()
@@ -259,28 +276,47 @@ def _correction(dim, unbiased, correction, op):
     return dim, correction
 
 
-def _moment(op, input, dim, unbiased, keepdim, correction, out):
+def _moment(op, input, dim, unbiased, keepdim, correction, out, what="std and var"):
+    """var/std (and var_mean/std_mean, which add the mean over the same dims): x, dims, result."""
+    refuse_out_grad(op, out, input)
     x = check_tensor(input, op)
     if not x._dtype.is_floating_point:
-        raise RuntimeError(f"std and var only support floating point and complex dtypes; got {x._dtype.torch_name}"
+        raise RuntimeError(f"{what} only support floating point and complex dtypes; got {x._dtype.torch_name}"
                            f" (convert with .float())")
     dim, corr = _correction(dim, unbiased, correction, op)
-    return _run(op, op, input, x, reduce_dims(x, dim), keepdim, x._dtype, out, corr)
+    dims = reduce_dims(x, dim)
+    return x, dims, _run(op, op, input, x, dims, keepdim, x._dtype, out, corr)
 
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
     """Variance with Bessel's `correction` (default 1); `unbiased=False` means correction=0."""
-    return _moment("var", input, dim, unbiased, keepdim, correction, out)
+    return _moment("var", input, dim, unbiased, keepdim, correction, out)[2]
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
-    return _moment("std", input, dim, unbiased, keepdim, correction, out)
+    return _moment("std", input, dim, unbiased, keepdim, correction, out)[2]
+
+
+def _with_mean(op, input, dim, unbiased, keepdim, correction):
+    x, dims, r = _moment(op, input, dim, unbiased, keepdim, correction, None, f"{op}_mean")
+    return r, _run("mean", "mean", input, x, dims, keepdim, x._dtype, None)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(var, mean) over the same dims, a plain tuple as torch's; two passes of the reduce
+    primitive, each differentiable on its own."""
+    return _with_mean("var", input, dim, unbiased, keepdim, correction)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _with_mean("std", input, dim, unbiased, keepdim, correction)
 
 
 # -- norm, logsumexp -----------------------------------------------------------------------------
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     """Vector p-norm over `dim` (all dims when None): p = 2, 1, inf, -inf, 0 (count of nonzeros),
     any other float; 'fro' is the 2-norm over at most two dims."""
+    refuse_out_grad("linalg_vector_norm", out, input)  # torch's name: norm is linalg.vector_norm there
     x = check_tensor(input, "norm")
     if isinstance(dim, int):
         dim = (dim,)
@@ -318,6 +354,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
 def logsumexp(input, dim, keepdim=False, *, out=None):
     """log(sum(exp(x))) over `dim`, computed as max + log(sum(exp(x - max))) so large inputs do
     not overflow; integral inputs give the default float dtype."""
+    refuse_out_grad("logsumexp", out, input)
     x = check_tensor(input, "logsumexp")
     if isinstance(out, Tensor):
         if not out._dtype.is_floating_point:
@@ -356,6 +393,7 @@ def count_nonzero(input, dim=None):
 
 # -- cumsum, cumprod -----------------------------------------------------------------------------
 def _cumulative(op, name, input, dim, dtype, out):
+    refuse_out_grad(name, out, input)
     x = check_tensor(input, name)
     d = L.wrap_dim(dim, x.dim())
     o = output(out, x._meta.layout.shape, _accumulating_dtype(x, dtype, out), x.device, name, (x,))
@@ -416,6 +454,7 @@ def log_softmax(input, dim, dtype=None):
 
 
 FUNCTIONS = ("sum", "prod", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "var", "std", "norm",
-             "logsumexp", "all", "any", "count_nonzero", "cumsum", "cumprod", "softmax", "log_softmax")
-METHODS = {name: globals()[name] for name in FUNCTIONS}
+             "logsumexp", "all", "any", "count_nonzero", "cumsum", "cumprod", "softmax", "log_softmax", "var_mean",
+             "std_mean")
+METHODS = {name: globals()[name] for name in FUNCTIONS if not name.endswith("_mean")}  # torch: no x.var_mean()
 METHODS.update(cumsum_=cumsum_, cumprod_=cumprod_)

@@ -1,6 +1,7 @@
 """Shape and index ops that produce new tensors: cat/stack, flip, roll, gather, scatter
 (and scatter_add, index_fill), index_select, masked_select, nonzero, sort/argsort, topk,
-tril/triu, and the one-argument where(cond) (`_where_cond`, exported by elementwise's where)."""
+median/nanmedian/kthvalue, tril/triu, and the one-argument where(cond) (`_where_cond`, exported
+by elementwise's where)."""
 from __future__ import annotations
 
 import operator
@@ -10,7 +11,11 @@ from ..tensor import Tensor
 from . import registry
 from ._common import (check_no_partial_overlap, check_writable, empty_tensor, output, pinned,
                       same_device)
-from .reduction import out_pair, check_out_dtype, check_tensor, wrap_dims
+from .creation import full
+from .elementwise import where
+from .reduction import (check_nonempty, check_out_dtype, check_tensor, out_pair, reduced_shape, refuse_out_grad,
+                        wrap_dims)
+from .views import reshape
 from .registry import DEFAULT, KEEP, NONE, OpDef
 
 _F = "shape"
@@ -110,6 +115,7 @@ def cat(tensors, dim=0, *, out=None):
     """Concatenate along an existing dim. As torch's legacy rule, 1-D empty tensors are skipped
     whatever the others' shapes (they still take part in dtype promotion)."""
     ts = _tensor_list(tensors, "cat")
+    refuse_out_grad("cat", out, *tensors)
     if not ts:
         raise ValueError("cat(): expected a non-empty list of Tensors")
     for i, t in enumerate(ts):
@@ -139,6 +145,7 @@ def cat(tensors, dim=0, *, out=None):
 
 def stack(tensors, dim=0, *, out=None):
     ts = _tensor_list(tensors, "stack")
+    refuse_out_grad("stack", out, *tensors)
     if not ts:
         raise RuntimeError("stack expects a non-empty TensorList")
     shape0 = ts[0]._meta.layout.shape
@@ -202,6 +209,7 @@ def _index_tensor(index, op, pos=3):
 
 def gather(input, dim, index, *, sparse_grad=False, out=None):
     """out[i][j] = input[index[i][j]][j] along `dim`; index may be smaller than input off dim."""
+    refuse_out_grad("gather", out, input, index)
     x = check_tensor(input, "gather")
     idx = _index_tensor(index, "gather")
     d = L.wrap_dim(dim, x.dim())
@@ -313,6 +321,7 @@ def scatter_add_(self, dim, index, src):
 
 def index_select(input, dim, index, *, out=None):
     """The slices of input at positions `index` (1-D or 0-dim) along `dim`."""
+    refuse_out_grad("index_select", out, input, index)
     x = check_tensor(input, "index_select")
     idx = check_tensor(index, "index_select", "index", 3)
     if idx._dtype not in _INDEX_DTYPES:
@@ -385,6 +394,7 @@ def _count_nonzero_sync(t, reason):
 
 def masked_select(input, mask, *, out=None):
     """The elements of input where mask is True (both broadcast), as a 1-D tensor."""
+    refuse_out_grad("masked_select", out, input, mask)
     x = check_tensor(input, "masked_select")
     m = check_tensor(mask, "masked_select", "mask", 2)
     if m._dtype is not dtypes.bool_:
@@ -448,6 +458,7 @@ def _sorted_pair(op, src, x, d, size, out, run, result_type):
 def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     """(values, indices) sorted along dim; always stable (equal elements keep their order) and
     NaN sorts above every number, as in torch."""
+    refuse_out_grad("sort", out, input)
     x = check_tensor(input, "sort")
     d = L.wrap_dim(dim, x.dim())
     size = _size(x, d)
@@ -467,6 +478,7 @@ def argsort(input, dim=-1, descending=False, stable=False):
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """The k largest (largest=False: smallest) elements along dim with their indices, always
     returned sorted (sorted=False allows any order)."""
+    refuse_out_grad("topk", out, input)
     x = check_tensor(input, "topk")
     k = operator.index(k)
     d = L.wrap_dim(dim, x.dim())
@@ -476,6 +488,97 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
                         lambda v, i: x._backend.topk(v, i, x, k, d, bool(largest)), return_types.topk)
 
 
+# -- median, nanmedian, kthvalue -----------------------------------------------------------------
+
+
+def _rank(sv, d, n, k, skip_nan):
+    """int64 positions (size 1 along d) into `sv`, x sorted along d (NaN last): k-1, or for the
+    median (k None) the lower middle, or the first NaN of a slice that has one (skip_nan: the
+    lower middle of the numbers, 0 when there are none)."""
+    shape = tuple(1 if i == d else s for i, s in enumerate(sv._meta.layout.shape))
+    if k is None and sv._dtype.is_floating_point:
+        nans = sv.isnan().sum(d, keepdim=True) if shape else sv.isnan().long()
+        if skip_nan:
+            m = n - nans
+            return where(m > 0, (m - 1) // 2, 0)
+        return where(nans > 0, n - nans, (n - 1) // 2)
+    return full(shape, (n - 1) // 2 if k is None else k - 1, dtype=dtypes.int64, device=sv.device)
+
+
+def _order_stat(op, x, d, keepdim, out, k=None, skip_nan=False):
+    """Outputs for (values, indices) along d holding x's k-th smallest element (k None: the
+    median) and its index, read from one stable sort; written, not yet published."""
+    if x._dtype is dtypes.bool_:
+        raise RuntimeError(f"{op}(): does not support bool input; convert it first, e.g. x.to(tensorlab.uint8)")
+    dims = (d,) if x.dim() else ()
+    n = _size(x, d)
+    check_nonempty(x, dims, op, False)
+    if k is not None and not 1 <= k <= n:
+        raise RuntimeError(f"{op}(): selected number k out of range for dimension {d}")
+    vo, io = out_pair(out, op)
+    check_out_dtype(vo, x._dtype)
+    check_out_dtype(io, dtypes.int64)
+    shape = reduced_shape(x._meta.layout.shape, dims, keepdim)
+    ov = output(vo, shape, x._dtype, x.device, op, (x,))
+    oi = output(io, shape, dtypes.int64, x.device, op, (x,))
+    if ov.tensor.numel():
+        sv, si = sort(x, d, stable=True)
+        pos = _rank(sv, d, n, k, skip_nan)
+        tv, ti = (ov.tensor, oi.tensor) if keepdim or not dims else (_unsqueeze(ov.tensor, d), _unsqueeze(oi.tensor, d))
+        x._backend.gather(tv, sv, d, pos)
+        x._backend.gather(ti, si, d, pos)
+    return ov, oi
+
+
+def _median(op, input, dim, keepdim, out, skip_nan, result_type):
+    """median(x): the lower of the two middle values of all elements (NaN if there is one, unless
+    skip_nan), a 0-dim tensor; median(x, dim): (values, indices) along dim."""
+    if dim is None and (keepdim or out is not None):
+        raise TypeError(f'{op}() missing 1 required positional arguments: "dim"')
+    refuse_out_grad(op, out, input)
+    x = check_tensor(input, op)
+    if dim is not None:
+        d = L.wrap_dim(dim, x.dim())
+        ov, oi = _order_stat(op, x, d, keepdim, out, skip_nan=skip_nan)
+        indices = oi.finish()
+        values = autograd_hooks.record(ov.finish(), op, (input,), dim=(d,) if x.dim() else (), keepdim=keepdim,
+                                       indices=indices)
+        return result_type(values, indices)
+    if x.numel() == 0:
+        if not x._dtype.is_floating_point:  # torch returns NaN cast to the integer type (unspecified)
+            raise RuntimeError(f"{op}(): cannot compute the median of an empty {x._dtype.torch_name} tensor")
+        res = full((), float("nan"), dtype=x._dtype, device=x.device)
+    else:
+        res = _order_stat(op, reshape(x, -1), 0, False, None, skip_nan=skip_nan)[0].finish()
+    return autograd_hooks.record(res, op, (input,), dim=tuple(range(x.dim())), keepdim=False)
+
+
+def median(input, dim=None, keepdim=False, *, out=None):
+    """The lower median (torch's: no averaging of the two middle values); NaN propagates."""
+    return _median("median", input, dim, keepdim, out, False, return_types.median)
+
+
+def nanmedian(input, dim=None, keepdim=False, *, out=None):
+    """median ignoring NaN (NaN only where a slice is all NaN)."""
+    return _median("nanmedian", input, dim, keepdim, out, True, return_types.nanmedian)
+
+
+def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
+    """(values, indices) of the k-th smallest element along dim (k from 1; NaN counts as largest)."""
+    refuse_out_grad("kthvalue", out, input)
+    x = check_tensor(input, "kthvalue")
+    try:
+        k = operator.index(k)
+    except TypeError:
+        raise TypeError(f"kthvalue(): argument 'k' (position 2) must be int, not {type(k).__name__}") from None
+    d = L.wrap_dim(dim, x.dim())
+    ov, oi = _order_stat("kthvalue", x, d, keepdim, out, k=k)
+    indices = oi.finish()
+    values = autograd_hooks.record(ov.finish(), "kthvalue", (input,), dim=(d,) if x.dim() else (), keepdim=keepdim,
+                                   indices=indices)
+    return return_types.kthvalue(values, indices)
+
+
 # -- tril, triu ----------------------------------------------------------------------------------
 def _triangle_check(x, op):
     if x.dim() < 2:
@@ -483,6 +586,7 @@ def _triangle_check(x, op):
 
 
 def _triangle(op, upper, input, diagonal, out):
+    refuse_out_grad(op, out, input)
     x = check_tensor(input, op)
     _triangle_check(x, op)
     check_out_dtype(out, x._dtype)
@@ -522,7 +626,8 @@ def triu_(self, diagonal=0):
 
 concatenate = concat = cat
 FUNCTIONS = ("cat", "concatenate", "concat", "stack", "flip", "roll", "gather", "scatter", "scatter_add",
-             "index_select", "index_fill", "masked_select", "nonzero", "sort", "argsort", "topk", "tril", "triu")
+             "index_select", "index_fill", "masked_select", "nonzero", "sort", "argsort", "topk", "median", "nanmedian",
+             "kthvalue", "tril", "triu")
 METHODS = {name: globals()[name] for name in FUNCTIONS if name not in ("cat", "concatenate", "concat", "stack")}
 METHODS.update(flip=_flip_method, scatter_=scatter_, scatter_add_=scatter_add_, index_fill_=index_fill_,
                tril_=tril_, triu_=triu_)

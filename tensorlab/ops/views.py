@@ -7,7 +7,7 @@ import warnings
 
 from .. import autograd_hooks, dtypes, layout as L
 from ..layout import Layout, Size
-from ..tensor import Tensor, contiguous_format
+from ..tensor import Tensor, contiguous_format, meta_write_lock
 
 _VIEW_HINT = ("view size is not compatible with input tensor's size and stride (at least one dimension spans across "
               "two contiguous subspaces). Use .reshape(...) instead.")
@@ -435,6 +435,89 @@ def chunk(self, chunks, dim=0):
     return split(self, size, d)
 
 
+def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indices=None,
+                 tensor_indices_or_sections=None):
+    """Views along dim: `sections` parts as equal as possible (the first n % sections one longer),
+    or the pieces between `indices` (Python slice rules: negative counts from the end, clamped,
+    empty where an index goes backwards). A tensor argument must be an int64 CPU tensor: 0-dim
+    for sections, 1-D for indices."""
+    arg = next((a for a in (indices_or_sections, sections, indices, tensor_indices_or_sections) if a is not None),
+               None)
+    if isinstance(arg, Tensor):
+        what = "tensor_split expected tensor_indices_or_sections to"
+        if arg.device.type != "cpu":
+            raise RuntimeError(f"{what} be on cpu, but it's on {arg.device}")
+        if arg._dtype is not dtypes.int64:
+            raise RuntimeError(f"{what} have dtype of long, but got {arg._dtype.torch_name}")
+        if arg.dim() > 1:
+            raise RuntimeError(f"{what} be a zero-dimensional or one-dimensional tensor, but got a tensor with "
+                               f"{arg.dim()} dims")
+        arg = arg.item() if arg.dim() == 0 else arg.tolist()
+    if isinstance(arg, (list, tuple)):
+        arg = [_index_arg(i, "tensor_split", "indices") for i in arg]
+    elif not isinstance(arg, int) or isinstance(arg, bool):
+        raise TypeError(f"tensor_split(): argument 'indices_or_sections' must be int, tuple of ints or Tensor, not "
+                        f"{type(arg).__name__}")
+    if input.dim() == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
+    d = L.wrap_dim(dim, input.dim())
+    n = input.shape[d]
+    if isinstance(arg, int):
+        if arg <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {arg}")
+        q, r = divmod(n, arg)
+        ends = [(i + 1) * q + min(i + 1, r) for i in range(arg - 1)]
+    else:
+        ends = arg
+    out, start = [], 0
+    for end in ends + [n]:
+        s0, s1 = (min(max(i + n if i < 0 else i, 0), n) for i in (start, end))
+        out.append(_slice(input, d, s0, max(s1 - s0, 0), 1, "narrow"))
+        start = end
+    return tuple(out)
+
+
+# -- in-place metadata ops ----------------------------------------------------------------------
+def _inplace_view(self, op, view_fn, *args):
+    """squeeze_/unsqueeze_/t_/transpose_: the layout of the out-of-place view, computed and
+    validated in full, then published onto self with one assignment (docs/exception-safety.md);
+    the storage, bytes and other views are untouched. As torch: refused where an in-place op is
+    (a leaf that requires grad, an inference tensor outside inference mode), the version moves
+    once, and self takes the view's place in the graph."""
+    autograd_hooks.check_inplace(self, op)
+    meta = self._meta
+    v = view_fn(self, *args)  # reads self's record once; records autograd against self
+    with meta_write_lock:
+        if self._meta is not meta:  # another writer published in between: v may be from either record
+            from .resize import _RACE
+            raise RuntimeError(_RACE.format(op=op))
+        self._publish(meta.storage, v._meta.layout)
+    self._vc.bump()
+    if v._grad_fn is not None:
+        self._grad_fn = v._grad_fn
+        self.__dict__.pop("_output_nr", None)  # the view's node has one output
+    return self
+
+
+def squeeze_(self, dim=None):
+    return _inplace_view(self, "squeeze_", squeeze, dim)
+
+
+def unsqueeze_(self, dim):
+    return _inplace_view(self, "unsqueeze_", unsqueeze, dim)
+
+
+def transpose_(self, dim0, dim1):
+    return _inplace_view(self, "transpose_", transpose, dim0, dim1)
+
+
+def t_(self):
+    n = self.dim()
+    if n > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {n}D")
+    return _inplace_view(self, "t_", t)
+
+
 # -- aliases without a graph --------------------------------------------------------------------
 def detach(self):
     """Same storage, layout and version counter; outside any autograd graph."""
@@ -443,11 +526,12 @@ def detach(self):
 
 
 swapaxes = swapdims = transpose
+swapaxes_ = swapdims_ = transpose_
 moveaxis = movedim
 
 FUNCTIONS = ("reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "adjoint", "movedim", "moveaxis",
              "squeeze", "unsqueeze", "flatten", "unflatten", "broadcast_to", "broadcast_tensors", "as_strided",
-             "narrow", "select", "unbind", "diagonal", "split", "split_with_sizes", "chunk", "detach")
+             "narrow", "select", "unbind", "diagonal", "split", "split_with_sizes", "chunk", "tensor_split", "detach")
 METHODS = {
     "view": view, "view_as": view_as, "reshape": reshape, "reshape_as": reshape_as, "flatten": flatten,
     "unflatten": unflatten, "permute": permute, "transpose": transpose, "swapaxes": swapaxes,
@@ -455,6 +539,8 @@ METHODS = {
     "unsqueeze": unsqueeze, "squeeze": squeeze, "expand": expand, "expand_as": expand_as,
     "broadcast_to": broadcast_to, "as_strided": as_strided, "narrow": narrow, "select": select, "unbind": unbind,
     "unfold": unfold, "diagonal": diagonal, "split": split, "split_with_sizes": split_with_sizes, "chunk": chunk,
-    "detach": detach,
+    "tensor_split": tensor_split, "detach": detach,
+    "squeeze_": squeeze_, "unsqueeze_": unsqueeze_, "transpose_": transpose_, "t_": t_, "swapaxes_": swapaxes_,
+    "swapdims_": swapdims_,
     "T": property(_T), "mT": property(_mT), "H": property(_H), "mH": property(_mH),
 }
