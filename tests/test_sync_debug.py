@@ -171,7 +171,7 @@ def test_each_sync_point_names_its_reason_once(cuda, op, reason):
     (lambda x, m: tl.masked_select(x, m), "masked_select"),
     (lambda x, m: x[m], "boolean mask indexing"),
     (lambda x, m: x[m[0]], "boolean mask indexing"),
-    (lambda x, m: x[tl.tensor(1, device="cuda")], "integer tensor index"),
+    (lambda x, m: x[tl.ones((), dtype=tl.int64, device="cuda")], "integer tensor index"),
 ])
 def test_data_dependent_shapes_name_their_sync(cuda, op, reason):
     x = tl.tensor([1.0, -2.0, 3.0], device=cuda)
@@ -183,8 +183,8 @@ def test_data_dependent_shapes_name_their_sync(cuda, op, reason):
 
 @pytest.mark.parametrize("write", [
     lambda x, m: x.__setitem__(m, 0.0),
-    lambda x, m: x.__setitem__(m, tl.tensor([7.0, 8.0], device=x.device)),
-    lambda x, m: x.index_put_((m,), tl.tensor(1.0, device=x.device), accumulate=True),
+    lambda x, m: x.__setitem__(m, tl.full((2,), 7.0, device=x.device)),
+    lambda x, m: x.index_put_((m,), tl.ones((), device=x.device), accumulate=True),
 ])
 def test_mask_writes_sync_once(cuda, write):
     x = tl.tensor([1.0, -2.0, 3.0], device=cuda)
@@ -288,16 +288,37 @@ def test_non_blocking_copy_from_pinned_memory_does_not_sync(cuda):
     assert dev.cpu().tolist() == list(range(1000))
 
 
-def test_blocking_copy_from_pinned_memory_is_a_named_sync(cuda):
-    src = tl.arange(10, dtype=tl.float32).pin_memory()
-    assert _reasons_of(lambda: src.to(cuda)) == ["copy to cuda (non_blocking=False)"]
+@pytest.mark.parametrize("pin", [False, True], ids=["pageable", "pinned"])
+def test_blocking_upload_is_a_named_sync(cuda, pin):
+    # torch's memcpy_and_sync: a non_blocking=False upload waits for the stream, and the debug
+    # mode flags it, from pageable and from pinned memory alike
+    src = tl.arange(10, dtype=tl.float32)
+    src = src.pin_memory() if pin else src
+    assert _reasons_of(lambda: src.to(cuda)) == ["copy to cuda"]
+    assert _reasons_of(lambda: tl.tensor([1.0, 2.0], device=cuda)) == ["copy to cuda"]
+    with tl.cuda.set_sync_debug_mode("error"), pytest.raises(RuntimeError, match="copy to cuda"):
+        src.to(cuda)
 
 
-def test_pageable_upload_never_waits(cuda):
+def test_non_blocking_pageable_upload_never_waits(cuda):
     src = tl.arange(10, dtype=tl.float32)
     with tl.cuda.set_sync_debug_mode("error"):
-        dev = src.to(cuda)
+        dev = src.to(cuda, non_blocking=True)
     assert dev.tolist() == list(range(10))
+
+
+@pytest.mark.parametrize("dtype", [tl.float32, tl.float64])
+def test_non_blocking_to_cpu_lands_in_pinned_memory_without_a_sync(cuda, dtype):
+    # torch's _to_copy pins the output of an asynchronous download; a dtype change happens on the device
+    x = tl.arange(0, 64, dtype=tl.float32, device=cuda)
+    with tl.cuda.set_sync_debug_mode("error"), tl.cuda.sync_trace() as trace:
+        y = x.to("cpu", dtype, non_blocking=True)
+    assert list(trace) == []
+    assert y.device.type == "cpu" and y.is_pinned() and y.dtype is dtype and y.is_contiguous()
+    tl.cuda.current_stream().synchronize()
+    assert y.tolist() == [float(i) for i in range(64)]
+    # a non-contiguous source keeps torch's strides and takes the synchronous path
+    assert _reasons_of(lambda: x.view(8, 8).t().to("cpu", non_blocking=True)) == ["copy to cpu"]
 
 
 def test_non_blocking_download_into_pinned_memory_waits_only_when_asked(cuda):

@@ -96,7 +96,15 @@ def to(self, *args, non_blocking=False, copy=False, memory_format=preserve_forma
     if dev == self.device and dt is self._dtype and not copy and fmt_ok:
         return self
     src = pinned(self)
-    out = empty_like_layout(src, dt, dev, memory_format)
+    if non_blocking and dev.type == "cpu" and src.device.type == "cuda" and fmt_ok and src.is_contiguous():
+        # torch's _to_copy: an asynchronous download lands in pinned memory (dtype converted on
+        # the device first), valid once the stream is synchronized
+        from .transfer import pinned_empty_like
+        if dt is not src._dtype:
+            src = to(src, dt)
+        out = pinned_empty_like(src, dt)
+    else:
+        out = empty_like_layout(src, dt, dev, memory_format)
     copy_into(out, src, non_blocking)
     from .. import autograd_hooks
     return autograd_hooks.record(out, "to", (self,))

@@ -109,7 +109,11 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     dt = _dt(dtype, inferred)
     dev = canonical(device)
     t = empty_tensor(arr.shape, dt, dev)
-    backends.get(dev).copy_from_host(t, _cast_host(arr, dt))
+    if dev.type == "cpu":
+        backends.cpu.copy_from_host(t, _cast_host(arr, dt))
+    else:
+        from .transfer import upload
+        upload(t, _cast_host(arr, dt))  # a blocking upload: a named sync, as in torch
     if pin_memory:
         t = t.pin_memory()
     return _finish(t, requires_grad)

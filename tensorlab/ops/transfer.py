@@ -3,13 +3,15 @@ copy_into with its synchronization rules.
 
 - pin_memory() copies a CPU tensor into page-locked memory from the CUDA driver (same shape and
   strides, as torch); is_pinned() asks the driver whether a CPU tensor's bytes are page-locked.
-- CPU -> CUDA: pageable memory is staged by CUDA before the copy call returns, so no host wait
-  is needed whatever non_blocking says. From pinned memory, non_blocking=True is truly
-  asynchronous (the driver keeps the source alive until the copy ran; the data is valid on the
-  device in stream order); non_blocking=False then waits, as a named sync.
+- CPU -> CUDA: non_blocking=False waits for the stream after queueing the copy, a named sync
+  "copy to cuda" (torch's memcpy_and_sync: a blocking upload is a sync point, and the debug mode
+  flags it). non_blocking=True never waits: from pinned memory the copy is truly asynchronous
+  (the driver keeps the source alive until the copy ran; the data is valid on the device in
+  stream order); from pageable memory CUDA stages the bytes before the call returns.
 - CUDA -> CPU: the host waits (a named sync "copy to cpu") unless non_blocking=True into a
   pinned, contiguous destination of the same dtype from a contiguous source: then the bytes are
   DMA'd straight into the tensor and are valid once the stream has been synchronized.
+  `to("cpu", non_blocking=True)` allocates such a pinned destination itself (as torch does).
 - CUDA -> other CUDA device: staged through the host, a named sync.
 """
 from __future__ import annotations
@@ -61,6 +63,16 @@ def pin_memory(self, device=None):
     return autograd_hooks.record(out, "pin_memory", (self,))
 
 
+def pinned_empty_like(src, dtype):
+    """An empty contiguous CPU tensor of src's shape in page-locked memory: the destination of an
+    asynchronous device-to-host copy (to("cpu", non_blocking=True))."""
+    shape = src._meta.layout.shape
+    drv = backends.load_cuda().driver
+    _faults.hit("alloc")
+    buf = drv.pinned_empty(L.numel(shape) * dtype.itemsize)
+    return Tensor._make(UntypedStorage._wrap(buf, CPU, False), L.Layout(shape, L.contiguous_strides(shape), 0), dtype)
+
+
 def _dense_same(dst, src):
     """Byte-for-byte transferable: same dtype, both C-contiguous (src already broadcast to dst)."""
     dl, sl = dst._meta.layout, src._meta.layout
@@ -87,6 +99,16 @@ def _to_pinned_async(dst, src):
     return True
 
 
+def upload(dst, host, non_blocking=False):
+    """dst (on a CUDA device) <- the host NumPy array `host`: the copy is queued (the driver keeps
+    a pinned source alive until it ran), then a blocking upload waits for the stream where the
+    debug mode and sync_trace see it."""
+    dd = dst._meta.storage.device
+    backends.get(dd).copy_from_host(dst, host, non_blocking=True)
+    if not non_blocking:
+        host_wait("copy to cuda", dd)
+
+
 def copy_across_devices(dst, src, non_blocking):
     """dst <- src for tensors on different devices (src already broadcast to dst's shape); every
     host wait here is a named sync."""
@@ -97,13 +119,7 @@ def copy_across_devices(dst, src, non_blocking):
         host_wait("copy to cpu", sd)
         backends.cpu.copy_from_host(dst, backends.get(sd).to_host(src))
     elif sd.type == "cpu":
-        be = backends.get(dd)
-        arr = backends.cpu.array(src)
-        if non_blocking or not _storage_pinned(src._meta.storage):
-            be.copy_from_host(dst, arr, non_blocking=non_blocking)
-        else:  # a blocking copy from pinned memory: queue it, then wait where the debug mode sees it
-            be.copy_from_host(dst, arr, non_blocking=True)
-            host_wait("copy to cuda (non_blocking=False)", dd)
+        upload(dst, backends.cpu.array(src), non_blocking)
     else:
         host_wait(f"copy {sd} to {dd}", sd)
         backends.get(dd).copy_from_host(dst, backends.get(sd).to_host(src))
