@@ -177,8 +177,9 @@ def _nll_terms(logp, target, weight, ignore_index):
     valid = target != ignore_index
     safe = _ew.where(valid, target, 0)
     if safe.device.type == "cpu":
-        # torch's IndexError; on a GPU this would cost a host sync per loss, so there (as torch,
-        # with its device-side assert) out-of-range targets are left to gather's own checks
+        # torch's IndexError and message; on a GPU a check here would be a second host sync per
+        # loss, so there out-of-range targets are left to gather's bounds check (one named sync,
+        # "index bounds check", where torch has a device-side assert)
         bad = (safe < 0).logical_or(safe >= n_classes)
         if bad.any().item():
             raise IndexError(f"Target {safe.masked_select(bad)[0].item()} is out of bounds.")
