@@ -330,12 +330,19 @@ def test_without_cuda_queries_answer_and_device_calls_raise(no_cuda):
     assert tl.cuda.is_available() is False
     assert tl.cuda.device_count() == 0
     for call in (tl.cuda.current_device, tl.cuda.synchronize, tl.cuda.Stream, tl.cuda.Event,
-                 tl.cuda.current_stream, tl.cuda.default_stream, tl.cuda.memory_allocated,
-                 tl.cuda.max_memory_allocated, tl.cuda.memory_reserved, tl.cuda.mem_get_info,
+                 tl.cuda.current_stream, tl.cuda.default_stream, lambda: tl.cuda.memory_allocated(0),
+                 lambda: tl.cuda.memory_reserved("cuda:0"), tl.cuda.mem_get_info,
                  tl.cuda.reset_peak_memory_stats, tl.cuda.get_device_properties, tl.cuda.get_device_name,
                  lambda: tl.cuda.set_device(0), lambda: tl.cuda.device(0), tl.cuda.initial_seed):
         with pytest.raises(RuntimeError, match="CUDA was asked for but is not available: CuPy could not"):
             call()
+
+
+def test_without_cuda_memory_counters_are_zero_as_torch(no_cuda, torch):
+    names = ("memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved")
+    assert [getattr(tl.cuda, n)() for n in names] == [0, 0, 0, 0]
+    if not torch.cuda.is_available():
+        assert [getattr(torch.cuda, n)() for n in names] == [0, 0, 0, 0]
 
 
 def test_without_cuda_seeding_and_empty_cache_are_no_ops_as_torch(no_cuda):

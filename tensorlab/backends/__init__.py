@@ -20,7 +20,9 @@ def cuda_unavailable_reason():
         import cupy
         n = cupy.cuda.runtime.getDeviceCount()
     except Exception as e:
-        return f"CuPy is installed but found no usable CUDA device ({type(e).__name__}: {e})"
+        return (f"CuPy is installed but found no usable CUDA device ({type(e).__name__}: {e}). Check nvidia-smi; "
+                "an 'insufficient driver' error means the CuPy wheel is for a newer CUDA than the driver "
+                "supports: install the extra that matches the driver, 'tensorlab[cuda12]' or 'tensorlab[cuda13]'")
     if n == 0:
         return "CuPy is installed but found no CUDA device"
     try:

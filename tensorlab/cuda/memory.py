@@ -6,7 +6,14 @@ from __future__ import annotations
 from ._devices import _driver, _index, _usable
 
 
+_NO_STATS = {"allocated": 0, "max_allocated": 0, "reserved": 0, "max_reserved": 0}
+
+
 def _stats(device):
+    """The driver's counters; all zero without a usable CUDA (torch reports 0 there too, so
+    portable scripts may log memory anywhere)."""
+    if device is None and not _usable():
+        return _NO_STATS
     idx = _index(device)
     return _driver().memory_stats(idx)
 
