@@ -13,10 +13,16 @@
   kernel that re-reads the same buffer is not timed from a warm cache.
 - Statistics a skewed distribution needs: median and IQR first, min and mean beside them.
 
-Mistakes it can see are refused loudly: a pair of timing events recorded on different streams,
+Mistakes it can see are refused loudly (RuntimeError naming the mistake and the fix): a pair of
+timing events recorded on different streams (a function that leaves another stream current),
 reading the elapsed time before the end event completed, timing with the host clock a function
-whose result lives on a CUDA device. A timed function that makes the host wait for the device
-(`.item()`, printing, ...) is measured but the Measurement says so in `notes`.
+whose result lives on a CUDA device or that queues CUDA kernels, and timing with events on one
+stream a function that queues kernels on another (`with tl.cuda.stream(side):` inside it). The
+last two come from watching the warm-up calls: every CUDA kernel launch reports its device and
+stream to a per-thread observer (`tensorlab._faults.observe`), and work the function itself
+waits for before returning (`side.synchronize()`, `tl.cuda.synchronize()`, `.item()`) is not a
+mistake. A timed function that makes the host wait for the device (`.item()`, printing, ...) is
+measured but the Measurement says so in `notes`.
 
 `Stopwatch` is the single-region building block (`with Stopwatch("cuda") as sw: ...`), and
 `cuda_event_clock` a clock on the device's timeline for tools that take a timer function
@@ -24,14 +30,17 @@ whose result lives on a CUDA device. A timed function that makes the host wait f
 """
 from __future__ import annotations
 
+import functools
 import gc
 import math
 import os
 import threading
 import time
+import types
 
 import numpy as np
 
+from . import _faults
 from .device import CPU, Device, canonical
 from .sync import sync_trace
 
@@ -75,6 +84,83 @@ def _data_device(obj, depth=0):
             found = found or d
         return found
     return None
+
+
+def _captured(fn, depth=0):
+    """What `fn` reaches without being called: a bound method's object, a functools.partial's
+    function and arguments, a function's closure cells and default arguments - and, two levels
+    deep, those of the functions among them (a lambda calling a local closure)."""
+    found = []
+    self_ = getattr(fn, "__self__", None)
+    if self_ is not None and not isinstance(self_, types.ModuleType):
+        found.append(self_)
+    if isinstance(fn, functools.partial):
+        found += [fn.func, fn.args, fn.keywords]
+    if isinstance(fn, types.MethodType):
+        fn = fn.__func__
+    if isinstance(fn, types.FunctionType):
+        for cell in fn.__closure__ or ():
+            try:
+                found.append(cell.cell_contents)
+            except ValueError:  # a cell not filled yet
+                pass
+        found += [fn.__defaults__ or (), fn.__kwdefaults__ or {}]
+    if depth < 2:
+        for obj in list(found):
+            if isinstance(obj, (types.FunctionType, types.MethodType, functools.partial)) and obj is not fn:
+                found += _captured(obj, depth + 1)
+    return found
+
+
+def _stream_name(device, handle):
+    from .cuda.streams import Stream
+    return repr(Stream._wrap(handle, device))
+
+
+# -- which streams the timed function queued work on ----------------------------------------------
+class _LaunchLog:
+    """Counts, per (device, stream), the CUDA kernels this thread queues while installed (a
+    `_faults` launch observer), and how many calls left them un-waited-for: a call that launched
+    on a stream and then made the host wait for that device (a sync in `trace`) is complete when
+    it returns, whatever stream its work was on."""
+
+    class Entry:
+        __slots__ = ("device", "stream", "launches", "unwaited", "last")
+
+        def __init__(self, device, stream):
+            self.device, self.stream = device, stream
+            self.launches = self.unwaited = 0
+            self.last = None  # the trace length at this call's last launch; None: none this call
+
+    def __init__(self, trace):
+        self.trace = trace
+        self.entries = {}  # (device index, id(stream handle)) -> Entry
+        self._prev = None
+
+    def __call__(self, device, stream):
+        if self._prev is not None:
+            self._prev(device, stream)
+        e = self.entries.get((device, id(stream)))
+        if e is None:
+            e = self.entries[device, id(stream)] = self.Entry(device, stream)
+        e.launches += 1
+        e.last = len(self.trace)
+
+    def end_call(self):
+        """After each call: did the host wait for the device after the call's last launch there?"""
+        for e in self.entries.values():
+            if e.last is not None:
+                if not any(r.device.type == "cuda" and r.device.index == e.device for r in self.trace[e.last:]):
+                    e.unwaited += 1
+                e.last = None
+
+    def __enter__(self):
+        self._prev = _faults.observe(self)
+        return self
+
+    def __exit__(self, *exc):
+        _faults.observe(self._prev)
+        return False
 
 
 # -- one timed region -----------------------------------------------------------------------------
@@ -347,8 +433,9 @@ class Timer:
     """Times `fn(*args, **kwargs)` on `device`.
 
     device: where the work runs ("cpu", "cuda", "cuda:1", a Device); None: the device of the first
-        CUDA tensor/array (tensorlab, CuPy or torch) that fn is a method of or that args/kwargs
-        hold, else the CPU (with stream= given: the stream's device).
+        CUDA tensor/array (tensorlab, CuPy or torch) that args/kwargs hold, or that fn reaches
+        without being called (the object of a bound method, a partial's arguments, a closure's
+        cells, default arguments), else the CPU (with stream= given: the stream's device).
     warmup: calls before timing (at least 1; the first is timed alone as `first_call`).
     repeat: timed repetitions; number: calls per repetition (the time is divided by it).
     max_time: stop after this many seconds of repetitions (at least 3 repetitions run).
@@ -357,10 +444,18 @@ class Timer:
     stream: on CUDA, the stream to run on: it is made current while measuring and the events are
         recorded there (default: the current stream). `fn` must queue its work on the current
         stream, as tensorlab does (CuPy and torch use the legacy default stream unless told).
+    joined_streams: fn queues tensorlab work on other streams but makes the timed stream wait for
+        it before returning (`tl.cuda.current_stream().wait_stream(side)`), so the end event
+        follows that work: do not refuse it (default False: work left on another stream is refused).
+
+    Refused (RuntimeError) after the warm-up calls, before any repetition is timed: a host-clock
+    timer whose fn queued CUDA kernels (or returned CUDA data) without waiting for them, and a
+    CUDA timer whose fn queued kernels on a stream other than the timed one without waiting for
+    them. (Kernel launches are seen for tensorlab's own kernels; CuPy's and torch's are not.)
     """
 
     def __init__(self, fn, args=(), kwargs=None, *, device=None, label="", warmup=3, repeat=30, number=1,
-                 max_time=None, flush_l2=False, stream=None):
+                 max_time=None, flush_l2=False, stream=None, joined_streams=False):
         if not callable(fn):
             raise TypeError(f"Timer: fn must be callable, got {type(fn).__name__}")
         self.fn = fn
@@ -368,8 +463,8 @@ class Timer:
         self.kwargs = dict(kwargs or {})
         if device is None and stream is not None:
             device = stream.device
-        if device is None:  # the first CUDA data among a bound method's tensor, args and kwargs
-            found = [_data_device(x) for x in (getattr(fn, "__self__", None), self.args, self.kwargs)]
+        if device is None:  # the first CUDA data among args, kwargs and what fn holds
+            found = (_data_device(x) for x in (self.args, self.kwargs, *_captured(fn)))
             device = next((d for d in found if d is not None and d.type == "cuda"), CPU)
         self.device = canonical(device)
         self.label = label
@@ -381,6 +476,7 @@ class Timer:
         self.max_time = max_time
         self.flush_l2 = flush_l2
         self.stream = stream
+        self.joined_streams = bool(joined_streams)
         if stream is not None and not _on_cuda(self.device):
             raise ValueError(f"Timer: stream= needs a CUDA device, but the timed device is {self.device}")
 
@@ -395,21 +491,61 @@ class Timer:
                 f"but is timed on {self.device} with the host clock. CUDA work is queued asynchronously, so a host "
                 f"clock measures only the launch. Time it with device='{where}' (CUDA events).")
 
+    def _check_launches(self, log, timed):
+        """Refuse CUDA work the timing cannot see: on the host clock, kernels fn did not wait for;
+        on CUDA events, kernels fn did not wait for on a stream other than the timed one."""
+        left = [e for e in log.entries.values() if e.unwaited]
+        if not left:
+            return
+        name = f"Timer{' ' + repr(self.label) if self.label else ''}"
+
+        def per_call(e):
+            n = e.launches / self.warmup
+            return f"{n:g} CUDA kernel launch{'' if n == 1 else 'es'}"
+
+        if not _on_cuda(self.device):
+            e = left[0]
+            where = f"cuda:{e.device}"
+            raise RuntimeError(
+                f"{name}: the timed function queued {per_call(e)} per call on {where} "
+                f"({_stream_name(e.device, e.stream)}) and returned without waiting for them, but it is timed on "
+                f"{self.device} with the host clock (time.perf_counter). CUDA kernels run asynchronously, so the "
+                f"host clock measures only the launches. Time it with device='{where}' (CUDA events), or end fn "
+                f"with tl.cuda.synchronize() if the host's round trip is what you mean to measure.")
+        if self.joined_streams:
+            return
+        other = [e for e in left if (e.device, id(e.stream)) != (timed._idx, id(timed._handle))]
+        if other:
+            e = other[0]
+            raise RuntimeError(
+                f"{name}: the timed function queued {per_call(e)} per call on {_stream_name(e.device, e.stream)}, "
+                f"but the timing events are recorded on {timed!r}. Events on one stream do not wait for work on "
+                f"another, so the times would not contain that work (a `with tl.cuda.stream(...)` block inside "
+                f"fn?). Time on that stream (Timer(..., stream=that_stream), with fn queuing on the current stream), "
+                f"or wait for it inside fn (that_stream.synchronize() or tl.cuda.synchronize()); if fn makes the "
+                f"timed stream wait for it before returning (tl.cuda.current_stream().wait_stream(that_stream)), "
+                f"pass joined_streams=True.")
+
     def _warm_up(self):
-        """Run the warm-up calls; returns (seconds of the first call, notes)."""
+        """Run the warm-up calls, watching which streams they queue kernels on; returns (seconds
+        of the first call, notes)."""
         notes = []
         cuda = _on_cuda(self.device)
         with sync_trace() as trace:
-            sw = Stopwatch(self.device, self.stream).start()
-            result = self._call()
-            sw.stop()
+            with _LaunchLog(trace) as log:
+                sw = Stopwatch(self.device, self.stream).start()
+                result = self._call()
+                sw.stop()
+                log.end_call()
+                self._check_result(result)
+                del result
+                for _ in range(self.warmup - 1):
+                    self._call()
+                    log.end_call()
+            self._check_launches(log, sw._stream)
             if cuda:
                 sw.synchronize()
             first = sw.elapsed_ms() / 1e3
-            self._check_result(result)
-            del result
-            for _ in range(self.warmup - 1):
-                self._call()
             if cuda:
                 from . import cuda as tl_cuda
                 tl_cuda.synchronize(self.device)
