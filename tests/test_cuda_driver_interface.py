@@ -30,3 +30,12 @@ def test_driver_implements_method(cls, method):
 @pytest.mark.parametrize("cls", [CupyDriver, EmulationDriver], ids=lambda c: c.__name__)
 def test_driver_has_a_name(cls):
     assert isinstance(cls.name, str) and cls.name
+
+
+@pytest.mark.parametrize("cls, want", [(CupyDriver, "expression"), (EmulationDriver, "source")],
+                         ids=lambda c: getattr(c, "__name__", c))
+def test_driver_says_what_one_load_module_compiles(cls, want):
+    # modules.py compiles one name expression per module for CuPy (a fast first launch) and a
+    # source's whole kernel_table row for the emulation (one g++ build per source)
+    assert "module_granularity" in Driver.__annotations__
+    assert cls.module_granularity == want

@@ -36,6 +36,117 @@ def test_cupy_driver_module_imports_without_touching_cupy():
     assert d._pool is None
 
 
+# -- module loading without a GPU ----------------------------------------------------------------------
+def test_nvrtc_options_are_a_pure_function_of_their_arguments():
+    from tensorlab.backends.cuda.cupy_driver import nvrtc_options
+    assert nvrtc_options(("-std=c++17",), "/k", "abc", "/rt") == ("-std=c++17", "-I/k", "-I/rt",
+                                                                  "-DTENSORLAB_HEADERS_DIGEST=0xabc")
+    assert nvrtc_options((), "/k", "abc") == ("-std=c++17", "-I/k", "-DTENSORLAB_HEADERS_DIGEST=0xabc")
+    assert nvrtc_options(("--std=c++20", "-I/k"), "/k", "0", None) == ("--std=c++20", "-I/k",
+                                                                     "-DTENSORLAB_HEADERS_DIGEST=0x0")
+
+
+class _FakeCupy:
+    """Just what CupyDriver.load_module touches: cuda.Device (a context), RawModule (recorded),
+    cuda.compiler.CompileException."""
+
+    def __init__(self, fail=False):
+        self.raw_modules = []
+        self.devices = []
+        fake = self
+
+        class CompileException(Exception):
+            pass
+
+        class Device:
+            def __init__(self, index):
+                self.index = index
+
+            def __enter__(self):
+                fake.devices.append(self.index)
+
+            def __exit__(self, *exc):
+                return False
+
+        class RawModule:
+            def __init__(self, code, options, name_expressions):
+                self.code, self.options, self.name_expressions = code, options, name_expressions
+                fake.raw_modules.append(self)
+
+            def compile(self):
+                if fail:
+                    raise CompileException("error: identifier undefined")
+
+        class cuda:
+            pass
+        cuda.Device = Device
+        cuda.compiler = type("compiler", (), {"CompileException": CompileException})
+        self.cuda = cuda
+        self.RawModule = RawModule
+
+
+def test_load_module_compiles_the_name_expressions_it_is_given_with_the_options(monkeypatch):
+    from tensorlab.backends.cuda import cupy_driver, modules
+    from tensorlab.kernel_table import KERNELS
+    fake = _FakeCupy()
+    monkeypatch.setattr(cupy_driver, "_cp", fake)
+    d = CupyDriver()
+    path = kernel_dir() / "elementwise.cu"
+    expr = KERNELS["elementwise.cu"][7]
+    m = d.load_module(path, (expr,), modules.OPTIONS, 3)
+    (raw,) = fake.raw_modules
+    assert raw.name_expressions == (expr,) and raw.code == path.read_text()
+    assert raw.options == d.compile_options(path, modules.OPTIONS)
+    assert f"-I{kernel_dir()}" in raw.options and raw.options[0] == "-std=c++17"
+    assert any(o.startswith("-DTENSORLAB_HEADERS_DIGEST=0x") for o in raw.options)
+    assert fake.devices == [3] and m.device == 3 and m.raw is raw and m.name == "elementwise.cu"
+    d.load_module(path, KERNELS["elementwise.cu"][:2], modules.OPTIONS, 0)  # the source is read once
+    assert fake.raw_modules[1].code is raw.code
+
+
+def test_load_module_names_the_source_and_expression_when_nvrtc_fails(monkeypatch):
+    from tensorlab.backends.cuda import cupy_driver
+    monkeypatch.setattr(cupy_driver, "_cp", _FakeCupy(fail=True))
+    with pytest.raises(RuntimeError, match=r"compiling fill\.cu \(fill_contiguous<float, int>\) for cuda:0 "
+                                           r"failed:\nerror: identifier undefined"):
+        CupyDriver().load_module(kernel_dir() / "fill.cu", ("fill_contiguous<float, int>",), ("-std=c++17",), 0)
+
+
+def test_one_name_expression_compiles_with_nvrtc_and_the_drivers_options():
+    """What the first `a + b` costs on a GPU: NVRTC compiling one instantiation of elementwise.cu
+    with exactly the options CupyDriver gives RawModule plus the ones CuPy adds (cp.RawModule
+    itself needs a device, NVRTC does not)."""
+    import os
+    import time
+    if os.environ.get("TENSORLAB_CUDA_EMULATION") == "1":
+        pytest.skip("NVRTC's builtins cannot load in the ASan-preloaded emulated run")
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+        import nvidia.cuda_runtime  # noqa: F401  the headers cuda_fp16.h needs
+    except Exception as e:
+        pytest.skip(f"NVRTC not installed: {e}")
+    from tensorlab.backends.cuda import modules
+    path = kernel_dir() / "elementwise.cu"
+    expr = "binary_kernel<tl::op::Add, float, int>"
+    opts = CupyDriver().compile_options(path, modules.OPTIONS)
+    assert any(o.startswith("-I") and o.endswith("include") for o in opts)  # the CUDA runtime headers
+    cupy_adds = ("-ftz=true", "--device-as-default-execution-space", "-arch=sm_90")  # cupy/cuda/compiler.py
+    t0 = time.perf_counter()
+    prog = nvrtc.createProgram(path.read_text(), path.name, (), ())
+    try:
+        nvrtc.addNameExpression(prog, expr)
+        try:
+            nvrtc.compileProgram(prog, list(opts + cupy_adds))
+        except Exception as e:
+            pytest.fail(f"{expr} failed to compile: {e}\n{nvrtc.getProgramLog(prog)}")
+        assert len(nvrtc.getCUBIN(prog)) > 0
+        assert nvrtc.getLoweredName(prog, expr).startswith("_Z13binary_kernel")
+    finally:
+        nvrtc.destroyProgram(prog)
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 30, f"one instantiation took {elapsed:.1f} s to compile"
+
+
 # -- real GPU only ------------------------------------------------------------------------------------
 def _gpu():
     try:

@@ -59,6 +59,13 @@ def _prep_add(lib, h):
     return lambda: lib.add(a, b, out)
 
 
+def _prep_add_t(lib, h):
+    a, b = lib.put(h["a"]), lib.put(h["b"])
+    at = lib.t(a)
+    out = lib.empty(h["b"].shape, F32)
+    return lambda: lib.add(at, b, out)
+
+
 def _prep_copy(lib, h):
     src = lib.put(h["src"])
     dst = lib.empty(h["want_shape"], h["dst_dtype"])
@@ -107,6 +114,10 @@ WORKLOADS = {w.name: w for w in [
              lambda n, rng: {"a": _normal(rng, *split(n, 1024)), "b": _normal(rng, split(n, 1024)[1])},
              _prep_add, lambda h: h["a"] + h["b"], lambda h: 2 * h["a"].nbytes + h["b"].nbytes, EXACT,
              lambda h: "{}x{} + {}".format(*h["a"].shape, h["b"].shape[0])),
+    Workload("add_T", "c = a.t() + b, transposed (strided) a, float32", "GB/s",
+             lambda n, rng: {"a": _normal(rng, *split(n)[::-1]), "b": _normal(rng, *split(n))},
+             _prep_add_t, lambda h: h["a"].T + h["b"], lambda h: 3 * h["a"].nbytes, EXACT,
+             lambda h: "{}x{}.t() + {}x{}".format(*h["a"].shape, *h["b"].shape)),
     Workload("copy_T", "transposed (strided) copy dst.copy_(src.t()), float32", "GB/s",
              lambda n, rng: {"src": _normal(rng, *split(n)[::-1]), "transpose": True, "dst_dtype": F32,
                              "want_shape": split(n)},

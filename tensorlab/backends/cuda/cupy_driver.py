@@ -25,6 +25,7 @@ to a device), so ``create_event`` needs no device.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from pathlib import Path
@@ -141,6 +142,7 @@ def _host_ptr(host):
     return host.__array_interface__["data"][0]
 
 
+@functools.lru_cache(maxsize=None)
 def _cuda_runtime_include():
     """The CUDA runtime headers of the nvidia-cuda-runtime wheel (cuda_fp16.h needs them), or None.
     CuPy adds them itself only when the wheel's version matches NVRTC's exactly."""
@@ -165,8 +167,27 @@ def _headers_digest(include_dir):
     return h.hexdigest()[:16]
 
 
+def nvrtc_options(options, include_dir, digest, runtime_include=None):
+    """The options load_module gives CuPy's RawModule for a source in `include_dir` (a pure
+    function of its arguments, so they can be checked without a GPU): the caller's options, the
+    C++ standard unless given, -I for kernels/ and the CUDA runtime headers, and the headers'
+    digest. CuPy adds the architecture (-arch=sm_XY of the device), -ftz=true and
+    --device-as-default-execution-space itself."""
+    opts = list(options)
+    if not any(o.startswith(("-std", "--std")) for o in opts):
+        opts.append("-std=c++17")
+    for inc in (include_dir, runtime_include):
+        if inc is not None and f"-I{inc}" not in opts:
+            opts.append(f"-I{inc}")
+    opts.append(f"-DTENSORLAB_HEADERS_DIGEST=0x{digest}")
+    return tuple(opts)
+
+
 class CupyDriver:
     name = "cupy"
+    # one module per name expression: the first launch of a kernel compiles that instantiation only
+    # (~0.1-0.5 s of NVRTC), not its source's whole kernel_table row (elementwise.cu: 532, minutes)
+    module_granularity = "expression"
 
     def __init__(self):
         self._pool = None
@@ -179,6 +200,7 @@ class CupyDriver:
         self._peak_reserved = {}
         self._props = {}
         self._digests = {}
+        self._sources = {}  # path -> source text: read once, not once per name expression
 
     # -- devices -------------------------------------------------------------------------------
     def device_count(self):
@@ -472,26 +494,36 @@ class CupyDriver:
             return float(cp.cuda.get_elapsed_time(start.cp, end.cp))
 
     # -- modules and launches ------------------------------------------------------------------
-    def load_module(self, source_path, name_expressions, options, device):
-        cp = _cupy()
-        path = Path(source_path)
-        include = path.parent
+    def compile_options(self, source_path, options):
+        """nvrtc_options() for `source_path`, with its include directory's header digest."""
+        include = Path(source_path).parent
         digest = self._digests.get(include)
         if digest is None:
             digest = self._digests[include] = _headers_digest(include)
-        opts = list(options)
-        if not any(o.startswith(("-std", "--std")) for o in opts):
-            opts.append("-std=c++17")
-        for inc in (include, _cuda_runtime_include()):
-            if inc is not None and f"-I{inc}" not in opts:
-                opts.append(f"-I{inc}")
-        opts.append(f"-DTENSORLAB_HEADERS_DIGEST=0x{digest}")
+        return nvrtc_options(options, include, digest, _cuda_runtime_include())
+
+    def _source(self, path):
+        text = self._sources.get(path)
+        if text is None:
+            text = self._sources[path] = path.read_text()
+        return text
+
+    def load_module(self, source_path, name_expressions, options, device):
+        # module_granularity "expression": modules.py passes one name expression. CuPy's disk cache
+        # (~/.cupy/kernel_cache) keys on source, options, architecture and name expressions, so
+        # each instantiation is compiled once per machine; NVRTC releases the GIL while compiling,
+        # so concurrent calls (modules.precompile) run in parallel.
+        cp = _cupy()
+        path = Path(source_path)
+        opts = self.compile_options(path, options)
+        exprs = tuple(name_expressions)
         with cp.cuda.Device(device):
-            raw = cp.RawModule(code=path.read_text(), options=tuple(opts), name_expressions=tuple(name_expressions))
+            raw = cp.RawModule(code=self._source(path), options=opts, name_expressions=exprs)
             try:
                 raw.compile()
             except cp.cuda.compiler.CompileException as e:
-                raise RuntimeError(f"compiling {path.name} for cuda:{device} failed:\n{e}") from e
+                what = exprs[0] if len(exprs) == 1 else f"{len(exprs)} name expressions"
+                raise RuntimeError(f"compiling {path.name} ({what}) for cuda:{device} failed:\n{e}") from e
         return _Module(raw, device, path.name)
 
     def launch(self, function, grid, block, args, shared_mem, stream):

@@ -50,6 +50,12 @@ class Driver(Protocol):
 
     name: str
 
+    #: What one ``load_module`` call compiles, read by modules.py: ``"expression"`` - one module per
+    #: name expression (``name_expressions`` has one element; the first launch of a kernel costs
+    #: one small compile: CuPy/NVRTC), or ``"source"`` - one module per kernels/*.cu holding its
+    #: whole tensorlab.kernel_table row (the emulation: one g++ build per source, cached on disk).
+    module_granularity: str
+
     # -- devices -------------------------------------------------------------------------------
     def device_count(self) -> int: ...
     def current_device(self) -> int: ...
@@ -101,8 +107,11 @@ class Driver(Protocol):
 
     # -- modules and launches ------------------------------------------------------------------
     def load_module(self, source_path, name_expressions, options, device: int):
-        """Compile one kernels/*.cu source with its template instantiations; returns an object
-        with ``get_function(name_expression)``. Cached per (source, options, device) by the caller."""
+        """Compile one kernels/*.cu source with the template instantiations `name_expressions`
+        (one of them, or the source's whole kernel_table row, as ``module_granularity`` says);
+        returns an object with ``get_function(name_expression)``. Called from any thread, possibly
+        concurrently for different modules; modules.py caches the result per (source, name
+        expressions, options, device) and never asks twice for one key."""
         ...
 
     def launch(self, function, grid: tuple, block: tuple, args: tuple, shared_mem: int, stream) -> None:

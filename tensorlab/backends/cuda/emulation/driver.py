@@ -140,6 +140,9 @@ class EmulationDriver:
     """driver.Driver on the host: see the module docstring and docs/cuda-emulation.md."""
 
     name = "emulation"
+    # one module per kernels/*.cu with its whole kernel_table row: a g++ (+ ASan) build per name
+    # expression would make CI far too slow; build.py compiles a source's chunks in parallel
+    module_granularity = "source"
 
     def __init__(self, asan=None):
         self.asan = build.asan_wanted() if asan is None else bool(asan)
