@@ -6,6 +6,32 @@ import operator
 from typing import NamedTuple
 
 
+_MISSING = object()
+
+
+def memoized(fn):
+    """A bounded memo for the pure layout functions below, keyed on their (tuple) arguments: every
+    op asks them about the few layouts a program uses. Unhashable arguments (lists) are computed;
+    a call that raises is not remembered. Results must be immutable (they are shared)."""
+    cache = {}
+
+    def wrapper(*args):
+        try:
+            r = cache.get(args, _MISSING)
+        except TypeError:
+            return fn(*args)
+        if r is _MISSING:
+            r = fn(*args)
+            if len(cache) >= 4096:
+                cache.clear()
+            cache[args] = r
+        return r
+
+    wrapper.__name__, wrapper.__qualname__, wrapper.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    wrapper.cache = cache
+    return wrapper
+
+
 class Size(tuple):
     """torch.Size: a tuple of ints with `numel()` and a torch-like repr."""
 
@@ -125,6 +151,7 @@ def is_channels_last(shape, stride):
     return all(a == b or n == 1 for a, b, n in zip(stride, want, shape))
 
 
+@memoized
 def is_non_overlapping_and_dense(shape, stride):
     dims = sorted((st, sz) for sz, st in zip(shape, stride) if sz != 1)
     expected = 1
@@ -143,6 +170,11 @@ def numel(shape):
 
 def wrap_dim(dim, ndim, op="dim"):
     """Normalize a possibly negative dim with torch's IndexError wording."""
+    if type(dim) is int:  # the common case, without operator.index
+        if 0 <= dim < ndim:
+            return dim
+        if -ndim <= dim < 0:
+            return dim + ndim
     try:
         dim = operator.index(dim)
     except TypeError:
@@ -157,12 +189,18 @@ def normalize_shape(args, op="view"):
     """Accept f(2, 3), f((2, 3)), f([2, 3]) or f(Size) and return a tuple of ints."""
     if len(args) == 1 and not isinstance(args[0], int) and hasattr(args[0], "__iter__"):
         args = tuple(args[0])
+    for a in args:
+        if type(a) is not int:
+            break
+    else:  # plain ints (bools and other integers go through operator.index)
+        return tuple(args)
     try:
         return tuple(operator.index(a) for a in args)
     except TypeError:
         raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, got {args!r}") from None
 
 
+@memoized
 def infer_size(shape, n):
     """Resolve one -1 in `shape` for `n` elements, with torch's errors."""
     neg = [i for i, s in enumerate(shape) if s == -1]
@@ -183,6 +221,7 @@ def infer_size(shape, n):
     return tuple(shape)
 
 
+@memoized
 def view_strides(old_shape, old_stride, new_shape):
     """Strides that let `new_shape` view the same elements as (old_shape, old_stride), or None
     when no such strides exist (torch's computeStride)."""
@@ -219,6 +258,26 @@ def view_strides(old_shape, old_stride, new_shape):
 
 def broadcast_shapes(*shapes):
     """torch.broadcast_shapes with torch's error naming the mismatching sizes and dimension."""
+    if len(shapes) == 2:  # the binary ops' case, without the generic loop's generator and padding
+        a, b = shapes
+        if a == b and type(a) in (tuple, Size):
+            return a if type(a) is Size else Size(a)
+        la, lb = len(a), len(b)
+        ndim = la if la > lb else lb
+        out = [1] * (ndim - la) + list(a)
+        off = ndim - lb
+        for i in range(lb):
+            n = b[i]
+            j = off + i
+            o = out[j]
+            if n == o or n == 1:
+                continue
+            if o == 1:
+                out[j] = n
+            else:
+                raise RuntimeError(f"The size of tensor a ({o}) must match the size of tensor b ({n}) "
+                                   f"at non-singleton dimension {j}")
+        return Size(out)
     ndim = max((len(s) for s in shapes), default=0)
     out = [1] * ndim
     for s in shapes:
@@ -292,6 +351,7 @@ def check_bounds(shape, stride, offset, itemsize, nbytes, op="setStorage"):
             f"requiring a storage size of {need} are out of bounds for storage of size {nbytes}")
 
 
+@memoized
 def has_internal_overlap(shape, stride):
     """True when two different indices of the layout address the same element."""
     dims = sorted((st, n) for n, st in zip(shape, stride) if n > 1)
@@ -322,8 +382,14 @@ def ranges_overlap(a_start, a_end, b_start, b_end):
 def coalesce(shape, *strides):
     """Merge adjacent dims that are contiguous with each other in every operand (kernels walk
     fewer dims). Returns (shape, [strides...])."""
+    cshape, cstrides = _coalesce(shape, *strides)
+    return cshape, list(cstrides)
+
+
+@memoized
+def _coalesce(shape, *strides):
     if not shape:
-        return (), [() for _ in strides]
+        return (), tuple(() for _ in strides)
     out_shape = [shape[0]]
     out_strides = [[s[0]] for s in strides]
     for i in range(1, len(shape)):
@@ -344,4 +410,4 @@ def coalesce(shape, *strides):
             out_shape.append(n)
             for os_, s in zip(out_strides, strides):
                 os_.append(s[i])
-    return tuple(out_shape), [tuple(s) for s in out_strides]
+    return tuple(out_shape), tuple(tuple(s) for s in out_strides)

@@ -49,8 +49,11 @@ meta_write_lock = write_lock  # one lock for writers of _meta and of storage buf
 
 
 class Tensor:
+    # _hview: None, or [None or (meta, buffer, dtype, NumPy view)]: the CPU backend's cached view of
+    # the tensor, used only while meta, buffer and dtype are still the tensor's (backends/cpu/
+    # memory.array checks all three); pinned copies share the list with their tensor
     __slots__ = ("_meta", "_dtype", "_vc", "_requires_grad", "_grad", "_grad_fn", "_base",
-                 "_retains_grad", "_hooks", "_inference", "__dict__", "__weakref__")
+                 "_retains_grad", "_hooks", "_inference", "_hview", "__dict__", "__weakref__")
 
     # -- construction -------------------------------------------------------------------------
     def __new__(cls, *args, dtype=None, device=None):
@@ -63,29 +66,19 @@ class Tensor:
 
     @classmethod
     def _make(cls, storage, lay, dtype, vc=None, requires_grad=False):
-        t = object.__new__(cls)
-        t._meta = Meta(storage, lay)
-        t._dtype = dtype
-        t._vc = VersionCounter() if vc is None else vc
-        t._requires_grad = requires_grad
-        t._grad = None
-        t._grad_fn = None
-        t._base = None
-        t._retains_grad = False
-        t._hooks = None
-        t._inference = False
-        return t
+        return _new(cls, _meta_new(Meta, (storage, lay)), dtype, vc, requires_grad)
 
     def _view_of(self, lay, dtype=None):
         """A tensor sharing this one's storage and version counter with a new layout."""
-        storage = self._meta.storage
-        t = Tensor._make(storage, lay, dtype or self._dtype, self._vc)
-        t._base = self if self._base is None else self._base
+        t = _new(Tensor, _meta_new(Meta, (self._meta.storage, lay)), dtype or self._dtype, self._vc, False)
+        base = self._base
+        t._base = self if base is None else base
         return t
 
     def _publish(self, storage, lay):
         """The last step of every metadata change: one assignment of a complete record."""
-        self._meta = Meta(storage, lay)
+        self._meta = _meta_new(Meta, (storage, lay))
+        self._hview = None  # never keep an old buffer alive through the cached view
 
     # -- metadata -----------------------------------------------------------------------------
     @property
@@ -216,7 +209,8 @@ class Tensor:
 
     @property
     def _backend(self):
-        return backends.get(self._meta.storage.device)
+        dev = self._meta.storage.device
+        return backends.cpu if dev.type == "cpu" else backends.get(dev)
 
     # -- Python protocol ----------------------------------------------------------------------
     def __len__(self):
@@ -278,7 +272,7 @@ class Tensor:
                 raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy "
                                 "the tensor to host memory first.")
             return self.cpu().numpy()
-        return backends.cpu.array(self)
+        return backends.cpu.view_array(self)  # the user's own array object (array() may share a cached one)
 
     def __array__(self, dtype=None, copy=None):
         arr = self.numpy(force=self.device.type != "cpu")
@@ -319,6 +313,30 @@ class Tensor:
         t._requires_grad = self._requires_grad
         memo[id(self)] = t
         return t
+
+
+_meta_new = tuple.__new__  # Meta(storage, layout) without NamedTuple's Python-level __new__
+_object_new = object.__new__
+
+
+def _new(cls, meta, dtype, vc, requires_grad):
+    """A tensor over `meta` (vc None: a new version counter), every slot set: the one constructor."""
+    if vc is None:
+        vc = _object_new(VersionCounter)
+        vc.value = 0
+    t = _object_new(cls)
+    t._meta = meta
+    t._dtype = dtype
+    t._vc = vc
+    t._requires_grad = requires_grad
+    t._grad = None
+    t._grad_fn = None
+    t._base = None
+    t._retains_grad = False
+    t._hooks = None
+    t._inference = False
+    t._hview = None
+    return t
 
 
 def _to_python(arr, dtype):

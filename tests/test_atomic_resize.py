@@ -510,16 +510,20 @@ def test_random_resize_and_set_sequences_match_torch(torch):
             t = lib.zeros(2, dtype=lib.float32)
             trace = []
             for o in ops:
-                if o[0] == "resize":
-                    t.resize_(tuple(o[1]))
-                elif o[0] == "set":
-                    _, offset, shape, k = o
-                    stride = tuple(L.contiguous_strides(shape)[i] * (k + 1) if i == 0 else
-                                   L.contiguous_strides(shape)[i] for i in range(len(shape)))
-                    t.set_(base.untyped_storage(), offset, tuple(shape), stride)
-                else:
-                    t.set_(base)
-                st_ = _state(t, base)
+                error = None
+                try:
+                    if o[0] == "resize":
+                        t.resize_(tuple(o[1]))
+                    elif o[0] == "set":
+                        _, offset, shape, k = o
+                        stride = tuple(L.contiguous_strides(shape)[i] * (k + 1) if i == 0 else
+                                       L.contiguous_strides(shape)[i] for i in range(len(shape)))
+                        t.set_(base.untyped_storage(), offset, tuple(shape), stride)
+                    else:
+                        t.set_(base)
+                except RuntimeError as e:  # e.g. set_ past the end of the storage: both must refuse
+                    error = type(e).__name__
+                st_ = _state(t, base) + (error,)
                 n = L.extent(t.shape, t.stride(), t.storage_offset())
                 vals = t.tolist() if n <= 8 and t.untyped_storage() is base.untyped_storage() else None
                 trace.append(st_ + (vals,))

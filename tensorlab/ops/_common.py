@@ -7,7 +7,8 @@ import warnings
 from .. import backends, dtypes, layout as L
 from ..device import canonical
 from ..storage import UntypedStorage
-from ..tensor import Tensor
+from ..tensor import Meta, Tensor, channels_last, channels_last_3d, contiguous_format, preserve_format
+from ..tensor import _new as _new_tensor
 
 _OVERLAP_SELF = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
                  "location. Please clone() the tensor before performing the operation.")
@@ -15,7 +16,7 @@ _OVERLAP_INPUT = ("unsupported operation: some elements of the input tensor and 
                   "single memory location. Please clone() the tensor before performing the operation.")
 
 
-_CONTIGUOUS = {}  # shape -> (Size, strides, numel): ops allocate outputs of a few recurring shapes
+_CONTIGUOUS = {}  # shape -> (contiguous Layout, numel, shape as a plain tuple): outputs of recurring shapes
 
 
 def _contiguous_layout(shape):
@@ -27,16 +28,54 @@ def _contiguous_layout(shape):
                 raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(size)}")
         if len(_CONTIGUOUS) >= 4096:
             _CONTIGUOUS.clear()
-        hit = _CONTIGUOUS[tuple(size)] = (size, L.contiguous_strides(size), L.prod(size))
+        plain = tuple(size)
+        hit = _CONTIGUOUS[plain] = (L.Layout(size, L.contiguous_strides(size), 0), L.prod(size), plain)
+    return hit
+
+
+_cpu = backends.cpu
+_cpu_contiguous_view = backends.cpu.contiguous_view
+_wrap = UntypedStorage._wrap
+_tuple_new = tuple.__new__
+_object_new = object.__new__
+
+
+_STRIDED = {}  # (shape, stride) -> (Layout, elements spanned): outputs with given strides (preserve_format)
+
+
+def _strided_layout(shape, stride):
+    key = (shape, stride)
+    hit = _STRIDED.get(key)
+    if hit is None:
+        size = L.Size(shape)
+        for n in size:
+            if n < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(size)}")
+        if len(_STRIDED) >= 4096:
+            _STRIDED.clear()
+        hit = _STRIDED[(tuple(size), stride)] = (L.Layout(size, stride, 0), L.extent(size, stride, 0))
     return hit
 
 
 def empty_tensor(shape, dtype, device, stride=None):
     """A fresh tensor of `shape` (contiguous unless `stride` is given) on a concrete device."""
-    if stride is None and type(shape) in (tuple, L.Size):  # the hot path of every op's output
-        size, stride, numel = _contiguous_layout(shape)
-        buf = backends.get(device).allocate(numel * dtype.itemsize, device)
-        return Tensor._make(UntypedStorage._wrap(buf, device, True), L.Layout(size, stride, 0), dtype)
+    if type(shape) in (tuple, L.Size):  # the hot path of every op's output: one immutable Layout per shape
+        if stride is None:
+            hit = _CONTIGUOUS.get(shape)
+            lay, numel, plain = _contiguous_layout(shape) if hit is None else hit
+            if device.type == "cpu":  # with the NumPy view the CPU primitive reads first (Tensor._hview)
+                buf = _cpu.allocate(numel * dtype.itemsize, device)  # looked up per call: tests patch it
+                arr = _cpu_contiguous_view(buf, plain, dtype.np)
+                t = _new_tensor(Tensor, _tuple_new(Meta, (_wrap(buf, device, True), lay)), dtype, None, False)
+                if arr is not None:
+                    t._hview = [(t._meta, buf, dtype, arr)]
+                return t
+        elif type(stride) is tuple:
+            lay, numel = _strided_layout(shape, stride)
+        else:
+            lay, numel = _strided_layout(shape, tuple(stride))
+        buf = (_cpu if device.type == "cpu" else backends.get(device)).allocate(numel * dtype.itemsize, device)
+        return _new_tensor(Tensor, _tuple_new(Meta, (_wrap(buf, device, True), lay)), dtype, None, False)
     shape = L.Size(shape)
     for n in shape:
         if n < 0:
@@ -51,7 +90,6 @@ def empty_tensor(shape, dtype, device, stride=None):
 def empty_like_layout(t, dtype=None, device=None, memory_format=None):
     """torch's empty_like stride rule: preserve_format keeps a dense layout's strides (or the
     dense strides with the same memory order); the explicit formats pick their strides."""
-    from ..tensor import channels_last, channels_last_3d, contiguous_format, preserve_format
     lay = t._meta.layout
     mf = preserve_format if memory_format is None else memory_format
     if mf is preserve_format:
@@ -68,7 +106,7 @@ def empty_like_layout(t, dtype=None, device=None, memory_format=None):
         stride = L.channels_last_strides(lay.shape)
     else:
         raise RuntimeError(f"unknown memory_format {mf!r}")
-    return empty_tensor(lay.shape, dtype or t._dtype, device or t.device, stride)
+    return empty_tensor(lay.shape, dtype or t._dtype, device or t._meta.storage.device, stride)
 
 
 def pinned(t):
@@ -76,8 +114,12 @@ def pinned(t):
     the version counter. An op that computes shapes from an input and later reads its values
     works on the pinned tensor, so a concurrent resize_/set_ of the input cannot make the two
     steps see different layouts (DESIGN.md, "Atomic metadata")."""
-    storage, lay = t._meta
-    return Tensor._make(storage, lay, t._dtype, t._vc)
+    p = _new_tensor(Tensor, t._meta, t._dtype, t._vc, False)  # the record itself: it is immutable
+    h = t._hview  # the CPU backend's view cache holder, shared: a view built for p serves t too
+    if h is None:
+        h = t._hview = [None]
+    p._hview = h
+    return p
 
 
 def device_of(device):
@@ -121,6 +163,11 @@ def byte_range(t):
 def check_no_partial_overlap(out, *inputs, op="op"):
     """An output may be an input exactly (in-place), but may not partly alias one."""
     so = out._meta.storage
+    for x in inputs:  # the common case first: no input shares out's storage
+        if isinstance(x, Tensor) and x._meta.storage is so:
+            break
+    else:
+        return
     if out.numel() == 0:
         return
     o0 = o1 = None  # out's byte range, computed only when an input shares its storage (rare)
@@ -170,19 +217,24 @@ def output(out, shape, dtype, device, op, inputs=(), stride=None):
     Long"), overlap with inputs, and an atomic resize when the shape differs (torch warns when a
     non-empty out is resized)."""
     if out is None:
-        return Output(empty_tensor(shape, dtype, device, stride))
+        o = _object_new(Output)  # Output(tensor) without the __init__ frame: the path of every op
+        o.tensor = empty_tensor(shape, dtype, device, stride)
+        o._out = o._plan = None
+        return o
     if not isinstance(out, Tensor):
         raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    if out.device != device:
+    od = out._meta.storage.device
+    if od is not device and od != device:
         raise RuntimeError(f"{op}: Expected out tensor to be on {device} but got {out.device}; "
                            f"allocate out on the inputs' device")
-    check_cast(dtype, out._dtype, op)
+    if dtype is not out._dtype:  # every dtype casts to itself
+        check_cast(dtype, out._dtype, op)
     if out._requires_grad:
         raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, "
                            "but one of the arguments requires grad.")
     target = pinned(out)  # one layout for the checks and the primitive, even while another thread resizes out
     cur = target._meta.layout.shape
-    if tuple(cur) != tuple(shape):
+    if cur != shape and tuple(cur) != tuple(shape):
         if L.prod(cur) != 0:
             warnings.warn(f"{op}: An output with one or more elements was resized since it had shape "
                           f"{list(cur)}, which does not match the required output shape {list(shape)}. "

@@ -22,6 +22,7 @@ from ._common import (check_cast, check_no_partial_overlap, check_writable, empt
                       pinned, same_device)
 
 _BOOL, _I64, _F32 = dtypes.bool_, dtypes.int64, dtypes.float32
+_cpu = backends.cpu  # the CPU backend package (its primitives are looked up on it per call)
 _HALVES = (dtypes.float16, dtypes.bfloat16)
 _PY = (bool, int, float)
 _DEF, _KEEP, _I2F, _ALWAYS_BOOL = R.DEFAULT, R.KEEP, R.INT_TO_FLOAT, R.ALWAYS_BOOL
@@ -46,12 +47,13 @@ _ADDCDIV_INT = ("Integer division with addcdiv is no longer supported, and in a 
 class _Op:
     """What the generic paths need from a row, as plain attributes (read on every call)."""
 
-    __slots__ = ("name", "kernel", "prim", "promotion", "accepts", "bool_error", "bool_to", "scalar_other",
-                 "scalar_input", "_types")
+    __slots__ = ("name", "iname", "kernel", "prim", "promotion", "accepts", "bool_error", "bool_to",
+                 "scalar_other", "scalar_input", "_types", "_ok")
 
     def __init__(self, name, kernel, prim, promotion, accepts=ANY, bool_error=None, bool_to=None,
                  scalar_other=True, scalar_input=False):
         self.name = name
+        self.iname = name + "_"  # the in-place form's name, as its messages spell it
         self.kernel = kernel
         self.prim = prim
         self.promotion = promotion
@@ -61,6 +63,18 @@ class _Op:
         self.scalar_other = scalar_other
         self.scalar_input = scalar_input
         self._types = {}
+        self._ok = {}  # (common, default dtype) -> types(common), for dtypes the op supports
+
+    def ready(self, common):
+        """types(common) after supports(common): the two steps of an op without out=, memoized
+        for the dtypes the op supports (an unsupported one raises each time)."""
+        key = (common, dtypes._default_dtype)
+        r = self._ok.get(key)
+        if r is None:
+            r = self.types(common)
+            self.supports(common)
+            self._ok[key] = r
+        return r
 
     def types(self, common):
         """(result dtype, compute dtype) for the promoted input dtype `common`. Whether the op
@@ -220,44 +234,54 @@ def _grad_enabled():
     return True if enabled is None else enabled()
 
 
+def _fn(d, dev):
+    """The backend primitive of row `d` for device `dev`."""
+    return getattr(_cpu if dev.type == "cpu" else backends.get(dev), d.prim)
+
+
 def _run(d, common, operands, shape, dev, params, inputs, out):
     """Allocate (or validate `out`), launch one primitive, publish, record autograd."""
     name = d.name
-    res, comp = d.types(common)
     if out is None:
-        d.supports(common)
-        r = empty_tensor(shape, res, dev)
-        getattr(backends.get(dev), d.prim)(r, d.kernel, *operands, comp, **params)
-        return autograd_hooks.record_op(r, name, inputs, operands, d.kernel, params)
+        r = d._ok.get((common, dtypes._default_dtype)) or d.ready(common)
+        t = empty_tensor(shape, r[0], dev)
+        _fn(d, dev)(t, d.kernel, *operands, r[1], **params)
+        return autograd_hooks.record_op(t, name, inputs, operands, d.kernel, params)
+    res, comp = d.types(common)
     if any(t._requires_grad for t in inputs) and _grad_enabled():
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
                            "but one of the arguments requires grad.")
     o = output(out, shape, res, dev, name, inputs)
     d.supports(common)
-    getattr(backends.get(dev), d.prim)(o.tensor, d.kernel, *operands, comp, **params)
+    _fn(d, dev)(o.tensor, d.kernel, *operands, comp, **params)
     return o.finish()
 
 
-def _run_inplace(d, common, self, target, operands, shape, dev, params, inputs):
+def _run_inplace(d, common, self, target, operands, shape, dev, params, inputs, others):
     """Write op(self, ...) into `target`, self pinned (one read of its metadata, so the layout
     checked here is the layout written even if another thread resizes self): broadcast shape ==
     self's shape, castable result, writable, no partial overlap with an input. The version moves
-    once, and only after the write succeeded."""
-    op = d.name + "_"
+    once, and only after the write succeeded. `others`: the tensor inputs other than self."""
+    op = d.iname
     res, comp = d.types(common)
     storage, lay = target._meta
     if shape != lay.shape:
         raise RuntimeError(f"{op}: output with shape {list(lay.shape)} doesn't match the broadcast shape "
                            f"{list(shape)}")
-    check_cast(res, self._dtype, op)
+    if res is not self._dtype:  # every dtype casts to itself
+        check_cast(res, self._dtype, op)
     check_writable(target, op)
-    autograd_hooks.check_inplace(self, op, tuple(t for t in inputs if t is not self))
-    aliased = [t for t in inputs if t is not self and t._meta.storage is storage]
-    if aliased:  # only inputs over self's storage can overlap it
-        check_no_partial_overlap(target, *aliased, op=op)
+    autograd_hooks.check_inplace(self, op, others)
+    for x in others:
+        if x._meta.storage is storage:  # only inputs over self's storage can overlap it
+            check_no_partial_overlap(target, *(t for t in others if t._meta.storage is storage), op=op)
+            break
     d.supports(common)
-    getattr(backends.get(dev), d.prim)(target, d.kernel, *operands, comp, **params)
-    self._vc.bump()
+    if params:
+        _fn(d, dev)(target, d.kernel, *operands, comp, **params)
+    else:
+        _fn(d, dev)(target, d.kernel, *operands, comp)
+    self._vc.value += 1  # VersionCounter.bump()
     autograd_hooks.record_inplace_op(self, op, inputs, operands, d.kernel, params)
     return self
 
@@ -276,12 +300,28 @@ def _unary(d, x, out, params=_NO_PARAMS, check=None, inplace=False):
     if inplace:
         t = pinned(x)
         storage, lay = t._meta
-        return _run_inplace(d, common, x, t, (t,), lay.shape, storage.device, params, (x,))
+        return _run_inplace(d, common, x, t, (t,), lay.shape, storage.device, params, (x,), ())
     storage, lay = x._meta
-    return _run(d, common, (x,), lay.shape, storage.device, params, (x,), out)
+    if out is not None:
+        return _run(d, common, (x,), lay.shape, storage.device, params, (x,), out)
+    r = d._ok.get((common, dtypes._default_dtype)) or d.ready(common)  # _run's no-out= path, inlined
+    dev = storage.device
+    t = empty_tensor(lay.shape, r[0], dev)
+    if params:
+        _fn(d, dev)(t, d.kernel, x, r[1], **params)
+    else:
+        _fn(d, dev)(t, d.kernel, x, r[1])
+    if x._requires_grad or autograd_hooks._slow:
+        return autograd_hooks.record_op(t, d.name, (x,), (x,), d.kernel, params)
+    return t
 
 
 # -- binary -------------------------------------------------------------------------------------
+
+def _other_device(da, db):
+    """Two tensors' devices differ (Device objects are not interned: compare their fields)."""
+    return da is not db and (da.type != db.type or da.index != db.index)
+
 
 def _binary_meta(d, a, b, reflected=False):
     """(a, b, shape, device, common dtype) with numbers normalized and devices checked."""
@@ -292,7 +332,7 @@ def _binary_meta(d, a, b, reflected=False):
             sb = b._meta.layout.shape
             shape = sa if sa == sb else L.broadcast_shapes(sa, sb)
             common = a._dtype if a._dtype is b._dtype else _promote2(a, b)
-            if b._meta.storage.device is not dev:
+            if _other_device(b._meta.storage.device, dev):
                 dev = same_device(d.name, a, b)
                 if a._meta.storage.device != b._meta.storage.device:
                     a, b = _host_scalars((a, b), dev)
@@ -312,10 +352,42 @@ def _tensors2(a, b):
 
 
 def _binary(d, a, b, out, params=_NO_PARAMS, check=None, reflected=False):
-    a, b, shape, dev, common = _binary_meta(d, a, b, reflected)
+    ma = a._meta if isinstance(a, Tensor) else None
+    if ma is not None and isinstance(b, Tensor):  # _binary_meta's two-tensor case, inlined
+        mb = b._meta
+        shape = ma.layout.shape
+        sb = mb.layout.shape
+        if shape != sb:
+            shape = L.broadcast_shapes(shape, sb)
+        common = a._dtype
+        if common is not b._dtype:
+            common = _promote2(a, b)
+        dev = ma.storage.device
+        db = mb.storage.device
+        if db is not dev and (db.type != dev.type or db.index != dev.index):  # _other_device
+            a, b, shape, dev, common = _binary_meta(d, a, b, reflected)
+    elif ma is not None and type(b) in _PY and d.scalar_other:  # tensor op Python number, inlined
+        shape = ma.layout.shape
+        dev = ma.storage.device
+        da = a._dtype
+        common = _RT.get((da if shape else (da,), type(b), dtypes._default_dtype)) or _promote2(a, b)
+    else:
+        a, b, shape, dev, common = _binary_meta(d, a, b, reflected)
     if check is not None:
         params = check(common, a, b, params)
-    return _run(d, common, (a, b), shape, dev, params, _tensors2(a, b), out)
+    if out is not None:
+        return _run(d, common, (a, b), shape, dev, params, _tensors2(a, b), out)
+    r = d._ok.get((common, dtypes._default_dtype)) or d.ready(common)  # _run's no-out= path, inlined
+    t = empty_tensor(shape, r[0], dev)
+    fn = getattr(_cpu if dev.type == "cpu" else backends.get(dev), d.prim)  # looked up per call: patchable
+    if params:
+        fn(t, d.kernel, a, b, r[1], **params)
+    else:
+        fn(t, d.kernel, a, b, r[1])
+    # operands are tensors or exactly bool/int/float here
+    if autograd_hooks._slow or (type(a) not in _PY and a._requires_grad) or (type(b) not in _PY and b._requires_grad):
+        return autograd_hooks.record_op(t, d.name, _tensors2(a, b), (a, b), d.kernel, params)
+    return t
 
 
 def _binary_(d, self, other, params=_NO_PARAMS, check=None):
@@ -325,7 +397,9 @@ def _binary_(d, self, other, params=_NO_PARAMS, check=None):
     a, b, shape, dev, common = _binary_meta(d, t, other)
     if check is not None:
         params = check(common, a, b, params)
-    return _run_inplace(d, common, self, t, (t, b), shape, dev, params, _tensors2(self, b))
+    if isinstance(b, Tensor):
+        return _run_inplace(d, common, self, t, (t, b), shape, dev, params, (self, b), (b,) if b is not self else ())
+    return _run_inplace(d, common, self, t, (t, b), shape, dev, params, (self,), ())
 
 
 # -- op-specific checks (they run in the meta step, before anything is allocated) ---------------
@@ -476,8 +550,9 @@ def _ternary_(d, meta, self, args):
     operands, common, params = meta(t, *args)
     dev = same_device(d.name, *operands)
     operands = _host_scalars(operands, dev)
-    return _run_inplace(d, common, self, t, operands, _shape_of(*operands), dev, params,
-                        (self,) + tuple(x for x in operands[1:] if isinstance(x, Tensor)))
+    others = tuple(x for x in operands[1:] if isinstance(x, Tensor))
+    return _run_inplace(d, common, self, t, operands, _shape_of(*operands), dev, params, (self,) + others,
+                        tuple(x for x in others if x is not self))
 
 
 # -- the op table -------------------------------------------------------------------------------
@@ -671,7 +746,9 @@ def add(input, other, *, alpha=1, out=None):
 
 
 def add_(self, other, *, alpha=1):
-    return _binary_(ADD, self, other, _alpha_kw(alpha), _check_add)
+    if type(alpha) is int and alpha == 1:
+        return _binary_(ADD, self, other)
+    return _binary_(ADD, self, other, {"alpha": alpha}, _check_add)
 
 
 def sub(input, other, *, alpha=1, out=None):
@@ -881,12 +958,33 @@ def _add_operator(self, other):
     return _binary(ADD, self, other, None)
 
 
+def _binary_operator(d, check=None):
+    """A dunder calling the generic binary path directly (what _operator(fn) does through the
+    public function, one Python frame and its keyword defaults less); `check` as the function's."""
+    def dunder(self, other):
+        if type(other) not in _PY and not isinstance(other, Tensor) and _number(other) is None:
+            return NotImplemented
+        return _binary(d, self, other, None, _NO_PARAMS, check)
+    return dunder
+
+
+def _binary_inplace_operator(d, check=None):
+    def dunder(self, other):
+        if type(other) not in _PY and not isinstance(other, Tensor) and _number(other) is None:
+            return NotImplemented
+        return _binary_(d, self, other, _NO_PARAMS, check)
+    return dunder
+
+
 _G = _GENERATED
 _DUNDERS = {
-    "__add__": _add_operator, "__radd__": _add_operator, "__iadd__": _operator(add_),
-    "__sub__": _operator(sub), "__rsub__": _operator(sub, reflected=True), "__isub__": _operator(sub_),
-    "__mul__": _operator(_G["mul"]), "__rmul__": _operator(_G["mul"]), "__imul__": _operator(_G["mul_"]),
-    "__truediv__": _operator(div), "__rtruediv__": _operator(div, reflected=True), "__itruediv__": _operator(div_),
+    "__add__": _add_operator, "__radd__": _add_operator, "__iadd__": _binary_inplace_operator(ADD),
+    "__sub__": _binary_operator(SUB, _check_sub), "__rsub__": _operator(sub, reflected=True),
+    "__isub__": _binary_inplace_operator(SUB, _check_sub),
+    "__mul__": _binary_operator(_OPS["mul"]), "__rmul__": _binary_operator(_OPS["mul"]),
+    "__imul__": _binary_inplace_operator(_OPS["mul"]),
+    "__truediv__": _binary_operator(DIV), "__rtruediv__": _operator(div, reflected=True),
+    "__itruediv__": _binary_inplace_operator(DIV),
     "__floordiv__": _operator(_G["floor_divide"]), "__ifloordiv__": _operator(_G["floor_divide_"]),
     "__rfloordiv__": _operator(_reflected_binary(_OPS["floor_divide"]), reflected=True),
     "__mod__": _operator(_G["remainder"]), "__imod__": _operator(_G["remainder_"]),
@@ -900,8 +998,9 @@ _DUNDERS = {
     "__ior__": _operator(_G["bitwise_or_"]),
     "__xor__": _operator(_G["bitwise_xor"]), "__rxor__": _operator(_G["bitwise_xor"]),
     "__ixor__": _operator(_G["bitwise_xor_"]),
-    "__eq__": _operator(_G["eq"]), "__ne__": _operator(_G["ne"]), "__lt__": _operator(_G["lt"]),
-    "__le__": _operator(_G["le"]), "__gt__": _operator(_G["gt"]), "__ge__": _operator(_G["ge"]),
+    "__eq__": _binary_operator(_OPS["eq"]), "__ne__": _binary_operator(_OPS["ne"]),
+    "__lt__": _binary_operator(_OPS["lt"]), "__le__": _binary_operator(_OPS["le"]),
+    "__gt__": _binary_operator(_OPS["gt"]), "__ge__": _binary_operator(_OPS["ge"]),
     "__neg__": _G["neg"], "__abs__": _G["abs"], "__invert__": _invert, "__pos__": positive,
 }
 

@@ -9,6 +9,8 @@ The CUDA backend implements the same three primitives with one functor per kerne
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ... import _faults, dtypes
@@ -23,12 +25,8 @@ _PY_TYPES = frozenset((bool, int, float))  # the front end hands numbers over as
 try:  # np.errstate costs ~1.5 us a call; setting its context variable directly costs ~0.1 us
     from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
     _QUIET = _make_extobj(all="ignore")
-
-    def _quiet_on():
-        return _extobj_contextvar.set(_QUIET)
-
-    def _quiet_off(token):
-        _extobj_contextvar.reset(token)
+    _quiet_on = partial(_extobj_contextvar.set, _QUIET)  # C calls, no Python frame
+    _quiet_off = _extobj_contextvar.reset
 except ImportError:  # pragma: no cover - other NumPy versions
     def _quiet_on():
         es = np.errstate(all="ignore")
@@ -39,9 +37,13 @@ except ImportError:  # pragma: no cover - other NumPy versions
         es.__exit__(None, None, None)
 
 
+_wrap_scalar = dtypes.wrap_scalar
+_fault_plans = _faults._plans  # _faults.hit's "is any plan installed" test, read here without the call
+
+
 def _operand(x, dt):
     if type(x) in _PY_TYPES:
-        return dtypes.wrap_scalar(x, dt)
+        return _wrap_scalar(x, dt)
     return None if x is None else array(x)
 
 
@@ -64,21 +66,45 @@ def _launch(kernel, op, o, args, dt, params):
 def unary(out, op, x, compute, **params):
     """out = op(x), computed in `compute`."""
     dt = compute.np
-    _launch(_UNARY[op], op, array(out), (array(x),), dt, params)
+    o = array(out)
+    a = array(x)
+    uf = _PLAIN_UNARY.get(op)
+    if uf is not None and not params and o.dtype is dt and a.dtype is dt:
+        token = _quiet_on()  # _launch inlined: every operand already has the compute dtype
+        try:
+            if _fault_plans:
+                _faults.hit("launch")
+            uf(a, out=o)
+        finally:
+            _quiet_off(token)
+        return
+    _launch(_UNARY[op], op, o, (a,), dt, params)
 
 
 def binary(out, op, a, b, compute, **params):
     """out = op(a, b); `a`/`b` are tensors or Python numbers (converted to `compute` here)."""
     dt = compute.np
     o = array(out)
-    x, y = _operand(a, dt), _operand(b, dt)
+    x = _wrap_scalar(a, dt) if type(a) in _PY_TYPES else array(a)
+    if type(b) in _PY_TYPES:
+        try:  # dtypes.wrap_scalar, inlined for `tensor op number`
+            y = dt.type(b)
+        except OverflowError:
+            y = _wrap_scalar(b, dt)
+    else:
+        y = array(b)
     if op in _CHECKS:
         _launch(_BINARY[op], op, o, (x, y), dt, params)
         return
     token = _quiet_on()  # _launch inlined: this is every arithmetic operator's path
     try:
-        _faults.hit("launch")
-        _BINARY[op](o, x, y, dt, **params)
+        if _fault_plans:
+            _faults.hit("launch")
+        uf = _PLAIN_BINARY.get(op)
+        if uf is not None and not params and o.dtype is dt and x.dtype is dt and y.dtype is dt:
+            uf(x, y, out=o)  # the kernel's ufunc: operands of one dtype select the same loop
+        else:
+            _BINARY[op](o, x, y, dt, **params)
     finally:
         _quiet_off(token)
 
@@ -277,6 +303,16 @@ def _gelu(o, a, dt, approximate="none"):
     t += dt.type(1)
     np.multiply(x * dt.type(0.5), t, out=o, casting=_U)
 
+
+# kernels that are one ufunc evaluated in the compute dtype, with no parameters: when the output
+# and every operand already have that dtype, `uf(..., out=o)` selects the same loop
+_PLAIN_UNARY = {"neg": np.negative, "abs": np.absolute, "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1,
+                "log": np.log, "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "sqrt": np.sqrt,
+                "square": np.square, "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh,
+                "bitwise_not": np.invert}
+_PLAIN_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div_true": np.true_divide,
+                 "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2, "bitwise_and": np.bitwise_and,
+                 "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor}
 
 _UNARY = {
     "neg": _ufunc(np.negative), "abs": _ufunc(np.absolute), "sign": _sign,

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ... import _faults
+from ...layout import contiguous_strides
 
-__all__ = ("allocate", "buffer_nbytes", "buffer_ptr", "buffer_tolist", "copy_bytes", "retire", "wrap_numpy",
-           "array", "copy", "copy_from_host", "to_host", "fill")
+__all__ = ("allocate", "contiguous_view", "buffer_nbytes", "buffer_ptr", "buffer_tolist", "copy_bytes", "retire",
+           "wrap_numpy", "array", "view_array", "copy", "copy_from_host", "to_host", "fill")
 
 _EMPTY_BUF = np.empty(0, dtype=np.uint8)
 
@@ -18,6 +19,15 @@ def allocate(nbytes, device=None):
         return np.empty(nbytes, dtype=np.uint8)
     except MemoryError:
         raise RuntimeError(f"DefaultCPUAllocator: not enough memory: you tried to allocate {nbytes} bytes.") from None
+
+
+def contiguous_view(buf, shape, np_dtype):
+    """The NumPy view array() builds for a new C-contiguous tensor of `shape` (a plain tuple) over
+    `buf`, when the buffer is small enough for the view to be cached on the tensor (Tensor._hview),
+    else None: the fresh output of every op gets its view without a second lookup."""
+    if buf.nbytes > _CACHE_MAX:
+        return None
+    return np.ndarray(shape, np_dtype, buf)
 
 
 def buffer_nbytes(buf):
@@ -71,15 +81,77 @@ def wrap_numpy(arr):
     return buf, arr.shape, strides
 
 
+_CACHE_MAX = 1 << 16  # views of buffers up to this many bytes are kept on the tensor (Tensor._hview)
+_NP_LAYOUTS = {}  # (Layout, itemsize) -> (shape, byte strides or None when C-contiguous, byte offset)
+
+
+def _np_layout(lay, itemsize):
+    """A layout as np.ndarray's arguments: a plain tuple shape (NumPy reads a Size element by
+    element through its Python __getitem__), byte strides, byte offset. Keyed on the immutable
+    Layout value, so it is the same answer for every tensor with that layout."""
+    key = (lay, itemsize)
+    try:
+        r = _NP_LAYOUTS.get(key)
+    except TypeError:  # a layout holding lists: not cached
+        return _np_args(lay, itemsize)
+    if r is None:
+        r = _np_args(lay, itemsize)
+        if len(_NP_LAYOUTS) >= 4096:
+            _NP_LAYOUTS.clear()
+        _NP_LAYOUTS[key] = r
+    return r
+
+
+def _np_args(lay, itemsize):
+    shape, stride, offset = lay
+    shape = tuple(shape)
+    strides = None if offset == 0 and tuple(stride) == contiguous_strides(shape) else \
+        tuple(s * itemsize for s in stride)
+    return shape, strides, offset * itemsize
+
+
 def array(t):
     """The tensor's elements as a NumPy view over its storage (no copy). Refuses a layout that the
-    storage can no longer hold (after someone shrank the storage) instead of reading past it."""
+    storage can no longer hold (after someone shrank the storage) instead of reading past it.
+
+    Reads `t._meta` once. The view of a small buffer is cached on the tensor (Tensor._hview, a
+    one-element list that pinned copies share with their tensor) together with the Meta record,
+    the buffer and the dtype it was built from, and reused only while all three are still the
+    tensor's (identity checks: resize_/set_ publish a new record, a storage resize installs a new
+    buffer), so it is exactly the view this call would build. Callers must not change the
+    returned array's own attributes (shape, strides, flags); `view_array` gives a private one."""
+    meta = t._meta
+    buf = meta[0]._buf
+    dt = t._dtype
+    h = t._hview
+    if h is not None:
+        c = h[0]
+        if c is not None and c[0] is meta and c[1] is buf and c[2] is dt:
+            return c[3]
+    np_dtype = dt.np
+    shape, strides, offset = _np_layout(meta[1], np_dtype.itemsize)
+    try:  # NumPy itself refuses a view reaching past the buffer
+        if strides is None:
+            a = np.ndarray(shape, np_dtype, buf)
+        else:
+            a = np.ndarray(shape, np_dtype, buf, offset, strides)
+    except (ValueError, TypeError):
+        return _checked_array(meta[0], meta[1], np_dtype)
+    if buf.nbytes <= _CACHE_MAX:
+        if h is None:
+            t._hview = [(meta, buf, dt, a)]
+        else:  # the holder pinned copies share with their tensor (ops/_common.pinned)
+            h[0] = (meta, buf, dt, a)
+    return a
+
+
+def view_array(t):
+    """array(t) as a NumPy array of its own (never the cached one): what users get (numpy())."""
     storage, lay = t._meta
-    shape, stride, offset = lay
     np_dtype = t._dtype.np
-    itemsize = np_dtype.itemsize
-    try:  # the hot path of every primitive: NumPy itself refuses a view reaching past the buffer
-        return np.ndarray(tuple(shape), np_dtype, storage._buf, offset * itemsize, [s * itemsize for s in stride])
+    shape, strides, offset = _np_layout(lay, np_dtype.itemsize)
+    try:
+        return np.ndarray(shape, np_dtype, storage._buf, offset, strides)
     except (ValueError, TypeError):
         return _checked_array(storage, lay, np_dtype)
 
@@ -103,20 +175,44 @@ def _checked_array(storage, lay, np_dtype):
     return np.ndarray(shape, np_dtype, buf, lay.offset * itemsize, tuple(s * itemsize for s in stride))
 
 
+try:  # np.errstate(invalid="ignore", over="ignore") without its Python object and frames (~1 us)
+    from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
+
+    def _quiet_casts():
+        return _extobj_contextvar.set(_make_extobj(all=None, divide=None, over="ignore", under=None,
+                                                   invalid="ignore"))
+
+    _loud = _extobj_contextvar.reset
+except ImportError:  # pragma: no cover - other NumPy versions
+    def _quiet_casts():
+        es = np.errstate(invalid="ignore", over="ignore")
+        es.__enter__()
+        return es
+
+    def _loud(es):
+        es.__exit__(None, None, None)
+
+
 def copy(dst, src):
     """dst[...] = src with casting; `src` broadcasts to dst. NumPy buffers overlapping operands."""
     _faults.hit("copy")
     d = array(dst)
     s = array(src)
-    with np.errstate(invalid="ignore", over="ignore"):
+    token = _quiet_casts()
+    try:
         np.copyto(d, s, casting="unsafe")
+    finally:
+        _loud(token)
 
 
 def copy_from_host(dst, arr):
     """Copy a host NumPy array (already the destination's shape) into dst."""
     _faults.hit("copy")
-    with np.errstate(invalid="ignore", over="ignore"):
+    token = _quiet_casts()
+    try:
         np.copyto(array(dst), arr, casting="unsafe")
+    finally:
+        _loud(token)
 
 
 def to_host(t):
@@ -126,5 +222,8 @@ def to_host(t):
 
 def fill(dst, value):
     _faults.hit("launch")
-    with np.errstate(invalid="ignore", over="ignore"):
+    token = _quiet_casts()
+    try:
         array(dst)[...] = value
+    finally:
+        _loud(token)

@@ -76,63 +76,109 @@ def _kernel(prim, op):
 
 def _arg(value, compute, c):
     """A number as the kernel's C argument, converted to the compute dtype first (ints wrap)."""
-    return _C_NP[c](dtypes.wrap_scalar(value, compute.np))
+    v = dtypes.wrap_scalar(value, compute.np)
+    t = _C_NP[c]
+    return v if type(v) is t else t(v)
+
+
+_ARGS = {}  # (type, int value, compute) -> _arg(...): alpha=1, value=1 and integer operands recur
+
+
+def _int_arg(value, compute, c):
+    """_arg for a Python int or bool (exact keys: 1, True and 1.0 would collide, and -0.0 with 0.0,
+    so floats are not cached)."""
+    key = (type(value), value, compute)
+    r = _ARGS.get(key)
+    if r is None:
+        r = _arg(value, compute, c)
+        if len(_ARGS) >= 4096:
+            _ARGS.clear()
+        _ARGS[key] = r
+    return r
 
 
 def _operand(x, shape):
     """A tensor as a launch operand of the output's shape (broadcast dims get stride 0)."""
     storage, lay = x._meta
-    if tuple(lay.shape) != tuple(shape):
+    if lay.shape != shape and tuple(lay.shape) != tuple(shape):
         lay = Layout(tuple(shape), tuple(expand_strides(lay.shape, lay.stride, shape)), lay.offset)
-    return K.Operand(storage._buf, lay, x._dtype)
+    return K._operand_of(storage._buf, lay, x._dtype)
 
 
-def _run(prim, op, out, operands, compute, scalars_c, params):
+_MASK = [np.int32(m) for m in range(8)]  # which of (up to 3) operands are scalars, as the vec kernels take it
+_ZERO_C = {c: t(0) for c, t in _C_NP.items()}  # the scalar slot of a tensor operand
+
+
+def _run(prim, op, out, operands, compute, scalars_c, params, row=None):
     """Plan out and the tensor operands, pick the instantiation, pack and launch. `operands` are
-    tensors or C scalar arguments (already converted); `params` the op's C parameters."""
-    row = _kernel(prim, op)
+    tensors or C scalar arguments (already converted); `params` the op's C parameters; `row` the
+    op's _kernel row when the caller looked it up already."""
+    if row is None:
+        row = _kernel(prim, op)
     c = _C[compute]
     o = K.operand(out)
     shape = o.layout.shape
-    tensors = [(k, _operand(x, shape)) for k, x in enumerate(operands) if not isinstance(x, np.generic)]
-    p = K.Plan([o] + [t for _, t in tensors])
+    plan_ops = [o]
+    tensors = []  # (position in operands, launch operand)
+    for k, x in enumerate(operands):
+        if not isinstance(x, np.generic):
+            t = _operand(x, shape)
+            plan_ops.append(t)
+            tensors.append((k, t))
+    p = K.Plan(plan_ops)
     if not p.n:
         return
     ix = p.index
-    ptrs = [p.ptrs[0]] * len(operands)  # a scalar's pointer slot is unused: point it at out
+    p_ptrs = p.ptrs
+    ptrs = [p_ptrs[0]] * len(operands)  # a scalar's pointer slot is unused: point it at out
     codes = [_SCALAR_CODE] * len(operands)
+    same_dtype = True
+    odt = o.dtype
     for j, (k, t) in enumerate(tensors):
-        ptrs[k] = p.ptrs[j + 1]
+        ptrs[k] = p_ptrs[j + 1]
         codes[k] = _CODE[t.dtype]
-    scal = [x if isinstance(x, np.generic) else scalars_c(0) for x in operands]
-    t_out = o.dtype.ctype
-    if (row[2] and p.contiguous and t_out in ELEMENTWISE_VEC_TYPES and _VEC_C[t_out] == c
-            and all(t.dtype is o.dtype for _, t in tensors)):
-        expr = _expr(prim, op, c, ix, t_out)
+        if t.dtype is not odt:
+            same_dtype = False
+    zero = _ZERO_C[c] if scalars_c is _C_NP[c] else scalars_c(0)
+    scal = [x if isinstance(x, np.generic) else zero for x in operands]
+    t_out = odt.ctype
+    if row[2] and p.contiguous and same_dtype and t_out in ELEMENTWISE_VEC_TYPES and _VEC_C[t_out] == c:
+        expr = _EXPR.get((prim, op, c, ix, t_out)) or _expr(prim, op, c, ix, t_out)
         if prim == "unary":
-            args = (p.ptrs[0], ptrs[0], *params, p.count)
+            args = (p_ptrs[0], ptrs[0], *params, p.count)
         else:
-            mask = np.int32(sum(1 << k for k, x in enumerate(operands) if isinstance(x, np.generic)))
-            args = (p.ptrs[0], *ptrs, *scal, mask, *params, p.count)
+            mask = 0
+            for k, x in enumerate(operands):
+                if isinstance(x, np.generic):
+                    mask |= 1 << k
+            args = (p_ptrs[0], *ptrs, *scal, _MASK[mask], *params, p.count)
         K.launch(_SRC, expr, p.device, args, n=p.n)
         return
-    expr = _expr(prim, op, c, ix, None)
+    expr = _EXPR.get((prim, op, c, ix, None)) or _expr(prim, op, c, ix, None)
+    empty = _EMPTY[ix]
     if p.contiguous:
-        lays = [_EMPTY[ix]] * (len(operands) + 1)
+        lays = [empty] * (len(operands) + 1)
     else:
-        lays = [p.layouts[0]] + [_EMPTY[ix]] * len(operands)
+        p_lays = p.layouts
+        lays = [p_lays[0]] + [empty] * len(operands)
         for j, (k, _) in enumerate(tensors):
-            lays[k + 1] = p.layouts[j + 1]
+            lays[k + 1] = p_lays[j + 1]
     cc = _CODE[compute]
     if prim == "unary":
-        args = (p.ptrs[0], ptrs[0], _CODE[o.dtype], codes[0], cc, *params, p.count, *lays)
+        args = (p_ptrs[0], ptrs[0], _CODE[odt], codes[0], cc, *params, p.count, *lays)
     else:
-        args = (p.ptrs[0], *ptrs, _CODE[o.dtype], *codes, cc, *scal, *params, p.count, *lays)
+        args = (p_ptrs[0], *ptrs, _CODE[odt], *codes, cc, *scal, *params, p.count, *lays)
     K.launch(_SRC, expr, p.device, args, n=p.n)
 
 
+def _c_arg(v, compute, c):
+    """_arg, memoized for Python ints and bools."""
+    t = type(v)
+    return _int_arg(v, compute, c) if t is int or t is bool else _arg(v, compute, c)
+
+
 def _params(compute, c, values):
-    return tuple(_arg(v, compute, c) for v in values)
+    return tuple([_c_arg(v, compute, c) for v in values])
 
 
 def _unary_params(op, params):
@@ -158,31 +204,37 @@ def _one_param(prim, op, params, name):
 
 
 def _c_scalar(x, compute, c):
-    return _arg(x, compute, c) if type(x) in _PY else x
+    t = type(x)
+    if t is float:
+        return _arg(x, compute, c)
+    return _int_arg(x, compute, c) if t is int or t is bool else x
 
 
 def unary(out, op, x, compute, **params):
     """out = op(x), computed in `compute`."""
     c = _C[compute]
-    _kernel("unary", op)
-    _run("unary", op, out, (x,), compute, _C_NP[c], _params(compute, c, _unary_params(op, params)))
+    row = _kernel("unary", op)
+    _run("unary", op, out, (x,), compute, _C_NP[c], _params(compute, c, _unary_params(op, params)), row)
 
 
 def binary(out, op, a, b, compute, **params):
     """out = op(a, b); `a`/`b` are tensors or Python numbers (converted to `compute` here)."""
     c = _C[compute]
-    _kernel("binary", op)
-    alpha = _one_param("binary", op, params, "alpha") if op in ("add", "sub") else _no_params(op, params)
+    row = _kernel("binary", op)
+    if params:
+        alpha = _one_param("binary", op, params, "alpha") if op in ("add", "sub") else _no_params(op, params)
+    else:
+        alpha = 1
     sa, sb = _c_scalar(a, compute, c), _c_scalar(b, compute, c)
     if op in _INT_DIVISION and c == "long long" and _divides_by_zero(b, sb, compute):
         raise RuntimeError("ZeroDivisionError")  # torch's exact text for integer division by zero
-    _run("binary", op, out, (sa, sb), compute, _C_NP[c], (_arg(alpha, compute, c),))
+    _run("binary", op, out, (sa, sb), compute, _C_NP[c], (_c_arg(alpha, compute, c),), row)
 
 
 def ternary(out, op, a, b, c, compute, **params):
     """out = op(a, b, c); operands as for `binary`, and None for an absent clamp bound."""
     ct = _C[compute]
-    _kernel("ternary", op)
+    row = _kernel("ternary", op)
     value = _one_param("ternary", op, params, "value") if op in ("addcmul", "addcdiv") else _no_params(op, params)
     ops = [_c_scalar(x, compute, ct) for x in (a, b, c)]
     if op == "clamp":  # an absent bound is the identity of max/min
@@ -191,7 +243,7 @@ def ternary(out, op, a, b, c, compute, **params):
                 ops[k] = ident(ct)
     if any(x is None for x in ops):
         raise TypeError(f"ternary {op!r}: an operand is None")
-    _run("ternary", op, out, tuple(ops), compute, _C_NP[ct], (_arg(value, compute, ct),))
+    _run("ternary", op, out, tuple(ops), compute, _C_NP[ct], (_c_arg(value, compute, ct),), row)
 
 
 def _no_params(op, params):

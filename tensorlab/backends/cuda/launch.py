@@ -38,6 +38,12 @@ The pattern (backends/cuda/memory.py's `fill` is the shortest complete example):
    1-D grid-stride geometry (BLOCK threads per block, at most 8 blocks per SM and 65535 blocks) on
    the device's current stream, and counts the launch per entry point (LAUNCHES).
 
+The host-side work is cached on immutable values, never on tensors: a Plan's geometry (order,
+coalesced dims, reaches, index type, contiguity, count) by the operands' (shape, stride) and the
+wide_indexing() flag; packed layouts by (shape, stride, index type), as read-only structs shared
+by every launch; scalars of Python ints by (type, value, dtype). Buffers, offsets, devices and
+bounds are read from each operand's one metadata snapshot and checked on every call.
+
 A new kernel source needs nothing else: the emulation driver compiles every row of kernel_table
 with the host compiler on first use (caching the library), so the device-parametrized tests run it
 on the CPU under TENSORLAB_CUDA_EMULATION=1, and tests/test_kernel_coverage.py then fails until
@@ -91,21 +97,80 @@ def wide_forced():
     return _wide[0]
 
 
+_SCALARS = {}  # (type, value, dtype) -> scalar(value, dtype) for Python ints and bools (fill values recur)
+
+
 def scalar(value, dtype):
     """A Python (or NumPy) value as a NumPy scalar of `dtype`'s C type, converted exactly as the
     CPU backend stores it into an array of that dtype."""
-    a = np.empty((), dtype.np)
-    with np.errstate(invalid="ignore", over="ignore"):
-        a[...] = value
-    return a[()]
+    t = type(value)
+    if t is int or t is bool:  # exact keys (floats are not cached: -0.0 == 0.0, nan != nan)
+        key = (t, value, dtype)
+        r = _SCALARS.get(key)
+        if r is None:
+            r = _scalar(value, dtype)
+            if len(_SCALARS) >= 4096:
+                _SCALARS.clear()
+            _SCALARS[key] = r
+        return r
+    return _scalar(value, dtype)
+
+
+try:  # np.errstate(invalid="ignore", over="ignore") without its Python object and frames (~1 us)
+    from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
+
+    def _scalar(value, dtype):
+        a = np.empty((), dtype.np)
+        token = _extobj_contextvar.set(_make_extobj(all=None, divide=None, over="ignore", under=None,
+                                                    invalid="ignore"))
+        try:
+            a[...] = value
+        finally:
+            _extobj_contextvar.reset(token)
+        return a[()]
+except ImportError:  # pragma: no cover - other NumPy versions
+    def _scalar(value, dtype):
+        a = np.empty((), dtype.np)
+        with np.errstate(invalid="ignore", over="ignore"):
+            a[...] = value
+        return a[()]
+
+
+_INDEX_SCALARS = {}  # (value, index) -> index_scalar(value, index): sizes and counts recur
 
 
 def index_scalar(value, index):
-    return _INDEX_NP[index](value)
+    if type(value) is not int:
+        return _INDEX_NP[index](value)
+    key = (value, index)
+    r = _INDEX_SCALARS.get(key)
+    if r is None:
+        r = _INDEX_NP[index](value)
+        if len(_INDEX_SCALARS) >= 4096:
+            _INDEX_SCALARS.clear()
+        _INDEX_SCALARS[key] = r
+    return r
+
+
+_PACKED = {}  # (shape, stride, index) -> packed tl::StridedLayout (an immutable value: reused by every launch)
 
 
 def strided_layout(shape, stride, index):
     """A tl::StridedLayout<index> argument for (coalesced) `shape` and `stride` in elements."""
+    try:
+        key = (shape, stride, index)
+        rec = _PACKED.get(key)
+    except TypeError:  # unhashable (lists): pack without the cache
+        return _pack_layout(shape, stride, index)
+    if rec is None:
+        rec = _pack_layout(shape, stride, index)
+        if len(_PACKED) >= 4096:
+            _PACKED.clear()
+        _PACKED[(tuple(shape), tuple(stride), index)] = rec
+    return rec
+
+
+def _pack_layout(shape, stride, index):
     nd = len(shape)
     if nd > MAX_DIMS:
         raise RuntimeError(f"CUDA kernels index at most {MAX_DIMS} dimensions after merging contiguous ones; this "
@@ -115,6 +180,7 @@ def strided_layout(shape, stride, index):
     rec["shape"][:nd] = shape
     rec["stride"][:nd] = stride
     rec["ndim"] = nd
+    rec.setflags(write=False)  # shared by every launch with this layout: nobody may change it
     return rec[()]
 
 
@@ -134,7 +200,19 @@ def operand(t):
     if isinstance(t, Operand):
         return t
     storage, lay = t._meta
-    return Operand(storage._buf, lay, t._dtype)
+    return _operand_of(storage._buf, lay, t._dtype)
+
+
+def _operand_of(buffer, layout, dtype):
+    op = _object_new(Operand)  # Operand(buffer, layout, dtype) without the __init__ frame
+    op.buffer = buffer
+    op.layout = layout
+    op.dtype = dtype
+    return op
+
+
+_object_new = object.__new__
+_tuple_new = tuple.__new__
 
 
 def check_bounds(op, reach):
@@ -148,55 +226,100 @@ def check_bounds(op, reach):
             "UntypedStorage.resize_ after this tensor was made. Call resize_ or set_ on the tensor to fix it.")
 
 
-class Plan:
-    """Operands of one elementwise-shaped kernel: see the module docstring."""
+# What a Plan computes from the operands' shapes and strides alone (no buffers, offsets or dtypes),
+# keyed on those immutable values and the wide_indexing() flag:
+# (n, coalesced shape, coalesced strides per operand, reach per operand, index type, contiguous, count)
+_GEOMETRY = {}
 
-    __slots__ = ("operands", "n", "device", "shape", "strides", "index", "contiguous", "ptrs", "_layouts")
 
-    def __init__(self, operands):
-        self.operands = ops = [operand(t) for t in operands]
-        out = ops[0]
-        shape = tuple(out.layout.shape)
-        n = 1
-        for s in shape:
-            n *= s
-        self.n = n
-        self.device = out.buffer.device
-        self._layouts = None
-        ptrs = []
-        for op in ops:
-            if tuple(op.layout.shape) != shape:
-                raise ValueError(f"kernel operands must share the output's shape {list(shape)}, got "
-                                 f"{list(op.layout.shape)} (broadcast inputs to the output's shape first)")
-            if op.buffer.device != self.device:
-                raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                                   f"cuda:{self.device} and cuda:{op.buffer.device}!")
-            ptrs.append(Pointer(op.buffer, op.layout.offset * op.dtype.itemsize))
-        self.ptrs = ptrs
-        if n == 0:
-            self.shape, self.strides, self.index, self.contiguous = (), [() for _ in ops], "int", True
-            return
+def _geometry(key, shape, strides):
+    g = _GEOMETRY.get(key)
+    if g is not None:
+        return g
+    n = 1
+    for s in shape:
+        n *= s
+    if n == 0:
+        g = (0, (), tuple(() for _ in strides), None, "int", True, _INDEX_NP["int"](0))
+    else:
         # dims ordered by the output's strides (largest first) so that operands sharing a dense
         # order that is not row-major (channels-last, transposed) still coalesce to one dim
-        strides = [tuple(op.layout.stride) for op in ops]
         order = sorted(range(len(shape)), key=lambda d: -strides[0][d])
         if order != list(range(len(shape))):
             shape = tuple(shape[d] for d in order)
             strides = [tuple(s[d] for d in order) for s in strides]
-        cshape, cstrides = coalesce(shape, *strides)
-        self.shape, self.strides = cshape, cstrides
-        wide = _wide[0] or n + MAX_GRID_THREADS > INT_MAX
-        for op, st in zip(ops, cstrides):
-            reach = sum((k - 1) * s for k, s in zip(cshape, st))
-            check_bounds(op, reach)
+        cshape, cstrides = coalesce(tuple(shape), *strides)
+        wide = key[0] or n + MAX_GRID_THREADS > INT_MAX
+        reaches = []
+        for st in cstrides:
+            reach = 0
+            for k, s in zip(cshape, st):
+                reach += (k - 1) * s
+            reaches.append(reach)
             wide = wide or reach > INT_MAX
-        self.index = "long long" if wide else "int"
-        self.contiguous = n == 1 or (len(cshape) == 1 and all(st[0] == 1 for st in cstrides))
+        index = "long long" if wide else "int"
+        contiguous = n == 1 or (len(cshape) == 1 and all(st[0] == 1 for st in cstrides))
+        g = (n, cshape, tuple(cstrides), tuple(reaches), index, contiguous, _INDEX_NP[index](n))
+    if len(_GEOMETRY) >= 4096:
+        _GEOMETRY.clear()
+    _GEOMETRY[key] = g
+    return g
+
+
+class Plan:
+    """Operands of one elementwise-shaped kernel: see the module docstring."""
+
+    __slots__ = ("operands", "n", "device", "shape", "strides", "index", "contiguous", "ptrs", "_layouts",
+                 "_count")
+
+    def __init__(self, operands):
+        ops = []
+        key = [_wide[0]]
+        for t in operands:
+            if type(t) is not Operand:
+                t = operand(t)
+            ops.append(t)
+            lay = t.layout
+            key.append(lay.shape)
+            key.append(lay.stride)
+        self.operands = ops
+        key = tuple(key)
+        try:
+            g = _GEOMETRY.get(key)
+        except TypeError:  # a layout of lists: key on tuples
+            key = tuple(tuple(k) if isinstance(k, list) else k for k in key)
+            g = _GEOMETRY.get(key)
+        if g is None:  # first time for these layouts: check the shapes, then compute and remember
+            shape = tuple(ops[0].layout.shape)
+            for op in ops:
+                if tuple(op.layout.shape) != shape:
+                    raise ValueError(f"kernel operands must share the output's shape {list(shape)}, got "
+                                     f"{list(op.layout.shape)} (broadcast inputs to the output's shape first)")
+            g = _geometry(key, shape, [tuple(op.layout.stride) for op in ops])
+        n, self.shape, strides, reaches, self.index, self.contiguous, self._count = g
+        self.n = n
+        self.device = device = ops[0].buffer.device
+        self.strides = strides  # a tuple (shared by every plan of these layouts: immutable)
+        self._layouts = None
+        ptrs = []
+        k = 0
+        for op in ops:
+            buf = op.buffer
+            if buf.device != device:
+                raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                                   f"cuda:{device} and cuda:{buf.device}!")
+            offset = op.layout.offset
+            isz = op.dtype.itemsize
+            if n and (offset + reaches[k] + 1) * isz > buf.nbytes:
+                check_bounds(op, reaches[k])  # raises
+            ptrs.append(_tuple_new(Pointer, (buf, offset * isz)))
+            k += 1
+        self.ptrs = ptrs
 
     @property
     def count(self):
         """n as the kernel's Index type."""
-        return _INDEX_NP[self.index](self.n)
+        return self._count
 
     @property
     def layouts(self):
@@ -227,10 +350,17 @@ def launch(source, name_expression, device, args, *, n=None, grid=None, block=BL
     """Run one kernel on the current stream of `device` (an index); `grid` defaults to grid_for(n)."""
     _faults.hit(fault)
     fn = modules.function(source, name_expression, device)
-    if grid is None:
-        grid = (grid_for(n, device, block if isinstance(block, int) else block[0]),)
-    driver.launch(fn, grid, (block,) if isinstance(block, int) else block, args, shared_mem,
-                  driver.current_stream(device))
+    if isinstance(block, int):
+        if grid is None:
+            cap = _grid_caps.get(device)  # grid_for, inlined
+            grid = (max(1, min(grid_for(n, device, block) if cap is None else cap, -(-n // block))),)
+        block = (block,)
+    elif grid is None:
+        grid = (grid_for(n, device, block[0]),)
+    stream = driver.current_stream(device)
+    driver.launch(fn, grid, block, args, shared_mem, stream)
+    if _faults.observers:  # tl.benchmark.Timer's warm-up: which streams got work
+        _faults.launched(device, stream)
     key = (source, name_expression)
     LAUNCHES[key] = LAUNCHES.get(key, 0) + 1
 

@@ -69,18 +69,29 @@ def temp(shape, dtype, device):
     return K.Operand(buf, Layout(tuple(shape), contiguous_strides(shape), 0), dtype)
 
 
+_EXPR = {}  # (kernel, C types..., index) -> name expression (formatted once)
+
+
+def _expr(kernel, *types):
+    key = (kernel, *types)
+    e = _EXPR.get(key)
+    if e is None:
+        e = _EXPR[key] = f"{kernel}<{', '.join(types)}>"
+    return e
+
+
 def copy_kernel(dst, src):
     """dst <- cast(src) for operands of one shape on one device, by the copy_cast kernels."""
     p = K.Plan((dst, src))
     if not p.n:
         return
-    names = f"{src.dtype.ctype}, {dst.dtype.ctype}, {p.index}"
+    s, d = p.operands[1].dtype.ctype, p.operands[0].dtype.ctype
     if p.contiguous:
-        K.launch("copy.cu", f"copy_cast_contiguous<{names}>", p.device, (p.ptrs[0], p.ptrs[1], p.count), n=p.n,
-                 fault="copy")
+        K.launch("copy.cu", _expr("copy_cast_contiguous", s, d, p.index), p.device, (p.ptrs[0], p.ptrs[1], p.count),
+                 n=p.n, fault="copy")
     else:
         lay = p.layouts
-        K.launch("copy.cu", f"copy_cast_strided<{names}>", p.device,
+        K.launch("copy.cu", _expr("copy_cast_strided", s, d, p.index), p.device,
                  (p.ptrs[0], p.ptrs[1], p.count, lay[0], lay[1]), n=p.n, fault="copy")
 
 
@@ -208,7 +219,7 @@ def fill(dst, value):
     dt = p.operands[0].dtype
     v = K.scalar(value, dt)
     if p.contiguous:
-        K.launch("fill.cu", f"fill_contiguous<{dt.ctype}, {p.index}>", p.device, (p.ptrs[0], v, p.count), n=p.n)
+        K.launch("fill.cu", _expr("fill_contiguous", dt.ctype, p.index), p.device, (p.ptrs[0], v, p.count), n=p.n)
     else:
-        K.launch("fill.cu", f"fill_strided<{dt.ctype}, {p.index}>", p.device, (p.ptrs[0], v, p.count, p.layouts[0]),
-                 n=p.n)
+        K.launch("fill.cu", _expr("fill_strided", dt.ctype, p.index), p.device,
+                 (p.ptrs[0], v, p.count, p.layouts[0]), n=p.n)
