@@ -47,16 +47,13 @@ def test_nvrtc_options_are_a_pure_function_of_their_arguments():
 
 
 class _FakeCupy:
-    """Just what CupyDriver.load_module touches: cuda.Device (a context), RawModule (recorded),
-    cuda.compiler.CompileException."""
+    """Just what CupyDriver.load_module touches: cuda.Device (a context), RawModule(path=...)
+    (recorded; compile() is the module load) and its get_function."""
 
-    def __init__(self, fail=False):
+    def __init__(self, fail_load=False):
         self.raw_modules = []
         self.devices = []
         fake = self
-
-        class CompileException(Exception):
-            pass
 
         class Device:
             def __init__(self, index):
@@ -69,81 +66,120 @@ class _FakeCupy:
                 return False
 
         class RawModule:
-            def __init__(self, code, options, name_expressions):
-                self.code, self.options, self.name_expressions = code, options, name_expressions
+            def __init__(self, *, path):
+                self.path = path
+                self.loaded = False
                 fake.raw_modules.append(self)
 
             def compile(self):
-                if fail:
-                    raise CompileException("error: identifier undefined")
+                if fail_load:
+                    raise OSError("CUDA_ERROR_UNSUPPORTED_PTX_VERSION")
+                self.loaded = True
+
+            def get_function(self, name):
+                return ("kernel", name)
 
         class cuda:
             pass
         cuda.Device = Device
-        cuda.compiler = type("compiler", (), {"CompileException": CompileException})
         self.cuda = cuda
         self.RawModule = RawModule
 
 
-def test_load_module_compiles_the_name_expressions_it_is_given_with_the_options(monkeypatch):
-    from tensorlab.backends.cuda import cupy_driver, modules
-    from tensorlab.kernel_table import KERNELS
-    fake = _FakeCupy()
-    monkeypatch.setattr(cupy_driver, "_cp", fake)
+class _FakeNvrtc:
+    """nvrtc.compile recorded instead of run (its own tests compile for real)."""
+
+    def __init__(self, tmp_path):
+        self.calls = []
+        self.tmp_path = tmp_path
+
+    def __call__(self, path, exprs, options, arch, *, source=None, cache=True):
+        from tensorlab.backends.cuda.nvrtc import Compiled
+        self.calls.append((path, exprs, options, arch, source))
+        binary = self.tmp_path / f"{len(self.calls)}.cubin"
+        binary.write_bytes(b"\x7fELF")
+        return Compiled(b"\x7fELF", "cubin", {e: f"_Z{len(e)}mangled" for e in exprs}, binary, "")
+
+
+def _fake_driver(monkeypatch, tmp_path, **kw):
+    from tensorlab.backends.cuda import cupy_driver, nvrtc
+    fake_cp, fake_nvrtc = _FakeCupy(**kw), _FakeNvrtc(tmp_path)
+    monkeypatch.setattr(cupy_driver, "_cp", fake_cp)
+    monkeypatch.setattr(nvrtc, "compile", fake_nvrtc)
     d = CupyDriver()
+    d._props = {i: {"major": 9, "minor": 0} for i in range(4)}  # an H100 without asking CUDA
+    return d, fake_cp, fake_nvrtc
+
+
+def test_load_module_compiles_the_name_expressions_it_is_given_with_the_options(monkeypatch, tmp_path):
+    from tensorlab.backends.cuda import modules
+    from tensorlab.kernel_table import KERNELS
+    d, fake_cp, fake_nvrtc = _fake_driver(monkeypatch, tmp_path)
     path = kernel_dir() / "elementwise.cu"
     expr = KERNELS["elementwise.cu"][7]
     m = d.load_module(path, (expr,), modules.OPTIONS, 3)
-    (raw,) = fake.raw_modules
-    assert raw.name_expressions == (expr,) and raw.code == path.read_text()
-    assert raw.options == d.compile_options(path, modules.OPTIONS)
-    assert f"-I{kernel_dir()}" in raw.options and raw.options[0] == "-std=c++17"
-    assert any(o.startswith("-DTENSORLAB_HEADERS_DIGEST=0x") for o in raw.options)
-    assert fake.devices == [3] and m.device == 3 and m.raw is raw and m.name == "elementwise.cu"
+    ((p, exprs, options, arch, source),) = fake_nvrtc.calls
+    assert p == path and exprs == (expr,) and arch == 90 and source == path.read_text()
+    assert options == d.compile_options(path, modules.OPTIONS)
+    assert f"-I{kernel_dir()}" in options and options[0] == "-std=c++17"
+    assert any(o.startswith("-DTENSORLAB_HEADERS_DIGEST=0x") for o in options)
+    assert not any("ftz" in o or "arch" in o for o in options)  # nvrtc.compile adds the architecture only
+    (raw,) = fake_cp.raw_modules
+    assert raw.path == str(tmp_path / "1.cubin") and raw.loaded  # loaded at once, under the device
+    assert fake_cp.devices == [3] and m.device == 3 and m.raw is raw and m.name == "elementwise.cu"
+    f = m.get_function(expr)  # looked up by its lowered name
+    assert f.kernel == ("kernel", f"_Z{len(expr)}mangled") and f.name == expr and f.device == 3
+    with pytest.raises(RuntimeError, match="was not compiled into this module of elementwise.cu"):
+        m.get_function(KERNELS["elementwise.cu"][8])
     d.load_module(path, KERNELS["elementwise.cu"][:2], modules.OPTIONS, 0)  # the source is read once
-    assert fake.raw_modules[1].code is raw.code
+    assert fake_nvrtc.calls[1][4] is fake_nvrtc.calls[0][4]
 
 
-def test_load_module_names_the_source_and_expression_when_nvrtc_fails(monkeypatch):
-    from tensorlab.backends.cuda import cupy_driver
-    monkeypatch.setattr(cupy_driver, "_cp", _FakeCupy(fail=True))
-    with pytest.raises(RuntimeError, match=r"compiling fill\.cu \(fill_contiguous<float, int>\) for cuda:0 "
-                                           r"failed:\nerror: identifier undefined"):
-        CupyDriver().load_module(kernel_dir() / "fill.cu", ("fill_contiguous<float, int>",), ("-std=c++17",), 0)
+def test_load_module_passes_nvrtcs_compile_error_on(monkeypatch, tmp_path):
+    from tensorlab.backends.cuda import nvrtc
+    d, fake_cp, _ = _fake_driver(monkeypatch, tmp_path)
+
+    def fail(path, exprs, *a, **k):
+        raise nvrtc.CompileError(path.name, exprs, "sm_90", "fill.cu(3): error: identifier undefined")
+    monkeypatch.setattr(nvrtc, "compile", fail)
+    with pytest.raises(RuntimeError, match=r"compiling fill\.cu \(fill_contiguous<float, int>\) for sm_90 "
+                                           r"failed:\nfill\.cu\(3\): error: identifier undefined"):
+        d.load_module(kernel_dir() / "fill.cu", ("fill_contiguous<float, int>",), ("-std=c++17",), 0)
+    assert not fake_cp.raw_modules
 
 
-def test_one_name_expression_compiles_with_nvrtc_and_the_drivers_options():
+def test_load_module_names_the_binary_when_cuda_cannot_load_it(monkeypatch, tmp_path):
+    d, _, _ = _fake_driver(monkeypatch, tmp_path, fail_load=True)
+    with pytest.raises(RuntimeError, match=r"loading fill\.cu \(fill_contiguous<float, int>\) as cubin .*1\.cubin "
+                                           r"on cuda:1 failed: CUDA_ERROR_UNSUPPORTED_PTX_VERSION"):
+        d.load_module(kernel_dir() / "fill.cu", ("fill_contiguous<float, int>",), ("-std=c++17",), 1)
+
+
+def test_one_name_expression_compiles_with_nvrtc_and_the_drivers_options(tmp_path, monkeypatch):
     """What the first `a + b` costs on a GPU: NVRTC compiling one instantiation of elementwise.cu
-    with exactly the options CupyDriver gives RawModule plus the ones CuPy adds (cp.RawModule
-    itself needs a device, NVRTC does not)."""
+    with exactly the options CupyDriver.load_module uses (cp.RawModule needs a device, NVRTC does
+    not)."""
     import os
     import time
     if os.environ.get("TENSORLAB_CUDA_EMULATION") == "1":
         pytest.skip("NVRTC's builtins cannot load in the ASan-preloaded emulated run")
+    from tensorlab.backends.cuda import modules, nvrtc
     try:
-        from cupy_backends.cuda.libs import nvrtc
-        import nvidia.cuda_runtime  # noqa: F401  the headers cuda_fp16.h needs
+        nvrtc.version()
     except Exception as e:
         pytest.skip(f"NVRTC not installed: {e}")
-    from tensorlab.backends.cuda import modules
+    if nvrtc.runtime_include() is None:
+        pytest.skip("no CUDA runtime headers (cuda_runtime.h) installed")
+    monkeypatch.setenv(nvrtc.CACHE_ENV, str(tmp_path))
     path = kernel_dir() / "elementwise.cu"
     expr = "binary_kernel<tl::op::Add, float, int>"
     opts = CupyDriver().compile_options(path, modules.OPTIONS)
-    assert any(o.startswith("-I") and o.endswith("include") for o in opts)  # the CUDA runtime headers
-    cupy_adds = ("-ftz=true", "--device-as-default-execution-space", "-arch=sm_90")  # cupy/cuda/compiler.py
+    assert f"-I{nvrtc.runtime_include()}" in opts  # the CUDA runtime headers
     t0 = time.perf_counter()
-    prog = nvrtc.createProgram(path.read_text(), path.name, (), ())
-    try:
-        nvrtc.addNameExpression(prog, expr)
-        try:
-            nvrtc.compileProgram(prog, list(opts + cupy_adds))
-        except Exception as e:
-            pytest.fail(f"{expr} failed to compile: {e}\n{nvrtc.getProgramLog(prog)}")
-        assert len(nvrtc.getCUBIN(prog)) > 0
-        assert nvrtc.getLoweredName(prog, expr).startswith("_Z13binary_kernel")
-    finally:
-        nvrtc.destroyProgram(prog)
+    built = nvrtc.compile(path, (expr,), opts, 90)
     elapsed = time.perf_counter() - t0
+    assert built.kind == "cubin" and built.binary[:4] == b"\x7fELF" and built.path.read_bytes() == built.binary
+    assert built.lowered[expr].startswith("_Z13binary_kernel")
     assert elapsed < 30, f"one instantiation took {elapsed:.1f} s to compile"
 
 
@@ -159,8 +195,10 @@ def _gpu():
 
 
 @pytest.fixture
-def drv():
+def drv(tmp_path_factory, monkeypatch):
+    from tensorlab.backends.cuda import nvrtc
     d = _gpu()
+    monkeypatch.setenv(nvrtc.CACHE_ENV, str(tmp_path_factory.mktemp("cubin")))  # the tests' sources only
     yield d
     d.device_synchronize(0)
 
@@ -320,6 +358,46 @@ def test_the_projects_fill_kernel_with_a_strided_layout_struct(drv):
     got = _download(drv, buf, 96, np.float32, s).reshape(6, 4)
     want = np.zeros((6, 4), np.float32)
     want[:, ::2] = 7
+    np.testing.assert_array_equal(got, want)
+
+
+def _mul_source(tmp_path):
+    src = tmp_path / "mul.cu"
+    src.write_text("template <typename T> __global__ void mul(T* out, const T* x, const T* y, int n) {\n"
+                   "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                   "  if (i < n) out[i] = x[i] * y[i];\n"
+                   "}\n")
+    return src
+
+
+def _run_mul(drv, mod):
+    s = drv.current_stream(0)
+    x = np.array([1e-39, -3e-42, 1e-38, 2.0], np.float32)  # denormals, the smallest normal, a normal
+    y = np.array([1.0, 1.0, 0.5, 3.0], np.float32)         # 1e-38 * 0.5 is denormal too
+    xb, yb, out = _upload(drv, x, s), _upload(drv, y, s), drv.malloc(16, 0, s)
+    drv.launch(mod.get_function("mul<float>"), (1,), (32,), (Pointer(out), Pointer(xb), Pointer(yb), np.int32(4)), 0, s)
+    return _download(drv, out, 16, np.float32, s), x * y
+
+
+def test_float32_denormals_are_kept_as_on_the_cpu_and_in_pytorch(drv, tmp_path):
+    """CuPy's compiler would add -ftz=true (mul.ftz.f32 flushes denormals to zero); ours does not."""
+    got, want = _run_mul(drv, drv.load_module(_mul_source(tmp_path), ("mul<float>",), (), 0))
+    assert np.all(want[:3] != 0)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_device_newer_than_nvrtc_loads_ptx_through_the_driver_jit(drv, tmp_path, monkeypatch):
+    from tensorlab.backends.cuda import nvrtc
+    p = drv.device_properties(0)
+    arch = p["major"] * 10 + p["minor"]
+    older = [a for a in nvrtc.supported_archs() if a < arch]
+    if not older:
+        pytest.skip(f"NVRTC supports no architecture below sm_{arch}")
+    monkeypatch.setattr(nvrtc, "supported_archs", lambda: tuple(older))  # as if sm_{arch} were unknown to it
+    assert nvrtc.target(arch) == (f"--gpu-architecture=compute_{older[-1]}", "ptx")
+    mod = drv.load_module(_mul_source(tmp_path), ("mul<float>",), (), 0)
+    assert mod.raw.file_path.endswith(".ptx")
+    got, want = _run_mul(drv, mod)
     np.testing.assert_array_equal(got, want)
 
 

@@ -22,16 +22,20 @@ Streams are created with cudaStreamNonBlocking (as PyTorch's pool streams); each
 default stream is the legacy NULL stream. The current stream is kept per thread and per device.
 Events are created on the device of the stream they are first recorded on (CUDA events belong
 to a device), so ``create_event`` needs no device.
+
+Kernels are compiled by nvrtc.py (NVRTC called directly, cached on disk), not by CuPy's compiler,
+which adds -ftz=true and would flush float32 denormals to zero; CuPy only loads the cubin
+(``cp.RawModule(path=...)``) and launches its RawKernels.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import threading
 from pathlib import Path
 
 import numpy as np
 
+from . import nvrtc
 from .driver import OutOfMemory, Pointer
 
 _cp = None
@@ -101,17 +105,22 @@ class _Buffer:
 
 
 class _Module:
-    __slots__ = ("raw", "device", "name")
+    __slots__ = ("raw", "device", "name", "lowered")
 
-    def __init__(self, raw, device, name):
-        self.raw = raw
+    def __init__(self, raw, device, name, lowered):
+        self.raw = raw  # cp.RawModule over the compiled binary's file
         self.device = device
         self.name = name
+        self.lowered = lowered  # name expression -> the kernel's (mangled) symbol in the binary
 
     def get_function(self, name_expression):
+        symbol = self.lowered.get(name_expression)
+        if symbol is None:
+            raise RuntimeError(f"{name_expression!r} was not compiled into this module of {self.name} "
+                               f"(it holds {', '.join(self.lowered)})")
         cp = _cupy()
         with cp.cuda.Device(self.device):
-            return _Function(self.raw.get_function(name_expression), self.device, name_expression)
+            return _Function(self.raw.get_function(symbol), self.device, name_expression)
 
 
 class _Function:
@@ -142,24 +151,14 @@ def _host_ptr(host):
     return host.__array_interface__["data"][0]
 
 
-@functools.lru_cache(maxsize=None)
 def _cuda_runtime_include():
-    """The CUDA runtime headers of the nvidia-cuda-runtime wheel (cuda_fp16.h needs them), or None.
-    CuPy adds them itself only when the wheel's version matches NVRTC's exactly."""
-    try:
-        import nvidia.cuda_runtime as rt
-    except ImportError:
-        return None
-    for base in getattr(rt, "__path__", ()):
-        inc = Path(base) / "include"
-        if (inc / "cuda_runtime.h").is_file():
-            return inc
-    return None
+    """The CUDA runtime headers (cuda_fp16.h needs them) for this NVRTC, or None (nvrtc.py)."""
+    return nvrtc.runtime_include()
 
 
 def _headers_digest(include_dir):
-    """A digest of the shared headers, passed as a -D option: CuPy's on-disk kernel cache is keyed
-    by source and options only, so an edited header would otherwise load a stale binary."""
+    """A digest of the shared headers, passed as a -D option: the on-disk kernel cache (nvrtc.py) is
+    keyed by source and options, so an edited header would otherwise load a stale binary."""
     h = hashlib.sha1()
     for p in sorted(Path(include_dir).rglob("*.cuh")):
         h.update(p.name.encode())
@@ -168,11 +167,10 @@ def _headers_digest(include_dir):
 
 
 def nvrtc_options(options, include_dir, digest, runtime_include=None):
-    """The options load_module gives CuPy's RawModule for a source in `include_dir` (a pure
-    function of its arguments, so they can be checked without a GPU): the caller's options, the
-    C++ standard unless given, -I for kernels/ and the CUDA runtime headers, and the headers'
-    digest. CuPy adds the architecture (-arch=sm_XY of the device), -ftz=true and
-    --device-as-default-execution-space itself."""
+    """The NVRTC options load_module compiles a source in `include_dir` with (a pure function of
+    its arguments, so they can be checked without a GPU): the caller's options, the C++ standard
+    unless given, -I for kernels/ and the CUDA runtime headers, and the headers' digest. Nothing
+    else: nvrtc.compile adds only --gpu-architecture for the device (no -ftz: denormals are kept)."""
     opts = list(options)
     if not any(o.startswith(("-std", "--std")) for o in opts):
         opts.append("-std=c++17")
@@ -508,23 +506,28 @@ class CupyDriver:
             text = self._sources[path] = path.read_text()
         return text
 
+    def _arch(self, device):
+        p = self.device_properties(device)
+        return p["major"] * 10 + p["minor"]
+
     def load_module(self, source_path, name_expressions, options, device):
-        # module_granularity "expression": modules.py passes one name expression. CuPy's disk cache
-        # (~/.cupy/kernel_cache) keys on source, options, architecture and name expressions, so
-        # each instantiation is compiled once per machine; NVRTC releases the GIL while compiling,
-        # so concurrent calls (modules.precompile) run in parallel.
-        cp = _cupy()
+        # module_granularity "expression": modules.py passes one name expression. nvrtc.compile
+        # caches each instantiation on disk (source, options, expressions, architecture, NVRTC
+        # version), so it is compiled once per machine; NVRTC releases the GIL while compiling, so
+        # concurrent calls (modules.precompile) run in parallel. Its CompileError (a RuntimeError)
+        # names the source, the expression and the architecture, with NVRTC's log.
         path = Path(source_path)
-        opts = self.compile_options(path, options)
-        exprs = tuple(name_expressions)
+        built = nvrtc.compile(path, tuple(name_expressions), self.compile_options(path, options),
+                              self._arch(device), source=self._source(path))
+        cp = _cupy()
         with cp.cuda.Device(device):
-            raw = cp.RawModule(code=self._source(path), options=opts, name_expressions=exprs)
+            raw = cp.RawModule(path=str(built.path))
             try:
-                raw.compile()
-            except cp.cuda.compiler.CompileException as e:
-                what = exprs[0] if len(exprs) == 1 else f"{len(exprs)} name expressions"
-                raise RuntimeError(f"compiling {path.name} ({what}) for cuda:{device} failed:\n{e}") from e
-        return _Module(raw, device, path.name)
+                raw.compile()  # for a path: cuModuleLoad of the cubin (or of PTX, JIT-compiled by the driver)
+            except Exception as e:
+                raise RuntimeError(f"loading {path.name} ({', '.join(built.lowered)}) as {built.kind} "
+                                   f"{built.path} on cuda:{device} failed: {e}") from e
+        return _Module(raw, device, path.name, built.lowered)
 
     def launch(self, function, grid, block, args, shared_mem, stream):
         cp = _cupy()
