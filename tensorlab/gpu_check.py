@@ -1,7 +1,8 @@
 """`python -m tensorlab.gpu_check`: what to run first on a machine with a GPU.
 
 Compiles every kernel instantiation in parallel (tensorlab.backends.cuda.modules.precompile: fills
-CuPy's on-disk kernel cache, so the test processes load kernels instead of compiling them), runs
+the on-disk cubin cache of backends/cuda/nvrtc.py, so the test processes load kernels instead of
+compiling them), runs
 the CUDA tests (`pytest tests -m cuda`, on pytest-xdist workers when it is installed) in a
 subprocess, then a quick CPU-vs-GPU benchmark through tensorlab.bench, and writes one dated report
 (Markdown + JSON) with the device, the driver/runtime and library versions, the git commit (and
@@ -357,7 +358,7 @@ def estimate(gpu, mode, units, compile_workers, xdist, tests_timeout, previous=N
         pre = 0.0
     elif (prev.get("precompile") or {}).get("elapsed_s") is not None and prev["precompile"].get("units"):
         pre = prev["precompile"]["elapsed_s"]
-        notes.append("precompile as in the last report (seconds when CuPy's cache is warm)")
+        notes.append("precompile as in the last report (seconds when the cubin cache is warm)")
     else:
         pre = units * COMPILE_S_PER_UNIT / max(compile_workers, 1)
         notes.append(f"precompile cold: {units} x ~{COMPILE_S_PER_UNIT} s / {compile_workers} threads")
@@ -443,7 +444,7 @@ def markdown(doc):
             lines.append(f"skipped: {pre['skipped']}")
         else:
             lines.append(f"{pre['units']} {pre['granularity'] or 'kernel'} compile(s) on {pre['workers']} thread(s): "
-                         f"{pre['elapsed_s']:.1f} s (modules.precompile; fills CuPy's on-disk kernel cache)")
+                         f"{pre['elapsed_s']:.1f} s (modules.precompile; fills the on-disk cubin cache)")
             if pre["error"]:
                 lines += ["", "```", pre["error"], "```"]
     lines += ["", "## Tests", "", f"`{tests['command']}` (exit status {tests['returncode']}, "

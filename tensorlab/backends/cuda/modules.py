@@ -6,8 +6,8 @@ driver.py):
 
 - ``"expression"`` (CuPy, real GPUs): one module per (source, name expression, options, device),
   so the first ``a + b`` of a session compiles one small instantiation (a few hundred ms of NVRTC)
-  instead of all 532 of elementwise.cu (minutes). CuPy caches each on disk (~/.cupy/kernel_cache),
-  and ``precompile()`` fills that cache for every instantiation in parallel.
+  instead of all 532 of elementwise.cu (minutes). nvrtc.py caches each cubin on disk
+  (~/.cache/tensorlab/cubin), and ``precompile()`` fills that cache for every instantiation in parallel.
 - ``"source"`` (the emulation): one module per (source, options, device) holding every name
   expression of the source's tensorlab.kernel_table row (one g++ + ASan build per expression would
   make CI far too slow).
@@ -140,7 +140,7 @@ class PrecompileError(RuntimeError):
 def precompile(sources=None, device=None, workers=None, progress=None):
     """Compile every instantiation of `sources` (names of kernels/*.cu; default all of them) for
     device index `device` (default: the current device) on `workers` threads (default: one per
-    CPU), loading them as a first launch would. With CuPy this fills its on-disk kernel cache, so
+    CPU), loading them as a first launch would. On a GPU this fills nvrtc.py's on-disk cubin cache, so
     later processes (a test run, pytest-xdist workers) load each kernel in milliseconds. NVRTC
     releases the GIL while it compiles, so threads scale with the cores.
 
