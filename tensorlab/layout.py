@@ -5,31 +5,7 @@ from __future__ import annotations
 import operator
 from typing import NamedTuple
 
-
-_MISSING = object()
-
-
-def memoized(fn):
-    """A bounded memo for the pure layout functions below, keyed on their (tuple) arguments: every
-    op asks them about the few layouts a program uses. Unhashable arguments (lists) are computed;
-    a call that raises is not remembered. Results must be immutable (they are shared)."""
-    cache = {}
-
-    def wrapper(*args):
-        try:
-            r = cache.get(args, _MISSING)
-        except TypeError:
-            return fn(*args)
-        if r is _MISSING:
-            r = fn(*args)
-            if len(cache) >= 4096:
-                cache.clear()
-            cache[args] = r
-        return r
-
-    wrapper.__name__, wrapper.__qualname__, wrapper.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
-    wrapper.cache = cache
-    return wrapper
+from .memo import memoized
 
 
 class Size(tuple):

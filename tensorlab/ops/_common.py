@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 
 from .. import backends, dtypes, layout as L
+from ..memo import memoized
 from ..device import canonical
 from ..storage import UntypedStorage
 from ..tensor import Meta, Tensor, channels_last, channels_last_3d, contiguous_format, preserve_format
@@ -16,21 +17,22 @@ _OVERLAP_INPUT = ("unsupported operation: some elements of the input tensor and 
                   "single memory location. Please clone() the tensor before performing the operation.")
 
 
-_CONTIGUOUS = {}  # shape -> (contiguous Layout, numel, shape as a plain tuple): outputs of recurring shapes
+def _checked_size(shape):
+    size = L.Size(shape)
+    for n in size:
+        if n < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(size)}")
+    return size
 
 
+@memoized
 def _contiguous_layout(shape):
-    hit = _CONTIGUOUS.get(shape)
-    if hit is None:
-        size = L.Size(shape)
-        for n in size:
-            if n < 0:
-                raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(size)}")
-        if len(_CONTIGUOUS) >= 4096:
-            _CONTIGUOUS.clear()
-        plain = tuple(size)
-        hit = _CONTIGUOUS[plain] = (L.Layout(size, L.contiguous_strides(size), 0), L.prod(size), plain)
-    return hit
+    """(contiguous Layout, numel, shape as a plain tuple) for outputs of a recurring shape."""
+    size = _checked_size(shape)
+    return L.Layout(size, L.contiguous_strides(size), 0), L.prod(size), tuple(size)
+
+
+_CONTIGUOUS = _contiguous_layout.cache  # {(shape,): ...}, read directly on the hot path of empty_tensor
 
 
 _cpu = backends.cpu
@@ -40,28 +42,18 @@ _tuple_new = tuple.__new__
 _object_new = object.__new__
 
 
-_STRIDED = {}  # (shape, stride) -> (Layout, elements spanned): outputs with given strides (preserve_format)
-
-
+@memoized
 def _strided_layout(shape, stride):
-    key = (shape, stride)
-    hit = _STRIDED.get(key)
-    if hit is None:
-        size = L.Size(shape)
-        for n in size:
-            if n < 0:
-                raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(size)}")
-        if len(_STRIDED) >= 4096:
-            _STRIDED.clear()
-        hit = _STRIDED[(tuple(size), stride)] = (L.Layout(size, stride, 0), L.extent(size, stride, 0))
-    return hit
+    """(Layout, elements spanned) for outputs with given strides (preserve_format)."""
+    size = _checked_size(shape)
+    return L.Layout(size, stride, 0), L.extent(size, stride, 0)
 
 
 def empty_tensor(shape, dtype, device, stride=None):
     """A fresh tensor of `shape` (contiguous unless `stride` is given) on a concrete device."""
     if type(shape) in (tuple, L.Size):  # the hot path of every op's output: one immutable Layout per shape
         if stride is None:
-            hit = _CONTIGUOUS.get(shape)
+            hit = _CONTIGUOUS.get((shape,))
             lay, numel, plain = _contiguous_layout(shape) if hit is None else hit
             if device.type == "cpu":  # with the NumPy view the CPU primitive reads first (Tensor._hview)
                 buf = _cpu.allocate(numel * dtype.itemsize, device)  # looked up per call: tests patch it

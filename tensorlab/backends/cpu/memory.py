@@ -6,6 +6,7 @@ import numpy as np
 
 from ... import _faults
 from ...layout import contiguous_strides
+from ...memo import memoized
 
 __all__ = ("allocate", "contiguous_view", "buffer_nbytes", "buffer_ptr", "buffer_tolist", "copy_bytes", "retire",
            "wrap_numpy", "array", "view_array", "copy", "copy_from_host", "to_host", "fill")
@@ -82,27 +83,13 @@ def wrap_numpy(arr):
 
 
 _CACHE_MAX = 1 << 16  # views of buffers up to this many bytes are kept on the tensor (Tensor._hview)
-_NP_LAYOUTS = {}  # (Layout, itemsize) -> (shape, byte strides or None when C-contiguous, byte offset)
 
 
+@memoized
 def _np_layout(lay, itemsize):
     """A layout as np.ndarray's arguments: a plain tuple shape (NumPy reads a Size element by
     element through its Python __getitem__), byte strides, byte offset. Keyed on the immutable
     Layout value, so it is the same answer for every tensor with that layout."""
-    key = (lay, itemsize)
-    try:
-        r = _NP_LAYOUTS.get(key)
-    except TypeError:  # a layout holding lists: not cached
-        return _np_args(lay, itemsize)
-    if r is None:
-        r = _np_args(lay, itemsize)
-        if len(_NP_LAYOUTS) >= 4096:
-            _NP_LAYOUTS.clear()
-        _NP_LAYOUTS[key] = r
-    return r
-
-
-def _np_args(lay, itemsize):
     shape, stride, offset = lay
     shape = tuple(shape)
     strides = None if offset == 0 and tuple(stride) == contiguous_strides(shape) else \

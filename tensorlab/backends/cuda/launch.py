@@ -57,6 +57,7 @@ import numpy as np
 
 from ... import _faults, dtypes
 from ...layout import coalesce
+from ...memo import memoized
 from . import modules
 from .active import driver
 from .driver import Pointer
@@ -97,22 +98,18 @@ def wide_forced():
     return _wide[0]
 
 
-_SCALARS = {}  # (type, value, dtype) -> scalar(value, dtype) for Python ints and bools (fill values recur)
-
-
 def scalar(value, dtype):
     """A Python (or NumPy) value as a NumPy scalar of `dtype`'s C type, converted exactly as the
     CPU backend stores it into an array of that dtype."""
     t = type(value)
-    if t is int or t is bool:  # exact keys (floats are not cached: -0.0 == 0.0, nan != nan)
-        key = (t, value, dtype)
-        r = _SCALARS.get(key)
-        if r is None:
-            r = _scalar(value, dtype)
-            if len(_SCALARS) >= 4096:
-                _SCALARS.clear()
-            _SCALARS[key] = r
-        return r
+    if t is int or t is bool:  # exact keys (floats are not memoized: -0.0 == 0.0, nan != nan)
+        return _exact_scalar(t, value, dtype)
+    return _scalar(value, dtype)
+
+
+@memoized
+def _exact_scalar(kind, value, dtype):
+    """scalar() of a Python int or bool (`kind` keeps True and 1 apart): fill values recur."""
     return _scalar(value, dtype)
 
 
@@ -136,41 +133,19 @@ except ImportError:  # pragma: no cover - other NumPy versions
         return a[()]
 
 
-_INDEX_SCALARS = {}  # (value, index) -> index_scalar(value, index): sizes and counts recur
-
-
 def index_scalar(value, index):
-    if type(value) is not int:
-        return _INDEX_NP[index](value)
-    key = (value, index)
-    r = _INDEX_SCALARS.get(key)
-    if r is None:
-        r = _INDEX_NP[index](value)
-        if len(_INDEX_SCALARS) >= 4096:
-            _INDEX_SCALARS.clear()
-        _INDEX_SCALARS[key] = r
-    return r
+    return _int_index_scalar(value, index) if type(value) is int else _INDEX_NP[index](value)
 
 
-_PACKED = {}  # (shape, stride, index) -> packed tl::StridedLayout (an immutable value: reused by every launch)
+@memoized
+def _int_index_scalar(value, index):  # sizes and counts recur
+    return _INDEX_NP[index](value)
 
 
+@memoized
 def strided_layout(shape, stride, index):
-    """A tl::StridedLayout<index> argument for (coalesced) `shape` and `stride` in elements."""
-    try:
-        key = (shape, stride, index)
-        rec = _PACKED.get(key)
-    except TypeError:  # unhashable (lists): pack without the cache
-        return _pack_layout(shape, stride, index)
-    if rec is None:
-        rec = _pack_layout(shape, stride, index)
-        if len(_PACKED) >= 4096:
-            _PACKED.clear()
-        _PACKED[(tuple(shape), tuple(stride), index)] = rec
-    return rec
-
-
-def _pack_layout(shape, stride, index):
+    """A tl::StridedLayout<index> argument for (coalesced) `shape` and `stride` in elements: an
+    immutable value, shared by every launch with this layout."""
     nd = len(shape)
     if nd > MAX_DIMS:
         raise RuntimeError(f"CUDA kernels index at most {MAX_DIMS} dimensions after merging contiguous ones; this "

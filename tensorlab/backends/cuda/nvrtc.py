@@ -43,6 +43,8 @@ import warnings
 from pathlib import Path
 from typing import NamedTuple
 
+from ...cache_dirs import user_cache_dir
+
 CACHE_ENV = "TENSORLAB_CUBIN_CACHE"
 _FORMAT = 1  # bump when the entry layout or anything compile() adds to the key changes
 
@@ -154,11 +156,7 @@ def runtime_include():
 
 # -- the disk cache ---------------------------------------------------------------------------------
 def cache_dir():
-    d = os.environ.get(CACHE_ENV)
-    if d:
-        return Path(d)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "tensorlab" / "cubin"
+    return user_cache_dir(CACHE_ENV, "cubin")
 
 
 _fallback = None

@@ -19,6 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ....kernels_path import kernel_dir
+from ....cache_dirs import user_cache_dir
 
 HERE = Path(__file__).resolve().parent
 INCLUDE = HERE / "include"
@@ -99,11 +100,7 @@ def compiler_env():
 
 
 def cache_dir():
-    d = os.environ.get(CACHE_ENV)
-    if d:
-        return Path(d)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "tensorlab" / "cuda-emulation"
+    return user_cache_dir(CACHE_ENV, "cuda-emulation")
 
 
 def flags(asan):
