@@ -16,6 +16,11 @@ template <typename Src, typename Dst, typename Index>
 __global__ void copy_cast_strided(Dst* __restrict__ dst, const Src* __restrict__ src, Index n,
                                   tl::StridedLayout<Index> dst_layout, tl::StridedLayout<Index> src_layout) {
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
-    dst[tl::offset_of(i, dst_layout)] = tl::cast<Dst>(src[tl::offset_of(i, src_layout)]);
+    Index od = 0, os = 0;
+    tl::for_each_coord(i, dst_layout, [&](int d, Index x) {
+      od += x * dst_layout.stride[d];
+      os += x * src_layout.stride[d];
+    });
+    dst[od] = tl::cast<Dst>(src[os]);
   }
 }

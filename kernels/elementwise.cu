@@ -3,8 +3,10 @@
 //
 // *_kernel: any dtypes, any strides. Each operand's dtype is a runtime code (dtype_code.cuh), so one
 //   instantiation per (op, compute type, index type) serves every dtype mix; a code < 0 marks a
-//   Python scalar passed by value in C; a layout with ndim 0 marks a dense operand (the host passes
-//   that when all operands are dense in one order, so the strided arithmetic is skipped).
+//   Python scalar passed by value in C (its layout is unused). The tensor operands' layouts share
+//   the output's (coalesced) shape, so one walk over an element's coordinates gives every offset;
+//   an output layout with ndim 0 marks all operands dense in one order (element i at offset i: the
+//   strided arithmetic is skipped).
 // *_vec: the fast path: every tensor operand and the output are contiguous and of one storage type
 //   T; 16-byte loads and stores when every pointer is 16-byte aligned, element loop for the rest.
 #include "tensorlab/functors.cuh"
@@ -31,8 +33,16 @@ __global__ void unary_kernel(void* out, const void* a, int out_code, int a_code,
                              Index n, tl::StridedLayout<Index> lo, tl::StridedLayout<Index> la) {
   const tl::Params<C> p{p0, p1, p2};
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
-    C x = tl::load<C>(a, a_code, tl::at(i, la), c_code);
-    tl::store(out, out_code, tl::at(i, lo), tl::narrow(Op::f(x, p), c_code));
+    Index oo = i, oa = i;
+    if (lo.ndim) {
+      oo = oa = 0;
+      tl::for_each_coord(i, lo, [&](int d, Index x) {
+        oo += x * lo.stride[d];
+        oa += x * la.stride[d];
+      });
+    }
+    C x = tl::load<C>(a, a_code, oa, c_code);
+    tl::store(out, out_code, oo, tl::narrow(Op::f(x, p), c_code));
   }
 }
 
@@ -42,9 +52,18 @@ __global__ void binary_kernel(void* out, const void* a, const void* b, int out_c
                               tl::StridedLayout<Index> la, tl::StridedLayout<Index> lb) {
   const tl::Params<C> p{p0, C(0), C(0)};
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
-    C x = tl::load_or<C>(a, a_code, tl::at(i, la), c_code, sa);
-    C y = tl::load_or<C>(b, b_code, tl::at(i, lb), c_code, sb);
-    tl::store(out, out_code, tl::at(i, lo), tl::narrow(Op::f(x, y, p), c_code));
+    Index oo = i, oa = i, ob = i;
+    if (lo.ndim) {
+      oo = oa = ob = 0;
+      tl::for_each_coord(i, lo, [&](int d, Index x) {
+        oo += x * lo.stride[d];
+        oa += x * la.stride[d];
+        ob += x * lb.stride[d];
+      });
+    }
+    C x = tl::load_or<C>(a, a_code, oa, c_code, sa);
+    C y = tl::load_or<C>(b, b_code, ob, c_code, sb);
+    tl::store(out, out_code, oo, tl::narrow(Op::f(x, y, p), c_code));
   }
 }
 
@@ -55,10 +74,20 @@ __global__ void ternary_kernel(void* out, const void* a, const void* b, const vo
                                tl::StridedLayout<Index> lb, tl::StridedLayout<Index> lc) {
   const tl::Params<C> p{p0, C(0), C(0)};
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
-    C x = tl::load_or<C>(a, a_code, tl::at(i, la), comp_code, sa);
-    C y = tl::load_or<C>(b, b_code, tl::at(i, lb), comp_code, sb);
-    C z = tl::load_or<C>(c, c_code, tl::at(i, lc), comp_code, sc);
-    tl::store(out, out_code, tl::at(i, lo), tl::narrow(Op::f(x, y, z, p), comp_code));
+    Index oo = i, oa = i, ob = i, oc = i;
+    if (lo.ndim) {
+      oo = oa = ob = oc = 0;
+      tl::for_each_coord(i, lo, [&](int d, Index x) {
+        oo += x * lo.stride[d];
+        oa += x * la.stride[d];
+        ob += x * lb.stride[d];
+        oc += x * lc.stride[d];
+      });
+    }
+    C x = tl::load_or<C>(a, a_code, oa, comp_code, sa);
+    C y = tl::load_or<C>(b, b_code, ob, comp_code, sb);
+    C z = tl::load_or<C>(c, c_code, oc, comp_code, sc);
+    tl::store(out, out_code, oo, tl::narrow(Op::f(x, y, z, p), comp_code));
   }
 }
 

@@ -11,24 +11,23 @@
 // - split (gridDim.y > 1): large reductions over few outputs also split the reduced range across
 //   blocks: pass 1 (kWritePartial) writes one State per (output, split), pass 2 (kReadPartial)
 //   merges them and stores. Merging is exact for every op (Welford uses Chan's formula).
+//
+// Blocks have at most kMaxBlock threads, but the kernel deliberately has no __launch_bounds__: under
+// a 256-thread bound ptxas squeezes every instantiation toward 32 registers and spills the ones
+// that call subroutines (double division in mean/var/std, pow in norm). Unbounded, the simple ops
+// (sum, mean, ... of float) still get <= 32 registers, i.e. 8 blocks per SM, which the split
+// geometry's grid (reduction.py, one wave of 8 blocks per SM) assumes.
 #include "tensorlab/reduce.cuh"
 
 constexpr int kWriteValues = 1, kWriteIndex = 2, kWritePartial = 4, kReadPartial = 8;
 constexpr int kMaxBlock = 256;
 
-// Offsets outside the contiguous-row loop go through one out-of-line copy per Index type: inlining
-// offset_of's unrolled (64-bit) divisions into every instantiation multiplies compile time.
-template <typename Index>
-__device__ __noinline__ Index offset_at(Index i, const tl::StridedLayout<Index>& l) {
-  return tl::offset_of(i, l);
-}
-
 template <template <typename, typename> class Op, typename In, typename Out, typename Index>
-__global__ void __launch_bounds__(kMaxBlock)
-reduce_kernel(Out* out, long long* out_index, const In* __restrict__ in, void* partial, Index n_out, Index n_red,
-              Index split_len, long long count, tl::StridedLayout<Index> outer_in,
-              tl::StridedLayout<Index> outer_out, tl::StridedLayout<Index> outer_index,
-              tl::StridedLayout<Index> red, int lanes, int red_fast, int flags, double arg) {
+__global__ void reduce_kernel(Out* out, long long* out_index, const In* __restrict__ in, void* partial,
+                              Index n_out, Index n_red, Index split_len, long long count,
+                              tl::StridedLayout<Index> outer_in, tl::StridedLayout<Index> outer_out,
+                              tl::StridedLayout<Index> outer_index, tl::StridedLayout<Index> red, int lanes,
+                              int red_fast, int flags, double arg) {
   using O = Op<In, Out>;
   using S = typename O::State;
   __shared__ S smem[kMaxBlock];
@@ -44,13 +43,21 @@ reduce_kernel(Out* out, long long* out_index, const In* __restrict__ in, void* p
   for (Index base = static_cast<Index>(blockIdx.x) * opb; base < n_out; base += static_cast<Index>(gridDim.x) * opb) {
     const Index o = base + o_lane;
     const bool valid = o < n_out;
+    Index o_in = 0, o_out = 0, o_index = 0;  // the output's offsets (outer_* share one shape)
+    if (valid) {
+      tl::for_each_coord(o, outer_in, [&](int d, Index c) {
+        o_in += c * outer_in.stride[d];
+        o_out += c * outer_out.stride[d];
+        o_index += c * outer_index.stride[d];
+      });
+    }
     S s = O::identity(arg);
     if (valid) {
       if (flags & kReadPartial) {
         const S* p = static_cast<const S*>(partial) + static_cast<long long>(o) * n_red;
         for (Index r = r_begin + r_lane; r < r_end; r += step) s = O::combine(s, p[r], arg);
       } else if (red.ndim <= 1) {
-        const In* row = in + offset_at(o, outer_in);
+        const In* row = in + o_in;
         const Index st = red.ndim ? red.stride[0] : 0;
         Index r = r_begin + r_lane;
         for (; r + 3 * step < r_end; r += 4 * step) {  // four loads in flight per thread
@@ -62,8 +69,8 @@ reduce_kernel(Out* out, long long* out_index, const In* __restrict__ in, void* p
         }
         for (; r < r_end; r += step) O::push(s, row[r * st], r, arg);
       } else {
-        const In* row = in + offset_at(o, outer_in);
-        for (Index r = r_begin + r_lane; r < r_end; r += step) O::push(s, row[offset_at(r, red)], r, arg);
+        const In* row = in + o_in;
+        for (Index r = r_begin + r_lane; r < r_end; r += step) O::push(s, row[tl::offset_of(r, red)], r, arg);
       }
     }
     s = tl::group_merge<O>(s, smem, tid, lanes, red_fast, opb, o_lane, r_lane, arg);
@@ -71,8 +78,8 @@ reduce_kernel(Out* out, long long* out_index, const In* __restrict__ in, void* p
       if (flags & kWritePartial) {
         static_cast<S*>(partial)[static_cast<long long>(o) * gridDim.y + split] = s;
       } else {
-        O::store(s, count, arg, (flags & kWriteValues) ? out + offset_at(o, outer_out) : nullptr,
-                 (flags & kWriteIndex) ? out_index + offset_at(o, outer_index) : nullptr);
+        O::store(s, count, arg, (flags & kWriteValues) ? out + o_out : nullptr,
+                 (flags & kWriteIndex) ? out_index + o_index : nullptr);
       }
     }
   }

@@ -19,9 +19,15 @@ struct SumOp {
 };
 }  // namespace
 
+// At least this many blocks per SM under the 256-thread launch bound: 0 (no minimum: ptxas's
+// default, which squeezes float rows with int indices into 32 registers), or 1 with 64-bit
+// arithmetic (double's exp and division subroutine, long long indices), which spills when squeezed.
+template <typename A, typename Index>
+constexpr int kMinBlocks = sizeof(A) == 8 || sizeof(Index) == 8 ? 1 : 0;
+
 // `lanes` consecutive threads (a warp, or the whole block) per row, blockDim.x / lanes rows per block.
 template <typename T, typename Index>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(256, kMinBlocks<typename tl::AccOf<T>::type, Index>)
 softmax_rows(T* out, const T* __restrict__ in, Index n_rows, Index len, tl::StridedLayout<Index> outer_in,
              tl::StridedLayout<Index> outer_out, Index in_stride, Index out_stride, int lanes, int log) {
   using A = typename tl::AccOf<T>::type;
@@ -32,7 +38,14 @@ softmax_rows(T* out, const T* __restrict__ in, Index n_rows, Index len, tl::Stri
   for (Index base = static_cast<Index>(blockIdx.x) * rpb; base < n_rows; base += static_cast<Index>(gridDim.x) * rpb) {
     const Index row = base + o_lane;
     const bool valid = row < n_rows;
-    const T* src = in + (valid ? tl::offset_of(row, outer_in) : 0);
+    Index o_in = 0, o_out = 0;  // the row's offsets (outer_in and outer_out share one shape)
+    if (valid) {
+      tl::for_each_coord(row, outer_in, [&](int d, Index x) {
+        o_in += x * outer_in.stride[d];
+        o_out += x * outer_out.stride[d];
+      });
+    }
+    const T* src = in + o_in;
     S m = MaxOp<A>::identity(0);
     if (valid)
       for (Index i = r_lane; i < len; i += lanes) m.a = tl::max_nan(m.a, static_cast<A>(tl::widen(src[i * in_stride])));
@@ -46,12 +59,16 @@ softmax_rows(T* out, const T* __restrict__ in, Index n_rows, Index len, tl::Stri
     s = tl::group_merge<SumOp<A>>(s, smem, tid, lanes, 1, rpb, o_lane, r_lane, 0);
     if (r_lane == 0) row_sum[o_lane] = s.a;
     __syncthreads();
-    const A sum = row_sum[o_lane], lsum = tl::m_log(sum);
+    const A sum = row_sum[o_lane];
     if (valid) {
-      T* dst = out + tl::offset_of(row, outer_out);
-      for (Index i = r_lane; i < len; i += lanes) {
-        A x = static_cast<A>(tl::widen(src[i * in_stride])) - mx;
-        dst[i * out_stride] = tl::cast<T>(log ? x - lsum : tl::m_exp(x) / sum);
+      T* dst = out + o_out;
+      if (log) {
+        const A lsum = tl::m_log(sum);
+        for (Index i = r_lane; i < len; i += lanes)
+          dst[i * out_stride] = tl::cast<T>((static_cast<A>(tl::widen(src[i * in_stride])) - mx) - lsum);
+      } else {
+        for (Index i = r_lane; i < len; i += lanes)
+          dst[i * out_stride] = tl::cast<T>(tl::m_exp(static_cast<A>(tl::widen(src[i * in_stride])) - mx) / sum);
       }
     }
     __syncthreads();  // row_max/row_sum are reused by the next rows
@@ -66,8 +83,13 @@ __global__ void softmax_cols(T* out, const T* __restrict__ in, Index n_rows, Ind
                              Index out_stride, int log) {
   using A = typename tl::AccOf<T>::type;
   for (Index row = tl::global_thread<Index>(); row < n_rows; row += tl::grid_stride<Index>()) {
-    const T* src = in + tl::offset_of(row, outer_in);
-    T* dst = out + tl::offset_of(row, outer_out);
+    Index o_in = 0, o_out = 0;
+    tl::for_each_coord(row, outer_in, [&](int d, Index x) {
+      o_in += x * outer_in.stride[d];
+      o_out += x * outer_out.stride[d];
+    });
+    const T* src = in + o_in;
+    T* dst = out + o_out;
     A mx = tl::Bounds<A>::lowest(), sum = A(0);
     for (Index i = 0; i < len; ++i) mx = tl::max_nan(mx, static_cast<A>(tl::widen(src[i * in_stride])));
     for (Index i = 0; i < len; ++i) sum += tl::m_exp(static_cast<A>(tl::widen(src[i * in_stride])) - mx);

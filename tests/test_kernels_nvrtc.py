@@ -1,10 +1,14 @@
 """Layer 1 of keeping the CUDA path honest without a GPU: every kernel source and every template
-instantiation in tensorlab.kernel_table compiles with NVRTC for sm_80 and sm_90. NVRTC needs no
-GPU (cupy-cuda12x + nvidia-cuda-nvrtc-cu12 + nvidia-cuda-runtime-cu12 for the headers). In CI the
-compiler must be present; elsewhere the test is skipped when it is not installed."""
+instantiation in tensorlab.kernel_table compiles with NVRTC for sm_80 and sm_90, and none of them
+spills registers to local memory (ptxas's resource report, which NVRTC passes on with
+--ptxas-options=-v). NVRTC needs no GPU: CUDA 12 (cupy-cuda12x + nvidia-cuda-nvrtc-cu12 +
+nvidia-cuda-runtime-cu12 for the headers) or CUDA 13 (cupy-cuda13x + nvidia-cuda-nvrtc +
+nvidia-cuda-runtime). In CI the compiler must be present; elsewhere the test is skipped when it is
+not installed."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -12,17 +16,41 @@ import pytest
 from tensorlab.kernel_table import KERNELS
 from tensorlab.kernels_path import kernel_dir, kernel_sources
 
+PACKAGES = ("cupy-cuda12x, nvidia-cuda-nvrtc-cu12 and nvidia-cuda-runtime-cu12 (CUDA 12), or cupy-cuda13x, "
+            "nvidia-cuda-nvrtc and nvidia-cuda-runtime (CUDA 13)")
+
+
+def _missing(why):
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must install the NVRTC compiler and the CUDA runtime headers, {PACKAGES}: {why}")
+    pytest.skip(f"NVRTC not installed ({PACKAGES}): {why}")
+
+
+def _runtime_include(major):
+    """The CUDA runtime headers (cuda_fp16.h needs them) of the NVIDIA wheels for NVRTC's CUDA
+    `major`: nvidia/cu<major>/include (one directory for every component, from CUDA 13 on), or
+    CUDA 12's nvidia/cuda_runtime/include. None when not installed (never another version's)."""
+    try:
+        import nvidia
+    except ImportError:
+        return None
+    for base in map(Path, getattr(nvidia, "__path__", ())):
+        for inc in [base / f"cu{major}" / "include"] + ([base / "cuda_runtime" / "include"] if major <= 12 else []):
+            if (inc / "cuda_runtime.h").is_file():
+                return inc
+    return None
+
 
 def _nvrtc():
     try:
         from cupy_backends.cuda.libs import nvrtc
-        import nvidia.cuda_runtime as rt
+        major = nvrtc.getVersion()[0]
     except Exception as e:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must install the NVRTC compiler (cupy-cuda12x, nvidia-cuda-nvrtc-cu12, "
-                        f"nvidia-cuda-runtime-cu12): {e}")
-        pytest.skip(f"NVRTC not installed: {e}")
-    return nvrtc, Path(list(rt.__path__)[0]) / "include"
+        _missing(e)
+    include = _runtime_include(major)
+    if include is None:
+        _missing(f"no CUDA {major} runtime headers (cuda_runtime.h) under site-packages/nvidia")
+    return nvrtc, include
 
 
 def test_every_kernel_source_has_a_table_row():
@@ -31,21 +59,34 @@ def test_every_kernel_source_has_a_table_row():
 
 TEST_KERNELS = Path(__file__).parent / "kernels"
 
+# ptxas -v, per compiled function (kernels and the device functions they call):
+#   ptxas info    : Function properties for <mangled name>
+#   ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+_PROPERTIES = re.compile(r"Function properties for (\S+)\s*\n[^\n]*?(\d+) bytes stack frame, "
+                         r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+_SPILLS = {}  # (source, arch) -> [(function, spill stores, spill loads)] of every function ptxas reported
+
 
 def _compile(path, names, arch):
+    """Compile `path` with the name expressions `names` for sm_`arch`; returns ptxas's spills per
+    function (name expressions for the kernels, mangled names for other device functions)."""
     nvrtc, cuda_include = _nvrtc()
     prog = nvrtc.createProgram(path.read_text(), path.name, (), ())
     try:
         for expr in names:
             nvrtc.addNameExpression(prog, expr)
-        opts = ["-std=c++17", f"--gpu-architecture=sm_{arch}", f"-I{kernel_dir()}", f"-I{cuda_include}"]
+        opts = ["-std=c++17", f"--gpu-architecture=sm_{arch}", f"-I{kernel_dir()}", f"-I{cuda_include}",
+                "--ptxas-options=-v"]
         try:
             nvrtc.compileProgram(prog, opts)
         except Exception as e:
             pytest.fail(f"{path.name} failed to compile for sm_{arch}: {e}\n{nvrtc.getProgramLog(prog)}")
         assert len(nvrtc.getCUBIN(prog)) > 0
-        for expr in names:
-            assert nvrtc.getLoweredName(prog, expr).startswith("_Z"), expr
+        lowered = {nvrtc.getLoweredName(prog, expr): expr for expr in names}
+        for name, expr in lowered.items():
+            assert name.startswith("_Z"), expr
+        report = _PROPERTIES.findall(nvrtc.getProgramLog(prog))
+        return [(lowered.get(fn, fn), int(st), int(ld)) for fn, _, st, ld in report]
     finally:
         nvrtc.destroyProgram(prog)
 
@@ -53,7 +94,24 @@ def _compile(path, names, arch):
 @pytest.mark.parametrize("arch", ["80", "90"])
 @pytest.mark.parametrize("source", sorted(KERNELS))
 def test_kernel_compiles_with_nvrtc(source, arch):
-    _compile(kernel_dir() / source, KERNELS[source], arch)
+    _SPILLS[source, arch] = _compile(kernel_dir() / source, KERNELS[source], arch)
+
+
+@pytest.mark.parametrize("arch", ["80", "90"])
+@pytest.mark.parametrize("source", sorted(KERNELS))
+def test_no_kernel_spills_registers(source, arch):
+    """A spill is a local-memory round trip in what should be register code: the hot kernels
+    (matmul's register tile, the elementwise loops, reductions) are written to fit, so a change
+    that makes ptxas spill is a performance regression. Reads the report the compile test above
+    produced (compiling again only when it did not run in this process)."""
+    report = _SPILLS.get((source, arch))
+    if report is None:
+        report = _SPILLS[source, arch] = _compile(kernel_dir() / source, KERNELS[source], arch)
+    reported = {fn for fn, _, _ in report}
+    unreported = [e for e in KERNELS[source] if e not in reported]
+    assert not unreported, f"ptxas reported no resource usage for {unreported[:5]} (sm_{arch})"
+    spills = [f"{fn}: {st} bytes spill stores, {ld} bytes spill loads" for fn, st, ld in report if st or ld]
+    assert not spills, f"{source} spills registers on sm_{arch}:\n" + "\n".join(spills)
 
 
 def _test_kernel_names():

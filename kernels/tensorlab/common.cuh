@@ -28,18 +28,35 @@ struct StridedLayout {
   int ndim;
 };
 
-// Element offset of the linear (row-major) index `i` in a strided layout.
+// a / b for the non-negative operands of index arithmetic. 64-bit indices divide in 32 bits when
+// both operands fit (the common case, a few instructions); the 64-bit division is a subroutine call.
+__device__ __forceinline__ int index_div(int a, int b) { return a / b; }
+__device__ __forceinline__ long long index_div(long long a, long long b) {
+  if (((a | b) >> 32) == 0) return static_cast<long long>(static_cast<unsigned>(a) / static_cast<unsigned>(b));
+  return a / b;
+}
+
+// Calls f(d, c) with the coordinate c along each dim d of the linear (row-major) index i of a
+// layout's shape, innermost dim first; 0 <= i < the number of elements, so dim 0 needs no division.
+// Operands the host coalesced together share one shape: one walk gives the offsets of all of them.
+template <typename Index, typename F>
+__device__ __forceinline__ void for_each_coord(Index i, const StridedLayout<Index>& l, F&& f) {
+#pragma unroll
+  for (int d = kMaxDims - 1; d > 0; --d) {
+    if (d < l.ndim) {
+      const Index n = l.shape[d], q = index_div(i, n);
+      f(d, i - q * n);
+      i = q;
+    }
+  }
+  if (l.ndim > 0) f(0, i);
+}
+
+// Element offset of the linear (row-major) index i, 0 <= i < the layout's number of elements.
 template <typename Index>
 __device__ __forceinline__ Index offset_of(Index i, const StridedLayout<Index>& l) {
   Index off = 0;
-#pragma unroll
-  for (int d = kMaxDims - 1; d >= 0; --d) {
-    if (d < l.ndim) {
-      Index n = l.shape[d];
-      off += (i % n) * l.stride[d];
-      i /= n;
-    }
-  }
+  for_each_coord(i, l, [&](int d, Index c) { off += c * l.stride[d]; });
   return off;
 }
 

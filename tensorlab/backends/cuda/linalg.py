@@ -12,14 +12,13 @@ from .memory import byte_range, temp, copy, fill, retire
 __all__ = ("matmul",)
 
 INT_MAX = 2 ** 31 - 1
-_GRID_MAX = 65535  # gridDim.y / gridDim.z; the kernels loop over what lies beyond
+_GRID_MAX = INT_MAX  # gridDim.x; the kernels loop over the tiles beyond it
 # (rows/cols of the register-blocked tile, rows/cols of the small tile) by the kernel's accumulator:
 # float accumulators use 128x128 tiles, 8-byte ones (double, integers) 64x64 (kernels/matmul.cu Tile)
 _BIG = {"float": 128, "__half": 128, "__nv_bfloat16": 128}
 _BIG_OTHER = 64
 _SMALL = 16
 _AHEAD = 128  # kernels form (never read) offsets up to a tile's width past a matrix's last row/col
-_LOOP_REACH = _GRID_MAX * 128  # how far a grid-stride tile loop steps past a matrix dim
 
 
 def _matrix_strides(op):
@@ -48,8 +47,9 @@ def _shares_bytes(x, y):
     return x0 < y1 and y0 < x1
 
 
-def _index_type(ops, strides, dims):
-    if K.wide_forced() or max(dims) + _LOOP_REACH > INT_MAX:
+def _index_type(ops, strides, dims, tiles):
+    # the kernels count tiles up to twice their number (a grid-stride loop's last step)
+    if K.wide_forced() or max(dims) + _AHEAD > INT_MAX or 2 * tiles > INT_MAX:
         return "long long"
     for op, (sr, sc) in zip(ops, strides):
         lay = op.layout
@@ -70,16 +70,15 @@ def _gemm(c, a, b):
     nb = 1
     for s in batch:
         nb *= s
-    index = _index_type(ops, strides, (m, n, k, nb))
-    (scm, scn), (sam, sak), (sbk, sbn) = strides
-    ix = K.index_scalar
     ct = a.dtype.ctype
     big = _BIG.get(ct, _BIG_OTHER)
-    if m >= big // 2 and n >= big // 2:
-        name, tile = f"gemm_tiled<{ct}, {index}>", big
-    else:
-        name, tile = f"gemm_small<{ct}, {index}>", _SMALL
-    grid = (-(-n // tile), min(-(-m // tile), _GRID_MAX), min(nb, _GRID_MAX))
+    kernel, tile = ("gemm_tiled", big) if m >= big // 2 and n >= big // 2 else ("gemm_small", _SMALL)
+    tiles = nb * -(-m // tile) * -(-n // tile)  # one block per output tile (kernels/matmul.cu)
+    index = _index_type(ops, strides, (m, n, k, nb), tiles)
+    name = f"{kernel}<{ct}, {index}>"
+    (scm, scn), (sam, sak), (sbk, sbn) = strides
+    ix = K.index_scalar
+    grid = (min(tiles, _GRID_MAX),)
     args = (Pointer(c.buffer, c.layout.offset * c.dtype.itemsize), Pointer(a.buffer, a.layout.offset * a.dtype.itemsize),
             Pointer(b.buffer, b.layout.offset * b.dtype.itemsize),
             ix(m, index), ix(n, index), ix(k, index), ix(sam, index), ix(sak, index), ix(sbk, index), ix(sbn, index),
