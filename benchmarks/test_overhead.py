@@ -169,7 +169,7 @@ def _params():
         marks = ()
         if device == "cuda":
             marks = pytest.mark.skipif(not tl.cuda.is_available(),
-                                       reason=f"no CUDA GPU: {backends.cuda_unavailable_reason() or 'emulation only'}")
+                                       reason=f"no CUDA GPU: {getattr(backends.cuda_diagnosis(), 'what', 'emulation only')}")
         out += [pytest.param(device, lib, id=f"{device}-{lib}", marks=marks) for lib in libs]
     return out
 

@@ -10,16 +10,22 @@ import pytest
 import tensorlab as tl
 
 
-def _cuda_params():
-    reason = None
+def _cuda_skip_reason():
+    """One short line for ~3,700 skips: what is wrong, not the whole remedy (backends.cuda_unavailable_reason()
+    and `python -m tensorlab.bench` print that)."""
     try:
         from tensorlab import backends
-        reason = backends.cuda_unavailable_reason()
+        d = backends.cuda_diagnosis()
     except Exception as e:  # pragma: no cover
-        reason = str(e)
+        return f"no CUDA: {type(e).__name__}: {e}"
+    return None if d is None else f"no CUDA: {d.what}"
+
+
+def _cuda_params():
+    reason = _cuda_skip_reason()
     marks = [pytest.mark.cuda]
     if reason is not None and os.environ.get("TENSORLAB_CUDA_EMULATION") != "1":
-        marks.append(pytest.mark.skip(reason=f"no CUDA: {reason}"))
+        marks.append(pytest.mark.skip(reason=reason))
     return pytest.param("cuda", marks=marks, id="cuda")
 
 
@@ -78,7 +84,7 @@ def cuda():
     """A CUDA device, real or emulated (TENSORLAB_CUDA_EMULATION=1); skipped when there is none."""
     from tensorlab import backends
     if not backends.cuda_emulated():
-        reason = backends.cuda_unavailable_reason()
+        reason = _cuda_skip_reason()
         if reason is not None:
-            pytest.skip(f"no CUDA device (real, or emulated with TENSORLAB_CUDA_EMULATION=1): {reason}")
+            pytest.skip(f"{reason} (TENSORLAB_CUDA_EMULATION=1 emulates one)")
     return "cuda"

@@ -173,7 +173,7 @@ def test_cuda_rows_are_timed_with_events(tmp_path, capsys):
     """On a GPU, or on the emulation driver when asked for explicitly (its numbers are host time
     and say so)."""
     if not (tl.cuda.is_available() or backends.cuda_emulated()):
-        pytest.skip(f"no CUDA device (real or emulated): {backends.cuda_unavailable_reason()}")
+        pytest.skip(f"no CUDA device (real or emulated): {backends.cuda_diagnosis().what}")
     cli.main(["--tiny", "--devices", "cpu,cuda", "--workloads", "copy_T,cast_f16", "--no-plot", "--out", str(tmp_path)])
     doc = json.loads((tmp_path / report.JSON_NAME).read_text())
     cuda = [r for r in doc["results"] if r["device"].startswith("cuda")]

@@ -27,9 +27,9 @@ _SPECIALS = (np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, 2.5, -2.5, -1.0, 1.0)
 
 @pytest.fixture(autouse=True)
 def _cuda_only():
-    reason = backends.cuda_unavailable_reason()
-    if reason is not None and os.environ.get("TENSORLAB_CUDA_EMULATION") != "1":
-        pytest.skip(f"no CUDA: {reason}")
+    d = backends.cuda_diagnosis()
+    if d is not None and os.environ.get("TENSORLAB_CUDA_EMULATION") != "1":
+        pytest.skip(f"no CUDA: {d.what}")
 
 
 def _values(dt, shape, rng, nonzero=False):

@@ -15,9 +15,9 @@ from tensorlab.ops import FAMILIES, registry
 
 def _cuda_backend():
     from tensorlab import backends
-    reason = backends.cuda_unavailable_reason()
-    if reason is not None and not backends.cuda_emulated():
-        pytest.skip(f"no CUDA backend here: {reason}")
+    d = backends.cuda_diagnosis()
+    if d is not None and not backends.cuda_emulated():
+        pytest.skip(f"no CUDA backend here: {d.what}")
     return importlib.import_module("tensorlab.backends.cuda")
 
 

@@ -9,27 +9,16 @@ from . import cpu
 _cuda = None
 
 
+def cuda_diagnosis():
+    """Why CUDA cannot be used here (a diagnosis.Diagnosis: case, what, action), or None when it can."""
+    from .diagnosis import diagnose
+    return diagnose()
+
+
 def cuda_unavailable_reason():
-    """Why CUDA cannot be used here, or None when it can."""
-    try:
-        import cupy  # noqa: F401
-    except Exception as e:  # ImportError, or a CuPy that fails to load its CUDA libraries
-        return (f"CuPy could not be imported ({type(e).__name__}: {e}). Install tensorlab with the extra that "
-                "matches your CUDA driver: pip install 'tensorlab[cuda12]' or 'tensorlab[cuda13]'")
-    try:
-        import cupy
-        n = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:
-        return (f"CuPy is installed but found no usable CUDA device ({type(e).__name__}: {e}). Check nvidia-smi; "
-                "an 'insufficient driver' error means the CuPy wheel is for a newer CUDA than the driver "
-                "supports: install the extra that matches the driver, 'tensorlab[cuda12]' or 'tensorlab[cuda13]'")
-    if n == 0:
-        return "CuPy is installed but found no CUDA device"
-    try:
-        from . import cuda  # noqa: F401
-    except ImportError as e:
-        return f"tensorlab's CUDA backend is not available in this build ({e})"
-    return None
+    """Why CUDA cannot be used here and what to do, in one line, or None when it can."""
+    d = cuda_diagnosis()
+    return None if d is None else str(d)
 
 
 def cuda_emulated():

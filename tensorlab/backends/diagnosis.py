@@ -1,0 +1,205 @@
+"""Why CUDA cannot be used on this machine, in words a user can act on.
+
+`diagnose()` is the one place that asks CuPy and the CUDA runtime; every "no CUDA" report
+(to("cuda"), pin_memory(), tl.cuda.is_available's False, the bench header, gpu_check, the
+notebooks' "Why:" lines, the test-skip reasons) prints its answer. The words live in MESSAGES,
+one row per case.
+
+What the CUDA runtime (cudart, which CuPy wheels bundle) answers, learnt from its behaviour:
+- no driver library at all: cudaGetDeviceCount fails with cudaErrorInsufficientDriver and
+  cudaDriverGetVersion succeeds with 0, so the error code alone cannot tell "no driver" from
+  "old driver"; the driver version (and whether libcuda.so.1 loads) does;
+- the toolkit's stub libcuda on the library path: cudaErrorStubLibrary;
+- a driver but no device (CUDA_VISIBLE_DEVICES empty or listing nothing valid, a container
+  started without GPU access, no GPU): cudaErrorNoDevice, or a count of 0;
+- a driver older than the runtime: cudaErrorInsufficientDriver with the driver's CUDA version;
+- a device held in exclusive-process mode or prohibited: cudaErrorDevicesUnavailable;
+- a driver library newer or older than the loaded kernel module: cudaErrorSystemDriverMismatch.
+CuPy exposes none of these codes as names, so they are spelled here once.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from typing import NamedTuple
+
+# The distribution the install lines name (the import name is always `tensorlab`).
+DIST = "tensorlab"
+
+# The driver library cudart loads (dlopen, so LD_LIBRARY_PATH counts, as it does for CUDA itself).
+LIBCUDA = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
+
+# cudaError_t values the diagnosis tells apart (CUDA runtime API, driver_types.h).
+STUB_LIBRARY = 34
+INSUFFICIENT_DRIVER = 35
+DEVICES_UNAVAILABLE = 46
+NO_DEVICE = 100
+INVALID_DEVICE = 101
+SYSTEM_DRIVER_MISMATCH = 803
+
+# The oldest Linux driver branch that supports each CUDA major version the extras target.
+MIN_DRIVER = {12: "R525", 13: "R580"}
+EXTRAS = (12, 13)
+
+_PICK_EXTRA = (f"pip install '{DIST}[cuda12]' for a CUDA 12 driver ({MIN_DRIVER[12]} or newer) or "
+               f"'{DIST}[cuda13]' for a CUDA 13 driver ({MIN_DRIVER[13]} or newer); nvidia-smi shows the "
+               "driver's CUDA version")
+
+# case -> (what is wrong, what to do). Fields in braces come from diagnose().
+MESSAGES = {
+    "no_cupy": (
+        "CuPy is not installed, so tensorlab has no CUDA backend",
+        "for a GPU, " + _PICK_EXTRA),
+    "cupy_broken": (
+        "CuPy is installed but cannot be imported ({error})",
+        "keep exactly one CuPy wheel: pip uninstall cupy-cuda12x cupy-cuda13x, then " + _PICK_EXTRA),
+    "no_driver": (
+        "no NVIDIA driver on this machine ({why})",
+        "tensorlab runs on the CPU here (device='cpu'); for CUDA, use a machine with an NVIDIA GPU and "
+        "install its driver (nvidia-smi must work)"),
+    "stub_driver": (
+        "the CUDA driver library found is the CUDA toolkit's stub, not a driver (cudaErrorStubLibrary)",
+        "remove the toolkit's lib64/stubs directory from LD_LIBRARY_PATH, and install the NVIDIA driver if "
+        "nvidia-smi does not work"),
+    "driver_mismatch": (
+        "the NVIDIA driver library and the loaded kernel module are different versions "
+        "(cudaErrorSystemDriverMismatch)",
+        "reboot after the driver upgrade (or reload the nvidia kernel module); nvidia-smi shows the mismatch"),
+    "hidden": (
+        "CUDA_VISIBLE_DEVICES={visible!r} leaves this process no GPU ({error})",
+        "unset CUDA_VISIBLE_DEVICES or set it to an index or UUID that nvidia-smi -L lists"),
+    "no_device": (
+        "an NVIDIA driver (CUDA {driver}) is installed but this process sees no GPU ({error})",
+        "check nvidia-smi -L; in a container, start it with GPU access (docker run --gpus all, or the "
+        "nvidia.com/gpu resource on Kubernetes)"),
+    "old_driver_other_extra": (
+        "the NVIDIA driver supports CUDA {driver} but the installed CuPy wheel ({wheel}) needs CUDA {runtime}",
+        "install the extra for the driver: pip uninstall {wheel}, then pip install '{dist}[cuda{driver_major}]'; "
+        "or upgrade the driver to {min_driver} or newer"),
+    "old_driver_upgrade": (
+        "the NVIDIA driver supports CUDA {driver} but the installed CuPy wheel ({wheel}) needs CUDA {runtime}",
+        "upgrade the NVIDIA driver to one for CUDA {runtime} ({min_driver} or newer): tensorlab's extras "
+        "need a CUDA 12 or 13 driver"),
+    "busy": (
+        "the GPU is busy or unavailable (cudaErrorDevicesUnavailable)",
+        "another process holds it in exclusive-process compute mode, or its mode is prohibited: nvidia-smi "
+        "shows the processes and the compute mode; wait for it, pick another GPU with CUDA_VISIBLE_DEVICES, "
+        "or have an admin run nvidia-smi -c DEFAULT"),
+    "cuda_error": (
+        "CUDA reported {error}",
+        "check nvidia-smi; the error comes unchanged from the CUDA runtime (CuPy {cupy})"),
+    "backend_broken": (
+        "tensorlab's CUDA backend cannot be imported ({error})",
+        "reinstall tensorlab with its CUDA extra: " + _PICK_EXTRA),
+}
+
+
+class Diagnosis(NamedTuple):
+    """One answer: the MESSAGES case, what is wrong, and what to do about it."""
+    case: str
+    what: str
+    action: str
+
+    def __str__(self):
+        return f"{self.what}: {self.action}"
+
+
+def _make(case, **fields):
+    fields.setdefault("dist", DIST)
+    what, action = MESSAGES[case]
+    return Diagnosis(case, what.format(**fields), action.format(**fields))
+
+
+def _version(v):
+    """CUDA's integer versions (12090) as people write them (12.9)."""
+    return f"{v // 1000}.{v % 1000 // 10}"
+
+
+def _error_name(e):
+    """'cudaErrorXxx (code N): message' from a CUDARuntimeError, or the exception as it came."""
+    status = getattr(e, "status", None)
+    text = str(e)
+    if status is None:
+        return f"{type(e).__name__}: {text}"
+    name, _, message = text.partition(": ")
+    return f"{name} (code {status}): {message}" if message else f"{text} (code {status})"
+
+
+def _libcuda_error():
+    """None when the driver library loads, else why not (the loader's own words)."""
+    try:
+        ctypes.CDLL(LIBCUDA)
+    except OSError as e:
+        return str(e) or f"{LIBCUDA} not found"
+    return None
+
+
+def _call(fn, default=0):
+    try:
+        return int(fn())
+    except Exception:
+        return default
+
+
+def _insufficient_driver(rt):
+    """cudaErrorInsufficientDriver: no driver at all (version 0) or one older than the runtime."""
+    driver = _call(rt.driverGetVersion)
+    missing = _libcuda_error()
+    if driver == 0 or missing is not None:
+        return _make("no_driver", why=missing or f"{LIBCUDA} loads but reports no CUDA version")
+    runtime = _call(rt.runtimeGetVersion)
+    rt_major, drv_major = runtime // 1000, driver // 1000
+    wheel = f"cupy-cuda{rt_major}x" if rt_major else "the CuPy wheel"
+    fields = dict(driver=_version(driver), runtime=_version(runtime) if runtime else "unknown", wheel=wheel,
+                  driver_major=drv_major, min_driver=MIN_DRIVER.get(rt_major, "a newer driver"))
+    if drv_major in EXTRAS and drv_major != rt_major:
+        return _make("old_driver_other_extra", **fields)
+    return _make("old_driver_upgrade", **fields)
+
+
+def _from_status(rt, status, error):
+    if status == INSUFFICIENT_DRIVER:
+        return _insufficient_driver(rt)
+    if status == STUB_LIBRARY:
+        return _make("stub_driver")
+    if status == SYSTEM_DRIVER_MISMATCH:
+        return _make("driver_mismatch")
+    if status == DEVICES_UNAVAILABLE:
+        return _make("busy")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if status in (NO_DEVICE, INVALID_DEVICE) and visible is not None:
+        return _make("hidden", visible=visible, error=error)
+    if status == NO_DEVICE:
+        driver = _call(rt.driverGetVersion)
+        return _make("no_device", driver=_version(driver) if driver else "unknown", error=error)
+    return None
+
+
+def diagnose():
+    """A Diagnosis of why CUDA cannot be used here, or None when a GPU can. Never raises."""
+    try:
+        import cupy
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] in ("cupy", "cupy_backends"):
+            return _make("no_cupy")
+        return _make("cupy_broken", error=f"{type(e).__name__}: {e}")
+    except Exception as e:  # a CuPy that fails to load its CUDA libraries, or two CuPy wheels at once
+        return _make("cupy_broken", error=f"{type(e).__name__}: {e}")
+    try:
+        rt = cupy.cuda.runtime
+        try:
+            count = int(rt.getDeviceCount())
+        except Exception as e:
+            status = getattr(e, "status", None)
+            found = _from_status(rt, status, _error_name(e)) if status is not None else None
+            return found or _make("cuda_error", error=_error_name(e), cupy=getattr(cupy, "__version__", "?"))
+        if count == 0:
+            return _from_status(rt, NO_DEVICE, "cudaGetDeviceCount returned 0")
+        try:
+            from . import cuda  # noqa: F401
+        except ImportError as e:
+            return _make("backend_broken", error=f"{type(e).__name__}: {e}")
+    except Exception as e:  # the diagnosis itself must never be the failure
+        return _make("cuda_error", error=_error_name(e), cupy=getattr(cupy, "__version__", "?"))
+    return None
