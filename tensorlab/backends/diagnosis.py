@@ -131,7 +131,9 @@ def _libcuda_error():
     try:
         ctypes.CDLL(LIBCUDA)
     except OSError as e:
-        return str(e) or f"{LIBCUDA} not found"
+        text = str(e)
+        # the loader's "cannot open shared object file: No such file or directory" says only this
+        return f"{LIBCUDA} not found" if not text or "No such file" in text or "not found" in text else text
     return None
 
 
