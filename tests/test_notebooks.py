@@ -98,7 +98,12 @@ def test_notebooks_with_gpu_cells_take_the_device_override():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_to_the_end(path, tmp_path, monkeypatch):
     monkeypatch.delenv(DEVICE_ENV, raising=False)  # the machine decides: GPU cells on a GPU, else the CPU's
-    _execute(path, tmp_path, monkeypatch, CELL_TIMEOUT_S)
+    nb = _execute(path, tmp_path, monkeypatch, CELL_TIMEOUT_S)
+    from tensorlab import backends
+    if path.stem in GPU_ONLY_OUTPUT and not backends.cuda_emulated() and backends.cuda_unavailable_reason():
+        # the "Why:" line is the one diagnosis (tensorlab/backends/diagnosis.py), as the kernel process sees it
+        first = _text(next(c for c in nb.cells if c.cell_type == "code"))
+        assert f"Why: {backends.cuda_unavailable_reason()}\n" in first, first
 
 
 @pytest.mark.cuda
