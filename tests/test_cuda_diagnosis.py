@@ -137,6 +137,17 @@ def test_driver_too_old_for_any_extra_says_upgrade(simulate):
     _reported_everywhere(d)
 
 
+def test_same_major_driver_too_old_says_upgrade_without_a_wrong_driver_branch(simulate):
+    d = simulate(35, driver=12000, runtime=12090)
+    assert d.case == "old_driver_upgrade" and "supports CUDA 12.0" in d.what and "R525" not in d.action
+    assert "the newest your GPU supports" in d.action
+
+
+def test_insufficient_driver_from_a_new_enough_driver_is_passed_through(simulate):
+    d = simulate(35, driver=13000, runtime=12090)
+    assert d.case == "cuda_error" and d.what.startswith("CUDA reported cudaErrorInsufficientDriver (code 35): ")
+
+
 # -- (d) busy, and everything else passed through ---------------------------------------------------
 def test_busy_or_unavailable_device(simulate):
     d = simulate(46, driver=12040)

@@ -68,7 +68,8 @@ MESSAGES = {
         "reboot after the driver upgrade (or reload the nvidia kernel module); nvidia-smi shows the mismatch"),
     "hidden": (
         "CUDA_VISIBLE_DEVICES={visible!r} leaves this process no GPU ({error})",
-        "unset CUDA_VISIBLE_DEVICES or set it to an index or UUID that nvidia-smi -L lists"),
+        "unset CUDA_VISIBLE_DEVICES or set it to an index or UUID that nvidia-smi -L lists (if it lists none, "
+        "this machine or container has no GPU access)"),
     "no_device": (
         "an NVIDIA driver (CUDA {driver}) is installed but this process sees no GPU ({error})",
         "check nvidia-smi -L; in a container, start it with GPU access (docker run --gpus all, or the "
@@ -76,10 +77,10 @@ MESSAGES = {
     "old_driver_other_extra": (
         "the NVIDIA driver supports CUDA {driver} but the installed CuPy wheel ({wheel}) needs CUDA {runtime}",
         "install the extra for the driver: pip uninstall {wheel}, then pip install '{dist}[cuda{driver_major}]'; "
-        "or upgrade the driver to {min_driver} or newer"),
+        "or upgrade the driver to {min_driver}"),
     "old_driver_upgrade": (
         "the NVIDIA driver supports CUDA {driver} but the installed CuPy wheel ({wheel}) needs CUDA {runtime}",
-        "upgrade the NVIDIA driver to one for CUDA {runtime} ({min_driver} or newer): tensorlab's extras "
+        "upgrade the NVIDIA driver to one for CUDA {runtime} ({min_driver}): tensorlab's extras "
         "need a CUDA 12 or 13 driver"),
     "busy": (
         "the GPU is busy or unavailable (cudaErrorDevicesUnavailable)",
@@ -133,7 +134,8 @@ def _libcuda_error():
     except OSError as e:
         text = str(e)
         # the loader's "cannot open shared object file: No such file or directory" says only this
-        return f"{LIBCUDA} not found" if not text or "No such file" in text or "not found" in text else text
+        missing = not text or any(w in text for w in ("No such file", "not found", "Could not find"))
+        return f"{LIBCUDA} not found" if missing else text
     return None
 
 
@@ -151,10 +153,14 @@ def _insufficient_driver(rt):
     if driver == 0 or missing is not None:
         return _make("no_driver", why=missing or f"{LIBCUDA} loads but reports no CUDA version")
     runtime = _call(rt.runtimeGetVersion)
+    if runtime and driver >= runtime:  # not an old driver after all: say what CUDA said
+        return None
     rt_major, drv_major = runtime // 1000, driver // 1000
     wheel = f"cupy-cuda{rt_major}x" if rt_major else "the CuPy wheel"
     fields = dict(driver=_version(driver), runtime=_version(runtime) if runtime else "unknown", wheel=wheel,
-                  driver_major=drv_major, min_driver=MIN_DRIVER.get(rt_major, "a newer driver"))
+                  driver_major=drv_major,
+                  min_driver=f"{MIN_DRIVER[rt_major]} or newer" if drv_major < rt_major and rt_major in MIN_DRIVER
+                  else "the newest your GPU supports")
     if drv_major in EXTRAS and drv_major != rt_major:
         return _make("old_driver_other_extra", **fields)
     return _make("old_driver_upgrade", **fields)
