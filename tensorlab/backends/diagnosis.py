@@ -5,7 +5,8 @@
 notebooks' "Why:" lines, the test-skip reasons) prints its answer. The words live in MESSAGES,
 one row per case.
 
-What the CUDA runtime (cudart, which CuPy wheels bundle) answers, learnt from its behaviour:
+What the CUDA runtime (cudart, which CuPy wheels bundle) answers; the first case observed with
+CuPy 14.2 / cudart 12.9 on a machine without a driver, the others per CUDA's documented error codes:
 - no driver library at all: cudaGetDeviceCount fails with cudaErrorInsufficientDriver and
   cudaDriverGetVersion succeeds with 0, so the error code alone cannot tell "no driver" from
   "old driver"; the driver version (and whether libcuda.so.1 loads) does;
