@@ -161,19 +161,56 @@ def wrap_dim(dim, ndim, op="dim"):
     return dim + n if dim < 0 else dim
 
 
+MAX_DIMS = 64  # NumPy's limit on an ndarray's dimensions, which the CPU backend's views inherit
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def normalize_shape(args, op="view"):
-    """Accept f(2, 3), f((2, 3)), f([2, 3]) or f(Size) and return a tuple of ints."""
-    if len(args) == 1 and not isinstance(args[0], int) and hasattr(args[0], "__iter__"):
-        args = tuple(args[0])
+    """Accept f(2, 3), f((2, 3)), f([2, 3]), f(Size) or integer 0-dim tensors as sizes and return a
+    tuple of ints, with torch's TypeErrors for floats, bools and values outside int64."""
+    if len(args) == 1:
+        a = args[0]
+        if type(a) is not int and hasattr(a, "__iter__") and getattr(a, "ndim", None) != 0:
+            args = tuple(a)
     for a in args:
-        if type(a) is not int:
+        if type(a) is not int or not _LONG_MIN <= a <= _LONG_MAX:
             break
-    else:  # plain ints (bools and other integers go through operator.index)
+    else:
+        if len(args) > MAX_DIMS:
+            raise_too_many_dims(op, len(args))
         return tuple(args)
-    try:
-        return tuple(operator.index(a) for a in args)
-    except TypeError:
-        raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, got {args!r}") from None
+    out = []
+    for i, a in enumerate(args):
+        if type(a) is not int:
+            if isinstance(a, bool) or type(a).__name__ in ("bool", "bool_"):
+                raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found element of type bool "
+                                f"at pos {i + 1}")
+            try:
+                a = operator.index(a)
+            except TypeError:
+                raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found element of type "
+                                f"{type(a).__name__} at pos {i + 1}") from None
+        if not _LONG_MIN <= a <= _LONG_MAX:
+            raise TypeError(f"{op}(): argument 'size' failed to unpack the object at pos {i + 1} with error "
+                            f"\"Overflow when unpacking long long\": {a} is outside int64")
+        out.append(a)
+    if len(out) > MAX_DIMS:
+        raise_too_many_dims(op, len(out))
+    return tuple(out)
+
+
+def raise_too_many_dims(op, n):
+    raise RuntimeError(f"{op}: tensorlab supports at most {MAX_DIMS} dimensions (NumPy's limit, which the CPU "
+                       f"backend's views share), got {n}; flatten some dimensions first")
+
+
+def check_storage_size(shape, stride, itemsize):
+    """torch's overflow check on the bytes a layout spans: they must fit in int64."""
+    n = extent(shape, stride, 0) if stride is not None else prod(shape)
+    if n * itemsize > _LONG_MAX:
+        st = "" if stride is None else f" and strides={list(stride)}"
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}{st} "
+                           f"({n} elements of {itemsize} bytes exceed 2**63 - 1 bytes)")
 
 
 @memoized

@@ -22,7 +22,12 @@ def _checked_size(shape):
     for n in size:
         if n < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(size)}")
+    if len(size) > L.MAX_DIMS:
+        L.raise_too_many_dims("empty", len(size))
     return size
+
+
+_SAFE_NUMEL = ((1 << 63) - 1) // 8  # at or below it, no dtype's byte count can overflow int64
 
 
 @memoized
@@ -55,6 +60,8 @@ def empty_tensor(shape, dtype, device, stride=None):
         if stride is None:
             hit = _CONTIGUOUS.get((shape,))
             lay, numel, plain = _contiguous_layout(shape) if hit is None else hit
+            if numel > _SAFE_NUMEL:
+                L.check_storage_size(lay.shape, None, dtype.itemsize)
             if device.type == "cpu":  # with the NumPy view the CPU primitive reads first (Tensor._hview)
                 buf = _cpu.allocate(numel * dtype.itemsize, device)  # looked up per call: tests patch it
                 arr = _cpu_contiguous_view(buf, plain, dtype.np)
@@ -66,14 +73,19 @@ def empty_tensor(shape, dtype, device, stride=None):
             lay, numel = _strided_layout(shape, stride)
         else:
             lay, numel = _strided_layout(shape, tuple(stride))
+        if numel > _SAFE_NUMEL:
+            L.check_storage_size(lay.shape, lay.stride, dtype.itemsize)
         buf = (_cpu if device.type == "cpu" else backends.get(device)).allocate(numel * dtype.itemsize, device)
         return _new_tensor(Tensor, _tuple_new(Meta, (_wrap(buf, device, True), lay)), dtype, None, False)
     shape = L.Size(shape)
     for n in shape:
         if n < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(shape)}")
+    if len(shape) > L.MAX_DIMS:
+        L.raise_too_many_dims("empty", len(shape))
     if stride is None:
         stride = L.contiguous_strides(shape)
+    L.check_storage_size(shape, stride, dtype.itemsize)
     nbytes = L.extent(shape, stride, 0) * dtype.itemsize
     storage = UntypedStorage._wrap(backends.get(device).allocate(nbytes, device), device, True)
     return Tensor._make(storage, L.Layout(shape, tuple(stride), 0), dtype)

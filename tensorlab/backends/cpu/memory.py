@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import _faults
-from ...layout import contiguous_strides
+from ...layout import MAX_DIMS, contiguous_strides, raise_too_many_dims
 from ...memo import memoized
 
 __all__ = ("allocate", "contiguous_view", "buffer_nbytes", "buffer_ptr", "buffer_tolist", "copy_bytes", "retire",
@@ -28,7 +28,10 @@ def contiguous_view(buf, shape, np_dtype):
     else None: the fresh output of every op gets its view without a second lookup."""
     if buf.nbytes > _CACHE_MAX:
         return None
-    return np.ndarray(shape, np_dtype, buf)
+    try:
+        return np.ndarray(shape, np_dtype, buf)
+    except ValueError:  # an empty shape whose other dimensions NumPy cannot represent: array() handles it
+        return None
 
 
 def buffer_nbytes(buf):
@@ -143,12 +146,24 @@ def view_array(t):
         return _checked_array(storage, lay, np_dtype)
 
 
+def _empty_array(shape, np_dtype):
+    """A zero-element array for `shape`. NumPy refuses shapes whose nonzero dimensions multiply
+    past its index range ((0, 2**62) is a valid torch tensor), so those get every nonzero
+    dimension as 1: the result still has no elements and the same number of dimensions."""
+    try:
+        return np.empty(shape, dtype=np_dtype)
+    except ValueError:
+        return np.empty(tuple(min(n, 1) for n in shape), dtype=np_dtype)
+
+
 def _checked_array(storage, lay, np_dtype):
     buf = storage._buf
     shape = lay.shape
+    if len(shape) > MAX_DIMS:
+        raise_too_many_dims("view", len(shape))
     for n in shape:
         if n == 0:
-            return np.empty(shape, dtype=np_dtype)
+            return _empty_array(shape, np_dtype)
     itemsize = np_dtype.itemsize
     stride = lay.stride
     end = lay.offset + 1
