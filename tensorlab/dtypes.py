@@ -81,7 +81,12 @@ def wrap_scalar(v, np_dtype):
 
 def from_numpy_dtype(np_dtype):
     """The DType for a NumPy dtype, or TypeError listing the supported ones (as torch does)."""
-    d = _BY_NP.get(np.dtype(np_dtype))
+    npd = np.dtype(np_dtype)
+    d = _BY_NP.get(npd)
+    if d is None and not npd.isnative:
+        raise ValueError("given numpy array has byte order different from the native byte order. Conversion "
+                         "between byte orders is currently not supported. (Convert it first: "
+                         "arr.astype(arr.dtype.newbyteorder('=')).)")
     if d is None:
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype).name}. The only supported "

@@ -2,8 +2,7 @@
 checks. Nothing here knows NumPy or CuPy."""
 from __future__ import annotations
 
-import warnings
-
+from .. import _warn
 from .. import backends, dtypes, layout as L
 from ..memo import memoized
 from ..device import canonical
@@ -240,11 +239,11 @@ def output(out, shape, dtype, device, op, inputs=(), stride=None):
     cur = target._meta.layout.shape
     if cur != shape and tuple(cur) != tuple(shape):
         if L.prod(cur) != 0:
-            warnings.warn(f"{op}: An output with one or more elements was resized since it had shape "
-                          f"{list(cur)}, which does not match the required output shape {list(shape)}. "
-                          "This behavior is deprecated, and in a future release it will not resize outputs "
-                          "unless they have zero elements. You can explicitly reuse an out tensor t by resizing "
-                          "it, inplace, to zero elements with t.resize_(0).", UserWarning, stacklevel=3)
+            _warn.warn(f"{op}: An output with one or more elements was resized since it had shape "
+                       f"{list(cur)}, which does not match the required output shape {list(shape)}. "
+                       "This behavior is deprecated, and in a future release it will not resize outputs "
+                       "unless they have zero elements. You can explicitly reuse an out tensor t by resizing "
+                       "it, inplace, to zero elements with t.resize_(0).", UserWarning)
         from .resize import plan_resize
         plan = plan_resize(out, tuple(shape), op=op)
         if plan.new_buf is None:  # resized in place: the result lands in out's storage, maybe under an input

@@ -7,7 +7,7 @@ import numbers
 
 import numpy as np
 
-from .. import autograd_hooks, backends, dtypes, layout as L
+from .. import _warn, autograd_hooks, backends, dtypes, layout as L
 from ..device import CPU, canonical
 from ..storage import UntypedStorage
 from ..tensor import Tensor
@@ -20,14 +20,15 @@ def _finish(t, requires_grad):
     return autograd_hooks.created(t)
 
 
-def _dt(dtype, default=None):
+def _dt(dtype, default=None, op=None):
     if dtype is None:
         return default if default is not None else dtypes.get_default_dtype()
-    return dtypes.as_dtype(dtype)
+    return dtypes.as_dtype(dtype, op)
 
 
-def _host_values(data):
-    """Python data -> (NumPy array, inferred DType) with torch's inference rules."""
+def _host_values(data, dtype=None):
+    """Python data -> (NumPy array, inferred DType) with torch's inference rules and errors.
+    `dtype` is the explicit target, if any: huge integers are fine for a floating target."""
     if isinstance(data, np.ndarray):
         return data, dtypes.from_numpy_dtype(data.dtype)
     if isinstance(data, np.generic):
@@ -36,26 +37,103 @@ def _host_values(data):
     data = _unwrap_tensors(data)
     try:
         arr = np.array(data)
-    except (ValueError, TypeError):
-        _check_ragged(data, 0)
-        raise
-    except OverflowError:
-        raise RuntimeError("Overflow when unpacking long: tensor() data holds an integer outside int64") from None
-    if arr.dtype == object:
-        _check_ragged(data, 0)
-        if isinstance(_first_leaf(data), int):
-            raise RuntimeError("Overflow when unpacking long: tensor() data holds an integer outside int64")
-        raise TypeError(f"tensor(): could not infer dtype of {type(_first_leaf(data)).__name__}; "
-                        "data must be numbers, nested sequences of numbers, or NumPy arrays")
+    except (ValueError, TypeError, OverflowError):
+        arr = None
+    if arr is None or arr.dtype.kind in "OUSV" or (arr.dtype == np.uint64 and not _has_np(data)):
+        arr = _python_values(data, dtype)  # the slow path: torch's errors, or integers beyond int64
     if arr.dtype.kind == "f" and arr.dtype == np.float64 and not _has_np_float64(data):
         return arr, dtypes.get_default_dtype()
     if arr.dtype.kind in "iu" and arr.dtype != np.uint8 and arr.dtype.itemsize < 8 and not _has_np(data):
         arr = arr.astype(np.int64)
-    if arr.dtype.kind == "U" or arr.dtype.kind == "S":
-        raise TypeError("tensor(): new(): invalid data type 'str'")
     if arr.dtype.kind == "c":
-        raise TypeError("tensor(): tensorlab has no complex dtypes")
+        raise TypeError("tensor(): tensorlab has no complex dtypes; pass the real and imaginary parts as "
+                        "separate tensors")
     return arr, dtypes.from_numpy_dtype(arr.dtype)
+
+
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _python_values(data, dtype):
+    """Nested Python data NumPy would not take as numbers, checked by torch's rules: the shape
+    comes from the first elements, every sequence must match it (ValueError), a scalar where a
+    sequence belongs or the reverse is a TypeError, a leaf that is no number cannot infer a dtype
+    (RuntimeError; a str: ValueError), and an integer outside int64 overflows (ValueError)
+    unless the result is floating."""
+    shape = []
+    x = data
+    while isinstance(x, (list, tuple)):
+        shape.append(len(x))
+        if len(shape) > L.MAX_DIMS:
+            raise ValueError(f"tensor(): too many dimensions '{type(x).__name__}': the data nests deeper than "
+                             f"{L.MAX_DIMS} levels, tensorlab's limit (NumPy's); flatten it")
+        if not x:
+            break
+        x = x[0]
+    leaves = []
+    _collect(data, shape, 0, leaves)
+    floating = dtype is not None and dtypes.as_dtype(dtype, "tensor").is_floating_point
+    huge = False
+    for v in leaves:
+        if isinstance(v, str):
+            raise ValueError(f"tensor(): too many dimensions 'str': strings are not numbers ({v!r})")
+        if isinstance(v, bool) or isinstance(v, (np.bool_, np.integer)):
+            continue
+        if isinstance(v, int):
+            huge = huge or not _LONG_MIN <= v <= _LONG_MAX
+        elif isinstance(v, (float, np.floating)):
+            floating = True
+        elif isinstance(v, complex):
+            raise TypeError("tensor(): tensorlab has no complex dtypes; pass the real and imaginary parts as "
+                            "separate tensors")
+        else:
+            raise RuntimeError(f"tensor(): Could not infer dtype of {type(v).__name__}; data must be numbers, "
+                               "nested sequences of numbers, or NumPy arrays")
+    if huge and not floating:
+        raise ValueError("tensor(): Overflow when unpacking long long: the data holds an integer outside int64 "
+                         f"[{_LONG_MIN}, {_LONG_MAX}]; pass dtype=tensorlab.float64 to store it as a float")
+    # float() raises OverflowError for an integer beyond float64's range, as torch does
+    flat = np.array([float(v) if floating else v for v in leaves], dtype=np.float64 if floating else None)
+    return flat.reshape(shape)
+
+
+def _collect(x, shape, dim, leaves):
+    if dim == len(shape):
+        if isinstance(x, (list, tuple)):
+            raise TypeError(f"tensor(): found a sequence at dim {dim} where the first elements have only {dim} "
+                            f"dimensions: '{type(x).__name__}' object cannot be interpreted as a number")
+        leaves.append(x)
+        return
+    if not isinstance(x, (list, tuple)):
+        raise TypeError(f"tensor(): not a sequence: expected a sequence of length {shape[dim]} at dim {dim}, "
+                        f"got {type(x).__name__}")
+    if len(x) != shape[dim]:
+        raise ValueError(f"expected sequence of length {shape[dim]} at dim {dim} (got {len(x)})")
+    for y in x:
+        _collect(y, shape, dim + 1, leaves)
+
+
+def _check_int_range(arr, dt):
+    """torch checks Python numbers stored into an integral dtype: out of range (uint8 takes
+    -255..255, wrapping the negatives), NaN or infinite raises instead of wrapping."""
+    if arr.size == 0 or dt.is_floating_point or dt is dtypes.bool_:
+        return
+    ii = np.iinfo(dt.np)
+    lo, hi = (-int(ii.max), int(ii.max)) if dt is dtypes.uint8 else (int(ii.min), int(ii.max))
+    if arr.dtype.kind == "f":
+        if not np.isfinite(arr).all():
+            bad = arr[~np.isfinite(arr)].flat[0]
+        else:
+            t = np.trunc(arr)
+            bad = None if t.min() >= lo and t.max() <= hi else (t.min() if t.min() < lo else t.max())
+    elif arr.dtype.kind in "iu":
+        mn, mx = int(arr.min()), int(arr.max())
+        bad = None if mn >= lo and mx <= hi else (mn if mn < lo else mx)
+    else:
+        return
+    if bad is not None:
+        raise RuntimeError(f"tensor(): value cannot be converted to type {dt.name} without overflow: {bad} is "
+                           f"outside [{lo}, {hi}]")
 
 
 def _has_np(data):
@@ -73,30 +151,18 @@ def _first_leaf(data):
     return data
 
 
-def _unwrap_tensors(data):
+def _unwrap_tensors(data, depth=0):
     if isinstance(data, Tensor):
         if data.numel() == 1 and data.dim() == 0:
             return data.item()
         return data.tolist()
     if isinstance(data, (list, tuple)):
+        if depth >= L.MAX_DIMS:  # before Python's recursion limit: torch's ValueError for deep data
+            raise ValueError(f"tensor(): too many dimensions '{type(data).__name__}': the data nests deeper than "
+                             f"{L.MAX_DIMS} levels, tensorlab's limit (NumPy's); flatten it")
         if any(isinstance(x, (Tensor, list, tuple)) for x in data):
-            return [_unwrap_tensors(x) for x in data]
+            return [_unwrap_tensors(x, depth + 1) for x in data]
     return data
-
-
-def _check_ragged(data, dim):
-    if isinstance(data, (list, tuple)):
-        if not data:
-            return
-        n = None
-        for x in data:
-            m = len(x) if isinstance(x, (list, tuple)) else None
-            if n is None:
-                n = m
-            elif m != n:
-                raise ValueError(f"expected sequence of length {n} at dim {dim + 1} (got {m})")
-        for x in data:
-            _check_ragged(x, dim + 1)
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
@@ -105,8 +171,10 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         t = data.detach().to(device=device if device is not None else data.device,
                              dtype=dtype if dtype is not None else data.dtype, copy=True)
         return _finish(t, requires_grad)
-    arr, inferred = _host_values(data)
+    arr, inferred = _host_values(data, dtype)
     dt = _dt(dtype, inferred)
+    if dtype is not None and not isinstance(data, (np.ndarray, np.generic)):
+        _check_int_range(arr, dt)
     dev = canonical(device)
     t = empty_tensor(arr.shape, dt, dev)
     if dev.type == "cpu":
@@ -144,6 +212,10 @@ def from_numpy(ndarray):
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     dt = dtypes.from_numpy_dtype(ndarray.dtype)
+    if not ndarray.flags.writeable:
+        _warn.warn("The given NumPy array is not writable; tensorlab shares its memory, so the tensor is "
+                   "read-only too: writing to it raises RuntimeError. You may want to copy the array "
+                   "(np.array(arr) or tensorlab.tensor(arr)) if you need to write.", UserWarning)
     buf, shape, strides = backends.cpu.wrap_numpy(ndarray)
     storage = UntypedStorage._wrap(buf, CPU, False)
     return Tensor._make(storage, L.Layout(L.Size(shape), strides, 0), dt)
@@ -178,9 +250,13 @@ def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=Non
 
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
     shape = _size_args((size,), "empty_strided")
-    stride = tuple(stride)
+    stride = L.normalize_shape((stride,), "empty_strided")
     if len(stride) != len(shape):
-        raise RuntimeError(f"empty_strided: mismatch in length of strides and shape ({len(stride)} vs {len(shape)})")
+        raise RuntimeError(f"empty_strided: dimensionality of sizes ({len(shape)}) must match dimensionality of "
+                           f"strides ({len(stride)})")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"empty_strided: negative strides are not supported (sizes={list(shape)}, "
+                           f"strides={list(stride)}); create the tensor with positive strides and flip() it")
     return _finish(empty_tensor(shape, _dt(dtype), canonical(device), stride), requires_grad)
 
 

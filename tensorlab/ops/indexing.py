@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numbers
 import operator
-import warnings
 
+from .. import _warn
 from .. import autograd_hooks, dtypes, layout as L
 from ..layout import Layout, Size
 from ..tensor import Tensor
@@ -34,8 +34,8 @@ def _as_tuple(index):
     if type(index) is list and len(index) < 32:
         for x in index:
             if x is None or x is Ellipsis or isinstance(x, (Tensor, list, tuple, slice)):
-                warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated (as in torch); "
-                              "use x[tuple(seq)] instead of x[seq].", UserWarning, stacklevel=3)
+                _warn.warn("Using a non-tuple sequence for multidimensional indexing is deprecated (as in torch); "
+                           "use x[tuple(seq)] instead of x[seq].", UserWarning)
                 return tuple(index)
     return (index,)
 
@@ -69,8 +69,8 @@ def _tensor_entry(t):
     dt = t._dtype
     if dt in _MASK_DTYPES:
         if dt is dtypes.uint8:
-            warnings.warn("indexing with dtype tensorlab.uint8 is now deprecated, please use a dtype tensorlab.bool "
-                          "instead.", UserWarning, stacklevel=4)
+            _warn.warn("indexing with dtype tensorlab.uint8 is now deprecated, please use a dtype tensorlab.bool "
+                       "instead.", UserWarning)
         if t.dim() == 0:
             return _BOOL, bool(t._item("boolean mask indexing"))
         return _MASK, t

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import operator
-import warnings
 
+from .. import _warn
 from .. import autograd_hooks, dtypes, layout as L
 from ..layout import Layout, Size
 from ..tensor import Tensor, contiguous_format, meta_write_lock
@@ -159,10 +159,10 @@ def t(self):
 def _T(self):
     n = self.dim()
     if n not in (0, 2):
-        warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and "
-                      "it will throw an error in a future release. Consider `x.mT` to transpose batches of matrices "
-                      "or `x.permute(*tensorlab.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.",
-                      UserWarning, stacklevel=2)
+        _warn.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and "
+                   "it will throw an error in a future release. Consider `x.mT` to transpose batches of matrices "
+                   "or `x.permute(*tensorlab.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.",
+                   UserWarning)
     return permute(self, tuple(range(n - 1, -1, -1)))
 
 
