@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _warn, autograd_hooks, backends, dtypes, layout as L
 from ..device import CPU, canonical
-from ..storage import UntypedStorage
+from ..storage import ReadOnlyStorage, UntypedStorage
 from ..tensor import Tensor
 from ._common import empty_like_layout, empty_tensor
 
@@ -217,7 +217,7 @@ def from_numpy(ndarray):
                    "read-only too: writing to it raises RuntimeError. You may want to copy the array "
                    "(np.array(arr) or tensorlab.tensor(arr)) if you need to write.", UserWarning)
     buf, shape, strides = backends.cpu.wrap_numpy(ndarray)
-    storage = UntypedStorage._wrap(buf, CPU, False)
+    storage = (UntypedStorage if ndarray.flags.writeable else ReadOnlyStorage)._wrap(buf, CPU, False)
     return Tensor._make(storage, L.Layout(L.Size(shape), strides, 0), dt)
 
 
