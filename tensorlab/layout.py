@@ -182,7 +182,9 @@ def normalize_shape(args, op="view"):
     out = []
     for i, a in enumerate(args):
         if type(a) is not int:
-            if isinstance(a, bool) or type(a).__name__ in ("bool", "bool_"):
+            # torch's size parser refuses a bool only as the first element (ones(True), ones([True, 2]));
+            # later ones count as 0/1 (ones(2, True) is (2, 1)). view() refuses them anywhere.
+            if (i == 0 or op == "view") and (isinstance(a, bool) or type(a).__name__ in ("bool", "bool_")):
                 raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found element of type bool "
                                 f"at pos {i + 1}")
             try:

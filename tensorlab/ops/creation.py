@@ -227,12 +227,14 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
 
 
 def _size_args(size, op):
+    if not size:  # torch.zeros() is an error; the 0-dim tensor is zeros(())
+        raise TypeError(f"{op}() missing 1 required positional argument: \"size\" (pass () for a 0-dim tensor)")
     return L.normalize_shape(size, op)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False, out=None):
+    dt = _dt(dtype, op="empty")  # torch parses every argument before it looks at the sizes' values
     shape = _size_args(size, "empty")
-    dt = _dt(dtype)
     dev = canonical(device)
     stride = None
     if memory_format is not None:
@@ -249,6 +251,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=Non
 
 
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
+    dt = _dt(dtype, op="empty_strided")
     shape = _size_args((size,), "empty_strided")
     stride = L.normalize_shape((stride,), "empty_strided")
     if len(stride) != len(shape):
@@ -257,7 +260,7 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
     if any(s < 0 for s in stride):
         raise RuntimeError(f"empty_strided: negative strides are not supported (sizes={list(shape)}, "
                            f"strides={list(stride)}); create the tensor with positive strides and flip() it")
-    return _finish(empty_tensor(shape, _dt(dtype), canonical(device), stride), requires_grad)
+    return _finish(empty_tensor(shape, dt, canonical(device), stride), requires_grad)
 
 
 def _filled(shape, value, dt, dev, requires_grad):
@@ -267,15 +270,17 @@ def _filled(shape, value, dt, dev, requires_grad):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None):
+    dt = _dt(dtype, op="zeros")
     if out is not None:
         return _fill_out(out, _size_args(size, "zeros"), 0)
-    return _filled(_size_args(size, "zeros"), 0, _dt(dtype), canonical(device), requires_grad)
+    return _filled(_size_args(size, "zeros"), 0, dt, canonical(device), requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
+    dt = _dt(dtype, op="ones")
     if out is not None:
         return _fill_out(out, _size_args(size, "ones"), 1)
-    return _filled(_size_args(size, "ones"), 1, _dt(dtype), canonical(device), requires_grad)
+    return _filled(_size_args(size, "ones"), 1, dt, canonical(device), requires_grad)
 
 
 def _fill_out(out, shape, value):
@@ -283,6 +288,11 @@ def _fill_out(out, shape, value):
     o = output(out, shape, out.dtype, out.device, "fill")
     backends.get(out.device).fill(o.tensor, value)
     return o.finish()
+
+
+def _checked(value, dt, op):
+    from .elementwise import _checked as checked
+    return checked(value, dt, op)
 
 
 def _scalar_default_dtype(value):
@@ -298,13 +308,16 @@ def _scalar_default_dtype(value):
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None):
-    shape = _size_args((size,), "full")
+    if dtype is not None:
+        _dt(dtype, op="full")
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
+    dt = _dt(dtype, _scalar_default_dtype(fill_value), "full")
+    shape = _size_args((size,), "full")
     if out is not None:
-        return _fill_out(out, shape, fill_value)
-    dt = _dt(dtype, _scalar_default_dtype(fill_value))
-    return _filled(shape, fill_value, dt, canonical(device), requires_grad)
+        return _fill_out(out, shape, _checked(fill_value, out.dtype, "full"))
+    # torch checks the value against the dtype (2**63 into int64 raises; wrapping is NumPy's)
+    return _filled(shape, _checked(fill_value, dt, "full"), dt, canonical(device), requires_grad)
 
 
 def _like(t, dtype, device, memory_format):
@@ -339,17 +352,26 @@ def _num(x, op, name):
         x = x.item()
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"{op}(): argument '{name}' must be a number, got {type(x).__name__}")
+    if isinstance(x, numbers.Integral) and x < _LONG_MIN:
+        raise OverflowError(f"{op}(): argument '{name}' = {x} is below int64's range; pass it as a float")
     return x
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
     """Values start, start+step, ... below end; int64 unless an argument is a float (torch)."""
+    want = None if dtype is None else _dt(dtype, op="arange")
     if end is None:
         start, end = 0, start
     start, end, step = (_num(start, "arange", "start"), _num(end, "arange", "end"), _num(step, "arange", "step"))
     is_float = any(isinstance(x, float) for x in (start, end, step))
-    dt = _dt(dtype, dtypes.get_default_dtype() if is_float else dtypes.int64)
-    if step == 0:
+    dt = want or (dtypes.get_default_dtype() if is_float else dtypes.int64)
+    if dt is dtypes.bool_:
+        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool': arange of bool is not supported; "
+                                  "make an integer range and compare it")
+    for x in (start, end, step):
+        if isinstance(x, int) and not _LONG_MIN <= x <= _LONG_MAX:
+            raise RuntimeError(f"arange: value cannot be converted to type int64_t without overflow: {x}")
+    if step == 0 or step != step:
         raise RuntimeError("arange: step must be nonzero")
     for x, name in ((start, "start"), (end, "end")):
         if not math.isfinite(x):
@@ -357,10 +379,20 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if (step > 0 and end < start) or (step < 0 and end > start):
         raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
                            f"(start={start}, end={end}, step={step})")
-    if dt.is_floating_point or is_float:
-        n = math.ceil((end - start) / step)
-    else:
+    if not is_float:
         n = -((start - end) // step)
+    elif dt.is_floating_point:
+        n = math.ceil((end - start) / step)
+    else:  # torch computes an integral range from the truncated bounds and step: int64 counts with
+        # them, the narrower types count in double (arange(0.5, dtype=int32) has one element, 0)
+        fstart, fend, fstep = start, end, step
+        start, end, step = int(start), int(end), int(step)
+        if dt is dtypes.int64:
+            if step == 0:
+                raise ValueError(f"arange: step must be nonzero (step {fstep} truncates to 0 in int64)")
+            n = -((start - end) // step)
+        else:
+            n = math.ceil((fend - fstart) / fstep)
     n = max(int(n), 0)
     return _generate("arange", (n,), dt, device, requires_grad, out, lambda t: t._backend.arange(t, start, step))
 
@@ -378,11 +410,20 @@ def _generate(op, shape, dt, device, requires_grad, out, write):
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
+    dt = _dt(dtype, op="linspace")
     start, end = _num(start, "linspace", "start"), _num(end, "linspace", "end")
-    steps = int(_num(steps, "linspace", "steps"))
+    if isinstance(steps, Tensor) and steps.dim() == 0 and not steps.dtype.is_floating_point:
+        steps = steps.item()
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral):
+        raise TypeError(f"linspace(): argument 'steps' must be int, not {type(steps).__name__}")
+    steps = int(steps)
+    if not _LONG_MIN <= steps <= _LONG_MAX:
+        raise ValueError(f"linspace(): Overflow when unpacking long long: steps={steps} is outside int64")
     if steps < 0:
         raise RuntimeError("linspace(): number of steps must be non-negative")
-    return _generate("linspace", (steps,), _dt(dtype), device, requires_grad, out,
+    if dt is dtypes.bool_:
+        raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
+    return _generate("linspace", (steps,), dt, device, requires_grad, out,
                      lambda t: t._backend.linspace(t, start, end))
 
 
