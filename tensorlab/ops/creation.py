@@ -39,7 +39,9 @@ def _host_values(data, dtype=None):
         arr = np.array(data)
     except (ValueError, TypeError, OverflowError):
         arr = None
-    if arr is None or arr.dtype.kind in "OUSV" or (arr.dtype == np.uint64 and not _has_np(data)):
+    if arr is None or arr.dtype.kind in "OUSV" or (arr.dtype == np.uint64 and not _has_np(data)) or \
+            (arr.dtype == np.float64 and arr.size and not _has_np(data) and np.nanmax(np.abs(arr)) >= 2.0 ** 63):
+        # (NumPy turns int64 and uint64-sized Python ints into float64: those may be overflowing ints)
         arr = _python_values(data, dtype)  # the slow path: torch's errors, or integers beyond int64
     if arr.dtype.kind == "f" and arr.dtype == np.float64 and not _has_np_float64(data):
         return arr, dtypes.get_default_dtype()
@@ -60,6 +62,8 @@ def _python_values(data, dtype):
     sequence belongs or the reverse is a TypeError, a leaf that is no number cannot infer a dtype
     (RuntimeError; a str: ValueError), and an integer outside int64 overflows (ValueError)
     unless the result is floating."""
+    if isinstance(data, (str, bytes)):
+        raise TypeError(f"tensor(): new(): invalid data type '{type(data).__name__}': pass numbers")
     shape = []
     x = data
     while isinstance(x, (list, tuple)):
@@ -70,13 +74,16 @@ def _python_values(data, dtype):
         if not x:
             break
         x = x[0]
+    if isinstance(x, str):  # torch infers the shape from the first elements and takes a str for a sequence
+        raise ValueError(f"tensor(): too many dimensions 'str': strings are not numbers ({x!r})")
     leaves = []
     _collect(data, shape, 0, leaves)
-    floating = dtype is not None and dtypes.as_dtype(dtype, "tensor").is_floating_point
+    target = None if dtype is None else dtypes.as_dtype(dtype, "tensor")
+    floating = False
     huge = False
     for v in leaves:
-        if isinstance(v, str):
-            raise ValueError(f"tensor(): too many dimensions 'str': strings are not numbers ({v!r})")
+        if isinstance(v, (str, bytes)):
+            raise TypeError(f"tensor(): new(): invalid data type '{type(v).__name__}' ({v!r}): pass numbers")
         if isinstance(v, bool) or isinstance(v, (np.bool_, np.integer)):
             continue
         if isinstance(v, int):
@@ -86,9 +93,15 @@ def _python_values(data, dtype):
         elif isinstance(v, complex):
             raise TypeError("tensor(): tensorlab has no complex dtypes; pass the real and imaginary parts as "
                             "separate tensors")
+        elif dtype is not None:  # torch converts each element to the given dtype: a TypeError
+            raise TypeError(f"tensor(): must be real number, not {type(v).__name__}")
         else:
             raise RuntimeError(f"tensor(): Could not infer dtype of {type(v).__name__}; data must be numbers, "
                                "nested sequences of numbers, or NumPy arrays")
+    if target is not None:  # torch converts each element to the given dtype, the inferred one otherwise
+        floating = target.is_floating_point
+        if target is dtypes.bool_:
+            return np.array([bool(v) for v in leaves], dtype=np.bool_).reshape(shape)
     if huge and not floating:
         raise ValueError("tensor(): Overflow when unpacking long long: the data holds an integer outside int64 "
                          f"[{_LONG_MIN}, {_LONG_MAX}]; pass dtype=tensorlab.float64 to store it as a float")
