@@ -151,12 +151,15 @@ def wrap_dim(dim, ndim, op="dim"):
             return dim
         if -ndim <= dim < 0:
             return dim + ndim
+    if isinstance(dim, bool):  # an int to operator.index, not to torch
+        raise TypeError(f"{op}: dim must be an int, not bool")
     try:
         dim = operator.index(dim)
     except TypeError:
         raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}") from None
     n = max(ndim, 1)
     if not -n <= dim < n:
+        check_long(dim, op)
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim + n if dim < 0 else dim
 
@@ -172,6 +175,8 @@ def normalize_shape(args, op="view"):
         a = args[0]
         if type(a) is not int and hasattr(a, "__iter__") and getattr(a, "ndim", None) != 0:
             args = tuple(a)
+    elif not args and op in ("view", "reshape", "expand", "permute"):  # x.view() names no size at all
+        raise TypeError(f"{op}() missing 1 required positional argument: \"size\"")
     for a in args:
         if type(a) is not int or not _LONG_MIN <= a <= _LONG_MAX:
             break
@@ -183,8 +188,8 @@ def normalize_shape(args, op="view"):
     for i, a in enumerate(args):
         if type(a) is not int:
             # torch's size parser refuses a bool only as the first element (ones(True), ones([True, 2]));
-            # later ones count as 0/1 (ones(2, True) is (2, 1)). view() refuses them anywhere.
-            if (i == 0 or op == "view") and (isinstance(a, bool) or type(a).__name__ in ("bool", "bool_")):
+            # later ones count as 0/1 (ones(2, True) is (2, 1))
+            if i == 0 and (isinstance(a, bool) or type(a).__name__ in ("bool", "bool_")):
                 raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found element of type bool "
                                 f"at pos {i + 1}")
             try:
@@ -199,6 +204,13 @@ def normalize_shape(args, op="view"):
     if len(out) > MAX_DIMS:
         raise_too_many_dims(op, len(out))
     return tuple(out)
+
+
+def check_long(value, what):
+    """torch unpacks integer arguments as int64 first: a Python int outside it is a ValueError."""
+    if not _LONG_MIN <= value <= _LONG_MAX:
+        raise ValueError(f"{what}: Overflow when unpacking long long: {value} is outside int64")
+    return value
 
 
 def raise_too_many_dims(op, n):

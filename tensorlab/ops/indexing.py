@@ -47,6 +47,8 @@ def _entry(item, device):
         return _ELLIPSIS, None
     kind = type(item)
     if kind is int:
+        if not -(1 << 63) <= item < (1 << 63):  # torch unpacks an index as int64 before any bounds check
+            raise ValueError(f"Overflow when unpacking long long: index {item} is outside int64")
         return _INT, item
     if kind is slice:
         return _SLICE, item
