@@ -424,11 +424,11 @@ def _generate(op, shape, dt, device, requires_grad, out, write):
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
     dt = _dt(dtype, op="linspace")
-    start, end = _num(start, "linspace", "start"), _num(end, "linspace", "end")
     if isinstance(steps, Tensor) and steps.dim() == 0 and not steps.dtype.is_floating_point:
         steps = steps.item()
-    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral):
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral):  # every argument's type first
         raise TypeError(f"linspace(): argument 'steps' must be int, not {type(steps).__name__}")
+    start, end = _num(start, "linspace", "start"), _num(end, "linspace", "end")
     steps = int(steps)
     if not _LONG_MIN <= steps <= _LONG_MAX:
         raise ValueError(f"linspace(): Overflow when unpacking long long: steps={steps} is outside int64")
@@ -436,6 +436,8 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
         raise RuntimeError("linspace(): number of steps must be non-negative")
     if dt is dtypes.bool_:
         raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
+    for v in (start, end):  # torch converts the bounds to the dtype: overflow is an error, not inf
+        _checked(v, dt, "linspace")
     return _generate("linspace", (steps,), dt, device, requires_grad, out,
                      lambda t: t._backend.linspace(t, start, end))
 
