@@ -213,6 +213,22 @@ def check_long(value, what):
     return value
 
 
+def check_numel(shape):
+    """torch multiplies the sizes left to right with an overflow check: (2**62, 4, 0) overflows
+    before the 0 is reached, (0, 2**62) does not."""
+    n = 1
+    for d in shape:
+        n *= d
+        if n > _LONG_MAX:
+            raise RuntimeError(f"numel: integer multiplication overflow for sizes {list(shape)}")
+
+
+def check_strides(shape, stride):
+    """torch's contiguous strides must fit int64 even when a 0 size means no element: zeros(0, 2, 2**62)."""
+    if stride and max(stride) > _LONG_MAX:
+        raise RuntimeError(f"Stride calculation overflowed for sizes {list(shape)}")
+
+
 def raise_too_many_dims(op, n):
     raise RuntimeError(f"{op}: tensorlab supports at most {MAX_DIMS} dimensions (NumPy's limit, which the CPU "
                        f"backend's views share), got {n}; flatten some dimensions first")

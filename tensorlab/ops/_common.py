@@ -33,7 +33,9 @@ _SAFE_NUMEL = ((1 << 63) - 1) // 8  # at or below it, no dtype's byte count can 
 def _contiguous_layout(shape):
     """(contiguous Layout, numel, shape as a plain tuple) for outputs of a recurring shape."""
     size = _checked_size(shape)
-    return L.Layout(size, L.contiguous_strides(size), 0), L.prod(size), tuple(size)
+    stride = L.contiguous_strides(size)
+    L.check_strides(size, stride)
+    return L.Layout(size, stride, 0), L.prod(size), tuple(size)
 
 
 _CONTIGUOUS = _contiguous_layout.cache  # {(shape,): ...}, read directly on the hot path of empty_tensor
@@ -84,6 +86,7 @@ def empty_tensor(shape, dtype, device, stride=None):
         L.raise_too_many_dims("empty", len(shape))
     if stride is None:
         stride = L.contiguous_strides(shape)
+        L.check_strides(shape, stride)
     L.check_storage_size(shape, stride, dtype.itemsize)
     nbytes = L.extent(shape, stride, 0) * dtype.itemsize
     storage = UntypedStorage._wrap(backends.get(device).allocate(nbytes, device), device, True)

@@ -87,9 +87,16 @@ def _python_values(data, dtype):
         if isinstance(v, bool) or isinstance(v, (np.bool_, np.integer)):
             continue
         if isinstance(v, int):
-            huge = huge or not _LONG_MIN <= v <= _LONG_MAX
+            big = not _LONG_MIN <= v <= _LONG_MAX
+            huge = huge or big
+            if target is not None and not target.is_floating_point and target is not dtypes.bool_:
+                if big:  # torch converts element by element: the first bad one decides the error
+                    raise ValueError(f"tensor(): Overflow when unpacking long long: {v} is outside int64")
+                _check_int_range(np.array([v]), target)
         elif isinstance(v, (float, np.floating)):
             floating = True
+            if target is not None and not target.is_floating_point and target is not dtypes.bool_:
+                _check_int_range(np.array([v], dtype=np.float64), target)
         elif isinstance(v, complex):
             raise TypeError("tensor(): tensorlab has no complex dtypes; pass the real and imaginary parts as "
                             "separate tensors")
@@ -133,12 +140,12 @@ def _check_int_range(arr, dt):
         return
     ii = np.iinfo(dt.np)
     lo, hi = (-int(ii.max), int(ii.max)) if dt is dtypes.uint8 else (int(ii.min), int(ii.max))
-    if arr.dtype.kind == "f":
+    if arr.dtype.kind == "f":  # the float itself is compared (torch: -0.5 overflows uint8, 127.5 int8)
+        lo = int(ii.min)  # and a negative float does not wrap into uint8 (an int does)
         if not np.isfinite(arr).all():
             bad = arr[~np.isfinite(arr)].flat[0]
         else:
-            t = np.trunc(arr)
-            bad = None if t.min() >= lo and t.max() <= hi else (t.min() if t.min() < lo else t.max())
+            bad = None if arr.min() >= lo and arr.max() <= hi else (arr.min() if arr.min() < lo else arr.max())
     elif arr.dtype.kind in "iu":
         mn, mx = int(arr.min()), int(arr.max())
         bad = None if mn >= lo and mx <= hi else (mn if mn < lo else mx)
@@ -184,6 +191,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         t = data.detach().to(device=device if device is not None else data.device,
                              dtype=dtype if dtype is not None else data.dtype, copy=True)
         return _finish(t, requires_grad)
+    if dtype is not None:
+        _dt(dtype, op="tensor")  # the dtype argument is checked before the data
     arr, inferred = _host_values(data, dtype)
     dt = _dt(dtype, inferred)
     if dtype is not None and not isinstance(data, (np.ndarray, np.generic)):
@@ -270,7 +279,8 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
     if len(stride) != len(shape):
         raise RuntimeError(f"empty_strided: dimensionality of sizes ({len(shape)}) must match dimensionality of "
                            f"strides ({len(stride)})")
-    if any(s < 0 for s in stride):
+    L.check_numel(shape)
+    if any(s < 0 for s in stride) and 0 not in shape:  # with no element no stride is ever used
         raise RuntimeError(f"empty_strided: negative strides are not supported (sizes={list(shape)}, "
                            f"strides={list(stride)}); create the tensor with positive strides and flip() it")
     return _finish(empty_tensor(shape, dt, canonical(device), stride), requires_grad)
@@ -381,8 +391,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if dt is dtypes.bool_:
         raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool': arange of bool is not supported; "
                                   "make an integer range and compare it")
-    for x in (start, end, step):
-        if isinstance(x, int) and not _LONG_MIN <= x <= _LONG_MAX:
+    for x in (start, end, step):  # integral ranges compute in int64: every argument must convert
+        if not dt.is_floating_point and not (x != x or _LONG_MIN <= x <= _LONG_MAX):
             raise RuntimeError(f"arange: value cannot be converted to type int64_t without overflow: {x}")
     if step == 0 or step != step:
         raise RuntimeError("arange: step must be nonzero")
@@ -392,10 +402,10 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if (step > 0 and end < start) or (step < 0 and end > start):
         raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
                            f"(start={start}, end={end}, step={step})")
-    if not is_float:
+    if dt.is_floating_point:  # torch counts a floating range in double, whatever the arguments' types
+        n = math.ceil((float(end) - float(start)) / float(step))
+    elif not is_float:
         n = -((start - end) // step)
-    elif dt.is_floating_point:
-        n = math.ceil((end - start) / step)
     else:  # torch computes an integral range from the truncated bounds and step: int64 counts with
         # them, the narrower types count in double (arange(0.5, dtype=int32) has one element, 0)
         fstart, fend, fstep = start, end, step
@@ -407,6 +417,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         else:
             n = math.ceil((fend - fstart) / fstep)
     n = max(int(n), 0)
+    if dt.is_floating_point:  # the backends take the C type: a Python int beyond int64 would not fit
+        start, step = float(start), float(step)
     return _generate("arange", (n,), dt, device, requires_grad, out, lambda t: t._backend.arange(t, start, step))
 
 
@@ -428,16 +440,17 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
         steps = steps.item()
     if isinstance(steps, bool) or not isinstance(steps, numbers.Integral):  # every argument's type first
         raise TypeError(f"linspace(): argument 'steps' must be int, not {type(steps).__name__}")
-    start, end = _num(start, "linspace", "start"), _num(end, "linspace", "end")
     steps = int(steps)
     if not _LONG_MIN <= steps <= _LONG_MAX:
         raise ValueError(f"linspace(): Overflow when unpacking long long: steps={steps} is outside int64")
+    start, end = _num(start, "linspace", "start"), _num(end, "linspace", "end")
     if steps < 0:
         raise RuntimeError("linspace(): number of steps must be non-negative")
-    if dt is dtypes.bool_:
+    if dt is dtypes.bool_ and steps > 1:  # (torch writes 0 or 1 steps without a kernel)
         raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
     for v in (start, end):  # torch converts the bounds to the dtype: overflow is an error, not inf
-        _checked(v, dt, "linspace")
+        if steps:
+            _checked(v, dt, "linspace")
     return _generate("linspace", (steps,), dt, device, requires_grad, out,
                      lambda t: t._backend.linspace(t, start, end))
 

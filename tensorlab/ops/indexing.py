@@ -60,6 +60,9 @@ def _entry(item, device):
         return _tensor_entry(_list_index(item, device))
     if hasattr(item, "__array__") and hasattr(item, "dtype"):  # NumPy arrays and scalars
         return _tensor_entry(_tensor(item))
+    if isinstance(item, (str, bytes)):  # torch tries to make an index tensor of it
+        raise TypeError(f"new(): invalid data type '{type(item).__name__}': a tensor index must be an int, slice, "
+                        "None, Ellipsis, bool, sequence or tensor")
     try:
         return _INT, operator.index(item)
     except TypeError:

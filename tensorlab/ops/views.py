@@ -109,12 +109,12 @@ def flatten(self, start_dim=0, end_dim=-1):
 
 def unflatten(self, dim, sizes):
     shape = self.shape
-    if not shape:
-        raise RuntimeError("unflatten: Dimension specified as 0 but tensor has no dimensions")
     sizes = L.normalize_shape((sizes,), "unflatten")
-    if not sizes:  # torch checks the sizes before the dim
+    if not sizes:  # torch checks the sizes, then the dim's range, then that there is a dim
         raise RuntimeError("unflatten: sizes must be non-empty")
     d = L.wrap_dim(dim, len(shape))
+    if not shape:
+        raise RuntimeError("unflatten: Dimension specified as 0 but tensor has no dimensions")
     known = L.prod(s for s in sizes if s != -1)
     if sizes.count(-1) == 1 and known and shape[d] % known == 0:
         sizes = tuple(shape[d] // known if s == -1 else s for s in sizes)
@@ -287,10 +287,10 @@ def broadcast_tensors(*tensors):
 def as_strided(self, size, stride, storage_offset=None):
     size = L.normalize_shape((size,), "as_strided")
     stride = L.normalize_shape((stride,), "as_strided")
+    storage, lay = self._meta
+    offset = lay.offset if storage_offset is None else _index_arg(storage_offset, "as_strided", "storage_offset")
     if len(size) != len(stride):
         raise RuntimeError("mismatch in length of strides and shape")
-    storage, lay = self._meta
-    offset = lay.offset if storage_offset is None else L.check_long(operator.index(storage_offset), "as_strided")
     for s in stride:
         if s < 0:
             raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: "

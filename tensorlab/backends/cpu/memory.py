@@ -174,7 +174,12 @@ def _checked_array(storage, lay, np_dtype):
             f"tensor of shape {list(shape)} with strides {list(stride)} and storage offset {lay.offset} needs "
             f"{end * itemsize} bytes but its storage holds only {buf.nbytes}; the storage was shrunk by "
             f"UntypedStorage.resize_ after this tensor was made. Call resize_ or set_ on the tensor to fix it.")
-    return np.ndarray(shape, np_dtype, buf, lay.offset * itemsize, tuple(s * itemsize for s in stride))
+    try:
+        return np.ndarray(shape, np_dtype, buf, lay.offset * itemsize, tuple(s * itemsize for s in stride))
+    except ValueError:  # stride-0 layouts can span more elements than NumPy indexes (torch allows them)
+        raise RuntimeError(f"tensor of shape {list(shape)} with strides {list(stride)} has more elements than the CPU "
+                           f"backend's NumPy views can address (2**63 bytes); make it smaller or reduce over the "
+                           f"expanded dimensions first") from None
 
 
 try:  # np.errstate(invalid="ignore", over="ignore") without its Python object and frames (~1 us)
