@@ -51,6 +51,8 @@ def _entry(item, device):
             raise ValueError(f"Overflow when unpacking long long: index {item} is outside int64")
         return _INT, item
     if kind is slice:
+        if item.step is not None and not 0 < operator.index(item.step):  # torch: at parse, before counting dims
+            raise ValueError("slice step cannot be zero" if item.step == 0 else "step must be greater than zero")
         return _SLICE, item
     if kind is bool:
         return _BOOL, item
