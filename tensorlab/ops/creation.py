@@ -42,7 +42,7 @@ def _host_values(data, dtype=None):
     kind = "O" if arr is None else arr.dtype.kind  # (dtype.kind: comparing dtypes costs a microsecond)
     if kind in "OUSV" or (kind == "u" and arr.itemsize == 8 and not _has_np(data)) or \
             (kind == "f" and arr.itemsize == 8 and arr.size and type(_first_leaf(data)) is not float
-             and not _has_np(data) and np.nanmax(np.abs(arr)) >= 2.0 ** 63):
+             and not _has_np(data) and np.fmax.reduce(np.abs(arr).ravel()) >= 2.0 ** 63):  # fmax skips NaN quietly
         # (NumPy turns int64 and uint64-sized Python ints into float64: those may be overflowing ints)
         arr = _python_values(data, dtype)  # the slow path: torch's errors, or integers beyond int64
     if arr.dtype.kind == "f" and arr.dtype == np.float64 and not _has_np_float64(data):

@@ -47,8 +47,6 @@ def _entry(item, device):
         return _ELLIPSIS, None
     kind = type(item)
     if kind is int:
-        if not -(1 << 63) <= item < (1 << 63):  # torch unpacks an index as int64 before any bounds check
-            raise ValueError(f"Overflow when unpacking long long: index {item} is outside int64")
         return _INT, item
     if kind is slice:
         if item.step is not None and not 0 < operator.index(item.step):  # torch: at parse, before counting dims
@@ -127,6 +125,7 @@ def _locate(self, entries):
         if kind == _INT:
             n = shape[d]
             if not -n <= v < n:
+                L.check_long(v, "index")  # torch: past counting the dims, an index beyond int64 is a ValueError
                 raise IndexError(f"index {v} is out of bounds for dimension {d} with size {n}")
             offset += (v + n if v < 0 else v) * stride[d]
             d += 1
