@@ -3,8 +3,9 @@ tensorlab: tensorlab must raise the exception class torch raises (or succeed whe
 with the same shape, strides and values), and no NumPy exception or message may reach the user.
 
 Derandomized (hypothesis derives the seed from the test), so a failure replays as printed; 100
-examples per call family keep the file to a few seconds in CI (TL_PROP_EXAMPLES=1000 to dig). The few places where tensorlab deliberately
-differs from torch are in DIVERGENCES and FRIENDLIER below, each with the reason."""
+examples per call family keep the file to a few seconds in CI (TL_PROP_EXAMPLES=1000 to dig).
+The few places where tensorlab deliberately differs from torch are in DIVERGENCES and FRIENDLIER
+below, each with the reason."""
 from __future__ import annotations
 
 import math
