@@ -81,7 +81,12 @@ def wrap_scalar(v, np_dtype):
 
 def from_numpy_dtype(np_dtype):
     """The DType for a NumPy dtype, or TypeError listing the supported ones (as torch does)."""
-    d = _BY_NP.get(np.dtype(np_dtype))
+    npd = np.dtype(np_dtype)
+    d = _BY_NP.get(npd)
+    if d is None and not npd.isnative:
+        raise ValueError("given numpy array has byte order different from the native byte order. Conversion "
+                         "between byte orders is currently not supported. (Convert it first: "
+                         "arr.astype(arr.dtype.newbyteorder('=')).)")
     if d is None:
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype).name}. The only supported "
@@ -90,21 +95,25 @@ def from_numpy_dtype(np_dtype):
     return d
 
 
-def as_dtype(x):
-    """Accept a DType, a NumPy dtype / type, or a Python type (float, int, bool) as torch does."""
+def as_dtype(x, op=None):
+    """A DType from what torch accepts as a dtype argument: a DType, or the Python types float
+    (float64: a Python float is a double), int (int64) and bool. NumPy dtypes and strings raise
+    TypeError as in torch; code converting a NumPy dtype calls from_numpy_dtype."""
     if isinstance(x, DType):
         return x
     if x is _pyfloat:
-        return get_default_dtype()
+        return float64
     if x is _pyint:
         return int64
     if x is _pybool:
         return bool_
-    try:
-        npd = np.dtype(x)
-    except Exception:
-        raise TypeError(f"dtype must be a tensorlab.dtype (e.g. tensorlab.float32), got {x!r}") from None
-    return from_numpy_dtype(npd)
+    where = f"{op}(): argument 'dtype'" if op else "dtype"
+    if x is complex:
+        raise TypeError(f"{where}: tensorlab has no complex dtypes (torch maps complex to complex128); "
+                        "use a real dtype such as tensorlab.float64")
+    kind = type(x).__module__ + "." + type(x).__name__ if type(x).__module__ != "builtins" else type(x).__name__
+    raise TypeError(f"{where} must be tensorlab.dtype, not {kind} ({x!r}); pass e.g. tensorlab.float32, "
+                    "or the Python types float, int or bool")
 
 
 _default_dtype = float32

@@ -151,29 +151,96 @@ def wrap_dim(dim, ndim, op="dim"):
             return dim
         if -ndim <= dim < 0:
             return dim + ndim
+    if isinstance(dim, bool):  # an int to operator.index, not to torch
+        raise TypeError(f"{op}: dim must be an int, not bool")
     try:
         dim = operator.index(dim)
     except TypeError:
         raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}") from None
     n = max(ndim, 1)
     if not -n <= dim < n:
+        check_long(dim, op)
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim + n if dim < 0 else dim
 
 
+MAX_DIMS = 64  # NumPy's limit on an ndarray's dimensions, which the CPU backend's views inherit
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def normalize_shape(args, op="view"):
-    """Accept f(2, 3), f((2, 3)), f([2, 3]) or f(Size) and return a tuple of ints."""
-    if len(args) == 1 and not isinstance(args[0], int) and hasattr(args[0], "__iter__"):
-        args = tuple(args[0])
+    """Accept f(2, 3), f((2, 3)), f([2, 3]), f(Size) or integer 0-dim tensors as sizes and return a
+    tuple of ints, with torch's TypeErrors for floats, bools and values outside int64."""
+    if len(args) == 1:
+        a = args[0]
+        if type(a) is not int and hasattr(a, "__iter__") and getattr(a, "ndim", None) != 0:
+            args = tuple(a)
+    elif not args and op in ("view", "reshape", "expand", "permute"):  # x.view() names no size at all
+        raise TypeError(f"{op}() missing 1 required positional argument: \"size\"")
     for a in args:
-        if type(a) is not int:
+        if type(a) is not int or not _LONG_MIN <= a <= _LONG_MAX:
             break
-    else:  # plain ints (bools and other integers go through operator.index)
+    else:
+        if len(args) > MAX_DIMS:
+            raise_too_many_dims(op, len(args))
         return tuple(args)
-    try:
-        return tuple(operator.index(a) for a in args)
-    except TypeError:
-        raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, got {args!r}") from None
+    out = []
+    for i, a in enumerate(args):
+        if type(a) is not int:
+            # torch's size parser refuses a bool only as the first element (ones(True), ones([True, 2]));
+            # later ones count as 0/1 (ones(2, True) is (2, 1))
+            if i == 0 and (isinstance(a, bool) or type(a).__name__ in ("bool", "bool_")):
+                raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found element of type bool "
+                                f"at pos {i + 1}")
+            try:
+                a = operator.index(a)
+            except TypeError:
+                raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found element of type "
+                                f"{type(a).__name__} at pos {i + 1}") from None
+        if not _LONG_MIN <= a <= _LONG_MAX:
+            raise TypeError(f"{op}(): argument 'size' failed to unpack the object at pos {i + 1} with error "
+                            f"\"Overflow when unpacking long long\": {a} is outside int64")
+        out.append(a)
+    if len(out) > MAX_DIMS:
+        raise_too_many_dims(op, len(out))
+    return tuple(out)
+
+
+def check_long(value, what):
+    """torch unpacks integer arguments as int64 first: a Python int outside it is a ValueError."""
+    if not _LONG_MIN <= value <= _LONG_MAX:
+        raise ValueError(f"{what}: Overflow when unpacking long long: {value} is outside int64")
+    return value
+
+
+def check_numel(shape):
+    """torch multiplies the sizes left to right with an overflow check: (2**62, 4, 0) overflows
+    before the 0 is reached, (0, 2**62) does not."""
+    n = 1
+    for d in shape:
+        n *= d
+        if n > _LONG_MAX:
+            raise RuntimeError(f"numel: integer multiplication overflow for sizes {list(shape)}")
+
+
+def check_strides(shape, stride):
+    """torch's contiguous strides must fit int64 even when a 0 size means no element: zeros(0, 2, 2**62)."""
+    if stride and max(stride) > _LONG_MAX:
+        raise RuntimeError(f"Stride calculation overflowed for sizes {list(shape)}")
+
+
+def raise_too_many_dims(op, n):
+    raise RuntimeError(f"{op}: tensorlab supports at most {MAX_DIMS} dimensions (NumPy's limit, which the CPU "
+                       f"backend's views share), got {n}; flatten some dimensions first")
+
+
+def check_storage_size(shape, stride, itemsize):
+    """torch's overflow check on the bytes a layout spans: they must fit in int64."""
+    n = extent(shape, stride, 0) if stride is not None else prod(shape)
+    if n * itemsize > _LONG_MAX:
+        st = "" if stride is None else f" and strides={list(stride)}"
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}{st} "
+                           f"({n} elements of {itemsize} bytes exceed 2**63 - 1 bytes)")
 
 
 @memoized

@@ -27,6 +27,7 @@ class UntypedStorage:
     with one assignment, so a failure leaves the storage untouched and readers see old or new."""
 
     __slots__ = ("_buf", "device", "_resizable", "__weakref__")
+    _readonly = False  # a class attribute: ReadOnlyStorage says True, at no cost to every other storage
 
     def __init__(self, nbytes=0, *, device=None):
         nbytes = operator.index(nbytes)
@@ -108,3 +109,12 @@ class UntypedStorage:
 
     def __repr__(self):
         return f"tensorlab.UntypedStorage(nbytes={self.nbytes()}, device='{self.device}', resizable={self._resizable})"
+
+
+class ReadOnlyStorage(UntypedStorage):
+    """Memory tensorlab may read but not write (from_numpy of a non-writable array): every write
+    path's check (ops/_common.check_writable) refuses it with a RuntimeError before anything runs.
+    torch writes anyway (undefined behaviour: the memory may really be read-only)."""
+
+    __slots__ = ()
+    _readonly = True

@@ -668,5 +668,5 @@ def test_inplace_metadata_op_loses_a_race_without_changing_anything(device):
         return r
     v = x._version
     with pytest.raises(RuntimeError, match="another thread changed this tensor"):
-        views._inplace_view(x, "squeeze_", racing_squeeze, None)
+        views._inplace_view(x, "squeeze_", racing_squeeze, 1)
     assert tuple(x.shape) == (2, 1, 2) and shares(x, other) and x._version == v + 1  # set_'s bump only

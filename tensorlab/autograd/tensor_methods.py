@@ -3,9 +3,9 @@ backward, register_hook, retain_grad / retains_grad, grad (validated), grad_fn, 
 is_inference, detach_, output_nr."""
 from __future__ import annotations
 
-import warnings
 import weakref
 
+from .. import _warn
 from ..tensor import Tensor
 from . import engine
 from .graph import _Handle, fresh_fn
@@ -61,10 +61,9 @@ def _retains_grad(self):
 
 def _get_grad(self):
     if self._grad is None and self._grad_fn is not None and not self._retains_grad:
-        warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
-                      "attribute won't be populated during autograd.backward(). If you indeed want the .grad field to "
-                      "be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor.", UserWarning,
-                      stacklevel=2)
+        _warn.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+                   "attribute won't be populated during autograd.backward(). If you indeed want the .grad field to "
+                   "be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor.", UserWarning)
     return self._grad
 
 

@@ -92,7 +92,7 @@ class TensorlabLib(Lib):
         return x.cpu().numpy()
 
     def empty(self, shape, dtype):
-        return tl.empty(shape, dtype=tl.dtypes.as_dtype(np.dtype(dtype)), device=self.device)
+        return tl.empty(shape, dtype=tl.dtypes.from_numpy_dtype(np.dtype(dtype)), device=self.device)
 
     def copyto(self, dst, src):
         return dst.copy_(src)

@@ -3,8 +3,7 @@ tensorlab ops (so autograd differentiates them through the ops' own derivatives)
 follow ATen's definitions (LossNLL.cpp, Loss.cpp) term by term."""
 from __future__ import annotations
 
-import warnings
-
+from .. import _warn
 from .. import dtypes
 from ..ops import elementwise as _ew, reduction as _red
 from ..ops.creation import empty_like, zeros
@@ -19,8 +18,7 @@ def _legacy_reduction(size_average, reduce):
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
     ret = "mean" if size_average and reduce else ("sum" if reduce else "none")
-    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
-                  stacklevel=3)
+    _warn.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.")
     return ret
 
 
@@ -28,8 +26,7 @@ def _reduction(reduction, size_average=None, reduce=None):
     if size_average is not None or reduce is not None:
         return _legacy_reduction(size_average, reduce)
     if reduction == "elementwise_mean":
-        warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.",
-                      stacklevel=3)
+        _warn.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.")
         return "mean"
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -67,8 +64,8 @@ def gelu(input, approximate="none"):
 
 
 def _softmax_dim(name, ndim, stacklevel):
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
-                  f"as an argument.", stacklevel=stacklevel)
+    _warn.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+               f"as an argument.")
     return 0 if ndim in (0, 1, 3) else 1
 
 
@@ -117,9 +114,9 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     _check_tensor(input, "mse_loss", "input")
     _check_tensor(target, "mse_loss", "target")
     if target.shape != input.shape:
-        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
-                      "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
-                      "same size.", stacklevel=2)
+        _warn.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
+                   "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
+                   "same size.")
     reduction = _reduction(reduction, size_average, reduce)
     diff = input - target
     sq = diff * diff

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import types
-import warnings
 
+from .. import _warn
 from ..ops.creation import tensor as _tensor
 from ..ops.reduction import norm as _norm
 from ..ops.shape import stack as _stack
@@ -49,7 +49,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     is_generator = isinstance(parameters, types.GeneratorType)
     parameters = _as_list(parameters)
     if is_generator and not parameters:
-        warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=2)
+        _warn.warn("`parameters` is an empty generator, no gradient clipping will occur.")
     grads = [p.grad for p in parameters if p.grad is not None]
     total = get_total_norm(grads, norm_type, error_if_nonfinite)
     clip_grads_with_norm_(parameters, max_norm, total)

@@ -2,8 +2,7 @@
 checks. Nothing here knows NumPy or CuPy."""
 from __future__ import annotations
 
-import warnings
-
+from .. import _warn
 from .. import backends, dtypes, layout as L
 from ..memo import memoized
 from ..device import canonical
@@ -22,14 +21,21 @@ def _checked_size(shape):
     for n in size:
         if n < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(size)}")
+    if len(size) > L.MAX_DIMS:
+        L.raise_too_many_dims("empty", len(size))
     return size
+
+
+_SAFE_NUMEL = ((1 << 63) - 1) // 8  # at or below it, no dtype's byte count can overflow int64
 
 
 @memoized
 def _contiguous_layout(shape):
     """(contiguous Layout, numel, shape as a plain tuple) for outputs of a recurring shape."""
     size = _checked_size(shape)
-    return L.Layout(size, L.contiguous_strides(size), 0), L.prod(size), tuple(size)
+    stride = L.contiguous_strides(size)
+    L.check_strides(size, stride)
+    return L.Layout(size, stride, 0), L.prod(size), tuple(size)
 
 
 _CONTIGUOUS = _contiguous_layout.cache  # {(shape,): ...}, read directly on the hot path of empty_tensor
@@ -55,6 +61,8 @@ def empty_tensor(shape, dtype, device, stride=None):
         if stride is None:
             hit = _CONTIGUOUS.get((shape,))
             lay, numel, plain = _contiguous_layout(shape) if hit is None else hit
+            if numel > _SAFE_NUMEL:
+                L.check_storage_size(lay.shape, None, dtype.itemsize)
             if device.type == "cpu":  # with the NumPy view the CPU primitive reads first (Tensor._hview)
                 buf = _cpu.allocate(numel * dtype.itemsize, device)  # looked up per call: tests patch it
                 arr = _cpu_contiguous_view(buf, plain, dtype.np)
@@ -66,14 +74,20 @@ def empty_tensor(shape, dtype, device, stride=None):
             lay, numel = _strided_layout(shape, stride)
         else:
             lay, numel = _strided_layout(shape, tuple(stride))
+        if numel > _SAFE_NUMEL:
+            L.check_storage_size(lay.shape, lay.stride, dtype.itemsize)
         buf = (_cpu if device.type == "cpu" else backends.get(device)).allocate(numel * dtype.itemsize, device)
         return _new_tensor(Tensor, _tuple_new(Meta, (_wrap(buf, device, True), lay)), dtype, None, False)
     shape = L.Size(shape)
     for n in shape:
         if n < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(shape)}")
+    if len(shape) > L.MAX_DIMS:
+        L.raise_too_many_dims("empty", len(shape))
     if stride is None:
         stride = L.contiguous_strides(shape)
+        L.check_strides(shape, stride)
+    L.check_storage_size(shape, stride, dtype.itemsize)
     nbytes = L.extent(shape, stride, 0) * dtype.itemsize
     storage = UntypedStorage._wrap(backends.get(device).allocate(nbytes, device), device, True)
     return Tensor._make(storage, L.Layout(shape, tuple(stride), 0), dtype)
@@ -140,8 +154,13 @@ def same_device(op, *tensors):
 
 
 def check_writable(t, op):
-    """Refuse writes through a layout whose elements alias each other (expand, as_strided)."""
-    lay = t._meta.layout
+    """Refuse writes through a layout whose elements alias each other (expand, as_strided), and
+    into memory borrowed read-only (from_numpy of a non-writable array)."""
+    storage, lay = t._meta
+    if storage._readonly:
+        raise RuntimeError(f"{op}: the tensor shares memory with a non-writable NumPy array (from_numpy), so it "
+                           "cannot be written; copy it first (tensor.clone(), or tensorlab.tensor(array)), or make "
+                           "the array writable before from_numpy")
     if L.has_internal_overlap(lay.shape, lay.stride):
         raise RuntimeError(f"{op}: {_OVERLAP_SELF}")
 
@@ -228,11 +247,11 @@ def output(out, shape, dtype, device, op, inputs=(), stride=None):
     cur = target._meta.layout.shape
     if cur != shape and tuple(cur) != tuple(shape):
         if L.prod(cur) != 0:
-            warnings.warn(f"{op}: An output with one or more elements was resized since it had shape "
-                          f"{list(cur)}, which does not match the required output shape {list(shape)}. "
-                          "This behavior is deprecated, and in a future release it will not resize outputs "
-                          "unless they have zero elements. You can explicitly reuse an out tensor t by resizing "
-                          "it, inplace, to zero elements with t.resize_(0).", UserWarning, stacklevel=3)
+            _warn.warn(f"{op}: An output with one or more elements was resized since it had shape "
+                       f"{list(cur)}, which does not match the required output shape {list(shape)}. "
+                       "This behavior is deprecated, and in a future release it will not resize outputs "
+                       "unless they have zero elements. You can explicitly reuse an out tensor t by resizing "
+                       "it, inplace, to zero elements with t.resize_(0).", UserWarning)
         from .resize import plan_resize
         plan = plan_resize(out, tuple(shape), op=op)
         if plan.new_buf is None:  # resized in place: the result lands in out's storage, maybe under an input

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 
+from .. import _warn
 from .. import autograd_hooks, backends, dtypes, layout as L
 from ..tensor import Tensor
 from . import registry as R
@@ -462,8 +462,8 @@ def _where_meta(condition, input, other):
         if cond._dtype is not dtypes.uint8:
             raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                                f"{cond._dtype.torch_name}")
-        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed in "
-                      "a future version. Use a boolean condition instead.", UserWarning, stacklevel=4)
+        _warn.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed in "
+                   "a future version. Use a boolean condition instead.", UserWarning)
     x = _operand(op, input, 2, "input", True)
     y = _operand(op, other, 3, "other", True)
     common = _promote(x, y)

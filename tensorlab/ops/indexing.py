@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numbers
 import operator
-import warnings
 
+from .. import _warn
 from .. import autograd_hooks, dtypes, layout as L
 from ..layout import Layout, Size
 from ..tensor import Tensor
@@ -34,8 +34,8 @@ def _as_tuple(index):
     if type(index) is list and len(index) < 32:
         for x in index:
             if x is None or x is Ellipsis or isinstance(x, (Tensor, list, tuple, slice)):
-                warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated (as in torch); "
-                              "use x[tuple(seq)] instead of x[seq].", UserWarning, stacklevel=3)
+                _warn.warn("Using a non-tuple sequence for multidimensional indexing is deprecated (as in torch); "
+                           "use x[tuple(seq)] instead of x[seq].", UserWarning)
                 return tuple(index)
     return (index,)
 
@@ -49,6 +49,8 @@ def _entry(item, device):
     if kind is int:
         return _INT, item
     if kind is slice:
+        if item.step is not None and not 0 < operator.index(item.step):  # torch: at parse, before counting dims
+            raise ValueError("slice step cannot be zero" if item.step == 0 else "step must be greater than zero")
         return _SLICE, item
     if kind is bool:
         return _BOOL, item
@@ -58,6 +60,9 @@ def _entry(item, device):
         return _tensor_entry(_list_index(item, device))
     if hasattr(item, "__array__") and hasattr(item, "dtype"):  # NumPy arrays and scalars
         return _tensor_entry(_tensor(item))
+    if isinstance(item, (str, bytes)):  # torch tries to make an index tensor of it
+        raise TypeError(f"new(): invalid data type '{type(item).__name__}': a tensor index must be an int, slice, "
+                        "None, Ellipsis, bool, sequence or tensor")
     try:
         return _INT, operator.index(item)
     except TypeError:
@@ -69,8 +74,8 @@ def _tensor_entry(t):
     dt = t._dtype
     if dt in _MASK_DTYPES:
         if dt is dtypes.uint8:
-            warnings.warn("indexing with dtype tensorlab.uint8 is now deprecated, please use a dtype tensorlab.bool "
-                          "instead.", UserWarning, stacklevel=4)
+            _warn.warn("indexing with dtype tensorlab.uint8 is now deprecated, please use a dtype tensorlab.bool "
+                       "instead.", UserWarning)
         if t.dim() == 0:
             return _BOOL, bool(t._item("boolean mask indexing"))
         return _MASK, t
@@ -120,6 +125,7 @@ def _locate(self, entries):
         if kind == _INT:
             n = shape[d]
             if not -n <= v < n:
+                L.check_long(v, "index")  # torch: past counting the dims, an index beyond int64 is a ValueError
                 raise IndexError(f"index {v} is out of bounds for dimension {d} with size {n}")
             offset += (v + n if v < 0 else v) * stride[d]
             d += 1

@@ -37,8 +37,8 @@ from __future__ import annotations
 import operator
 import os
 import threading
-import warnings
 
+from .. import _warn
 from .. import autograd_hooks, dtypes, layout as L
 from ..device import CPU, canonical
 from ..tensor import Tensor
@@ -261,9 +261,9 @@ def _check_from_to(low, high, dtype, op):
     if dtype.is_floating_point:
         lim = 1 << _DIGITS[dtype.name]
         if not (-lim <= low <= lim and -lim <= high - 1 <= lim):
-            warnings.warn(f"{op}: [from, to - 1] = [{low}, {high - 1}] is out of bounds [-(2^{_DIGITS[dtype.name]}), "
-                          f"2^{_DIGITS[dtype.name]}]. Due to precision limitations {dtype} can support discrete "
-                          "uniform distribution only within this range.", UserWarning, stacklevel=3)
+            _warn.warn(f"{op}: [from, to - 1] = [{low}, {high - 1}] is out of bounds [-(2^{_DIGITS[dtype.name]}), "
+                       f"2^{_DIGITS[dtype.name]}]. Due to precision limitations {dtype} can support discrete "
+                       "uniform distribution only within this range.", UserWarning)
 
 
 def _int_arg(x, op, name, pos):

@@ -266,10 +266,10 @@ def _reduce_mode(reduce):
 
 def _scatter_into(self, dim, index, src, reduce, op):
     """Validate, then write into `self` (a fresh copy or the in-place target)."""
-    idx = _index_tensor(index, "scatter")
+    idx = _index_tensor(index, op)
     d = L.wrap_dim(dim, self.dim())
     same_device(op, self, idx, src)
-    if _scatter_checks(self, d, idx, src, "scatter"):
+    if _scatter_checks(self, d, idx, src, op):
         self._backend.scatter(self, d, idx, src, reduce)
     return idx
 
@@ -280,26 +280,27 @@ def _copy_of(x):
     return res
 
 
-def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+def scatter(input, dim, index, src=None, *, value=None, reduce=None, _op="scatter"):
     """A copy of input with input[index[i][j]][j] = src[i][j] (dim 0; any dim likewise); src may
-    be a number. reduce='add'/'multiply' combines with the existing values."""
-    x = check_tensor(input, "scatter")
-    s = _scatter_source(src, value, "scatter")
+    be a number. reduce='add'/'multiply' combines with the existing values. (`_op`: the public
+    name errors use, scatter_add's when it calls.)"""
+    x = check_tensor(input, _op)
+    s = _scatter_source(src, value, _op)
     reduce = _reduce_mode(reduce)
     res = _copy_of(x)
-    _scatter_into(res, dim, index, s, reduce, "scatter")
+    _scatter_into(res, dim, index, s, reduce, _op)
     return autograd_hooks.record(res, "scatter", (input, index, src) if isinstance(src, Tensor) else (input, index),
                                  dim=dim, reduce=reduce)
 
 
-def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
-    s = _scatter_source(src, value, "scatter_")
+def scatter_(self, dim, index, src=None, *, value=None, reduce=None, _op="scatter_"):
+    s = _scatter_source(src, value, _op)
     reduce = _reduce_mode(reduce)
     inputs = (index, s) if isinstance(s, Tensor) else (index,)
     t = pinned(self)
-    _inplace_checks(t, "scatter_", inputs)
-    autograd_hooks.check_inplace(self, "scatter_")
-    _scatter_into(t, dim, index, s, reduce, "scatter_")
+    _inplace_checks(t, _op, inputs)
+    autograd_hooks.check_inplace(self, _op)
+    _scatter_into(t, dim, index, s, reduce, _op)
     return _inplace_done(self, "scatter_", (index, src) if isinstance(s, Tensor) else (index,), dim=dim,
                          reduce=reduce)
 
@@ -312,11 +313,11 @@ def _add_source(src, op):
 
 def scatter_add(input, dim, index, src):
     """A copy of input with src[i][j] added at input[index[i][j]][j], duplicates accumulating."""
-    return scatter(input, dim, index, _add_source(src, "scatter_add"), reduce="add")
+    return scatter(input, dim, index, _add_source(src, "scatter_add"), reduce="add", _op="scatter_add")
 
 
 def scatter_add_(self, dim, index, src):
-    return scatter_(self, dim, index, _add_source(src, "scatter_add_"), reduce="add")
+    return scatter_(self, dim, index, _add_source(src, "scatter_add_"), reduce="add", _op="scatter_add_")
 
 
 def index_select(input, dim, index, *, out=None):

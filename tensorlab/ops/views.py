@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import operator
-import warnings
 
+from .. import _warn
 from .. import autograd_hooks, dtypes, layout as L
 from ..layout import Layout, Size
 from ..tensor import Tensor, contiguous_format, meta_write_lock
@@ -93,6 +93,7 @@ def reshape_as(self, other):
 
 
 def flatten(self, start_dim=0, end_dim=-1):
+    start_dim, end_dim = _index_args("flatten", (start_dim, "start_dim"), (end_dim, "end_dim"))
     ndim = self.dim()
     s = L.wrap_dim(start_dim, ndim)
     e = L.wrap_dim(end_dim, ndim)
@@ -108,12 +109,12 @@ def flatten(self, start_dim=0, end_dim=-1):
 
 def unflatten(self, dim, sizes):
     shape = self.shape
+    sizes = L.normalize_shape((sizes,), "unflatten")
+    if not sizes:  # torch checks the sizes, then the dim's range, then that there is a dim
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    d = L.wrap_dim(dim, len(shape))
     if not shape:
         raise RuntimeError("unflatten: Dimension specified as 0 but tensor has no dimensions")
-    d = L.wrap_dim(dim, len(shape))
-    sizes = L.normalize_shape((sizes,), "unflatten")
-    if not sizes:
-        raise RuntimeError("unflatten: sizes must be non-empty")
     known = L.prod(s for s in sizes if s != -1)
     if sizes.count(-1) == 1 and known and shape[d] % known == 0:
         sizes = tuple(shape[d] // known if s == -1 else s for s in sizes)
@@ -139,6 +140,7 @@ def permute(self, *dims):
 
 
 def transpose(self, dim0, dim1):
+    dim0, dim1 = _index_args("transpose", (dim0, "dim0"), (dim1, "dim1"))
     lay = self._meta.layout
     ndim = len(lay.shape)
     a, b = L.wrap_dim(dim0, ndim), L.wrap_dim(dim1, ndim)
@@ -159,10 +161,10 @@ def t(self):
 def _T(self):
     n = self.dim()
     if n not in (0, 2):
-        warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and "
-                      "it will throw an error in a future release. Consider `x.mT` to transpose batches of matrices "
-                      "or `x.permute(*tensorlab.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.",
-                      UserWarning, stacklevel=2)
+        _warn.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and "
+                   "it will throw an error in a future release. Consider `x.mT` to transpose batches of matrices "
+                   "or `x.permute(*tensorlab.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.",
+                   UserWarning)
     return permute(self, tuple(range(n - 1, -1, -1)))
 
 
@@ -195,7 +197,7 @@ def adjoint(self):
 
 
 def _dim_list(x, ndim, op, what):
-    dims = (x,) if isinstance(x, int) else tuple(x)
+    dims = tuple(x) if isinstance(x, (list, tuple)) else (_index_arg(x, op, what),)  # an int or a 0-dim tensor
     dims = tuple(L.wrap_dim(d, ndim) for d in dims)
     if len(set(dims)) != len(dims):
         raise RuntimeError(f"{op}: repeated dim in `{what}` ({list(dims)})")
@@ -204,6 +206,8 @@ def _dim_list(x, ndim, op, what):
 
 def movedim(self, source, destination):
     ndim = self.dim()
+    _index_args("movedim", *((d, what) for x, what in ((source, "source"), (destination, "destination"))
+                             for d in (x if isinstance(x, (list, tuple)) else (x,))))  # all parsed before any wraps
     src = _dim_list(source, ndim, "movedim", "source")
     dst = _dim_list(destination, ndim, "movedim", "destination")
     if len(src) != len(dst):
@@ -230,13 +234,18 @@ def unsqueeze(self, dim):
     return _view(self, shape, stride, lay.offset, "unsqueeze", dim=d)
 
 
-def squeeze(self, dim=None):
+_EVERY_DIM = object()  # squeeze()'s default: torch refuses an explicit dim=None
+
+
+def squeeze(self, dim=_EVERY_DIM):
     lay = self._meta.layout
     ndim = len(lay.shape)
-    if dim is None:
+    if dim is _EVERY_DIM:
         drop = {d for d in range(ndim) if lay.shape[d] == 1}
     else:
-        dims = [L.wrap_dim(x, ndim) for x in ((dim,) if isinstance(dim, int) else dim)]
+        if dim is None or isinstance(dim, (bool, float, str)):
+            raise TypeError(f"squeeze(): argument 'dim' must be int or tuple of ints, not {type(dim).__name__}")
+        dims = [L.wrap_dim(operator.index(x), ndim) for x in (dim if isinstance(dim, (list, tuple)) else (dim,))]
         for i, d in enumerate(dims):
             if d in dims[:i]:
                 raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
@@ -278,10 +287,10 @@ def broadcast_tensors(*tensors):
 def as_strided(self, size, stride, storage_offset=None):
     size = L.normalize_shape((size,), "as_strided")
     stride = L.normalize_shape((stride,), "as_strided")
+    storage, lay = self._meta
+    offset = lay.offset if storage_offset is None else _index_arg(storage_offset, "as_strided", "storage_offset")
     if len(size) != len(stride):
         raise RuntimeError("mismatch in length of strides and shape")
-    storage, lay = self._meta
-    offset = lay.offset if storage_offset is None else operator.index(storage_offset)
     for s in stride:
         if s < 0:
             raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: "
@@ -291,17 +300,32 @@ def as_strided(self, size, stride, storage_offset=None):
 
 
 def _index_arg(x, op, name):
+    """An int argument as torch parses it: every argument is checked (type, int64) before any value
+    is used, so a bad type names itself before another argument's range error."""
+    if type(x) is int and -(1 << 63) <= x < (1 << 63):
+        return x
+    if isinstance(x, bool):
+        raise TypeError(f"{op}(): argument '{name}' must be int, not bool")
     try:
-        return operator.index(x)
+        x = operator.index(x)
     except TypeError:
         raise TypeError(f"{op}(): argument '{name}' must be int, not {type(x).__name__}") from None
+    return L.check_long(x, f"{op}(): argument '{name}'")
+
+
+def _index_args(op, *named):
+    """Several int arguments: every one's type first, then their int64 range (torch's order)."""
+    for x, name in named:
+        if isinstance(x, bool) or not hasattr(type(x), "__index__"):
+            _index_arg(x, op, name)
+    return tuple(_index_arg(x, op, name) for x, name in named)
 
 
 def narrow(self, dim, start, length):
     lay = self._meta.layout
+    dim, start, length = _index_args("narrow", (dim, "dim"), (start, "start"), (length, "length"))
     if not lay.shape:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
-    start, length = _index_arg(start, "narrow", "start"), _index_arg(length, "narrow", "length")
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")
     d = L.wrap_dim(dim, len(lay.shape))
@@ -324,10 +348,10 @@ def _slice(self, d, start, length, step, op):
 
 def select(self, dim, index):
     lay = self._meta.layout
+    dim, i = _index_args("select", (dim, "dim"), (index, "index"))
     if not lay.shape:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = L.wrap_dim(dim, len(lay.shape))
-    i = _index_arg(index, "select", "index")
     n = lay.shape[d]
     if not -n <= i < n:
         raise IndexError(f"select(): index {i} out of range for tensor of size {list(lay.shape)} at dimension {d}")
@@ -499,7 +523,7 @@ def _inplace_view(self, op, view_fn, *args):
     return self
 
 
-def squeeze_(self, dim=None):
+def squeeze_(self, dim=_EVERY_DIM):
     return _inplace_view(self, "squeeze_", squeeze, dim)
 
 

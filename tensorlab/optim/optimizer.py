@@ -3,10 +3,10 @@ state_dict / load_state_dict. Subclasses implement step()."""
 from __future__ import annotations
 
 import copy
-import warnings
 from collections import defaultdict
 from itertools import chain
 
+from .. import _warn
 from ..nn._grad import enable_grad, typename, zero_grads
 from ..tensor import Tensor
 
@@ -57,9 +57,8 @@ class Optimizer:
             param_group.setdefault(name, default)
         params = param_group["params"]
         if len(params) != len(set(params)):
-            warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
-                          "cause an error; see github.com/pytorch/pytorch/issues/40967 for more information",
-                          stacklevel=3)
+            _warn.warn("optimizer contains a parameter group with duplicate parameters; in future, this will "
+                       "cause an error; see github.com/pytorch/pytorch/issues/40967 for more information")
         seen = set()
         for group in self.param_groups:
             seen.update(group["params"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import _faults
-from ...layout import contiguous_strides
+from ...layout import MAX_DIMS, contiguous_strides, raise_too_many_dims
 from ...memo import memoized
 
 __all__ = ("allocate", "contiguous_view", "buffer_nbytes", "buffer_ptr", "buffer_tolist", "copy_bytes", "retire",
@@ -28,7 +28,10 @@ def contiguous_view(buf, shape, np_dtype):
     else None: the fresh output of every op gets its view without a second lookup."""
     if buf.nbytes > _CACHE_MAX:
         return None
-    return np.ndarray(shape, np_dtype, buf)
+    try:
+        return np.ndarray(shape, np_dtype, buf)
+    except ValueError:  # an empty shape whose other dimensions NumPy cannot represent: array() handles it
+        return None
 
 
 def buffer_nbytes(buf):
@@ -143,12 +146,24 @@ def view_array(t):
         return _checked_array(storage, lay, np_dtype)
 
 
+def _empty_array(shape, np_dtype):
+    """A zero-element array for `shape`. NumPy refuses shapes whose nonzero dimensions multiply
+    past its index range ((0, 2**62) is a valid torch tensor), so those get every nonzero
+    dimension as 1: the result still has no elements and the same number of dimensions."""
+    try:
+        return np.empty(shape, dtype=np_dtype)
+    except ValueError:
+        return np.empty(tuple(min(n, 1) for n in shape), dtype=np_dtype)
+
+
 def _checked_array(storage, lay, np_dtype):
     buf = storage._buf
     shape = lay.shape
+    if len(shape) > MAX_DIMS:
+        raise_too_many_dims("view", len(shape))
     for n in shape:
         if n == 0:
-            return np.empty(shape, dtype=np_dtype)
+            return _empty_array(shape, np_dtype)
     itemsize = np_dtype.itemsize
     stride = lay.stride
     end = lay.offset + 1
@@ -159,7 +174,12 @@ def _checked_array(storage, lay, np_dtype):
             f"tensor of shape {list(shape)} with strides {list(stride)} and storage offset {lay.offset} needs "
             f"{end * itemsize} bytes but its storage holds only {buf.nbytes}; the storage was shrunk by "
             f"UntypedStorage.resize_ after this tensor was made. Call resize_ or set_ on the tensor to fix it.")
-    return np.ndarray(shape, np_dtype, buf, lay.offset * itemsize, tuple(s * itemsize for s in stride))
+    try:
+        return np.ndarray(shape, np_dtype, buf, lay.offset * itemsize, tuple(s * itemsize for s in stride))
+    except ValueError:  # stride-0 layouts can span more elements than NumPy indexes (torch allows them)
+        raise RuntimeError(f"tensor of shape {list(shape)} with strides {list(stride)} has more elements than the CPU "
+                           f"backend's NumPy views can address (2**63 bytes); make it smaller or reduce over the "
+                           f"expanded dimensions first") from None
 
 
 try:  # np.errstate(invalid="ignore", over="ignore") without its Python object and frames (~1 us)

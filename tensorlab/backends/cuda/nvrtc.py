@@ -39,10 +39,10 @@ import re
 import shutil
 import tempfile
 import threading
-import warnings
 from pathlib import Path
 from typing import NamedTuple
 
+from ... import _warn
 from ...cache_dirs import user_cache_dir
 
 CACHE_ENV = "TENSORLAB_CUBIN_CACHE"
@@ -172,8 +172,8 @@ def _fallback_dir(error):
             import atexit
             _fallback = Path(tempfile.mkdtemp(prefix="tensorlab-cubin-"))
             atexit.register(shutil.rmtree, _fallback, True)
-            warnings.warn(f"tensorlab: kernel cache {cache_dir()} is not writable ({error}); compiled kernels "
-                          f"go to {_fallback} for this process only (set {CACHE_ENV})", RuntimeWarning, stacklevel=3)
+            _warn.warn(f"tensorlab: kernel cache {cache_dir()} is not writable ({error}); compiled kernels "
+                       f"go to {_fallback} for this process only (set {CACHE_ENV})", RuntimeWarning)
         return _fallback
 
 
