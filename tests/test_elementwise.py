@@ -918,3 +918,14 @@ def test_random_broadcasts_and_layouts_match_numpy(device, pair, name, dtypes_):
     got = _call_tl(op, sample)
     assert tuple(got.shape) == np.broadcast_shapes(sa, sb)
     assert_values(to_numpy(got), reference(op, sample, got.dtype), got.dtype.name, op, sample.desc)
+
+
+# issue 13: the exponent's sign is taken after the cast to the result dtype (uint8 253 -> int8 -3);
+# torch 2.13: 1 ** -3 = 1, (-1) ** -3 = -1, any other base (0 included) to a negative power = 0
+def test_int_pow_uint8_exponent_wraps(device):
+    a = tl.tensor([-2, -1, 0, 1, 2, 3], dtype=tl.int8, device=device)
+    r = tl.pow(a, tl.tensor(-3, dtype=tl.uint8, device=device))
+    assert r.dtype == tl.int8
+    assert r.cpu().tolist() == [0, -1, 0, 1, 0, 0]
+    e = tl.tensor([-3, -2, -1, -3, -2, -1], dtype=tl.int8, device=device)
+    assert tl.pow(a, e).cpu().tolist() == [0, 1, 0, 1, 0, 0]
