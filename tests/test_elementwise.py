@@ -929,3 +929,15 @@ def test_int_pow_uint8_exponent_wraps(device):
     assert r.cpu().tolist() == [0, -1, 0, 1, 0, 0]
     e = tl.tensor([-3, -2, -1, -3, -2, -1], dtype=tl.int8, device=device)
     assert tl.pow(a, e).cpu().tolist() == [0, 1, 0, 1, 0, 0]
+
+
+# issue 13: torch raises "ZeroDivisionError" only when an element is divided; empty results are returned
+@pytest.mark.parametrize("op", ["floor_divide", "remainder", "fmod", "div_trunc"])
+def test_int_division_by_zero_on_empty(device, op):
+    f = (lambda a, b: tl.div(a, b, rounding_mode="trunc")) if op == "div_trunc" else getattr(tl, op)
+    a = tl.empty((0, 3), dtype=tl.int32, device=device)
+    for b in (0, tl.zeros(3, dtype=tl.int32, device=device), tl.tensor(0, dtype=tl.int32, device=device)):
+        r = f(a, b)
+        assert r.shape == (0, 3) and r.dtype == tl.int32
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        f(tl.ones(3, dtype=tl.int32, device=device), 0)
