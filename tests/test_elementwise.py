@@ -918,3 +918,26 @@ def test_random_broadcasts_and_layouts_match_numpy(device, pair, name, dtypes_):
     got = _call_tl(op, sample)
     assert tuple(got.shape) == np.broadcast_shapes(sa, sb)
     assert_values(to_numpy(got), reference(op, sample, got.dtype), got.dtype.name, op, sample.desc)
+
+
+# issue 13: the exponent's sign is taken after the cast to the result dtype (uint8 253 -> int8 -3);
+# torch 2.13: 1 ** -3 = 1, (-1) ** -3 = -1, any other base (0 included) to a negative power = 0
+def test_int_pow_uint8_exponent_wraps(device):
+    a = tl.tensor([-2, -1, 0, 1, 2, 3], dtype=tl.int8, device=device)
+    r = tl.pow(a, tl.tensor(-3, dtype=tl.uint8, device=device))
+    assert r.dtype == tl.int8
+    assert r.cpu().tolist() == [0, -1, 0, 1, 0, 0]
+    e = tl.tensor([-3, -2, -1, -3, -2, -1], dtype=tl.int8, device=device)
+    assert tl.pow(a, e).cpu().tolist() == [0, 1, 0, 1, 0, 0]
+
+
+# issue 13: torch raises "ZeroDivisionError" only when an element is divided; empty results are returned
+@pytest.mark.parametrize("op", ["floor_divide", "remainder", "fmod", "div_trunc"])
+def test_int_division_by_zero_on_empty(device, op):
+    f = (lambda a, b: tl.div(a, b, rounding_mode="trunc")) if op == "div_trunc" else getattr(tl, op)
+    a = tl.empty((0, 3), dtype=tl.int32, device=device)
+    for b in (0, tl.zeros(3, dtype=tl.int32, device=device), tl.tensor(0, dtype=tl.int32, device=device)):
+        r = f(a, b)
+        assert r.shape == (0, 3) and r.dtype == tl.int32
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        f(tl.ones(3, dtype=tl.int32, device=device), 0)

@@ -132,7 +132,7 @@ def test_error_messages_name_shapes_and_dtypes(device):
         tl.ones((7, 2, 3), device=device) @ tl.ones((7, 4, 5), device=device)
     with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype, but got: float != double"):
         a @ tl.ones((3, 2), dtype=tl.float64, device=device)
-    with pytest.raises(RuntimeError, match="bool"):
+    with pytest.raises(NotImplementedError, match="\"addmm_impl_cpu_\" not implemented for 'Bool'"):
         tl.ones((2, 2), dtype=tl.bool, device=device) @ tl.ones((2, 2), dtype=tl.bool, device=device)
 
 
@@ -223,3 +223,22 @@ def test_matmul_matches_numpy_on_random_shapes(device, case):
     sa, sb, la, lb = case
     a, b = sample(sa, tl.float64, seed=1), sample(sb, tl.float64, seed=2)
     check(make(a, device, la) @ make(b, device, lb), np.matmul(a, b), tl.float64)
+
+
+# torch 2.13 CPU: each bool product raises NotImplementedError naming the ATen kernel it folds into
+@pytest.mark.parametrize("sa,sb,kernel", [
+    ((2,), (2,), "dot"), ((2, 2), (2,), "addmv_impl_cpu"), ((3, 2, 2), (2,), "addmv_impl_cpu"),
+    ((2,), (2, 2), "addmm_impl_cpu_"), ((3, 2, 2), (2, 2), "addmm_impl_cpu_"),
+    ((3, 2, 2), (3, 2, 2), "bmm"), ((2,), (3, 2, 2), "bmm")])
+def test_bool_matmul_not_implemented(device, sa, sb, kernel):
+    a, b = tl.ones(sa, dtype=tl.bool, device=device), tl.ones(sb, dtype=tl.bool, device=device)
+    with pytest.raises(NotImplementedError, match=f"\"{kernel}\" not implemented for 'Bool'"):
+        a @ b
+
+
+def test_bool_products_not_implemented(device):
+    m, v = tl.ones((2, 2), dtype=tl.bool, device=device), tl.ones(2, dtype=tl.bool, device=device)
+    for f, kernel in [(lambda: m.mm(m), "addmm_impl_cpu_"), (lambda: m[None].bmm(m[None]), "bmm"),
+                      (lambda: m.mv(v), "addmv_impl_cpu"), (lambda: v.dot(v), "dot")]:
+        with pytest.raises(NotImplementedError, match=f"\"{kernel}\" not implemented for 'Bool'"):
+            f()

@@ -34,10 +34,21 @@ def _same_dtype(a, b):
                            f"{C_NAMES[b._dtype.name]}")
 
 
+# torch has no bool products and names the ATen kernel that refused, as NotImplementedError
+_BOOL_KERNEL = {"mm": "addmm_impl_cpu_", "bmm": "bmm", "mv": "addmv_impl_cpu", "dot": "dot"}
+
+
 def _no_bool(t, op):
     if t._dtype is dtypes.bool_:
-        raise RuntimeError(f"{op}: bool tensors are not supported (as in torch); convert them first, e.g. "
-                           f".to(tensorlab.float32)")
+        raise NotImplementedError(f'"{_BOOL_KERNEL[op]}" not implemented for \'Bool\' ({op} has no bool '
+                                  f"kernel, as in torch; convert first, e.g. .to(tensorlab.int64))")
+
+
+def _matmul_kernel(a, b):
+    """The product torch's matmul folds its operands into, which names its bool error."""
+    if b.dim() == 1:
+        return "dot" if a.dim() == 1 else "mv"
+    return "mm" if b.dim() == 2 else "bmm"
 
 
 def _mm_error(n, k, k2, m):
@@ -110,7 +121,7 @@ def matmul(input, other, *, out=None):
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.dim()}D and "
                            f"{b.dim()}D")
     _same_dtype(a, b)
-    _no_bool(a, "matmul")
+    _no_bool(a, _matmul_kernel(a, b))
     check_out_dtype(out, a._dtype)
     return _product("matmul", (input, other), *_as_matrices(a, b), a._dtype, out)
 

@@ -55,7 +55,7 @@ def _launch(kernel, op, o, args, dt, params):
     token = _quiet_on()
     try:
         check = _CHECKS.get(op)
-        if check is not None and dt.kind in "iub":
+        if check is not None and dt.kind in "iub" and o.size:  # an empty result divides nothing (torch)
             check(args, dt)
         _faults.hit("launch")
         kernel(o, *args, dt, **params)
@@ -361,13 +361,14 @@ def _pow(o, a, b, dt):
     if dt.kind != "i":
         np.power(a, b, out=o, dtype=dt, casting=_U)
         return
-    # integer powers: NumPy refuses negative exponents; torch gives 1/a**|b| truncated (0 unless |a| = 1)
+    # integer powers: NumPy refuses negative exponents; torch gives 1/a**|b| truncated (0 unless |a| = 1).
+    # The sign is the one after the cast to the result dtype: uint8 253 as an int8 exponent is -3.
+    b = np.asarray(b).astype(dt, copy=False)
     neg = np.less(b, 0)
     if not neg.any():
         np.power(a, b, out=o, dtype=dt, casting=_U)
         return
     a = np.asarray(a, dtype=dt)
-    b = np.asarray(b, dtype=dt)
     r = np.power(a, np.maximum(b, dt.type(0)), dtype=dt)
     odd = (b & dt.type(1)).astype(_BOOL)
     inv = np.where(a == 1, dt.type(1), np.where(a == -1, np.where(odd, dt.type(-1), dt.type(1)), dt.type(0)))

@@ -226,7 +226,8 @@ def binary(out, op, a, b, compute, **params):
     else:
         alpha = 1
     sa, sb = _c_scalar(a, compute, c), _c_scalar(b, compute, c)
-    if op in _INT_DIVISION and c == "long long" and _divides_by_zero(b, sb, compute):
+    # an empty result divides nothing: torch raises only when an element is divided
+    if op in _INT_DIVISION and c == "long long" and K.plan(out).n and _divides_by_zero(b, sb, compute):
         raise RuntimeError("ZeroDivisionError")  # torch's exact text for integer division by zero
     _run("binary", op, out, (sa, sb), compute, _C_NP[c], (_c_arg(alpha, compute, c),), row)
 
