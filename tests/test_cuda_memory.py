@@ -23,7 +23,12 @@ def host(t):
 
 def reference(values, src, dst):
     """What the CPU backend makes of values stored as `src` then converted to `dst`."""
-    return tl.tensor(values, dtype=src).to(dst).numpy()
+    return make(values, src).to(dst).numpy()
+
+
+def make(values, dtype, device="cpu"):
+    """`values` converted to `dtype` by a cast (tensor() itself refuses -3.0 for uint8, as torch)."""
+    return tl.tensor(values, dtype=tl.float64, device=device).to(dtype)
 
 
 def same(actual, expected):
@@ -52,7 +57,7 @@ def test_fill_every_dtype_and_layout(device, index, dtype, value):
 
 @pytest.mark.parametrize("src", ALL, ids=str)
 def test_copy_cast_every_dtype_pair(device, index, src):
-    x = tl.tensor(VALUES, dtype=src, device=device)
+    x = make(VALUES, src, device)
     for dst in ALL:
         want = reference(VALUES, src, dst)
         same(host(x.to(dst, copy=True)), want)           # contiguous -> contiguous
@@ -130,7 +135,13 @@ def test_arange_linspace_eye_match_cpu(device, index, dtype):
              lambda d, dev: tl.eye(3, 5, dtype=d, device=dev),
              lambda d, dev: tl.eye(4, dtype=d, device=dev)]
     for make in cases:
-        same(host(make(dtype, device)), make(dtype, "cpu").numpy())
+        try:
+            want = make(dtype, "cpu").numpy()
+        except (RuntimeError, ValueError, NotImplementedError) as e:  # torch refuses it (bool arange, ...)
+            with pytest.raises(type(e)):
+                make(dtype, device)
+            continue
+        same(host(make(dtype, device)), want)
 
 
 def test_creation_into_strided_out(device, index):

@@ -225,6 +225,32 @@ def test_arange_and_linspace_edges(device):
     assert tl.linspace(0, 1, tl.tensor(3), device=device).tolist() == [0.0, 0.5, 1.0]
 
 
+# linspace converts its bounds to an integral dtype first, as torch: an int wraps into uint8, a float is
+# compared as a float (-1.5 overflows uint8, 127.5 int8), and the values are interpolated between the
+# converted bounds. Expected values are torch 2.13's.
+@pytest.mark.parametrize("start, end, dtype, expected", [
+    (0, -1, "uint8", [0, 85, 170, 255]), (-128, 0, "uint8", [128, 85, 42, 0]), (-255, 0, "uint8", [1, 0, 0, 0]),
+    (0, -1.5, "int8", [0, 0, 0, -1]), (-3.7, 2.2, "int16", [-3, -1, 0, 2]), (-1, 5, "int8", [-1, 1, 3, 5]),
+    (0, -1.5, "uint8", RuntimeError), (-0.5, 3, "uint8", RuntimeError), (0, 256, "uint8", RuntimeError),
+    (-256, 0, "uint8", RuntimeError), (0, 127.5, "int8", RuntimeError), (-128.9, 0, "int8", RuntimeError),
+])
+def test_linspace_converts_integral_bounds_as_torch(device, start, end, dtype, expected):
+    if expected is RuntimeError:
+        with pytest.raises(RuntimeError, match="without overflow"):
+            tl.linspace(start, end, 4, dtype=getattr(tl, dtype), device=device)
+    else:
+        assert tl.linspace(start, end, 4, dtype=getattr(tl, dtype), device=device).tolist() == expected
+
+
+def test_integral_fill_values_compare_floats_as_floats(device):
+    with pytest.raises(RuntimeError, match="without overflow"):
+        tl.full((2,), 127.5, dtype=tl.int8, device=device)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        tl.zeros(2, dtype=tl.uint8, device=device).fill_(-1.5)
+    assert tl.zeros(2, dtype=tl.uint8, device=device).fill_(-1).tolist() == [255, 255]
+    assert tl.full((2,), -128.0, dtype=tl.int8, device=device).tolist() == [-128, -128]
+
+
 def test_no_numpy_error_escapes_the_listed_cases():
     calls = [lambda: tl.tensor([1, [1]]), lambda: tl.tensor([[1], 2]), lambda: tl.tensor([None]),
              lambda: tl.tensor(["a"]), lambda: tl.tensor("a"), lambda: tl.tensor([[1, 2], [3]]),

@@ -450,9 +450,8 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
         raise RuntimeError("linspace(): number of steps must be non-negative")
     if dt is dtypes.bool_ and steps > 1:  # (torch writes 0 or 1 steps without a kernel)
         raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
-    for v in (start, end):  # torch converts the bounds to the dtype: overflow is an error, not inf
-        if steps:
-            _checked(v, dt, "linspace")
+    if steps:  # torch converts the bounds to the dtype first: overflow is an error, an int wraps into uint8
+        start, end = _checked(start, dt, "linspace"), _checked(end, dt, "linspace")
     return _generate("linspace", (steps,), dt, device, requires_grad, out,
                      lambda t: t._backend.linspace(t, start, end))
 

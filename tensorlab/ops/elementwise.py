@@ -203,8 +203,11 @@ def _checked(value, dt, op):
             raise RuntimeError(f"{op}: value cannot be converted to type {dt.name} without overflow "
                                f"(the largest tensorlab.{dt.name} is {hi})")
         return v
-    if isinstance(value, float) and not math.isfinite(value):
-        raise RuntimeError(f"{op}: value cannot be converted to type {dt.name} without overflow ({value})")
+    if isinstance(value, float):  # a float is compared as a float, against the dtype's own range
+        ii = dtypes.iinfo(dt)      # (torch: -0.5 overflows uint8 and 127.5 int8; only an int wraps)
+        if not (math.isfinite(value) and ii.min <= value <= ii.max):
+            raise RuntimeError(f"{op}: value cannot be converted to type {dt.name} without overflow "
+                               f"({value} is outside [{ii.min}, {ii.max}])")
     v = int(value)
     if not lo <= v <= hi:
         raise RuntimeError(f"{op}: value cannot be converted to type {dt.name} without overflow "
@@ -499,8 +502,9 @@ def _lerp_meta(input, end, weight):
     if isinstance(weight, Tensor):
         if weight._dtype is not dt and weight.dim() > 0:
             raise RuntimeError(f"lerp: expected dtype {dt.name} for `weight` but got dtype {weight._dtype.name}")
-    else:
-        weight = _checked(_operand(op, weight, 3, "weight", True), dt, op)
+    else:  # (an integral dtype is refused by the kernel table after this, with torch's NotImplementedError)
+        weight = _operand(op, weight, 3, "weight", True)
+        weight = _checked(weight, dt, op) if dt.is_floating_point else weight
     return (x, end, weight), dt, _NO_PARAMS
 
 
