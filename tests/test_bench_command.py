@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import tensorlab as tl
+from tensorlab.backends.diagnosis import DIST
 from tensorlab import backends
 from tensorlab.bench import cli, report, suite
 from tensorlab.bench.libs import NumpyLib, TensorlabLib, libraries
@@ -111,7 +112,7 @@ def test_without_matplotlib_the_plot_is_skipped_with_a_note(tmp_path, monkeypatc
     assert cli.main(["--tiny", "--devices", "cpu", "--workloads", "add", "--baselines", "none", "--out",
                      str(tmp_path)]) == 0
     text = capsys.readouterr().out
-    assert "no plot: matplotlib is not installed" in text and "pip install 'tensorlab[bench]'" in text
+    assert "no plot: matplotlib is not installed" in text and f"pip install '{DIST}[bench]'" in text
     assert (tmp_path / report.JSON_NAME).is_file() and not (tmp_path / report.PNG_NAME).exists()
 
 

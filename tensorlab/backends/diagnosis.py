@@ -25,8 +25,21 @@ import os
 import sys
 from typing import NamedTuple
 
-# The distribution the install lines name (the import name is always `tensorlab`).
-DIST = "tensorlab"
+# The distribution's name on the package index (the import name is always `tensorlab`; the index's
+# "tensorlab" is an unrelated project).
+DIST_NAME = "tensorlab-rt"
+
+
+def _install_target():
+    """What an install line names: the checkout this copy runs from (pip install '/path/to/checkout[cuda12]'),
+    or the distribution when this is an installed wheel."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if os.path.isfile(os.path.join(root, "pyproject.toml")) and os.path.isdir(os.path.join(root, "kernels")):
+        return root
+    return DIST_NAME
+
+
+DIST = _install_target()
 
 # The driver library cudart loads (dlopen, so LD_LIBRARY_PATH counts, as it does for CUDA itself).
 LIBCUDA = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"

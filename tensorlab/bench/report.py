@@ -102,8 +102,9 @@ def plot(path, results, peaks, title=""):
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as e:
+        from ..backends.diagnosis import DIST
         return (f"matplotlib is not installed ({e}); no plot written. Install it with "
-                "pip install 'tensorlab[bench]'")
+                f"pip install '{DIST}[bench]'")
     workloads = list(dict.fromkeys(r["workload"] for r in results))
     cols = min(4, max(1, len(workloads)))
     rows = math.ceil(len(workloads) / cols)

@@ -1,0 +1,168 @@
+"""The one table of known divergences from torch 2.13: where torch's CPU answer depends on its code
+path (ATEN_CPU_CAPABILITY, the tensor's length) or is wrong, and where tensorlab differs on purpose.
+
+Each row says what torch does, what tensorlab does, why, and carries `check(device)`, which asserts
+tensorlab's value (tests/test_torch_divergences.py runs every row on every device). A row whose torch
+answer is path-dependent also carries `corrects` and `right`: the torch-oracle tests (test_elementwise)
+replace torch's answer by the right one where the row applies, so no test trusts a path-dependent
+torch answer. docs/torch-divergences.md shows this table (`render()`); a test checks they agree.
+
+Adding a row: append a Divergence, write its check, run
+`python tests/torch_divergences.py > docs/torch-divergences.md`."""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pytest
+
+import tensorlab as tl
+
+PATH_DEPENDENT, DELIBERATE = "torch path-dependent", "deliberate"
+
+
+@dataclass(frozen=True)
+class Divergence:
+    op: str
+    inputs: str
+    torch: str
+    ours: str
+    why: str
+    kind: str
+    check: Callable                      # (device) -> None: asserts tensorlab's behaviour
+    corrects: Callable | None = None     # (op name, kwargs, result dtype name) -> True where the oracle is corrected
+    right: Callable | None = None        # (torch, fn, torch args, kwargs, torch's answer) -> the right answer
+
+
+# -- checks (tensorlab's side of each row) ----------------------------------------------------------
+
+def _gelu_inf(device):
+    for dt in (tl.bfloat16, tl.float16, tl.float32, tl.float64):
+        for n in (1, 3, 40):  # torch's answer changes with the length (vectorized body vs scalar tail)
+            x = tl.tensor([math.inf, 1.0] * n, dtype=dt, device=device)
+            got = tl.nn.functional.gelu(x).cpu().numpy().astype(np.float64)
+            assert np.all(got[0::2] == math.inf), (dt, n, got[:4])
+
+
+def _gelu_right(torch, fn, args, kwargs, want):
+    return torch.where(args[0] == math.inf, torch.full_like(want, math.inf), want)
+
+
+def _div_trunc_bf16(device):
+    # -2 / bfloat16(0.4004) = -4.995...: one rounding (to bfloat16 after truncating) gives -4.
+    x = tl.tensor([-2.0] * 3, dtype=tl.bfloat16, device=device)
+    y = tl.tensor([0.4004] * 3, dtype=tl.bfloat16, device=device)
+    assert tl.div(x, y, rounding_mode="trunc").tolist() == [-4.0] * 3
+
+
+def _div_trunc_right(torch, fn, args, kwargs, want):
+    up = [a.float() if isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16 else a for a in args]
+    return fn(*up, **kwargs).to(torch.bfloat16)
+
+
+def _more_than_64_dims(device):
+    assert tl.ones(*[1] * 64, device=device).dim() == 64
+    with pytest.raises(RuntimeError, match="at most 64 dimensions"):
+        tl.ones(*[1] * 65, device=device)
+
+
+def _read_only_numpy(device):
+    a = np.arange(3.0)
+    a.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = tl.from_numpy(a)
+    with pytest.raises(RuntimeError, match="non-writable NumPy array"):
+        t.add_(1)
+    assert a.tolist() == [0.0, 1.0, 2.0] and t._version == 0
+
+
+def _negative_stride_tensor(device):
+    t = tl.tensor(np.arange(4)[::-1], device=device)
+    assert t.tolist() == [3, 2, 1, 0] and t.stride() == (1,)
+    with pytest.raises(ValueError, match="negative"):
+        tl.from_numpy(np.arange(4)[::-1])
+
+
+def _huge_int_into_half(device):
+    with pytest.raises(RuntimeError, match="without overflow"):
+        tl.full((), 2 ** 63, dtype=tl.float16, device=device)
+    assert tl.full((), -2 ** 63 - 1, dtype=tl.float32, device=device).item() == -2.0 ** 63
+
+
+def _unsupported_dtypes(device):
+    for npdt in (np.uint16, np.uint32, np.uint64, np.complex64, np.complex128):
+        with pytest.raises(TypeError, match="can't convert np.ndarray"):
+            tl.from_numpy(np.zeros(2, dtype=npdt))
+
+
+def _linspace_double(device):
+    got = tl.linspace(0.5, 7.5, 4, dtype=tl.float32, device=device).cpu().numpy()
+    want = (np.array([0.5, 0.5 + 7 / 3, 7.5 - 7 / 3, 7.5], dtype=np.float64)).astype(np.float32)
+    assert got.tolist() == want.tolist()
+
+
+DIVERGENCES = (
+    Divergence("gelu", "+inf, bfloat16 or float32, approximate='none'",
+               "NaN on its vectorized CPU path, inf on its scalar path (depends on the CPU and the length)", "inf",
+               "gelu(x) = x·Φ(x) tends to x as x → +inf; torch's vectorized erf formula makes inf·0", PATH_DEPENDENT,
+               _gelu_inf, corrects=lambda op, kw, dt: op == "gelu" and dt in ("bfloat16", "float32"),
+               right=_gelu_right),
+    Divergence("div(rounding_mode='trunc')", "bfloat16 quotients near an integer, e.g. -2 / 0.4004",
+               "its vectorized path rounds the quotient to bfloat16 before truncating (-5 for three elements), "
+               "its scalar path does not (-4 for one)", "-4: one rounding, after truncating",
+               "the answer must not depend on the tensor's length", PATH_DEPENDENT, _div_trunc_bf16,
+               corrects=lambda op, kw, dt: op == "div" and kw.get("rounding_mode") == "trunc" and dt == "bfloat16",
+               right=_div_trunc_right),
+    Divergence("every creation and view op", "more than 64 dimensions", "allowed (up to its own limit)",
+               "RuntimeError naming the 64-dimension limit",
+               "NumPy, which backs every CPU view, stops at 64 dimensions; a named error instead of NumPy's",
+               DELIBERATE, _more_than_64_dims),
+    Divergence("any write (add_, copy_, setitem, out=)", "a tensor from from_numpy() of a read-only array",
+               "warns once at from_numpy, then writes into the read-only memory",
+               "RuntimeError, nothing written",
+               "writing into memory its owner marked read-only is undefined behaviour", DELIBERATE, _read_only_numpy),
+    Divergence("tensor()", "a NumPy array with negative strides", "ValueError (negative strides not supported)",
+               "a copy with positive strides", "tensor() always copies, so no negative stride can reach a tensor",
+               DELIBERATE, _negative_stride_tensor),
+    Divergence("full()", "an int outside int64 into a floating dtype: full((), 2**63, dtype=float16)",
+               "inf (float16), or OverflowError 'can't convert negative int to unsigned' (-2**63-1)",
+               "RuntimeError (overflow) for 2**63 into float16; -2**63 as float32",
+               "one rule for every fill value: it is compared with the dtype's range, whatever its Python type", DELIBERATE, _huge_int_into_half),
+    Divergence("tensor(), from_numpy()", "complex, uint16, uint32, uint64 data", "supported",
+               "TypeError listing the supported dtypes", "tensorlab's dtypes are bool, uint8, int8-int64, float16, "
+               "bfloat16, float32, float64", DELIBERATE, _unsupported_dtypes),
+    Divergence("linspace()", "float32/float16/bfloat16 interior points",
+               "computed in the result dtype", "computed in float64, rounded once (may differ by one ulp)",
+               "one formula for both backends (kernels/creation.cu evaluates it in double)", DELIBERATE,
+               _linspace_double),
+)
+
+
+def oracle(torch, op_name, kwargs, fn, args, want):
+    """torch's answer, with every path-dependent row that applies replaced by the right value."""
+    dt = str(want.dtype).replace("torch.", "")
+    for d in DIVERGENCES:
+        if d.corrects is not None and d.corrects(op_name, kwargs, dt):
+            want = d.right(torch, fn, args, kwargs, want)
+    return want
+
+
+def render():
+    """The table as docs/torch-divergences.md shows it."""
+    head = ("# Known divergences from torch 2.13\n\n"
+            "Generated from `tests/torch_divergences.py` (`python tests/torch_divergences.py`); every row is\n"
+            "checked by `tests/test_torch_divergences.py` on every device. *torch path-dependent*: torch's\n"
+            "CPU answer depends on its code path (`ATEN_CPU_CAPABILITY`, the tensor's length), and the\n"
+            "torch-oracle tests assert the right value instead. *deliberate*: tensorlab differs on purpose.\n\n"
+            "| op | inputs | torch | tensorlab | why | kind |\n|---|---|---|---|---|---|\n")
+    cell = lambda s: s.replace("|", "\\|")  # noqa: E731
+    return head + "".join(f"| {cell(d.op)} | {cell(d.inputs)} | {cell(d.torch)} | {cell(d.ours)} | {cell(d.why)} "
+                          f"| {d.kind} |\n" for d in DIVERGENCES)
+
+
+if __name__ == "__main__":
+    print(render(), end="")
