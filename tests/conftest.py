@@ -35,6 +35,8 @@ DEVICES = ["cpu", _cuda_params()]
 def pytest_configure(config):
     config.addinivalue_line("markers", "cuda: runs on the CUDA backend")
     config.addinivalue_line("markers", "run_last: runs after every other test (tests/test_kernel_coverage.py)")
+    config.addinivalue_line("markers", "torch_oracle: compares with torch (.ci/run reruns these under every "
+                                       "ATEN_CPU_CAPABILITY, so a path-dependent torch answer is found here)")
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m cuda` selects: tests that take the `cuda` fixture run there too
@@ -42,6 +44,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "cuda" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.cuda)
+        if "torch" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.torch_oracle)
     last = [item for item in items if item.get_closest_marker("run_last")]
     if last:
         items[:] = [item for item in items if not item.get_closest_marker("run_last")] + last

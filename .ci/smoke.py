@@ -1,0 +1,37 @@
+"""Smoke test of an installed wheel, run from outside the checkout by .ci/run: the package imports
+from site-packages (not the checkout), ships every kernel and emulation source, computes, and says
+why CUDA is missing. Usage: python smoke.py CHECKOUT SDIST"""
+import sys
+import tarfile
+from pathlib import Path
+
+import tensorlab as tl
+import tensorlab.kernels_path as kp
+from tensorlab import backends
+
+checkout, sdist = Path(sys.argv[1]).resolve(), Path(sys.argv[2])
+pkg = Path(tl.__file__).resolve().parent
+assert checkout not in pkg.parents, f"tensorlab imported from the checkout ({pkg}), not the wheel"
+assert "site-packages" in pkg.parts, pkg
+
+kernels = sorted(p.relative_to(checkout).as_posix() for p in (checkout / "kernels").rglob("*") if p.is_file()
+                 and p.suffix in (".cu", ".cuh"))
+emulation = sorted(p.relative_to(checkout).as_posix()
+                   for p in (checkout / "tensorlab/backends/cuda/emulation").rglob("*")
+                   if p.is_file() and p.suffix in (".cpp", ".h"))
+shipped = Path(kp.kernel_dir())
+missing = [k for k in kernels if not (shipped / Path(k).relative_to("kernels")).is_file()]
+missing += [e for e in emulation if not (pkg.parent / e).is_file()]
+assert not missing, f"not in the wheel: {missing}"
+
+with tarfile.open(sdist) as tar:
+    names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+absent = [f for f in kernels + emulation + ["pyproject.toml", "README.md"] if f not in names]
+assert not absent, f"not in the sdist: {absent}"
+
+x = tl.arange(6.0).reshape(2, 3)
+assert (x.t() @ x).tolist() == [[9.0, 12.0, 15.0], [12.0, 17.0, 22.0], [15.0, 22.0, 29.0]]
+reason = backends.cuda_unavailable_reason()
+print(f"smoke: tensorlab {tl.__version__} from {pkg}; "
+      f"{len(kernels)} kernel sources and {len(emulation)} emulation sources shipped in the wheel and the sdist; "
+      f"CUDA: {reason or 'available'}")
