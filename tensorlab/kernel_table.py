@@ -10,9 +10,9 @@ from . import dtypes
 INDEX_TYPES = ("int", "long long")
 
 
-def _per_dtype(*templates):
-    """template<T, Index> for every dtype and index type."""
-    return tuple(f"{t}<{d.ctype}, {ix}>" for t in templates for d in dtypes.ALL for ix in INDEX_TYPES)
+def _per_dtype(*templates, among=dtypes.ALL):
+    """template<T, Index> for every dtype (of `among`) and index type."""
+    return tuple(f"{t}<{d.ctype}, {ix}>" for t in templates for d in among for ix in INDEX_TYPES)
 
 
 def _per_dtype_pair(*templates):
@@ -113,7 +113,9 @@ def _elementwise():
 KERNELS = {
     "fill.cu": _per_dtype("fill_contiguous", "fill_strided"),
     "copy.cu": _per_dtype_pair("copy_cast_contiguous", "copy_cast_strided"),
-    "creation.cu": _per_dtype("arange_int", "arange_float", "linspace", "eye"),
+    # arange computes an integral range in int64 and a floating one in double (ops/creation.py); no bool arange
+    "creation.cu": (_per_dtype("arange_int", among=dtypes.INTEGRAL) + _per_dtype("arange_float", among=dtypes.FLOATING)
+                    + _per_dtype("linspace", "eye")),
     "matmul.cu": _per_dtype("gemm_tiled", "gemm_small"),
     # random.cu: <T, Index, Contiguous[, Words]>; randint reads word pairs (Words 2) for ranges >= 2^32,
     # which only these dtypes hold; randperm refuses bool

@@ -251,6 +251,31 @@ def test_integral_fill_values_compare_floats_as_floats(device):
     assert tl.full((2,), -128.0, dtype=tl.int8, device=device).tolist() == [-128, -128]
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "int64", "float16", "float32", "float64", "bool"])
+@pytest.mark.parametrize("args", [(7,), (0.5, 6.1, 0.75), (0.5, 6.5), (-3, 20, 4)])
+def test_arange_into_out_computes_in_outs_dtype(device, torch, dtype, args):
+    """torch computes the range in out's dtype (an int32 out truncates 0.75 to a zero step, as torch)."""
+    def run(m, dev):
+        kw = {} if dev is None else {"device": dev}
+        return m.arange(*args, out=m.empty(0, dtype=getattr(m, dtype), **kw)).tolist()
+    try:
+        want = run(torch, None)
+    except (RuntimeError, ValueError, NotImplementedError) as e:
+        with pytest.raises(type(e)):
+            run(tl, device)
+        return
+    assert run(tl, device) == want
+
+
+def test_range_dtype_must_match_out(device):
+    for call in (lambda o: tl.arange(3, dtype=tl.float32, out=o),
+                 lambda o: tl.linspace(0, 1, 3, dtype=tl.float32, out=o)):
+        o = tl.empty(0, dtype=tl.float16, device=device)
+        with pytest.raises(RuntimeError, match="does not match dtype of out parameter"):
+            call(o)
+        assert o.shape == (0,) and o._version == 0
+
+
 def test_no_numpy_error_escapes_the_listed_cases():
     calls = [lambda: tl.tensor([1, [1]]), lambda: tl.tensor([[1], 2]), lambda: tl.tensor([None]),
              lambda: tl.tensor(["a"]), lambda: tl.tensor("a"), lambda: tl.tensor([[1, 2], [3]]),

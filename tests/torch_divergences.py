@@ -108,7 +108,8 @@ def _linspace_double(device):
 DIVERGENCES = (
     Divergence("gelu", "+inf, bfloat16 or float32, approximate='none'",
                "NaN on its vectorized CPU path, inf on its scalar path (depends on the CPU and the length)", "inf",
-               "gelu(x) = x·Φ(x) tends to x as x → +inf; torch's vectorized erf formula makes inf·0", PATH_DEPENDENT,
+               "gelu(x) = x·Φ(x) tends to x as x → +inf; torch's vectorized erf formula makes inf·0",
+               PATH_DEPENDENT,
                _gelu_inf, corrects=lambda op, kw, dt: op == "gelu" and dt in ("bfloat16", "float32"),
                right=_gelu_right),
     Divergence("div(rounding_mode='trunc')", "bfloat16 quotients near an integer, e.g. -2 / 0.4004",
@@ -131,7 +132,8 @@ DIVERGENCES = (
     Divergence("full()", "an int outside int64 into a floating dtype: full((), 2**63, dtype=float16)",
                "inf (float16), or OverflowError 'can't convert negative int to unsigned' (-2**63-1)",
                "RuntimeError (overflow) for 2**63 into float16; -2**63 as float32",
-               "one rule for every fill value: it is compared with the dtype's range, whatever its Python type", DELIBERATE, _huge_int_into_half),
+               "one rule for every fill value: it is compared with the dtype's range, whatever its Python type",
+               DELIBERATE, _huge_int_into_half),
     Divergence("tensor(), from_numpy()", "complex, uint16, uint32, uint64 data", "supported",
                "TypeError listing the supported dtypes", "tensorlab's dtypes are bool, uint8, int8-int64, float16, "
                "bfloat16, float32, float64", DELIBERATE, _unsupported_dtypes),

@@ -384,7 +384,7 @@ def _num(x, op, name):
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
     """Values start, start+step, ... below end; int64 unless an argument is a float (torch)."""
-    want = None if dtype is None else _dt(dtype, op="arange")
+    want = _out_dtype("arange", None if dtype is None else _dt(dtype, op="arange"), out)
     if end is None:
         start, end = 0, start
     start, end, step = (_num(start, "arange", "start"), _num(end, "arange", "end"), _num(step, "arange", "step"))
@@ -436,8 +436,18 @@ def _generate(op, shape, dt, device, requires_grad, out, write):
     return _finish(t, requires_grad)
 
 
+def _out_dtype(op, want, out):
+    """torch computes a range in out's dtype; an explicit dtype must be out's."""
+    if not isinstance(out, Tensor):
+        return want
+    if want is not None and want is not out.dtype:
+        raise RuntimeError(f"{op}: dtype {want.torch_name} does not match dtype of out parameter "
+                           f"({out.dtype.torch_name}); pass dtype={out.dtype} or drop it")
+    return out.dtype
+
+
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
-    dt = _dt(dtype, op="linspace")
+    dt = _out_dtype("linspace", None if dtype is None else _dt(dtype, op="linspace"), out) or _dt(None)
     if isinstance(steps, Tensor) and steps.dim() == 0 and not steps.dtype.is_floating_point:
         steps = steps.item()
     if isinstance(steps, bool) or not isinstance(steps, numbers.Integral):  # every argument's type first
