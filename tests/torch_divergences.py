@@ -105,6 +105,13 @@ def _linspace_double(device):
     assert got.tolist() == want.tolist()
 
 
+def _ragged_order(device):
+    with pytest.raises(TypeError, match="found a sequence at dim 1"):
+        tl.tensor((128, []), dtype=tl.int8, device=device)
+    with pytest.raises(TypeError, match="not a sequence"):
+        tl.tensor(([], 1), device=device)
+
+
 DIVERGENCES = (
     Divergence("gelu", "+inf, bfloat16 or float32, approximate='none'",
                "NaN on its vectorized CPU path, inf on its scalar path (depends on the CPU and the length)", "inf",
@@ -137,6 +144,11 @@ DIVERGENCES = (
     Divergence("tensor(), from_numpy()", "complex, uint16, uint32, uint64 data", "supported",
                "TypeError listing the supported dtypes", "tensorlab's dtypes are bool, uint8, int8-int64, float16, "
                "bfloat16, float32, float64", DELIBERATE, _unsupported_dtypes),
+    Divergence("tensor()", "ragged nested data: (128, []) as int8; ([], 1)",
+               "reports the first problem in element order (RuntimeError: 128 overflows int8); accepts ([], 1) "
+               "as a (2, 0) tensor", "TypeError naming the ragged dimension, for both",
+               "the structure is checked before any value; a number where a sequence belongs is an error",
+               DELIBERATE, _ragged_order),
     Divergence("linspace()", "float32/float16/bfloat16 interior points",
                "computed in the result dtype", "computed in float64, rounded once (may differ by one ulp)",
                "one formula for both backends (kernels/creation.cu evaluates it in double)", DELIBERATE,
