@@ -68,9 +68,12 @@ class Tensor:
     def _make(cls, storage, lay, dtype, vc=None, requires_grad=False):
         return _new(cls, _meta_new(Meta, (storage, lay)), dtype, vc, requires_grad)
 
-    def _view_of(self, lay, dtype=None):
-        """A tensor sharing this one's storage and version counter with a new layout."""
-        t = _new(Tensor, _meta_new(Meta, (self._meta.storage, lay)), dtype or self._dtype, self._vc, False)
+    def _view_of(self, lay, dtype=None, meta=None):
+        """A tensor sharing this one's storage and version counter with a new layout. `meta` is the
+        record `lay` was computed from: its storage is the one the view shares, so a concurrent
+        set_ cannot pair one state's layout with another's storage (the caller reads `_meta` once)."""
+        storage = (self._meta if meta is None else meta).storage
+        t = _new(Tensor, _meta_new(Meta, (storage, lay)), dtype or self._dtype, self._vc, False)
         base = self._base
         t._base = self if base is None else base
         return t

@@ -115,17 +115,25 @@ def empty_like_layout(t, dtype=None, device=None, memory_format=None):
     return empty_tensor(lay.shape, dtype or t._dtype, device or t._meta.storage.device, stride)
 
 
-def pinned(t):
-    """`t` as it is at this instant: its storage and layout from ONE read of `t._meta`, sharing
-    the version counter. An op that computes shapes from an input and later reads its values
-    works on the pinned tensor, so a concurrent resize_/set_ of the input cannot make the two
-    steps see different layouts (DESIGN.md, "Atomic metadata")."""
-    p = _new_tensor(Tensor, t._meta, t._dtype, t._vc, False)  # the record itself: it is immutable
+def pinned(t, meta=None):
+    """`t` as it is at this instant: its storage and layout from ONE read of `t._meta` (or the
+    record `meta` the caller already read), sharing the version counter. An op that computes
+    shapes from an input and later reads its values works on the pinned tensor, so a concurrent
+    resize_/set_ of the input cannot make the two steps see different layouts (DESIGN.md,
+    "Atomic metadata")."""
+    p = _new_tensor(Tensor, t._meta if meta is None else meta, t._dtype, t._vc, False)  # immutable record
     h = t._hview  # the CPU backend's view cache holder, shared: a view built for p serves t too
     if h is None:
         h = t._hview = [None]
     p._hview = h
     return p
+
+
+def snapshot(t, meta):
+    """`t` for an op that reads its values after computing from `meta`: the pinned record, or `t`
+    itself when autograd must see it (a tensor that requires grad cannot be resized or set_ while
+    its graph is recorded, so there is nothing to pin)."""
+    return t if t._requires_grad else pinned(t, meta)
 
 
 def device_of(device):
@@ -222,11 +230,12 @@ class Output:
         return out
 
 
-def output(out, shape, dtype, device, op, inputs=(), stride=None):
+def output(out, shape, dtype, device, op, inputs=(), stride=None, out_meta=None):
     """The Output for an op producing `shape`/`dtype` on `device`, honouring an out= target:
     device, castability (torch's "result type Float can't be cast to the desired output type
     Long"), overlap with inputs, and an atomic resize when the shape differs (torch warns when a
-    non-empty out is resized)."""
+    non-empty out is resized). `inputs` are the op's pinned operands; `out_meta` is out's record
+    when out is also an input (the one the op read: out is written, or resized, as that record)."""
     if out is None:
         o = _object_new(Output)  # Output(tensor) without the __init__ frame: the path of every op
         o.tensor = empty_tensor(shape, dtype, device, stride)
@@ -243,7 +252,7 @@ def output(out, shape, dtype, device, op, inputs=(), stride=None):
     if out._requires_grad:
         raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, "
                            "but one of the arguments requires grad.")
-    target = pinned(out)  # one layout for the checks and the primitive, even while another thread resizes out
+    target = pinned(out, out_meta)  # one layout for the checks and the primitive, even while another thread resizes out
     cur = target._meta.layout.shape
     if cur != shape and tuple(cur) != tuple(shape):
         if L.prod(cur) != 0:
@@ -253,7 +262,7 @@ def output(out, shape, dtype, device, op, inputs=(), stride=None):
                        "unless they have zero elements. You can explicitly reuse an out tensor t by resizing "
                        "it, inplace, to zero elements with t.resize_(0).", UserWarning)
         from .resize import plan_resize
-        plan = plan_resize(out, tuple(shape), op=op)
+        plan = plan_resize(out, tuple(shape), op=op, expect=target._meta)
         if plan.new_buf is None:  # resized in place: the result lands in out's storage, maybe under an input
             check_no_partial_overlap(plan.target, *inputs, op=op)
         return Output(plan.target, out, plan)

@@ -242,8 +242,10 @@ def _fn(d, dev):
     return getattr(_cpu if dev.type == "cpu" else backends.get(dev), d.prim)
 
 
-def _run(d, common, operands, shape, dev, params, inputs, out):
-    """Allocate (or validate `out`), launch one primitive, publish, record autograd."""
+def _run(d, common, operands, shape, dev, params, inputs, out, pins=None):
+    """Allocate (or validate `out`), launch one primitive, publish, record autograd. `operands` are
+    pinned (one record each for the whole op), `inputs` the caller's tensors (for autograd), `pins`
+    maps id(input) -> its pin, so an out= that is also an input is written as the record read."""
     name = d.name
     if out is None:
         r = d._ok.get((common, dtypes._default_dtype)) or d.ready(common)
@@ -254,17 +256,20 @@ def _run(d, common, operands, shape, dev, params, inputs, out):
     if any(t._requires_grad for t in inputs) and _grad_enabled():
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
                            "but one of the arguments requires grad.")
-    o = output(out, shape, res, dev, name, inputs)
+    pin = None if pins is None else pins.get(id(out))
+    o = output(out, shape, res, dev, name, tuple(x for x in operands if isinstance(x, Tensor)),
+               out_meta=None if pin is None else pin._meta)
     d.supports(common)
     _fn(d, dev)(o.tensor, d.kernel, *operands, comp, **params)
     return o.finish()
 
 
-def _run_inplace(d, common, self, target, operands, shape, dev, params, inputs, others):
+def _run_inplace(d, common, self, target, operands, shape, dev, params, inputs, others, pins=None):
     """Write op(self, ...) into `target`, self pinned (one read of its metadata, so the layout
     checked here is the layout written even if another thread resizes self): broadcast shape ==
     self's shape, castable result, writable, no partial overlap with an input. The version moves
-    once, and only after the write succeeded. `others`: the tensor inputs other than self."""
+    once, and only after the write succeeded. `others`: the tensor inputs other than self; `pins`:
+    their pinned records (the overlap check must see what the primitive reads)."""
     op = d.iname
     res, comp = d.types(common)
     storage, lay = target._meta
@@ -275,9 +280,10 @@ def _run_inplace(d, common, self, target, operands, shape, dev, params, inputs, 
         check_cast(res, self._dtype, op)
     check_writable(target, op)
     autograd_hooks.check_inplace(self, op, others)
-    for x in others:
+    pins = others if pins is None else pins
+    for x in pins:
         if x._meta.storage is storage:  # only inputs over self's storage can overlap it
-            check_no_partial_overlap(target, *(t for t in others if t._meta.storage is storage), op=op)
+            check_no_partial_overlap(target, *(t for t in pins if t._meta.storage is storage), op=op)
             break
     d.supports(common)
     if params:
@@ -304,18 +310,20 @@ def _unary(d, x, out, params=_NO_PARAMS, check=None, inplace=False):
         t = pinned(x)
         storage, lay = t._meta
         return _run_inplace(d, common, x, t, (t,), lay.shape, storage.device, params, (x,), ())
-    storage, lay = x._meta
+    meta = x._meta
+    storage, lay = meta
+    px = pinned(x, meta)  # the record the output's shape came from is the one the primitive reads
     if out is not None:
-        return _run(d, common, (x,), lay.shape, storage.device, params, (x,), out)
+        return _run(d, common, (px,), lay.shape, storage.device, params, (x,), out, {id(x): px})
     r = d._ok.get((common, dtypes._default_dtype)) or d.ready(common)  # _run's no-out= path, inlined
     dev = storage.device
     t = empty_tensor(lay.shape, r[0], dev)
     if params:
-        _fn(d, dev)(t, d.kernel, x, r[1], **params)
+        _fn(d, dev)(t, d.kernel, px, r[1], **params)
     else:
-        _fn(d, dev)(t, d.kernel, x, r[1])
+        _fn(d, dev)(t, d.kernel, px, r[1])
     if x._requires_grad or autograd_hooks._slow:
-        return autograd_hooks.record_op(t, d.name, (x,), (x,), d.kernel, params)
+        return autograd_hooks.record_op(t, d.name, (x,), (px,), d.kernel, params)
     return t
 
 
@@ -348,13 +356,23 @@ def _binary_meta(d, a, b, reflected=False):
     raise TypeError(f"{d.name}(): argument 'input' (position 1) must be Tensor, not {type(a).__name__}")
 
 
-def _tensors2(a, b):
+def _pin2(a, b):
+    """a and b pinned (one record each for the whole op); the same tensor twice: one pin."""
+    pa = pinned(a) if isinstance(a, Tensor) else a
+    pb = pa if b is a else pinned(b) if isinstance(b, Tensor) else b
+    return pa, pb
+
+
+def _inputs2(a, b, oa, ob):
+    """The caller's tensors behind the operands a, b (pins, or numbers a 0-dim CPU tensor became)."""
     if isinstance(a, Tensor):
-        return (a, b) if isinstance(b, Tensor) else (a,)
-    return (b,)
+        return (oa, ob) if isinstance(b, Tensor) else (oa,)
+    return (ob,)
 
 
 def _binary(d, a, b, out, params=_NO_PARAMS, check=None, reflected=False):
+    oa, ob = a, b
+    a, b = _pin2(a, b)
     ma = a._meta if isinstance(a, Tensor) else None
     if ma is not None and isinstance(b, Tensor):  # _binary_meta's two-tensor case, inlined
         mb = b._meta
@@ -379,7 +397,7 @@ def _binary(d, a, b, out, params=_NO_PARAMS, check=None, reflected=False):
     if check is not None:
         params = check(common, a, b, params)
     if out is not None:
-        return _run(d, common, (a, b), shape, dev, params, _tensors2(a, b), out)
+        return _run(d, common, (a, b), shape, dev, params, _inputs2(a, b, oa, ob), out, {id(oa): a, id(ob): b})
     r = d._ok.get((common, dtypes._default_dtype)) or d.ready(common)  # _run's no-out= path, inlined
     t = empty_tensor(shape, r[0], dev)
     fn = getattr(_cpu if dev.type == "cpu" else backends.get(dev), d.prim)  # looked up per call: patchable
@@ -388,8 +406,8 @@ def _binary(d, a, b, out, params=_NO_PARAMS, check=None, reflected=False):
     else:
         fn(t, d.kernel, a, b, r[1])
     # operands are tensors or exactly bool/int/float here
-    if autograd_hooks._slow or (type(a) not in _PY and a._requires_grad) or (type(b) not in _PY and b._requires_grad):
-        return autograd_hooks.record_op(t, d.name, _tensors2(a, b), (a, b), d.kernel, params)
+    if autograd_hooks._slow or (type(a) not in _PY and oa._requires_grad) or (type(b) not in _PY and ob._requires_grad):
+        return autograd_hooks.record_op(t, d.name, _inputs2(a, b, oa, ob), (a, b), d.kernel, params)
     return t
 
 
@@ -397,11 +415,14 @@ def _binary_(d, self, other, params=_NO_PARAMS, check=None):
     if not isinstance(self, Tensor):
         raise TypeError(f"{d.name}_(): argument 'self' must be Tensor, not {type(self).__name__}")
     t = pinned(self)
-    a, b, shape, dev, common = _binary_meta(d, t, other)
+    po = t if other is self else pinned(other) if isinstance(other, Tensor) else other  # self twice: one pin
+    a, b, shape, dev, common = _binary_meta(d, t, po)
     if check is not None:
         params = check(common, a, b, params)
     if isinstance(b, Tensor):
-        return _run_inplace(d, common, self, t, (t, b), shape, dev, params, (self, b), (b,) if b is not self else ())
+        if other is self:
+            return _run_inplace(d, common, self, t, (t, b), shape, dev, params, (self, self), ())
+        return _run_inplace(d, common, self, t, (t, b), shape, dev, params, (self, other), (other,), (b,))
     return _run_inplace(d, common, self, t, (t, b), shape, dev, params, (self,), ())
 
 
@@ -539,24 +560,47 @@ def _masked_fill_meta(input, mask, value):
     return (x, mask, value), x._dtype, _NO_PARAMS
 
 
+def _pins(args, first=None, pin=None):
+    """args with every tensor pinned once (`first` pinned as `pin` when given); {id(tensor): pin}."""
+    seen = {} if first is None else {id(first): pin}
+    res = []
+    for x in args:
+        if isinstance(x, Tensor):
+            p = seen.get(id(x))
+            if p is None:
+                p = seen[id(x)] = pinned(x)
+            x = p
+        res.append(x)
+    return res, seen
+
+
 def _ternary(d, meta, args, out):
-    operands, common, params = meta(*args)
+    originals = {id(x): x for x in args if isinstance(x, Tensor)}
+    pargs, seen = _pins(args)
+    operands, common, params = meta(*pargs)
     dev = same_device(d.name, *operands)
     operands = _host_scalars(operands, dev)
-    return _run(d, common, operands, _shape_of(*operands), dev, params,
-                tuple(t for t in operands if isinstance(t, Tensor)), out)
+    back = {id(p): originals[i] for i, p in seen.items()}
+    inputs = tuple(back.get(id(x), x) for x in operands if isinstance(x, Tensor))
+    return _run(d, common, operands, _shape_of(*operands), dev, params, inputs, out, seen)
 
 
 def _ternary_(d, meta, self, args):
     if not isinstance(self, Tensor):
         raise TypeError(f"{d.name}_(): argument 'self' must be Tensor, not {type(self).__name__}")
     t = pinned(self)
-    operands, common, params = meta(t, *args)
+    originals = {id(x): x for x in args if isinstance(x, Tensor)}
+    originals[id(self)] = self
+    pargs, seen = _pins(args, self, t)
+    operands, common, params = meta(t, *pargs)
     dev = same_device(d.name, *operands)
     operands = _host_scalars(operands, dev)
-    others = tuple(x for x in operands[1:] if isinstance(x, Tensor))
-    return _run_inplace(d, common, self, t, operands, _shape_of(*operands), dev, params, (self,) + others,
-                        tuple(x for x in others if x is not self))
+    back = {id(p): originals[i] for i, p in seen.items()}
+    tensors = tuple(x for x in operands[1:] if isinstance(x, Tensor))
+    pins = tuple(x for x in tensors if x is not t)
+    return _run_inplace(d, common, self, t, operands, _shape_of(*operands), dev, params,
+                        (self,) + tuple(back.get(id(x), x) for x in tensors), tuple(back.get(id(x), x) for x in pins),
+                        pins)
 
 
 # -- the op table -------------------------------------------------------------------------------

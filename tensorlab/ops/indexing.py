@@ -40,6 +40,15 @@ def _as_tuple(index):
     return (index,)
 
 
+def _entries(index, device, meta):
+    items = _as_tuple(index)
+    if not meta.layout.shape:  # torch counts a 0-dim tensor's dims before parsing: 0-d["a"] is too many indices
+        for item in items:
+            if isinstance(item, (str, bytes, float, complex)):
+                raise IndexError("too many indices for tensor of dimension 0")
+    return [_entry(x, device) for x in items]
+
+
 def _entry(item, device):
     if item is None:
         return _NONE, None
@@ -95,9 +104,10 @@ def _list_index(seq, device):
     return t
 
 
-def _locate(self, entries):
-    """The basic part of an index: (layout of the view it selects, [(view dim, advanced entry)])."""
-    lay = self._meta.layout
+def _locate(self, entries, meta=None):
+    """The basic part of an index: (layout of the view it selects, [(view dim, advanced entry)]),
+    computed from `meta`, self's record read once by the caller (the view must use its storage)."""
+    lay = (self._meta if meta is None else meta).layout
     shape, stride = lay.shape, lay.stride
     ndim = len(shape)
     consumed = ellipses = bools = 0
@@ -210,13 +220,14 @@ def _advanced(view, adv):
 
 # -- reading ------------------------------------------------------------------------------------
 def getitem(self, index):
+    meta = self._meta  # one record for the parse, the view and its storage
     if type(index) is int:  # the common case, without building the general parse
-        shape = self._meta.layout.shape
+        shape = meta.layout.shape
         if shape and -shape[0] <= index < shape[0]:
-            return select_at(self, 0, index + shape[0] if index < 0 else index)
-    dev = self._meta.storage.device
-    lay, adv = _locate(self, [_entry(x, dev) for x in _as_tuple(index)])
-    view = autograd_hooks.record(self._view_of(lay), "getitem", (self,), index=index)
+            return select_at(self, 0, index + shape[0] if index < 0 else index, meta)
+    dev = meta.storage.device
+    lay, adv = _locate(self, _entries(index, dev, meta), meta)
+    view = autograd_hooks.record(self._view_of(lay, meta=meta), "getitem", (self,), index=index)
     if not adv:
         return view
     indices, shape, in_range = _advanced(view, adv)
@@ -306,9 +317,10 @@ def _put(self, view, indices, shape, value, accumulate, op, in_range=False):
 
 
 def setitem(self, index, value):
-    dev = self._meta.storage.device
-    lay, adv = _locate(self, [_entry(x, dev) for x in _as_tuple(index)])
-    view = self._view_of(lay)
+    meta = self._meta
+    dev = meta.storage.device
+    lay, adv = _locate(self, _entries(index, dev, meta), meta)
+    view = self._view_of(lay, meta=meta)
     indices, shape, in_range = _advanced(view, adv)
     _put(self, view, indices, shape, value, False, "index_put_" if adv else "copy_", in_range)
 
@@ -337,10 +349,12 @@ def index_put_(self, indices, values, accumulate=False):
         else:
             raise IndexError(_DTYPE_ERROR)
     used = sum(1 if k in _CONSUMES_ONE else v.dim() if k == _MASK else 0 for k, v in entries)
-    if used > self.dim():
-        raise IndexError(f"too many indices for tensor of dimension {self.dim()} (got {used})")
-    lay, adv = _locate(self, entries)
-    view = self._view_of(lay)
+    meta = self._meta
+    ndim = len(meta.layout.shape)
+    if used > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim} (got {used})")
+    lay, adv = _locate(self, entries, meta)
+    view = self._view_of(lay, meta=meta)
     idx, shape, in_range = _advanced(view, adv)
     return _put(self, view, idx, shape, values, bool(accumulate), "index_put_", in_range)
 

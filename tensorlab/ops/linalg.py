@@ -25,7 +25,8 @@ _KEEP_DIMS = (False, False)
 
 
 def _restride(t, shape, stride):
-    return t._view_of(L.Layout(L.Size(shape), tuple(stride), t._meta.layout.offset))
+    meta = t._meta
+    return t._view_of(L.Layout(L.Size(shape), tuple(stride), meta.layout.offset), meta=meta)
 
 
 def _same_dtype(a, b):

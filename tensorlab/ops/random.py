@@ -376,9 +376,10 @@ def _check_prob_tensor(p, target, op):
         raise RuntimeError(f'"{op}" not implemented for \'{p.dtype.torch_name}\': the probability tensor must have '
                            f"a floating point dtype, got {p.dtype}")
     same_device(op, target, p)
-    lay = p._meta.layout
+    meta = p._meta
+    lay = meta.layout
     stride = L.expand_strides(lay.shape, lay.stride, target.shape, op)
-    return p._view_of(L.Layout(L.Size(target.shape), stride, lay.offset))
+    return p._view_of(L.Layout(L.Size(target.shape), stride, lay.offset), meta=meta)
 
 
 def _fill_bernoulli(t, p, gen):

@@ -46,21 +46,25 @@ registry.register(
 _INDEX_DTYPES = (dtypes.int32, dtypes.int64)
 
 
-def _restride(t, shape, stride, offset=None):
-    lay = t._meta.layout
-    return t._view_of(L.Layout(L.Size(shape), tuple(stride), lay.offset if offset is None else offset))
+def _restride(t, shape, stride, offset=None, meta=None):
+    """A view of t over the storage of `meta` (t's record, read once)."""
+    meta = t._meta if meta is None else meta
+    lay = meta.layout
+    return t._view_of(L.Layout(L.Size(shape), tuple(stride), lay.offset if offset is None else offset), meta=meta)
 
 
 def _unsqueeze(t, d):
-    lay = t._meta.layout
-    return _restride(t, lay.shape[:d] + (1,) + lay.shape[d:], lay.stride[:d] + (0,) + lay.stride[d:])
+    meta = t._meta
+    lay = meta.layout
+    return _restride(t, lay.shape[:d] + (1,) + lay.shape[d:], lay.stride[:d] + (0,) + lay.stride[d:], meta=meta)
 
 
 def _expand(t, shape):
-    lay = t._meta.layout
+    meta = t._meta
+    lay = meta.layout
     if tuple(lay.shape) == tuple(shape):
         return t
-    return _restride(t, shape, L.expand_strides(lay.shape, lay.stride, shape))
+    return _restride(t, shape, L.expand_strides(lay.shape, lay.stride, shape), meta=meta)
 
 
 def _size(t, d):

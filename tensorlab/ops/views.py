@@ -8,13 +8,15 @@ from .. import _warn
 from .. import autograd_hooks, dtypes, layout as L
 from ..layout import Layout, Size
 from ..tensor import Tensor, contiguous_format, meta_write_lock
+from ._common import snapshot
 
 _VIEW_HINT = ("view size is not compatible with input tensor's size and stride (at least one dimension spans across "
               "two contiguous subspaces). Use .reshape(...) instead.")
 
 
-def _view(self, shape, stride, offset, op, /, **info):
-    out = self._view_of(Layout(Size(shape), tuple(stride), offset))
+def _view(self, meta, shape, stride, offset, op, /, **info):
+    """A view of `self` computed from `meta`, the one record of self the op read."""
+    out = self._view_of(Layout(Size(shape), tuple(stride), offset), meta=meta)
     return autograd_hooks.record(out, op, (self,), **info)
 
 
@@ -25,22 +27,24 @@ def view(self, *shape, dtype=None, size=None):
         shape = (size,)
     if dtype is not None or (len(shape) == 1 and isinstance(shape[0], dtypes.DType)):
         return _view_dtype(self, dtype if dtype is not None else shape[0])
-    lay = self._meta.layout
+    meta = self._meta
+    lay = meta.layout
     shape = L.infer_size(L.normalize_shape(shape, "view"), L.prod(lay.shape))
     stride = L.view_strides(lay.shape, lay.stride, shape)
     if stride is None:
         raise RuntimeError(_VIEW_HINT)
-    return _view(self, shape, stride, lay.offset, "view", shape=shape)
+    return _view(self, meta, shape, stride, lay.offset, "view", shape=shape)
 
 
 def _view_dtype(self, dtype):
     """torch's view(dtype): same itemsize keeps the layout; otherwise the last dim (stride 1)
     is rescaled by the itemsize ratio, and every other stride and the offset must divide."""
     dtype = dtypes.as_dtype(dtype)
-    lay = self._meta.layout
+    meta = self._meta
+    lay = meta.layout
     old, new = self._dtype.itemsize, dtype.itemsize
     if dtype is self._dtype or old == new:
-        out = self._view_of(lay, dtype)
+        out = self._view_of(lay, dtype, meta)
         return autograd_hooks.record(out, "view_dtype", (self,), dtype=dtype)
     what = f"to view {self._dtype.torch_name} as {dtype.torch_name} (different element sizes)"
     if not lay.shape:
@@ -68,7 +72,7 @@ def _view_dtype(self, dtype):
         shape[-1] //= r
         stride = [s // r for s in stride[:-1]] + [1]
         offset = lay.offset // r
-    out = self._view_of(Layout(Size(shape), tuple(stride), offset), dtype)
+    out = self._view_of(Layout(Size(shape), tuple(stride), offset), dtype, meta)
     return autograd_hooks.record(out, "view_dtype", (self,), dtype=dtype)
 
 
@@ -78,14 +82,15 @@ def view_as(self, other):
 
 def reshape(self, *shape):
     """A view when the strides allow one, else a contiguous copy viewed with the new shape."""
-    lay = self._meta.layout
+    meta = self._meta
+    lay = meta.layout
     shape = L.infer_size(L.normalize_shape(shape, "reshape"), L.prod(lay.shape))
     stride = L.view_strides(lay.shape, lay.stride, shape)
     if stride is not None:
-        return _view(self, shape, stride, lay.offset, "view", shape=shape)
+        return _view(self, meta, shape, stride, lay.offset, "view", shape=shape)
     from .copy import clone
-    flat = clone(self, memory_format=contiguous_format)
-    return _view(flat, shape, L.contiguous_strides(shape), 0, "view", shape=shape)
+    flat = clone(snapshot(self, meta), memory_format=contiguous_format)  # the values of the record read above
+    return _view(flat, flat._meta, shape, L.contiguous_strides(shape), 0, "view", shape=shape)
 
 
 def reshape_as(self, other):
@@ -126,7 +131,8 @@ def unflatten(self, dim, sizes):
 
 # -- reordering dims ----------------------------------------------------------------------------
 def permute(self, *dims):
-    lay = self._meta.layout
+    meta = self._meta
+    lay = meta.layout
     ndim = len(lay.shape)
     dims = L.normalize_shape(dims, "permute")  # permute(0, 1), permute((0, 1)) or permute([0, 1])
     if len(dims) != ndim:
@@ -136,26 +142,33 @@ def permute(self, *dims):
     dims = tuple(L.wrap_dim(d, ndim) for d in dims)
     if len(set(dims)) != ndim:
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    return _view(self, [lay.shape[d] for d in dims], [lay.stride[d] for d in dims], lay.offset, "permute", dims=dims)
+    return _view(self, meta, [lay.shape[d] for d in dims], [lay.stride[d] for d in dims], lay.offset, "permute",
+                 dims=dims)
 
 
 def transpose(self, dim0, dim1):
+    return _transpose(self, self._meta, dim0, dim1)
+
+
+def _transpose(self, meta, dim0, dim1):
     dim0, dim1 = _index_args("transpose", (dim0, "dim0"), (dim1, "dim1"))
-    lay = self._meta.layout
+    lay = meta.layout
     ndim = len(lay.shape)
     a, b = L.wrap_dim(dim0, ndim), L.wrap_dim(dim1, ndim)
     shape, stride = list(lay.shape), list(lay.stride)
     if ndim:
         shape[a], shape[b] = shape[b], shape[a]
         stride[a], stride[b] = stride[b], stride[a]
-    return _view(self, shape, stride, lay.offset, "transpose", dim0=a, dim1=b)
+    return _view(self, meta, shape, stride, lay.offset, "transpose", dim0=a, dim1=b)
 
 
 def t(self):
-    n = self.dim()
+    meta = self._meta
+    lay = meta.layout
+    n = len(lay.shape)
     if n > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {n}D")
-    return transpose(self, 0, 1) if n == 2 else _view(self, self.shape, self.stride(), self.storage_offset(), "alias")
+    return _transpose(self, meta, 0, 1) if n == 2 else _view(self, meta, lay.shape, lay.stride, lay.offset, "alias")
 
 
 def _T(self):
@@ -225,20 +238,22 @@ def movedim(self, source, destination):
 
 # -- adding / removing dims ---------------------------------------------------------------------
 def unsqueeze(self, dim):
-    lay = self._meta.layout
+    meta = self._meta
+    lay = meta.layout
     ndim = len(lay.shape)
     d = L.wrap_dim(dim, ndim + 1)
     s = lay.shape[d] * lay.stride[d] if d < ndim else 1
     shape = lay.shape[:d] + (1,) + lay.shape[d:]
     stride = lay.stride[:d] + (s,) + lay.stride[d:]
-    return _view(self, shape, stride, lay.offset, "unsqueeze", dim=d)
+    return _view(self, meta, shape, stride, lay.offset, "unsqueeze", dim=d)
 
 
 _EVERY_DIM = object()  # squeeze()'s default: torch refuses an explicit dim=None
 
 
 def squeeze(self, dim=_EVERY_DIM):
-    lay = self._meta.layout
+    meta = self._meta
+    lay = meta.layout
     ndim = len(lay.shape)
     if dim is _EVERY_DIM:
         drop = {d for d in range(ndim) if lay.shape[d] == 1}
@@ -251,12 +266,13 @@ def squeeze(self, dim=_EVERY_DIM):
                 raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         drop = {d for d in dims if ndim and lay.shape[d] == 1}
     keep = [d for d in range(ndim) if d not in drop]
-    return _view(self, [lay.shape[d] for d in keep], [lay.stride[d] for d in keep], lay.offset, "squeeze",
+    return _view(self, meta, [lay.shape[d] for d in keep], [lay.stride[d] for d in keep], lay.offset, "squeeze",
                  dims=tuple(sorted(drop)))
 
 
 def expand(self, *sizes):
-    lay = self._meta.layout
+    meta = self._meta
+    lay = meta.layout
     sizes = L.normalize_shape(sizes, "expand")
     for n in sizes:
         if n < -1:
@@ -265,7 +281,7 @@ def expand(self, *sizes):
     stride = L.expand_strides(lay.shape, lay.stride, sizes)
     off = len(sizes) - len(lay.shape)
     shape = tuple(lay.shape[i - off] if n == -1 else n for i, n in enumerate(sizes))
-    return _view(self, shape, stride, lay.offset, "expand", shape=shape)
+    return _view(self, meta, shape, stride, lay.offset, "expand", shape=shape)
 
 
 def expand_as(self, other):
@@ -287,7 +303,8 @@ def broadcast_tensors(*tensors):
 def as_strided(self, size, stride, storage_offset=None):
     size = L.normalize_shape((size,), "as_strided")
     stride = L.normalize_shape((stride,), "as_strided")
-    storage, lay = self._meta
+    meta = self._meta
+    storage, lay = meta
     offset = lay.offset if storage_offset is None else _index_arg(storage_offset, "as_strided", "storage_offset")
     if len(size) != len(stride):
         raise RuntimeError("mismatch in length of strides and shape")
@@ -296,7 +313,7 @@ def as_strided(self, size, stride, storage_offset=None):
             raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: "
                                f"{list(stride)}")
     L.check_bounds(size, stride, offset, self._dtype.itemsize, storage.nbytes(), "as_strided")
-    return _view(self, size, stride, offset, "as_strided", size=size, stride=stride, storage_offset=offset)
+    return _view(self, meta, size, stride, offset, "as_strided", size=size, stride=stride, storage_offset=offset)
 
 
 def _index_arg(x, op, name):
@@ -322,7 +339,8 @@ def _index_args(op, *named):
 
 
 def narrow(self, dim, start, length):
-    lay = self._meta.layout
+    meta = self._meta
+    lay = meta.layout
     dim, start, length = _index_args("narrow", (dim, "dim"), (start, "start"), (length, "length"))
     if not lay.shape:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
@@ -336,18 +354,20 @@ def narrow(self, dim, start, length):
         start += n
     if start > n - length:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
-    return _slice(self, d, start, length, 1, "narrow")
+    return _slice(self, d, start, length, 1, "narrow", meta)
 
 
-def _slice(self, d, start, length, step, op):
-    lay = self._meta.layout
+def _slice(self, d, start, length, step, op, meta=None):
+    meta = self._meta if meta is None else meta
+    lay = meta.layout
     shape = lay.shape[:d] + (length,) + lay.shape[d + 1:]
     stride = lay.stride[:d] + (lay.stride[d] * step,) + lay.stride[d + 1:]
-    return _view(self, shape, stride, lay.offset + start * lay.stride[d], op, dim=d, start=start, step=step)
+    return _view(self, meta, shape, stride, lay.offset + start * lay.stride[d], op, dim=d, start=start, step=step)
 
 
 def select(self, dim, index):
-    lay = self._meta.layout
+    meta = self._meta
+    lay = meta.layout
     dim, i = _index_args("select", (dim, "dim"), (index, "index"))
     if not lay.shape:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
@@ -355,24 +375,28 @@ def select(self, dim, index):
     n = lay.shape[d]
     if not -n <= i < n:
         raise IndexError(f"select(): index {i} out of range for tensor of size {list(lay.shape)} at dimension {d}")
-    return select_at(self, d, i % n if n else i)
+    return select_at(self, d, i % n if n else i, meta)
 
 
-def select_at(self, d, i):
-    lay = self._meta.layout
-    return _view(self, lay.shape[:d] + lay.shape[d + 1:], lay.stride[:d] + lay.stride[d + 1:],
+def select_at(self, d, i, meta=None):
+    meta = self._meta if meta is None else meta
+    lay = meta.layout
+    return _view(self, meta, lay.shape[:d] + lay.shape[d + 1:], lay.stride[:d] + lay.stride[d + 1:],
                  lay.offset + i * lay.stride[d], "select", dim=d, index=i)
 
 
 def unbind(self, dim=0):
-    if self.dim() == 0:
+    meta = self._meta
+    shape = meta.layout.shape
+    if not shape:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
-    d = L.wrap_dim(dim, self.dim())
-    return tuple(select_at(self, d, i) for i in range(self.shape[d]))
+    d = L.wrap_dim(dim, len(shape))
+    return tuple(select_at(self, d, i, meta) for i in range(shape[d]))
 
 
 def unfold(self, dimension, size, step):
-    lay = self._meta.layout
+    meta = self._meta
+    lay = meta.layout
     ndim = len(lay.shape)
     d = L.wrap_dim(dimension, ndim)
     n = lay.shape[d] if ndim else 1
@@ -387,11 +411,12 @@ def unfold(self, dimension, size, step):
     if ndim:
         shape[d] = (n - size) // step + 1
         stride[d] = step * inner
-    return _view(self, shape + [size], stride + [inner], lay.offset, "unfold", dimension=d, size=size, step=step)
+    return _view(self, meta, shape + [size], stride + [inner], lay.offset, "unfold", dimension=d, size=size, step=step)
 
 
 def diagonal(self, offset=0, dim1=0, dim2=1):
-    lay = self._meta.layout
+    meta = self._meta
+    lay = meta.layout
     ndim = len(lay.shape)
     a, b = L.wrap_dim(dim1, ndim), L.wrap_dim(dim2, ndim)
     if a == b:
@@ -406,33 +431,37 @@ def diagonal(self, offset=0, dim1=0, dim2=1):
     keep = [d for d in range(ndim) if d not in (a, b)]
     shape = [lay.shape[d] for d in keep] + [n]
     stride = [lay.stride[d] for d in keep] + [lay.stride[a] + lay.stride[b]]
-    return _view(self, shape, stride, start, "diagonal", offset=offset, dim1=a, dim2=b)
+    return _view(self, meta, shape, stride, start, "diagonal", offset=offset, dim1=a, dim2=b)
 
 
 # -- splitting ----------------------------------------------------------------------------------
-def split(self, split_size_or_sections, dim=0):
+def split(self, split_size_or_sections, dim=0, meta=None):
     if not isinstance(split_size_or_sections, int):
         return split_with_sizes(self, split_size_or_sections, dim)
-    if self.dim() == 0:
+    meta = self._meta if meta is None else meta  # one record for every piece
+    shape = meta.layout.shape
+    if not shape:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
-    d = L.wrap_dim(dim, self.dim())
+    d = L.wrap_dim(dim, len(shape))
     size = split_size_or_sections
     if size < 0:
         raise RuntimeError(f"split expects split_size be non-negative, but got split_size={size}")
-    n = self.shape[d]
+    n = shape[d]
     if size == 0 and n != 0:
         raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
     count = max(-(-n // size), 1) if size else 1
     last = size - (size * count - n)
-    return tuple(_slice(self, d, i * size, size if i < count - 1 else last, 1, "split") for i in range(count))
+    return tuple(_slice(self, d, i * size, size if i < count - 1 else last, 1, "split", meta) for i in range(count))
 
 
-def split_with_sizes(self, split_sizes, dim=0):
-    if self.dim() == 0:
+def split_with_sizes(self, split_sizes, dim=0, meta=None):
+    meta = self._meta if meta is None else meta
+    shape = meta.layout.shape
+    if not shape:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
-    d = L.wrap_dim(dim, self.dim())
+    d = L.wrap_dim(dim, len(shape))
     sizes = [operator.index(s) for s in split_sizes]
-    n = self.shape[d]
+    n = shape[d]
     if any(s < 0 for s in sizes):
         raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
                            f"split_sizes={sizes}")
@@ -441,22 +470,24 @@ def split_with_sizes(self, split_sizes, dim=0):
                            f"dimension {d}), but got split_sizes={sizes}")
     out, start = [], 0
     for s in sizes:
-        out.append(_slice(self, d, start, s, 1, "split"))
+        out.append(_slice(self, d, start, s, 1, "split", meta))
         start += s
     return tuple(out)
 
 
 def chunk(self, chunks, dim=0):
-    if self.dim() == 0:
+    meta = self._meta
+    shape = meta.layout.shape
+    if not shape:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    d = L.wrap_dim(dim, self.dim())
-    n = self.shape[d]
+    d = L.wrap_dim(dim, len(shape))
+    n = shape[d]
     size = -(-n // chunks)
     if size == 0 and n == 0:
-        return split_with_sizes(self, [0] * chunks, d)
-    return split(self, size, d)
+        return split_with_sizes(self, [0] * chunks, d, meta)
+    return split(self, size, d, meta)
 
 
 def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indices=None,
@@ -482,10 +513,12 @@ def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indic
     elif not isinstance(arg, int) or isinstance(arg, bool):
         raise TypeError(f"tensor_split(): argument 'indices_or_sections' must be int, tuple of ints or Tensor, not "
                         f"{type(arg).__name__}")
-    if input.dim() == 0:
+    meta = input._meta
+    shape = meta.layout.shape
+    if not shape:
         raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
-    d = L.wrap_dim(dim, input.dim())
-    n = input.shape[d]
+    d = L.wrap_dim(dim, len(shape))
+    n = shape[d]
     if isinstance(arg, int):
         if arg <= 0:
             raise RuntimeError(f"number of sections must be larger than 0, got {arg}")
@@ -496,7 +529,7 @@ def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indic
     out, start = [], 0
     for end in ends + [n]:
         s0, s1 = (min(max(i + n if i < 0 else i, 0), n) for i in (start, end))
-        out.append(_slice(input, d, s0, max(s1 - s0, 0), 1, "narrow"))
+        out.append(_slice(input, d, s0, max(s1 - s0, 0), 1, "narrow", meta))
         start = end
     return tuple(out)
 
