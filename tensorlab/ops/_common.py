@@ -241,6 +241,22 @@ def output(out, shape, dtype, device, op, inputs=(), stride=None, out_meta=None)
         o.tensor = empty_tensor(shape, dtype, device, stride)
         o._out = o._plan = None
         return o
+    _check_out(out, dtype, device, op)
+    target = pinned(out, out_meta)  # one layout for the checks and the primitive, even while another thread resizes out
+    cur = target._meta.layout.shape
+    if cur != shape and tuple(cur) != tuple(shape):
+        _warn_resize(op, cur, shape)
+        from .resize import plan_resize
+        plan = plan_resize(out, tuple(shape), op=op, expect=target._meta)
+        if plan.new_buf is None:  # resized in place: the result lands in out's storage, maybe under an input
+            check_no_partial_overlap(plan.target, *inputs, op=op)
+        return Output(plan.target, out, plan)
+    check_writable(target, op)
+    check_no_partial_overlap(target, *inputs, op=op)
+    return Output(target, out)
+
+
+def _check_out(out, dtype, device, op):
     if not isinstance(out, Tensor):
         raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
     od = out._meta.storage.device
@@ -252,20 +268,76 @@ def output(out, shape, dtype, device, op, inputs=(), stride=None, out_meta=None)
     if out._requires_grad:
         raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, "
                            "but one of the arguments requires grad.")
-    target = pinned(out, out_meta)  # one layout for the checks and the primitive, even while another thread resizes out
-    cur = target._meta.layout.shape
-    if cur != shape and tuple(cur) != tuple(shape):
-        if L.prod(cur) != 0:
-            _warn.warn(f"{op}: An output with one or more elements was resized since it had shape "
-                       f"{list(cur)}, which does not match the required output shape {list(shape)}. "
-                       "This behavior is deprecated, and in a future release it will not resize outputs "
-                       "unless they have zero elements. You can explicitly reuse an out tensor t by resizing "
-                       "it, inplace, to zero elements with t.resize_(0).", UserWarning)
-        from .resize import plan_resize
-        plan = plan_resize(out, tuple(shape), op=op, expect=target._meta)
-        if plan.new_buf is None:  # resized in place: the result lands in out's storage, maybe under an input
-            check_no_partial_overlap(plan.target, *inputs, op=op)
-        return Output(plan.target, out, plan)
-    check_writable(target, op)
-    check_no_partial_overlap(target, *inputs, op=op)
-    return Output(target, out)
+
+
+def _warn_resize(op, cur, shape):
+    if L.prod(cur) != 0:
+        _warn.warn(f"{op}: An output with one or more elements was resized since it had shape "
+                   f"{list(cur)}, which does not match the required output shape {list(shape)}. "
+                   "This behavior is deprecated, and in a future release it will not resize outputs "
+                   "unless they have zero elements. You can explicitly reuse an out tensor t by resizing "
+                   "it, inplace, to zero elements with t.resize_(0).", UserWarning)
+
+
+class Outputs:
+    """Where an op with several results (values and indices) writes them. `tensors` are fresh:
+    the op may launch any number of times into them. With out=, finish() then writes every result
+    into its out tensor and publishes every resize together (resize.JointPlan), or, when anything
+    fails, restores what it wrote and publishes nothing: all of an op's outputs change, or none."""
+
+    __slots__ = ("tensors", "_outs", "_metas", "_op", "_inputs")
+
+    def finish(self):
+        outs = self._outs
+        if outs is None:
+            return self.tensors
+        from .copy import clone, copy_into
+        from .resize import plan_joint
+        shapes = [t._meta.layout.shape for t in self.tensors]
+        if any(tuple(m.layout.shape) != tuple(s) for m, s in zip(self._metas, shapes)):
+            plan = plan_joint(outs, self._metas, shapes, self._op)
+            targets = plan.targets
+        else:
+            plan, targets = None, [pinned(o, m) for o, m in zip(outs, self._metas)]
+        for t in targets:
+            check_writable(t, self._op)
+            check_no_partial_overlap(t, *self._inputs, op=self._op)
+        # a target over a storage others can see (not a buffer the plan grew) is saved before the first write
+        existing = {id(m.storage) for m in self._metas}
+        saved = [clone(t) if id(t._meta.storage) in existing else None for t in targets]
+        written = []
+        try:
+            for t, r in zip(targets, self.tensors):
+                copy_into(t, r)
+                written.append(t)
+            if plan is not None:
+                plan.commit()
+        except BaseException:
+            for t, old in zip(written, saved):
+                if old is not None:
+                    copy_into(t, old)
+            raise
+        for o in outs:
+            o._vc.bump()
+        return outs
+
+
+def outputs(op, specs, inputs=()):
+    """Outputs for an op with several results: specs are (out or None, shape, dtype, device); all
+    outs given or none (torch's out=(values, indices)). `inputs` are the op's pinned operands."""
+    o = _object_new(Outputs)
+    o.tensors = [empty_tensor(shape, dtype, device) for _, shape, dtype, device in specs]
+    given = [spec[0] for spec in specs]
+    if all(x is None for x in given):
+        o._outs = None
+        return o
+    for out, shape, dtype, device in specs:
+        _check_out(out, dtype, device, op)
+    o._outs = given
+    o._metas = [out._meta for out in given]  # the records checked: publishing compares against them
+    for m, (_, shape, _, _) in zip(o._metas, specs):
+        if tuple(m.layout.shape) != tuple(shape):
+            _warn_resize(op, m.layout.shape, shape)
+    o._op = op
+    o._inputs = tuple(inputs)
+    return o

@@ -13,7 +13,7 @@ import operator
 from .. import autograd_hooks, dtypes, layout as L, return_types
 from ..tensor import Tensor
 from . import registry
-from ._common import check_cast, check_writable, empty_tensor, output, pinned
+from ._common import check_cast, check_writable, empty_tensor, output, outputs, pinned
 from .elementwise import _grad_enabled
 from .registry import ALWAYS_BOOL, INT_TO_FLOAT, KEEP, NONE, OpDef
 
@@ -201,11 +201,10 @@ def _with_indices(op, src, x, dim, keepdim, out, result_type):
     check_out_dtype(vo, x._dtype)
     check_out_dtype(io, dtypes.int64)
     shape = reduced_shape(x._meta.layout.shape, dims, keepdim)
-    ov = output(vo, shape, x._dtype, x.device, op, (x,))
-    oi = output(io, shape, dtypes.int64, x.device, op, (x,))
-    x._backend.arg_reduce(ov.tensor, oi.tensor, x, op, dims[0] if dims else 0)
-    indices = oi.finish()
-    values = autograd_hooks.record(ov.finish(), op, (src,), dim=dims, keepdim=keepdim, indices=indices)
+    o = outputs(op, [(vo, shape, x._dtype, x.device), (io, shape, dtypes.int64, x.device)], (x,))
+    x._backend.arg_reduce(*o.tensors, x, op, dims[0] if dims else 0)
+    values, indices = o.finish()
+    values = autograd_hooks.record(values, op, (src,), dim=dims, keepdim=keepdim, indices=indices)
     return result_type(values, indices)
 
 

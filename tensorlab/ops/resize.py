@@ -220,3 +220,63 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
 
 FUNCTIONS = ()
 METHODS = {"resize_": resize_, "resize_as_": resize_as_, "set_": set_}
+
+
+class JointPlan:
+    """The out= tensors of one op with several results, resized together: one grown buffer per
+    storage they share (all of them written through it), published in one step under the writers'
+    lock after a compare-and-swap of every record and buffer, or not at all."""
+
+    __slots__ = ("entries", "storages", "targets", "_op")
+
+    def __init__(self, entries, storages, targets, op):
+        self.entries = entries      # [(tensor, record read, new layout or None)]
+        self.storages = storages    # [(storage, buffer read, new buffer or None)]
+        self.targets = targets      # where the op writes each result before commit()
+        self._op = op
+
+    def commit(self):
+        with meta_write_lock:
+            if any(t._meta is not m for t, m, _ in self.entries) or any(s._buf is not b for s, b, _ in self.storages):
+                raise RuntimeError(_RACE.format(op=self._op))
+            for s, _, new in self.storages:
+                if new is not None:
+                    s._install(new)
+            for t, m, lay in self.entries:
+                if lay is not None:
+                    t._publish(m.storage, lay)
+
+
+def _nbytes(lay, dtype):
+    return L.extent(lay.shape, lay.stride, lay.offset) * dtype.itemsize
+
+
+def plan_joint(tensors, metas, shapes, op):
+    """Steps 1-3 for several out= tensors of one op (`metas`: the records the op checked). Out
+    tensors over one storage get one buffer that fits all of their new layouts, so a result written
+    for one is not lost when another's resize installs its buffer."""
+    with meta_write_lock:
+        if any(t._meta is not m for t, m in zip(tensors, metas)):
+            raise RuntimeError(_RACE.format(op=op))
+        layouts = []
+        for m, shape in zip(metas, shapes):
+            lay = m.layout
+            layouts.append(None if tuple(lay.shape) == tuple(shape) else
+                           L.Layout(L.Size(shape), L.contiguous_strides(shape), lay.offset))
+        grown, storages = {}, []
+        for m in metas:
+            s = m.storage
+            if id(s) in grown:
+                continue
+            need = max(check_nbytes(_nbytes(new or mm.layout, t._dtype), op)
+                       for t, mm, new in zip(tensors, metas, layouts) if mm.storage is s)
+            new_buf = None
+            if need > s.nbytes():
+                if not s.resizable():
+                    raise RuntimeError(_NOT_RESIZABLE)
+                new_buf = s._acquire(need)
+            grown[id(s)] = s if new_buf is None else UntypedStorage._wrap(new_buf, s.device, True)
+            storages.append((s, s._buf, new_buf))
+        targets = [Tensor._make(grown[id(m.storage)], new or m.layout, t._dtype)
+                   for t, m, new in zip(tensors, metas, layouts)]
+    return JointPlan(list(zip(tensors, metas, layouts)), storages, targets, op)

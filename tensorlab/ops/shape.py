@@ -9,7 +9,7 @@ import operator
 from .. import autograd_hooks, dtypes, layout as L, return_types, sync
 from ..tensor import Tensor
 from . import registry
-from ._common import (check_no_partial_overlap, check_writable, empty_tensor, output, pinned,
+from ._common import (check_no_partial_overlap, check_writable, empty_tensor, output, outputs, pinned,
                       same_device)
 from .creation import full
 from .elementwise import where
@@ -451,12 +451,11 @@ def _sorted_pair(op, src, x, d, size, out, run, result_type):
     check_out_dtype(io, dtypes.int64)
     shape = x._meta.layout.shape
     shape = shape[:d] + (size,) + shape[d + 1:] if shape else ()
-    ov = output(vo, shape, x._dtype, x.device, op, (x,))
-    oi = output(io, shape, dtypes.int64, x.device, op, (x,))
-    if ov.tensor.numel():
-        run(ov.tensor, oi.tensor)
-    indices = oi.finish()
-    values = autograd_hooks.record(ov.finish(), op, (src,), dim=d, indices=indices)
+    o = outputs(op, [(vo, shape, x._dtype, x.device), (io, shape, dtypes.int64, x.device)], (x,))
+    if o.tensors[0].numel():
+        run(*o.tensors)
+    values, indices = o.finish()
+    values = autograd_hooks.record(values, op, (src,), dim=d, indices=indices)
     return result_type(values, indices)
 
 
@@ -511,8 +510,8 @@ def _rank(sv, d, n, k, skip_nan):
 
 
 def _order_stat(op, x, d, keepdim, out, k=None, skip_nan=False):
-    """Outputs for (values, indices) along d holding x's k-th smallest element (k None: the
-    median) and its index, read from one stable sort; written, not yet published."""
+    """Outputs (values, indices) along d holding x's k-th smallest element (k None: the median)
+    and its index, read from one stable sort; written, not yet published."""
     if x._dtype is dtypes.bool_:
         raise RuntimeError(f"{op}(): does not support bool input; convert it first, e.g. x.to(tensorlab.uint8)")
     dims = (d,) if x.dim() else ()
@@ -524,15 +523,16 @@ def _order_stat(op, x, d, keepdim, out, k=None, skip_nan=False):
     check_out_dtype(vo, x._dtype)
     check_out_dtype(io, dtypes.int64)
     shape = reduced_shape(x._meta.layout.shape, dims, keepdim)
-    ov = output(vo, shape, x._dtype, x.device, op, (x,))
-    oi = output(io, shape, dtypes.int64, x.device, op, (x,))
-    if ov.tensor.numel():
+    o = outputs(op, [(vo, shape, x._dtype, x.device), (io, shape, dtypes.int64, x.device)], (x,))
+    tv, ti = o.tensors
+    if tv.numel():
         sv, si = sort(x, d, stable=True)
         pos = _rank(sv, d, n, k, skip_nan)
-        tv, ti = (ov.tensor, oi.tensor) if keepdim or not dims else (_unsqueeze(ov.tensor, d), _unsqueeze(oi.tensor, d))
+        if not keepdim and dims:
+            tv, ti = _unsqueeze(tv, d), _unsqueeze(ti, d)
         x._backend.gather(tv, sv, d, pos)
         x._backend.gather(ti, si, d, pos)
-    return ov, oi
+    return o
 
 
 def _median(op, input, dim, keepdim, out, skip_nan, result_type):
@@ -544,9 +544,8 @@ def _median(op, input, dim, keepdim, out, skip_nan, result_type):
     x = check_tensor(input, op)
     if dim is not None:
         d = L.wrap_dim(dim, x.dim())
-        ov, oi = _order_stat(op, x, d, keepdim, out, skip_nan=skip_nan)
-        indices = oi.finish()
-        values = autograd_hooks.record(ov.finish(), op, (input,), dim=(d,) if x.dim() else (), keepdim=keepdim,
+        values, indices = _order_stat(op, x, d, keepdim, out, skip_nan=skip_nan).finish()
+        values = autograd_hooks.record(values, op, (input,), dim=(d,) if x.dim() else (), keepdim=keepdim,
                                        indices=indices)
         return result_type(values, indices)
     if x.numel() == 0:
@@ -554,7 +553,7 @@ def _median(op, input, dim, keepdim, out, skip_nan, result_type):
             raise RuntimeError(f"{op}(): cannot compute the median of an empty {x._dtype.torch_name} tensor")
         res = full((), float("nan"), dtype=x._dtype, device=x.device)
     else:
-        res = _order_stat(op, reshape(x, -1), 0, False, None, skip_nan=skip_nan)[0].finish()
+        res = _order_stat(op, reshape(x, -1), 0, False, None, skip_nan=skip_nan).finish()[0]
     return autograd_hooks.record(res, op, (input,), dim=tuple(range(x.dim())), keepdim=False)
 
 
@@ -577,9 +576,8 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     except TypeError:
         raise TypeError(f"kthvalue(): argument 'k' (position 2) must be int, not {type(k).__name__}") from None
     d = L.wrap_dim(dim, x.dim())
-    ov, oi = _order_stat("kthvalue", x, d, keepdim, out, k=k)
-    indices = oi.finish()
-    values = autograd_hooks.record(ov.finish(), "kthvalue", (input,), dim=(d,) if x.dim() else (), keepdim=keepdim,
+    values, indices = _order_stat("kthvalue", x, d, keepdim, out, k=k).finish()
+    values = autograd_hooks.record(values, "kthvalue", (input,), dim=(d,) if x.dim() else (), keepdim=keepdim,
                                    indices=indices)
     return return_types.kthvalue(values, indices)
 
