@@ -257,6 +257,65 @@ def _matmul_out_grow(d):
     return lambda: tl.matmul(a, b, out=out), (a, b, out), eq(out, ref)
 
 
+# -- ops with several outputs (values, indices) or several launches: all outs change, or none --------
+_MATRIX = np.arange(24.0).reshape(4, 6)[:, ::-1]  # rows descending: every op below has work to do
+
+
+def _pair_out(d, fn, name, values, indices, grow=False, shared=False):
+    """fn(x, out=(v, i)) with outs that keep their shape, grow (0 -> n), or share one storage."""
+    def setup(dev):
+        x = tl.tensor(_MATRIX.copy(), dtype=tl.int64 if shared else tl.float32, device=dev)
+        if shared:  # both outs are empty views of one buffer too small for both results: one grown buffer
+            base = tl.zeros(4, dtype=tl.int64, device=dev)
+            v, i = base[:0], base[4:]
+            objs = (x, base, v, i)
+        else:
+            n = 0 if grow else len(values)
+            v = tl.full((n,), -1.0, device=dev)
+            i = tl.full((n,), -1, dtype=tl.int64, device=dev)
+            objs = (x, v, i)
+
+        def check():
+            np.testing.assert_array_equal(values_(v), values)
+            np.testing.assert_array_equal(values_(i), indices)
+        return lambda: fn(x, (v, i)), objs, check
+    setup.__name__ = name
+    return setup
+
+
+def values_(t):
+    return np.asarray(t.tolist())
+
+
+_ROWS = _MATRIX
+_MULTI = {  # op -> (call with out=, expected values, expected indices)
+    "max": (lambda x, o: tl.max(x, 1, out=o), _ROWS.max(1), np.zeros(4)),
+    "min": (lambda x, o: tl.min(x, 1, out=o), _ROWS.min(1), np.full(4, 5)),
+    "sort": (lambda x, o: tl.sort(x[:, :1].reshape(-1), out=o), np.sort(_ROWS[:, 0]), np.arange(4)),
+    "topk": (lambda x, o: tl.topk(x[:, 0], 4, out=o), _ROWS[::-1, 0], np.arange(4)[::-1]),
+    "kthvalue": (lambda x, o: tl.kthvalue(x, 2, 1, out=o), np.sort(_ROWS, 1)[:, 1], np.full(4, 4)),
+    "median": (lambda x, o: tl.median(x, 1, out=o), np.sort(_ROWS, 1)[:, 2], np.full(4, 3)),
+    "nanmedian": (lambda x, o: tl.nanmedian(x, 1, out=o), np.sort(_ROWS, 1)[:, 2], np.full(4, 3)),
+}
+MULTI_CASES = [Case(f"{op}_out{kind}", _pair_out(None, fn, f"_{op}_out{kind}", v, i, grow=kind == "_grow",
+                                                 shared=kind == "_shared"))
+               for op, (fn, v, i) in _MULTI.items() for kind in ("", "_grow", "_shared")]
+
+
+def _var_mean(d):
+    x = tl.tensor(_MATRIX.copy(), device=d)
+    res = []
+    return (lambda: res.append(tl.var_mean(x, 1))), (x,), lambda: np.testing.assert_allclose(
+        values_(res[-1][1]), _MATRIX.mean(1))
+
+
+def _std_mean(d):
+    x = tl.tensor(_MATRIX.copy(), device=d)
+    res = []
+    return (lambda: res.append(tl.std_mean(x, 1))), (x,), lambda: np.testing.assert_allclose(
+        values_(res[-1][1]), _MATRIX.mean(1))
+
+
 def _fail():
     raise AssertionError("the successful run produced the wrong state")
 
@@ -297,7 +356,9 @@ CASES = [
     Case("sum_out_grow", _sum_out_grow, needs=("sum",)),
     Case("mean_out_same", _mean_out_same, needs=("mean",)),
     Case("matmul_out_grow", _matmul_out_grow, needs=("matmul",)),
-]
+    Case("var_mean", _var_mean),
+    Case("std_mean", _std_mean),
+] + MULTI_CASES
 
 
 @pytest.mark.filterwarnings("ignore:.*was resized:UserWarning")
@@ -498,3 +559,34 @@ def test_assert_close_agrees_with_torch(torch, a, e, dt):
     assert (ours == "ok") == (theirs == "ok")
     if ours != "ok":
         assert ours[:3] == theirs[:3]  # headline and mismatch count read the same
+
+
+def _multi_output_ops():
+    """Every public function that, called on a matrix (with a dim, or without), returns two or more
+    tensors written into different memory: the ops the sweep must cover (views such as split return
+    several tensors over one storage and write nothing)."""
+    x = tl.tensor(_MATRIX.copy())
+    found = set()
+    for name in dir(tl):
+        fn = getattr(tl, name)
+        if name.startswith("_") or not callable(fn) or isinstance(fn, type):
+            continue
+        for args in ((x, 1), (x,)):
+            try:
+                r = fn(*args)
+            except Exception:  # noqa: BLE001 - not callable this way: try the next form
+                continue
+            if isinstance(r, tuple) and len(r) > 1 and all(isinstance(t, tl.Tensor) for t in r):
+                storages = {id(t.untyped_storage()) for t in r} - {id(x.untyped_storage())}
+                if len(storages) > 1:
+                    found.add(name)
+            break
+    return found
+
+
+def test_the_sweep_covers_every_op_with_several_outputs():
+    ops = _multi_output_ops()
+    assert {"max", "min", "sort", "topk", "kthvalue", "median", "var_mean"} <= ops, ops  # the probe itself works
+    covered = {c.name for c in CASES}
+    missing = sorted(op for op in ops if not any(n == op or n.startswith(op + "_out") for n in covered))
+    assert not missing, f"ops with several outputs but no fault-injection case: {missing}"
