@@ -112,6 +112,15 @@ def _ragged_order(device):
         tl.tensor(([], 1), device=device)
 
 
+def _overlapping_outs(device):
+    b = tl.zeros(2, dtype=tl.int64, device=device)
+    v, i = b[:1], b[1:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tl.max(tl.arange(6, device=device).reshape(2, 3), 0, out=(v, i))
+    assert v.tolist() == [3, 1, 1] and i.tolist() == [1, 1, 1]
+
+
 DIVERGENCES = (
     Divergence("gelu", "+inf, bfloat16 or float32, approximate='none'",
                "NaN on its vectorized CPU path, inf on its scalar path (depends on the CPU and the length)", "inf",
@@ -149,6 +158,12 @@ DIVERGENCES = (
                "as a (2, 0) tensor", "TypeError naming the ragged dimension, for both",
                "the structure is checked before any value; a number where a sequence belongs is an error",
                DELIBERATE, _ragged_order),
+    Divergence("max/min/sort/topk/kthvalue/median(out=(values, indices))", "values and indices that overlap "
+               "each other, e.g. b[:1] and b[1:] both resized to 3 elements",
+               "values [3, 4, 5], indices [4, 5, 1]: its kernel interleaves the two writes element by element",
+               "values [3, 1, 1], indices [1, 1, 1]: every value, then every index",
+               "the results are computed into fresh memory and copied out one output after the other, so that all "
+               "outputs change or none; torch leaves overlapping outputs undefined", DELIBERATE, _overlapping_outs),
     Divergence("linspace()", "float32/float16/bfloat16 interior points",
                "computed in the result dtype", "computed in float64, rounded once (may differ by one ulp)",
                "one formula for both backends (kernels/creation.cu evaluates it in double)", DELIBERATE,
