@@ -121,6 +121,23 @@ def _overlapping_outs(device):
     assert v.tolist() == [3, 1, 1] and i.tolist() == [1, 1, 1]
 
 
+def _masked_fill_expanded(device):
+    x = tl.zeros(3, device=device).expand(2, 3)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        x.masked_fill_(tl.tensor([[True, False, False], [False, False, True]], device=device), 1.0)
+    x.fill_(2.0)  # fill_ and zero_ are allowed, as torch: every aliased element gets the same value
+    assert x.tolist() == [[2.0] * 3] * 2 and x._version == 1
+    x.zero_()
+    assert x.tolist() == [[0.0] * 3] * 2 and x._version == 2
+
+
+def _index_put_expanded(device):
+    e = tl.arange(3, device=device).reshape(3, 1).expand(3, 4)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        e[tl.tensor([0], device=device)] = 9
+    assert e.tolist()[0] == [0, 0, 0, 0]
+
+
 DIVERGENCES = (
     Divergence("gelu", "+inf, bfloat16 or float32, approximate='none'",
                "NaN on its vectorized CPU path, inf on its scalar path (depends on the CPU and the length)", "inf",
@@ -164,6 +181,14 @@ DIVERGENCES = (
                "values [3, 1, 1], indices [1, 1, 1]: every value, then every index",
                "the results are computed into fresh memory and copied out one output after the other, so that all "
                "outputs change or none; torch leaves overlapping outputs undefined", DELIBERATE, _overlapping_outs),
+    Divergence("masked_fill_", "a self-overlapping (expanded) tensor", "allowed with a deprecation warning: an "
+               "element aliased with a masked one ends up filled too", "RuntimeError (internal overlap), as every "
+               "other in-place op but fill_/zero_", "the result depends on which aliased element is written last; "
+               "torch deprecates it", DELIBERATE, _masked_fill_expanded),
+    Divergence("index_put_, setitem with index tensors", "a self-overlapping (expanded) tensor",
+               "allowed (e[tensor([0])] = 9 writes the aliased row)", "RuntimeError (internal overlap), as setitem "
+               "with ints and slices in both", "one rule for every write through an aliased layout but fill_/zero_",
+               DELIBERATE, _index_put_expanded),
     Divergence("linspace()", "float32/float16/bfloat16 interior points",
                "computed in the result dtype", "computed in float64, rounded once (may differ by one ulp)",
                "one formula for both backends (kernels/creation.cu evaluates it in double)", DELIBERATE,

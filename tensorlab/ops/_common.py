@@ -161,15 +161,16 @@ def same_device(op, *tensors):
     return dev
 
 
-def check_writable(t, op):
+def check_writable(t, op, overlap_ok=False):
     """Refuse writes through a layout whose elements alias each other (expand, as_strided), and
-    into memory borrowed read-only (from_numpy of a non-writable array)."""
+    into memory borrowed read-only (from_numpy of a non-writable array). `overlap_ok`: the op
+    stores one value in every element (fill_, zero_), so aliased elements are harmless (torch)."""
     storage, lay = t._meta
     if storage._readonly:
         raise RuntimeError(f"{op}: the tensor shares memory with a non-writable NumPy array (from_numpy), so it "
                            "cannot be written; copy it first (tensor.clone(), or tensorlab.tensor(array)), or make "
                            "the array writable before from_numpy")
-    if L.has_internal_overlap(lay.shape, lay.stride):
+    if not overlap_ok and L.has_internal_overlap(lay.shape, lay.stride):
         raise RuntimeError(f"{op}: {_OVERLAP_SELF}")
 
 

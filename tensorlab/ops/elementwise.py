@@ -927,11 +927,12 @@ def positive(input):
 
 
 def _fill_target(self, op, inputs=()):
-    """self pinned, after the checks every fill runs: a tensor, writable, allowed by autograd."""
+    """self pinned, after the checks every fill runs: a tensor, writable (aliased elements allowed,
+    as torch: every one gets the same value), allowed by autograd."""
     if not isinstance(self, Tensor):
         raise TypeError(f"{op}(): argument 'self' must be Tensor, not {type(self).__name__}")
     t = pinned(self)
-    check_writable(t, op)
+    check_writable(t, op, overlap_ok=True)
     autograd_hooks.check_inplace(self, op, inputs)
     return t
 
