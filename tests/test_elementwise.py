@@ -933,3 +933,18 @@ def test_int_division_by_zero_on_empty(device, op):
         assert r.shape == (0, 3) and r.dtype == tl.int32
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         f(tl.ones(3, dtype=tl.int32, device=device), 0)
+
+
+def test_clamp_and_relu_keep_the_input_at_ties(device):
+    """torch's `x < lo ? lo : x`: -0.0 clamped to [0, 1] stays -0.0 (its reciprocal is -inf), NaN
+    propagates, in place too; relu(-0.0) is -0.0. Exact values from torch 2.13 (not path-dependent)."""
+    x = tl.tensor([-0.0, 0.0, math.nan, -0.0, -2.0, 3.0], device=device)
+    for dt in (tl.float32, tl.float64, tl.float16, tl.bfloat16):
+        xs = x.to(dt)
+        for got in (xs.clamp(0, 1), xs.clamp(-1, 0), xs.clamp(min=0.0), xs.clamp(max=-0.0), xs.clone().clamp_(0, 1),
+                    xs.relu(), xs.clone().relu_()):
+            g = got.float().cpu().numpy()
+            assert np.signbit(g[:4]).tolist() == [True, False, False, True], (dt, g)
+            assert math.isnan(g[2])
+        assert xs.clamp(0, 1).float().tolist()[4:] == [0.0, 1.0]
+    assert tl.tensor(-0.0, device=device).clamp_(0, 1).reciprocal().item() == -math.inf

@@ -138,6 +138,23 @@ def _index_put_expanded(device):
     assert e.tolist()[0] == [0, 0, 0, 0]
 
 
+def _extreme_ties(device):
+    x = tl.tensor([-0.0, 0.0, -0.0, math.nan], device=device)
+    z = tl.zeros(4, device=device)
+    for a, b in ((x, z), (z, x)):
+        for f in (tl.maximum, tl.minimum):
+            got = f(a, b).cpu().numpy()
+            assert np.array_equal(np.signbit(got[:3]), np.signbit(a.cpu().numpy()[:3])), (f, got)
+            assert math.isnan(got[3])
+
+
+def _extreme_right(torch, fn, args, kwargs, want):
+    a, b = args[0], args[1]
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.dtype != want.dtype:
+        return want
+    return torch.where(a == b, a.expand_as(want), want)
+
+
 DIVERGENCES = (
     Divergence("gelu", "+inf, bfloat16 or float32, approximate='none'",
                "NaN on its vectorized CPU path, inf on its scalar path (depends on the CPU and the length)", "inf",
@@ -151,6 +168,11 @@ DIVERGENCES = (
                "the answer must not depend on the tensor's length", PATH_DEPENDENT, _div_trunc_bf16,
                corrects=lambda op, kw, dt: op == "div" and kw.get("rounding_mode") == "trunc" and dt == "bfloat16",
                right=_div_trunc_right),
+    Divergence("maximum, minimum", "equal operands of different sign: maximum(-0.0, 0.0)",
+               "the first operand on its scalar path, the second on its vectorized path (depends on the length)",
+               "the first operand (NaN still propagates), on both backends",
+               "one answer whatever the length; the CUDA kernels' rule", PATH_DEPENDENT, _extreme_ties,
+               corrects=lambda op, kw, dt: op in ("maximum", "minimum"), right=_extreme_right),
     Divergence("every creation and view op", "more than 64 dimensions", "allowed (up to its own limit)",
                "RuntimeError naming the 64-dimension limit",
                "NumPy, which backs every CPU view, stops at 64 dimensions; a named error instead of NumPy's",

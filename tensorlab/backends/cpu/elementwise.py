@@ -198,8 +198,25 @@ def _silu(o, a, dt):
     np.divide(a, t, out=o, dtype=dt, casting=_U)
 
 
+def _keep_input_at_ties(o, x, dt):
+    """Where the result equals the input (a bound or 0 equal to it), the input itself, as torch's
+    `x < lo ? lo : x`: relu(-0.0) and clamp(-0.0, 0, 1) keep -0.0 (NumPy's maximum gives +0.0)."""
+    if dt.kind not in "iub":
+        x = _cast(x, dt)
+        np.copyto(o, x, where=np.equal(o, x))
+
+
+def _before_write(o, x, dt):
+    """x, copied when the op writes over it (in place) and needs it afterwards for the ties."""
+    if dt.kind not in "iub" and isinstance(x, np.ndarray) and np.may_share_memory(o, x):
+        return x.copy()
+    return x
+
+
 def _relu(o, a, dt):
+    a = _before_write(o, a, dt)
     np.maximum(a, dt.type(0), out=o, dtype=dt, casting=_U)
+    _keep_input_at_ties(o, a, dt)
 
 
 def _round(o, a, dt, decimals=0):
@@ -311,7 +328,7 @@ _PLAIN_UNARY = {"neg": np.negative, "abs": np.absolute, "exp": np.exp, "exp2": n
                 "square": np.square, "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh,
                 "bitwise_not": np.invert}
 _PLAIN_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div_true": np.true_divide,
-                 "maximum": np.maximum, "minimum": np.minimum, "atan2": np.arctan2, "bitwise_and": np.bitwise_and,
+                 "atan2": np.arctan2, "bitwise_and": np.bitwise_and,
                  "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor}
 
 _UNARY = {
@@ -375,10 +392,21 @@ def _pow(o, a, b, dt):
     _store(o, np.where(neg, inv, r))
 
 
+def _extreme(uf):
+    """maximum/minimum with NaN propagating and ties going to the first operand, as the CUDA
+    kernels (maximum(-0.0, 0.0) is -0.0; torch's CPU answer there depends on its code path)."""
+    def k(o, a, b, dt):
+        a = _before_write(o, a, dt)
+        uf(a, b, out=o, dtype=dt, casting=_U)
+        _keep_input_at_ties(o, a, dt)
+    k.__name__ = uf.__name__
+    return k
+
+
 _BINARY = {
     "add": _add, "sub": _sub, "mul": _ufunc(np.multiply), "div_true": _ufunc(np.true_divide),
     "div_trunc": _div_trunc, "div_floor": _ufunc(np.floor_divide), "remainder": _ufunc(np.remainder),
-    "fmod": _ufunc(np.fmod), "pow": _pow, "maximum": _ufunc(np.maximum), "minimum": _ufunc(np.minimum),
+    "fmod": _ufunc(np.fmod), "pow": _pow, "maximum": _extreme(np.maximum), "minimum": _extreme(np.minimum),
     "atan2": _ufunc(np.arctan2),
     "eq": _predicate(np.equal), "ne": _predicate(np.not_equal), "lt": _predicate(np.less),
     "le": _predicate(np.less_equal), "gt": _predicate(np.greater), "ge": _predicate(np.greater_equal),
@@ -395,12 +423,14 @@ def _where(o, cond, x, y, dt):
 
 def _clamp(o, x, lo, hi, dt):
     # max then min, as torch: NaN anywhere propagates, and min > max gives max
+    x = _before_write(o, x, dt)
     if lo is None:
         np.minimum(x, hi, out=o, dtype=dt, casting=_U)
     elif hi is None:
         np.maximum(x, lo, out=o, dtype=dt, casting=_U)
     else:
         np.minimum(np.maximum(x, lo, dtype=dt), hi, out=o, dtype=dt, casting=_U)
+    _keep_input_at_ties(o, x, dt)
 
 
 def _lerp(o, x, end, w, dt):
