@@ -454,3 +454,59 @@ def _coalesce(shape, *strides):
             for os_, s in zip(out_strides, strides):
                 os_.append(s[i])
     return tuple(out_shape), tuple(tuple(s) for s in out_strides)
+
+
+@memoized
+def elementwise_strides(shape, layouts, scalars):
+    """The strides torch's TensorIterator gives the output of an elementwise op over inputs with
+    `layouts` (Layouts, broadcast to `shape`) and `scalars` (0-dim operands: Python numbers), or
+    None for contiguous. Inputs of one shape that are all contiguous give a contiguous output, all
+    dense with one layout give that layout (4-d channels-last inputs: canonical NHWC strides); otherwise the dims are sorted by the inputs' strides
+    (the first input that orders two dims decides; broadcast dims do not count; equal strides put
+    the smaller dim inner) and the output is dense in that order."""
+    ndim = len(shape)
+    if all(lay.shape == shape for lay in layouts) and not (scalars and ndim):  # torch's "fast setup"
+        if all(is_contiguous(lay.shape, lay.stride) for lay in layouts):
+            return None
+        if ndim == 4 and all(is_channels_last(lay.shape, lay.stride) for lay in layouts):
+            return channels_last_strides(shape)  # canonical NHWC: size-1 dims' strides are rewritten
+        first = layouts[0].stride
+        if all(lay.stride == first for lay in layouts) and is_non_overlapping_and_dense(shape, first):
+            return first
+    if ndim <= 1:
+        return None
+    strides = []
+    for lay in layouts:  # each input's strides over the common shape, 0 where it is broadcast
+        off = ndim - len(lay.shape)
+        strides.append((0,) * off + tuple(0 if n == 1 and shape[off + i] != 1 else s
+                                          for i, (n, s) in enumerate(zip(lay.shape, lay.stride))))
+
+    def should_swap(d0, d1):
+        for st in strides:
+            s0, s1 = st[d0], st[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return -1 if s0 < s1 else 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    perm = list(range(ndim - 1, -1, -1))  # innermost first
+    for i in range(1, ndim):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    if perm == list(range(ndim - 1, -1, -1)):
+        return None
+    out = [0] * ndim
+    acc = 1
+    for d in perm:
+        out[d] = acc
+        acc *= shape[d]
+    return tuple(out)

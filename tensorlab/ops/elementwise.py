@@ -242,6 +242,24 @@ def _fn(d, dev):
     return getattr(_cpu if dev.type == "cpu" else backends.get(dev), d.prim)
 
 
+# ops whose number arguments torch takes as parameters (clamp's bounds, lerp's weight), not as wrapped
+# 0-dim operands: they do not keep the output from copying its inputs' layout
+_SCALAR_PARAMS = frozenset({"clamp", "lerp"})
+# ops torch computes as a contiguous clone of the (expanded) input, then in place (masked_fill)
+_CONTIGUOUS_OUT = frozenset({"masked_fill"})
+
+
+def _out_stride(shape, operands, name=None):
+    """The output's strides by torch's TensorIterator rule (None: contiguous): it keeps the inputs'
+    memory order, so (x.permute(...) + 1).stride() is x's and a later .view behaves as in torch.
+    Number operands count as torch's wrapped 0-dim tensors unless the op takes them as parameters."""
+    lays = tuple(x._meta.layout for x in operands if isinstance(x, Tensor))
+    if not lays or name in _CONTIGUOUS_OUT:
+        return None
+    scalars = 0 if name in _SCALAR_PARAMS else sum(1 for x in operands if x is not None and not isinstance(x, Tensor))
+    return L.elementwise_strides(shape, lays, scalars)
+
+
 def _run(d, common, operands, shape, dev, params, inputs, out, pins=None):
     """Allocate (or validate `out`), launch one primitive, publish, record autograd. `operands` are
     pinned (one record each for the whole op), `inputs` the caller's tensors (for autograd), `pins`
@@ -249,7 +267,7 @@ def _run(d, common, operands, shape, dev, params, inputs, out, pins=None):
     name = d.name
     if out is None:
         r = d._ok.get((common, dtypes._default_dtype)) or d.ready(common)
-        t = empty_tensor(shape, r[0], dev)
+        t = empty_tensor(shape, r[0], dev, _out_stride(shape, operands, name))
         _fn(d, dev)(t, d.kernel, *operands, r[1], **params)
         return autograd_hooks.record_op(t, name, inputs, operands, d.kernel, params)
     res, comp = d.types(common)
@@ -317,7 +335,7 @@ def _unary(d, x, out, params=_NO_PARAMS, check=None, inplace=False):
         return _run(d, common, (px,), lay.shape, storage.device, params, (x,), out, {id(x): px})
     r = d._ok.get((common, dtypes._default_dtype)) or d.ready(common)  # _run's no-out= path, inlined
     dev = storage.device
-    t = empty_tensor(lay.shape, r[0], dev)
+    t = empty_tensor(lay.shape, r[0], dev, L.elementwise_strides(lay.shape, (lay,), 0))
     if params:
         _fn(d, dev)(t, d.kernel, px, r[1], **params)
     else:
@@ -399,7 +417,7 @@ def _binary(d, a, b, out, params=_NO_PARAMS, check=None, reflected=False):
     if out is not None:
         return _run(d, common, (a, b), shape, dev, params, _inputs2(a, b, oa, ob), out, {id(oa): a, id(ob): b})
     r = d._ok.get((common, dtypes._default_dtype)) or d.ready(common)  # _run's no-out= path, inlined
-    t = empty_tensor(shape, r[0], dev)
+    t = empty_tensor(shape, r[0], dev, _out_stride(shape, (a, b)))
     fn = getattr(_cpu if dev.type == "cpu" else backends.get(dev), d.prim)  # looked up per call: patchable
     if params:
         fn(t, d.kernel, a, b, r[1], **params)
