@@ -79,6 +79,13 @@ def wrap_scalar(v, np_dtype):
         return np.array(v).astype(np_dtype)[()]
 
 
+def round_to(v, dtype):
+    """A Python number rounded to a floating `dtype` (out of range: inf), as a Python float: what a
+    wrapped number becomes when torch casts it to an op's float16/bfloat16 common dtype."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _b.float(dtype.np.type(v))
+
+
 def from_numpy_dtype(np_dtype):
     """The DType for a NumPy dtype, or TypeError listing the supported ones (as torch does)."""
     npd = np.dtype(np_dtype)

@@ -558,12 +558,22 @@ def reference(op, sample, out_dtype):
         common = tl.result_type(*[v for v in sample.args if _is_operand(v)])
         work = np.float64 if common.is_floating_point else common.np
 
+    common = common_dtype(op, sample)
+    # torch casts every operand to the common dtype first: at float16/bfloat16 that rounds numbers and
+    # tensors of other dtypes to the half before the float32 arithmetic
+    half = common.np if common in (tl.float16, tl.bfloat16) else None
+
     def conv(v, role=None):
         if isinstance(v, tl.Tensor):
             v = to_numpy(v)
-            return v if role == "mask" else v.astype(work)
+            if role == "mask":
+                return v
+            return (v.astype(half) if half is not None else v).astype(work)
         if isinstance(v, (bool, int)) and not isinstance(v, bool) and np.dtype(work).kind in "iu":
             return np.array(v).astype(work)[()]
+        if half is not None and isinstance(v, (int, float)) and not isinstance(v, bool):
+            with np.errstate(all="ignore"):
+                return float(np.array(v).astype(half))
         return v
     roles = {"where": ("mask",), "masked_fill": (None, "mask")}.get(op.name, ())
     args = tuple(conv(a, roles[i] if i < len(roles) else None) for i, a in enumerate(sample.args))

@@ -74,7 +74,7 @@ def test_slice_offsets_match_torch_rules(device):
 
 def test_bool_scalars(device):
     x = base(device)
-    assert x[True].shape == (1, 3, 4, 5) and shares(x[True], x)
+    assert x[True].shape == (1, 3, 4, 5) and not shares(x[True], x)  # a bool is an advanced index: a copy
     assert x[False].shape == (0, 3, 4, 5)
     assert x[..., True].shape == (3, 4, 5, 1)
     assert x[1, True].shape == (1, 4, 5)
@@ -253,14 +253,14 @@ def SET(d):
         ((0,), i([[[[4, 4, 4, 4, 4]]]]), 0, 4),
         ([0, 2], 5, [0, 2], 5),
         (i([[0, 1], [2, 0]]), i(np.arange(5)), (np.array([[0, 1], [2, 0]]),), np.arange(5)),
-        (([0, 1], [1, 2]), i([[10], [20]], tl.int32), ([0, 1], [1, 2]), np.array([[10], [20]])),
+        (([0, 1], [1, 2]), i([[10], [20]]), ([0, 1], [1, 2]), np.array([[10], [20]])),
         (([0, 1], slice(None), [1, 2]), i(np.arange(4)), ([0, 1], slice(None), [1, 2]), np.arange(4)),
         ((slice(None), [0, 3], [4, 4]), i([1, 2]), (slice(None), [0, 3], [4, 4]), np.array([1, 2])),
         (i(m), 0, m, 0),
         (i(m), i(np.arange(int(m.sum()))), m, np.arange(int(m.sum()))),
         ((1, i(m[1])), i([-1]), (1, m[1]), -1),
         ((slice(None), i(m[0, :, 0])), i(np.arange(5)), (slice(None), m[0, :, 0]), np.arange(5)),
-        ([-1, -2], i(2.9), [-1, -2], 2),                                             # float value cast to int64
+        ([-1, -2], 2.9, [-1, -2], 2),                                                # float value cast to int64
         ((0, 0), [5, 6, 7, 8, 9], (0, 0), [5, 6, 7, 8, 9]),                          # a list value
         (([2, 1], 0), [[1, 1, 1, 1, 1], [2, 2, 2, 2, 2]], ([2, 1], 0), [[1, 1, 1, 1, 1], [2, 2, 2, 2, 2]]),
         (True, 3, True, 3),
@@ -276,7 +276,7 @@ def test_setitem_matches_numpy(device, k):
     x = base(device)
     v = x._version
     x[idx] = value
-    assert x._version == v + 1
+    assert x._version == v + (idx is not False)  # torch: x[False] = v writes nothing and keeps the version
     want = REF.copy()
     want[np_idx] = np_value
     np.testing.assert_array_equal(npa(x), want)
@@ -286,7 +286,7 @@ def test_setitem_casts_values(device):
     x = tl.zeros(4, device=device)
     x[0] = 3
     x[1] = True
-    x[[2, 3]] = T([7, 8], device)
+    x[[2, 3]] = T([7.0, 8.0], device)
     np.testing.assert_array_equal(npa(x), [3.0, 1.0, 7.0, 8.0])
     b = tl.zeros(3, dtype=tl.bool, device=device)
     b[1] = 5
@@ -297,8 +297,37 @@ def test_setitem_casts_values(device):
     u[[1]] = -2
     assert u.tolist() == [255, 254, 0]
     h = tl.zeros(2, dtype=tl.bfloat16, device=device)
-    h[T([1], device)] = T([2.5], device, tl.float64)
-    assert h.tolist() == [0.0, 2.5]
+    h[T([1], device)] = 2.5
+    h[T([True, False], device)] = T(1.5, "cpu", tl.float64)  # one mask and one CPU element: masked_fill_ casts
+    assert h.tolist() == [1.5, 2.5]
+
+
+def test_advanced_setitem_requires_the_dtype(device):
+    """torch: an advanced-index assignment of a tensor needs the destination's dtype (x[0] = t and
+    x[True] = t copy and cast; a lone mask with one CPU element is masked_fill_, which casts)."""
+    x = tl.zeros(3, device=device)
+    for idx, val in (([0, 1], T([1, 2], device)), (T([0], device), T([1.0], device, tl.float64)),
+                     (T([True, False, True], device), T([1.0, 2.0], device, tl.float64))):
+        with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes match, "
+                                               "got Float for the destination and (Long|Double) for the source"):
+            x[idx] = val
+    assert x.tolist() == [0.0, 0.0, 0.0] and x._version == 0
+    x[True] = T([1.0, 2.0, 3.0], device, tl.float64)
+    x[0] = T(7, device, tl.int32)
+    assert x.tolist() == [7.0, 2.0, 3.0] and x._version == 2
+
+
+def test_bool_index_is_a_copy(device):
+    x = tl.zeros(3, device=device)
+    y = x[True]
+    y.add_(1)
+    assert x.tolist() == [0.0, 0.0, 0.0] and y.tolist() == [[1.0, 1.0, 1.0]]
+    x[False] = 5
+    assert x._version == 0 and x.tolist() == [0.0, 0.0, 0.0]
+    with pytest.raises(TypeError):
+        x[False] = "a"  # the value is still checked
+    x[False, 0] = 5  # in a tuple, False is an empty index: nothing written, the version moves (torch)
+    assert x._version == 1 and x.tolist() == [0.0, 0.0, 0.0]
 
 
 @pytest.mark.parametrize("dt,value", [(tl.int8, 300), (tl.int8, 300.0), (tl.int8, float("nan")), (tl.uint8, 256),
@@ -592,8 +621,9 @@ def test_random_indices_match_numpy(device, data):
     got = x[_to(index, tl, device)]
     assert tuple(got.shape) == np.shape(want)
     np.testing.assert_array_equal(npa(got), want)
-    plain = not any(isinstance(i, np.ndarray) and i.ndim for i in index) and sum(type(i) is bool for i in index) <= 1
-    assert shares(got, x) == plain  # basic indices (and a lone bool) view; everything else copies
+    plain = not any(isinstance(i, np.ndarray) and (i.ndim or i.dtype == bool) for i in index) \
+        and not any(type(i) is bool for i in index)
+    assert shares(got, x) == plain  # basic indices view; everything else (bools too, as in torch) copies
     values = -1 - np.arange(int(np.prod(np.shape(want)))).reshape(np.shape(want))
     expect = ref.copy()
     expect[index] = values

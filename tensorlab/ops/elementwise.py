@@ -227,6 +227,45 @@ def _host_scalars(operands, dev):
     return tuple(x.item() if isinstance(x, Tensor) and x._meta.storage.device != dev else x for x in operands)
 
 
+# -- operands at the common dtype ---------------------------------------------------------------
+# torch casts every operand to the op's common dtype before computing (Python numbers become 0-dim
+# tensors of that dtype), and computes float16/bfloat16 in float32. The backends convert operands
+# straight to the compute dtype, which is the same thing for every common dtype but the two halves:
+# there an operand of another dtype is rounded to the half first (bf16 3.75 % 0.001 divides by
+# bf16(0.001); int32 2**31-1 // float16 divides float16 inf), and a result stored into an out= of
+# another dtype is rounded to the half on its way (exp(bf16, out=float32) is bf16's e).
+_NON_VALUE = {"where": (0,), "masked_fill": (1,)}  # operands that are masks, not values
+
+
+def _at_common(d, common, operands, dev):
+    skip = _NON_VALUE.get(d.name, ())
+    out = []
+    for i, x in enumerate(operands):
+        if x is None or i in skip:
+            pass
+        elif isinstance(x, Tensor):
+            if x._dtype is not common:
+                t = empty_tensor(x._meta.layout.shape, common, dev)
+                (_cpu if dev.type == "cpu" else backends.get(dev)).copy(t, x)
+                x = t
+        elif type(x) is not bool:
+            x = dtypes.round_to(x, common)
+        out.append(x)
+    return tuple(out)
+
+
+def _launch(d, dev, target, operands, common, res, comp, params):
+    """The primitive over `operands` into `target`, with torch's rounding at a half common dtype."""
+    fn = _fn(d, dev)
+    if common in _HALVES:
+        operands = _at_common(d, common, operands, dev)
+        if res is common and target._dtype is not res:
+            tmp = empty_tensor(target._meta.layout.shape, res, dev)
+            fn(tmp, d.kernel, *operands, comp, **params)
+            (_cpu if dev.type == "cpu" else backends.get(dev)).copy(target, tmp)
+            return
+    fn(target, d.kernel, *operands, comp, **params)
+
 # -- the generic execution step, shared by every arity ------------------------------------------
 
 def _grad_enabled():
@@ -268,7 +307,7 @@ def _run(d, common, operands, shape, dev, params, inputs, out, pins=None):
     if out is None:
         r = d._ok.get((common, dtypes._default_dtype)) or d.ready(common)
         t = empty_tensor(shape, r[0], dev, _out_stride(shape, operands, name))
-        _fn(d, dev)(t, d.kernel, *operands, r[1], **params)
+        _launch(d, dev, t, operands, common, r[0], r[1], params)
         return autograd_hooks.record_op(t, name, inputs, operands, d.kernel, params)
     res, comp = d.types(common)
     if any(t._requires_grad for t in inputs) and _grad_enabled():
@@ -278,7 +317,7 @@ def _run(d, common, operands, shape, dev, params, inputs, out, pins=None):
     o = output(out, shape, res, dev, name, tuple(x for x in operands if isinstance(x, Tensor)),
                out_meta=None if pin is None else pin._meta)
     d.supports(common)
-    _fn(d, dev)(o.tensor, d.kernel, *operands, comp, **params)
+    _launch(d, dev, o.tensor, operands, common, res, comp, params)
     return o.finish()
 
 
@@ -304,7 +343,9 @@ def _run_inplace(d, common, self, target, operands, shape, dev, params, inputs, 
             check_no_partial_overlap(target, *(t for t in pins if t._meta.storage is storage), op=op)
             break
     d.supports(common)
-    if params:
+    if common in _HALVES:
+        _launch(d, dev, target, operands, common, res, comp, params)
+    elif params:
         _fn(d, dev)(target, d.kernel, *operands, comp, **params)
     else:
         _fn(d, dev)(target, d.kernel, *operands, comp)
@@ -419,7 +460,9 @@ def _binary(d, a, b, out, params=_NO_PARAMS, check=None, reflected=False):
     r = d._ok.get((common, dtypes._default_dtype)) or d.ready(common)  # _run's no-out= path, inlined
     t = empty_tensor(shape, r[0], dev, _out_stride(shape, (a, b)))
     fn = getattr(_cpu if dev.type == "cpu" else backends.get(dev), d.prim)  # looked up per call: patchable
-    if params:
+    if common in _HALVES:
+        _launch(d, dev, t, (a, b), common, r[0], r[1], params)
+    elif params:
         fn(t, d.kernel, a, b, r[1], **params)
     else:
         fn(t, d.kernel, a, b, r[1])

@@ -126,9 +126,9 @@ def _locate(self, entries, meta=None):
         raise IndexError("an index can only have a single ellipsis ('...')")
     if consumed > ndim:
         raise IndexError(f"too many indices for tensor of dimension {ndim}")
-    # a lone bool is a view (True: a new dim of size 1, False: of size 0); beside other advanced
-    # indices it is an index tensor ([0] or []) on a new size-1 dim, broadcast with the others
-    bool_adv = bools > 1 or (bools and tensors)
+    # a bool is an advanced index, as in torch: an index tensor ([0] for True, [] for False) on a new
+    # size-1 dim, broadcast with the others, so x[True] and x[False] are copies, not views
+    bool_adv = bools > 0
     oshape, ostride, adv = [], [], []
     offset, d = lay.offset, 0
     for kind, v in entries:
@@ -319,10 +319,29 @@ def _put(self, view, indices, shape, value, accumulate, op, in_range=False):
 def setitem(self, index, value):
     meta = self._meta
     dev = meta.storage.device
-    lay, adv = _locate(self, _entries(index, dev, meta), meta)
+    if index is False or index is True:  # torch's set_item: a lone bool is no advanced index
+        if index is False:  # nothing is written (the value is still checked), the version stays
+            if not isinstance(value, Tensor):
+                _value_tensor(value, self, True)
+            return
+        entries = [(_NONE, None)]  # True: a copy into self.unsqueeze(0)
+    else:
+        entries = _entries(index, dev, meta)
+    lay, adv = _locate(self, entries, meta)
     view = self._view_of(lay, meta=meta)
+    if adv and isinstance(value, Tensor) and value._dtype is not self._dtype and not _masked_fill_form(adv, value):
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{self._dtype.torch_name} for the destination and {value._dtype.torch_name} for "
+                           f"the source.")
     indices, shape, in_range = _advanced(view, adv)
     _put(self, view, indices, shape, value, False, "index_put_" if adv else "copy_", in_range)
+
+
+def _masked_fill_form(adv, value):
+    """torch writes x[mask] = v as masked_fill_ (casting v) when the advanced part is one boolean mask
+    and v is one element on the CPU; every other advanced assignment needs v of x's dtype."""
+    return (value.numel() == 1 and value.device.type == "cpu" and len(adv) == 1
+            and type(adv[0][1]) is not bool and adv[0][1]._dtype in _MASK_DTYPES)
 
 
 def index_put_(self, indices, values, accumulate=False):
