@@ -105,6 +105,16 @@ def dense_strides_like(shape, stride):
     return tuple(out)
 
 
+def unit_dims_restrided(shape, stride):
+    """A negative stride on a size-1 dim is never used to address anything: torch's set_ and
+    empty_strided replace it by the contiguous stride of that position (set_(s, 2, (1,), (-1,)) has
+    stride (1,)); every other stride is kept, and a negative one elsewhere is still refused."""
+    if all(st >= 0 or n != 1 for n, st in zip(shape, stride)):
+        return tuple(stride)
+    cont = contiguous_strides(shape)
+    return tuple(c if n == 1 and st < 0 else st for n, st, c in zip(shape, stride, cont))
+
+
 def is_contiguous(shape, stride):
     """torch's definition: size-1 dims are ignored, an empty tensor is contiguous."""
     if 0 in shape:

@@ -93,6 +93,31 @@ def _huge_int_into_half(device):
     assert tl.full((), -2 ** 63 - 1, dtype=tl.float32, device=device).item() == -2.0 ** 63
 
 
+def _fill_overflow_half(device):
+    for dt in (tl.float16, tl.bfloat16):
+        for n in (1, 2, 100):  # torch: inf for one element on the CPU (its scalar_fill), an error otherwise
+            for fill in (lambda: tl.zeros(n, dtype=dt, device=device).fill_(1e300),
+                         lambda: tl.full((n,), 1e300, dtype=dt, device=device),
+                         lambda: tl.full_like(tl.zeros(n, dtype=dt, device=device), 1e39)):
+                with pytest.raises(RuntimeError, match="without overflow"):
+                    fill()
+        assert tl.full((2,), math.inf, dtype=dt, device=device).tolist() == [math.inf] * 2  # inf itself fits
+
+
+def _wide_moments(device):
+    x = tl.tensor([1e30, 1.0, 2.0, 3.0], device=device)
+    assert math.isclose(x.std().item(), 5e29, rel_tol=1e-6) and x.var().item() == math.inf
+    assert math.isclose(tl.tensor([3e20, 4e20], device=device).norm().item(), 5e20, rel_tol=1e-6)
+    assert math.isclose(tl.tensor([3e-25, 4e-25], device=device).norm().item(), 5e-25, rel_tol=1e-6)
+
+
+def _mean_out_self(device):
+    x = tl.tensor([1.0, 2.0, 3.0], device=device)
+    with pytest.raises(RuntimeError):
+        tl.mean(x, 0, out=x)
+    assert x.tolist() == [1.0, 2.0, 3.0]
+
+
 def _unsupported_dtypes(device):
     for npdt in (np.uint16, np.uint32, np.uint64, np.complex64, np.complex128):
         with pytest.raises(TypeError, match="can't convert np.ndarray"):
@@ -215,6 +240,20 @@ DIVERGENCES = (
                "computed in the result dtype", "computed in float64, rounded once (may differ by one ulp)",
                "one formula for both backends (kernels/creation.cu evaluates it in double)", DELIBERATE,
                _linspace_double),
+    Divergence("fill_, full(), full_like()", "a float16/bfloat16 fill value past the dtype's range (1e300)",
+               "inf for a one-element CPU tensor (its scalar_fill shortcut), RuntimeError 'value cannot be "
+               "converted to type c10::Half without overflow' for any other size",
+               "RuntimeError (overflow) whatever the size; inf and NaN themselves fit",
+               "the answer must not depend on the tensor's length", PATH_DEPENDENT, _fill_overflow_half),
+    Divergence("std, var, norm (float32)", "values whose squares leave float32's range: std([1e30, 1, 2, 3]), "
+               "norm([3e-25, 4e-25])",
+               "std 5e29 on the CPU (accumulated in double), inf on CUDA (accumulated in float); the norm's squares "
+               "underflow: 0.0", "5e29 and 5e-25 on both backends: float32 moments and norms accumulate in double",
+               "one answer on every device; the CPU's is the finite, right one", DELIBERATE, _wide_moments),
+    Divergence("mean(x, dim, out=x) and other reductions into an input", "out= that is the reduced input",
+               "writes the output while reading the input (mean(x, 0, out=x) of [1, 2, 3] gives 0.)",
+               "RuntimeError, nothing changed", "an out= that aliases an input of a reduction gives a wrong answer",
+               DELIBERATE, _mean_out_self),
 )
 
 

@@ -24,6 +24,11 @@ template <> struct AccOf<__nv_bfloat16> { using type = float; };
 template <> struct AccOf<float> { using type = float; };
 template <> struct AccOf<double> { using type = double; };
 
+// norm, var and std accumulate float32 in double (torch's CPU accumulation type), so squares past
+// float32's range do not overflow a finite result: tensor([3e20]).norm() is 3e20
+template <typename T> struct WideAccOf { using type = typename AccOf<T>::type; };
+template <> struct WideAccOf<float> { using type = double; };
+
 template <typename Out, typename In>
 __device__ __forceinline__ typename AccOf<Out>::type acc_load(In x) {
   return static_cast<typename AccOf<Out>::type>(widen(cast<Out>(x)));
@@ -161,7 +166,7 @@ struct CountNonzero {
 // -- norm: p in {0, 1, 2, inf, -inf} by special cases, any other p by pow -------------------------
 template <typename In, typename Out>
 struct Norm {
-  using Acc = typename AccOf<Out>::type;
+  using Acc = typename WideAccOf<Out>::type;
   using State = Val<Acc>;
   __device__ static State identity(double p) { return {p == -inf_value() ? Bounds<Acc>::highest() : Acc(0)}; }
   __device__ static void push(State& s, In x, long long, double p) {
@@ -189,7 +194,7 @@ struct Norm {
 // -- var, std: Welford (mean, sum of squared deviations, count), merged with Chan's formula --------
 template <typename In, typename Out, bool Sqrt>
 struct Moments {
-  using Acc = typename AccOf<Out>::type;
+  using Acc = typename WideAccOf<Out>::type;
   using State = Triple<Acc, Acc, long long>;
   __device__ static State identity(double) { return {Acc(0), Acc(0), 0}; }
   __device__ static void push(State& s, In x, long long, double) {

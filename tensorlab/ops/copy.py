@@ -37,10 +37,13 @@ def copy_(self, src, non_blocking=False):
     check_writable(self, "copy_")
     from .. import autograd_hooks
     autograd_hooks.check_inplace(self, "copy_")
+    shape = tuple(self.shape)
+    if tuple(src.shape) != shape and tuple(L.broadcast_shapes(shape, src.shape)) != shape:
+        raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape "
+                           f"{list(L.broadcast_shapes(shape, src.shape))} (copy_: the source must broadcast to "
+                           f"the destination's shape)")
     if self.numel():
         copy_into(self, src, non_blocking)
-    else:
-        L.broadcast_shapes(self.shape, src.shape)
     self._vc.bump()
     autograd_hooks.record_inplace(self, "copy_", (src,))
     return self

@@ -282,6 +282,7 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
         raise RuntimeError(f"empty_strided: dimensionality of sizes ({len(shape)}) must match dimensionality of "
                            f"strides ({len(stride)})")
     L.check_numel(shape)
+    stride = L.unit_dims_restrided(shape, stride)
     if any(s < 0 for s in stride) and 0 not in shape:  # with no element no stride is ever used
         raise RuntimeError(f"empty_strided: negative strides are not supported (sizes={list(shape)}, "
                            f"strides={list(stride)}); create the tensor with positive strides and flip() it")
@@ -369,6 +370,11 @@ def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_for
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    dt = input.dtype if dtype is None else _dt(dtype, op="full_like")
+    if isinstance(fill_value, numbers.Number):
+        fill_value = _checked(fill_value, dt, "full_like")  # torch checks here, float16 included
     return _filled_like(input, fill_value, dtype, device, requires_grad, memory_format)
 
 

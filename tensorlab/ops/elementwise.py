@@ -193,7 +193,8 @@ def _limits(dt):
 
 def _checked(value, dt, op):
     """A scalar argument (alpha, value, clamp bounds, fill values) as a Python number that `dt`
-    holds; RuntimeError when it overflows `dt`, as torch checks scalar arguments."""
+    holds; RuntimeError when it overflows `dt`, as torch checks scalar arguments (torch's one-element
+    CPU fill shortcut stores a float16/bfloat16 overflow as inf: a divergence row)."""
     if dt is _BOOL:
         return bool(value)
     lo, hi = _limits(dt)
@@ -299,6 +300,15 @@ def _out_stride(shape, operands, name=None):
     return L.elementwise_strides(shape, lays, scalars)
 
 
+# ops whose out= must have the result's dtype exactly (torch casts into out= for the others), with
+# torch's words for each
+_FOUND = "Found dtype {out} but expected {res}"
+_EXACT_OUT = {**{n: _FOUND for n in ("abs", "neg", "floor", "ceil", "round", "trunc", "sign", "bitwise_not",
+                                     "clamp")},
+              "where": "Expected out type to be {res} but got {out}",
+              "nan_to_num": "nan_to_num: dtype of out: {out} should be same as input: {res}"}
+
+
 def _run(d, common, operands, shape, dev, params, inputs, out, pins=None):
     """Allocate (or validate `out`), launch one primitive, publish, record autograd. `operands` are
     pinned (one record each for the whole op), `inputs` the caller's tensors (for autograd), `pins`
@@ -313,6 +323,9 @@ def _run(d, common, operands, shape, dev, params, inputs, out, pins=None):
     if any(t._requires_grad for t in inputs) and _grad_enabled():
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
                            "but one of the arguments requires grad.")
+    exact = _EXACT_OUT.get(name)
+    if exact is not None and isinstance(out, Tensor) and out._dtype is not res:
+        raise RuntimeError(exact.format(op=name, out=out._dtype.torch_name, res=res.torch_name))
     pin = None if pins is None else pins.get(id(out))
     o = output(out, shape, res, dev, name, tuple(x for x in operands if isinstance(x, Tensor)),
                out_meta=None if pin is None else pin._meta)
@@ -756,9 +769,16 @@ ADD, SUB, RSUB, DIV, POW = (_OPS[n] for n in ("add", "sub", "rsub", "div", "pow"
 
 # -- public functions, generated from the table -------------------------------------------------
 
+_NO_OUT = {"relu", "isnan", "isinf", "isfinite"}  # torch has no out= for these: TypeError, as Python words it
+
+
 def _make_unary(d):
-    def fn(input, *, out=None):
-        return _unary(d, input, out)
+    if d.name in _NO_OUT:
+        def fn(input):
+            return _unary(d, input, None)
+    else:
+        def fn(input, *, out=None):
+            return _unary(d, input, out)
 
     def fn_(self):
         return _unary(d, self, None, inplace=True)
@@ -923,11 +943,37 @@ def where(condition, input=_MISSING, other=_MISSING, *, out=None):
     return _ternary(WHERE, _where_meta, (condition, input, other), out)
 
 
+def _clamp_overload(op, input, lo, hi):
+    """torch's two clamp overloads: (Tensor, Number?, Number?) and (Tensor, Tensor?, Tensor?). A
+    mix is its argument parser's TypeError; a bool input with one tensor bound is clamp_min/clamp_max
+    (maximum/minimum, which bool has), the other bool forms have no kernel."""
+    if (isinstance(lo, Tensor) and hi is not None and not isinstance(hi, Tensor)) or \
+            (isinstance(hi, Tensor) and lo is not None and not isinstance(lo, Tensor)):
+        kinds = ", ".join(type(v).__name__ if not isinstance(v, Tensor) else "Tensor" for v in (input, lo, hi))
+        raise TypeError(f"{op}() received an invalid combination of arguments - got ({kinds}), but expected one of:"
+                        f" (Tensor input, Number min = None, Number max = None) or (Tensor input, Tensor min = None, "
+                        f"Tensor max = None); pass both bounds as numbers or both as tensors")
+    if isinstance(input, Tensor) and input._dtype is _BOOL and (lo is None) != (hi is None) \
+            and isinstance(lo if hi is None else hi, Tensor):
+        return maximum if hi is None else minimum, lo if hi is None else hi
+    return None
+
+
 def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
+    one = _clamp_overload("clamp", input, min, max)
+    if one is not None:
+        return one[0](input, one[1], out=out)
     return _ternary(CLAMP, _clamp_meta, (input, min, max), out)
 
 
 def clamp_(self, min=None, max=None):  # noqa: A002
+    one = _clamp_overload("clamp_", self, min, max)
+    if one is not None:
+        r = one[0](self, one[1])
+        if r.shape != self.shape:
+            raise RuntimeError(f"clamp_: output with shape {list(self.shape)} doesn't match the broadcast shape "
+                               f"{list(r.shape)}")
+        return self.copy_(r)
     return _ternary_(CLAMP, _clamp_meta, self, (min, max))
 
 

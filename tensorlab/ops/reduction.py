@@ -128,6 +128,15 @@ def _accumulating_dtype(x, dtype, out):
     return x._dtype if x._dtype.is_floating_point else dtypes.int64
 
 
+def _cast_first(input, x, dt):
+    """torch's sum/prod/cumsum/cumprod with dtype=: the input is cast to dtype before the op (its
+    docs: 65536 summed in float16 is inf, not 65504). Returns (autograd source, pinned operand)."""
+    if dt is x._dtype:
+        return input, x
+    c = input.to(dt)  # from the caller's tensor, so autograd reaches it; the op reads only c after this
+    return c, pinned(c)
+
+
 def check_nonempty(x, dims, name, full, exc=RuntimeError):
     """Reductions without an identity (amax, max, argmax, ...) refuse empty slices."""
     if x.numel() == 0:
@@ -144,13 +153,17 @@ def check_nonempty(x, dims, name, full, exc=RuntimeError):
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001
     refuse_out_grad("sum", out, input)
     x = check_tensor(input, "sum")
-    return _run("sum", "sum", input, x, reduce_dims(x, dim), keepdim, _accumulating_dtype(x, dtype, out), out)
+    dt = _accumulating_dtype(x, dtype, out)
+    src, x = _cast_first(input, x, dt) if dtype is not None else (input, x)
+    return _run("sum", "sum", src, x, reduce_dims(x, dim), keepdim, dt, out)
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     refuse_out_grad("prod", out, input)
     x = check_tensor(input, "prod")
-    return _run("prod", "prod", input, x, reduce_dims(x, dim), keepdim, _accumulating_dtype(x, dtype, out), out)
+    dt = _accumulating_dtype(x, dtype, out)
+    src, x = _cast_first(input, x, dt) if dtype is not None else (input, x)
+    return _run("prod", "prod", src, x, reduce_dims(x, dim), keepdim, dt, out)
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -395,9 +408,11 @@ def _cumulative(op, name, input, dim, dtype, out):
     refuse_out_grad(name, out, input)
     x = check_tensor(input, name)
     d = L.wrap_dim(dim, x.dim())
-    o = output(out, x._meta.layout.shape, _accumulating_dtype(x, dtype, out), x.device, name, (x,))
+    dt = _accumulating_dtype(x, dtype, out)
+    src, x = _cast_first(input, x, dt) if dtype is not None else (input, x)
+    o = output(out, x._meta.layout.shape, dt, x.device, name, (x,))
     x._backend.cumulative(o.tensor, x, op, d)
-    return autograd_hooks.record(o.finish(), name, (input,), dim=d)
+    return autograd_hooks.record(o.finish(), name, (src,), dim=d)
 
 
 def _cumulative_(op, name, self, dim, dtype):
@@ -406,6 +421,14 @@ def _cumulative_(op, name, self, dim, dtype):
                            f"dtype {C_NAMES[dtypes.as_dtype(dtype).name]} should match")
     t = pinned(self)
     d = L.wrap_dim(dim, t.dim())
+    if t._dtype is dtypes.bool_:  # torch: cumsum_ works in self's dtype, which has no kernel for bool...
+        if t.dim():
+            raise NotImplementedError(f'"{name[:-1]}" not implemented for \'Bool\' (convert first, e.g. '
+                                      f'x.to(tensorlab.int64).{name}({dim}))')
+        check_writable(t, name)  # ...but a 0-dim tensor is its own cumulative sum/product
+        autograd_hooks.check_inplace(self, name)
+        self._vc.bump()
+        return autograd_hooks.record_inplace(self, name, (self,), dim=d)
     check_cast(_accumulating_dtype(t, None, None), t._dtype, name)
     check_writable(t, name)
     autograd_hooks.check_inplace(self, name)
@@ -434,9 +457,9 @@ def cumprod_(self, dim, *, dtype=None):
 def _softmax(name, log, input, dim, dtype):
     x = check_tensor(input, name)
     dt = x._dtype if dtype is None else dtypes.as_dtype(dtype)
-    if not dt.is_floating_point:
-        raise RuntimeError(f"{name}(): expected a floating point input, got {dt.torch_name}; pass "
-                           f"dtype=tensorlab.float32 to compute in floating point")
+    if not dt.is_floating_point:  # torch: its kernel has no integral instantiation
+        raise NotImplementedError(f'"{name}" not implemented for \'{dt.torch_name}\' (compute in floating point: '
+                                  f'pass dtype=tensorlab.float32)')
     d = L.wrap_dim(dim, x.dim())
     res = empty_tensor(x._meta.layout.shape, dt, x.device)
     x._backend.softmax(res, x, d, log)

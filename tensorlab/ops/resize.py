@@ -157,6 +157,7 @@ def _explicit_layout(storage_offset, size, stride):
         stride = L.normalize_shape((stride,), "set_")
         if len(stride) != len(shape):
             raise RuntimeError(f"set_: unequal size length ({len(shape)}) and stride length ({len(stride)})")
+        stride = L.unit_dims_restrided(shape, stride)
     return L.Layout(shape, tuple(stride), _int(storage_offset, "storage_offset"))
 
 

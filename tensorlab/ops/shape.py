@@ -7,6 +7,7 @@ from __future__ import annotations
 import operator
 
 from .. import autograd_hooks, dtypes, layout as L, return_types, sync
+from ..errors import IndexOutOfRangeError
 from ..tensor import Tensor
 from . import registry
 from ._common import (check_no_partial_overlap, check_writable, empty_tensor, output, outputs, pinned,
@@ -170,7 +171,9 @@ def _int_list(v):
 def flip(input, dims):
     """A copy with the order of elements reversed along each of `dims`."""
     x = check_tensor(input, "flip")
-    ds = wrap_dims(_int_list(dims), x.dim()) if x.dim() else []
+    ds = wrap_dims(_int_list(dims), x.dim())  # a 0-dim tensor takes dims -1 and 0, as torch
+    if not x.dim():
+        ds = []
     res = empty_tensor(x._meta.layout.shape, x._dtype, x.device)
     x._backend.flip(res, x, ds)
     return autograd_hooks.record(res, "flip", (input,), dims=ds)
@@ -365,7 +368,15 @@ def _index_fill_args(t, dim, index, value):
     if idx.dim() > 1:
         raise RuntimeError("Index has to be a vector/scalar")
     same_device("index_fill_", t, idx)
-    return L.wrap_dim(dim, t.dim()), idx, _fill_value(value, "index_fill_")
+    d = L.wrap_dim(dim, t.dim())
+    if t.dim() and t.shape[d] == 0 and idx.numel():  # torch refuses (an index into an empty dim)
+        raise IndexOutOfRangeError(f"index_fill_(): every index is out of bounds for dimension {d} with size 0 "
+                                   f"(self has shape {list(t.shape)})")
+    v = _fill_value(value, "index_fill_")
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        from .elementwise import _checked
+        v = _checked(v, t._dtype, "index_fill_")  # torch: "value cannot be converted ... without overflow"
+    return d, idx, v
 
 
 def index_fill_(self, dim, index, value):
@@ -484,6 +495,9 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     returned sorted (sorted=False allows any order)."""
     refuse_out_grad("topk", out, input)
     x = check_tensor(input, "topk")
+    if x._dtype is dtypes.bool_:
+        raise RuntimeError("topk does not support bool dtypes (torch refuses them too); convert first, e.g. "
+                           "x.to(tensorlab.uint8)")
     k = operator.index(k)
     d = L.wrap_dim(dim, x.dim())
     if not 0 <= k <= _size(x, d):

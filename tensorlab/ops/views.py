@@ -171,9 +171,17 @@ def t(self):
     return _transpose(self, meta, 0, 1) if n == 2 else _view(self, meta, lay.shape, lay.stride, lay.offset, "alias")
 
 
+def _identity_0d(self, name, hint):
+    """torch: .T/.mT/.mH of a 0-D tensor is the identity, with a deprecation warning."""
+    _warn.warn(f"Tensor.{name} is deprecated on 0-D tensors. {hint}", UserWarning)
+    return permute(self, ())
+
+
 def _T(self):
     n = self.dim()
-    if n not in (0, 2):
+    if n == 0:
+        return _identity_0d(self, "T", "This function is the identity in these cases.")
+    if n != 2:
         _warn.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and "
                    "it will throw an error in a future release. Consider `x.mT` to transpose batches of matrices "
                    "or `x.permute(*tensorlab.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.",
@@ -182,6 +190,8 @@ def _T(self):
 
 
 def _mT(self):
+    if self.dim() == 0:
+        return _identity_0d(self, "mT", "This function is the identity in these cases.")
     if self.dim() < 2:
         raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. "
                            f"Got {self.dim()}-D tensor.")
@@ -196,6 +206,8 @@ def _H(self):
 
 
 def _mH(self):
+    if self.dim() == 0:
+        return _identity_0d(self, "mH", "Consider using x.conj().")
     if self.dim() < 2:
         raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
                            f"Got {self.dim()}-D tensor.")

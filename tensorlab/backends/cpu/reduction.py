@@ -40,6 +40,14 @@ def _floating(a, dt):
     return a.astype(_acc(dt), copy=False) if a.dtype == dt else a.astype(dt).astype(_acc(dt), copy=False)
 
 
+def _wide(a, dt):
+    """norm/var/std operands: float32 is accumulated in float64, as torch's CPU kernels do, so a
+    square or squared deviation past float32's range does not overflow a finite result
+    (tensor([1e30, 1., 2., 3.]).std() is 5e29, tensor([3e20]).norm() is 3e20)."""
+    b = _floating(a, dt)
+    return b.astype(np.float64) if b.dtype == np.float32 else b
+
+
 def _count(a, dims):
     n = 1
     for d in dims:
@@ -90,7 +98,7 @@ def _count_nonzero(a, dims, o, arg):
 
 
 def _norm(a, dims, o, p):
-    b = np.abs(_floating(a, o.dtype))
+    b = np.abs(_wide(a, o.dtype))
     if p == 0:
         return np.count_nonzero(b, axis=dims, keepdims=True).astype(b.dtype)
     if p == float("inf"):
@@ -105,7 +113,7 @@ def _norm(a, dims, o, p):
 
 
 def _var(a, dims, o, correction):
-    b = _floating(a, o.dtype)
+    b = _wide(a, o.dtype)
     n = _count(a, dims)
     d = b - np.sum(b, axis=dims, keepdims=True) / b.dtype.type(n)
     return np.sum(d * d, axis=dims, keepdims=True) / b.dtype.type(max(n - correction, 0))
