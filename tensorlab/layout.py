@@ -115,6 +115,15 @@ def unit_dims_restrided(shape, stride):
     return tuple(c if n == 1 and st < 0 else st for n, st, c in zip(shape, stride, cont))
 
 
+@memoized
+def cast_layout(lay):
+    """The layout `.to(other dtype)` gives a tensor of layout `lay` (preserve_format): its strides
+    when dense, else dense strides in its memory order (torch's infer_dense_strides)."""
+    if is_non_overlapping_and_dense(lay.shape, lay.stride):
+        return lay
+    return Layout(lay.shape, dense_strides_like(lay.shape, lay.stride), 0)
+
+
 def is_contiguous(shape, stride):
     """torch's definition: size-1 dims are ignored, an empty tensor is contiguous."""
     if 0 in shape:

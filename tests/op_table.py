@@ -473,7 +473,7 @@ def _clamp_samples(op, dtype, device, seed=0):
         Sample((x((3, 4)),), {"max": hi}, "max only"),
         Sample((x((4, 3), "transposed"),), {"min": x((3,)), "max": x((4, 1))}, "tensor bounds, broadcasting"),
         Sample((x((3, 4)),), {"min": 2, "max": -1}, "min > max gives max"),
-        Sample((x(()),), {"min": x(()), "max": hi}, "0-dim"),
+        Sample((x(()),), {"min": x(()), "max": x(())}, "0-dim"),  # bounds: both numbers or both tensors (torch)
         Sample((x((0, 3)),), {"min": lo, "max": hi}, "zero-size"),
         Sample((x((3, 4)),), {"min": 0.5}, "float bound promotes"),
         Sample((x((3, 4), "sliced"),), {"min": x((3, 4), dt=tl.float64), "max": None}, "mixed dtypes"),

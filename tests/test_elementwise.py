@@ -279,6 +279,10 @@ def test_out_matches_functional_result_and_bumps_version_once(device):
     for op, sample in calls:
         want = _call_tl(op, sample)
         out = tl.empty(want.shape, dtype=want.dtype, device=device)
+        if op.name in ("relu", "isnan", "isinf", "isfinite"):  # torch has no out= for these
+            with pytest.raises(TypeError, match="unexpected keyword argument 'out'"):
+                op.tl_fn()(*sample.args, **sample.kwargs, out=out)
+            continue
         got = op.tl_fn()(*sample.args, **sample.kwargs, out=out)
         assert got is out and out._version == 1, op.name
         assert_values(to_numpy(out), to_numpy(want), want.dtype.name, op, f"{op.name} out=")

@@ -118,6 +118,12 @@ def _mean_out_self(device):
     assert x.tolist() == [1.0, 2.0, 3.0]
 
 
+def _advanced_index_layout(device):
+    x = tl.arange(6.0, device=device).reshape(2, 3).t()  # (3, 2) with strides (1, 3)
+    for idx in ([0, 2], True, x > 1):
+        assert x[idx].is_contiguous(), idx
+
+
 def _unsupported_dtypes(device):
     for npdt in (np.uint16, np.uint32, np.uint64, np.complex64, np.complex128):
         with pytest.raises(TypeError, match="can't convert np.ndarray"):
@@ -254,6 +260,10 @@ DIVERGENCES = (
                "writes the output while reading the input (mean(x, 0, out=x) of [1, 2, 3] gives 0.)",
                "RuntimeError, nothing changed", "an out= that aliases an input of a reduction gives a wrong answer",
                DELIBERATE, _mean_out_self),
+    Divergence("getitem with index tensors, masks or bools", "a source in a non-contiguous memory order: "
+               "x.t()[[0, 2]]", "the result's strides follow the source's memory order (TensorIterator)",
+               "a contiguous result (same values and shape)", "one layout rule for every gather; a later .view() "
+               "that torch refuses on such a result works here", DELIBERATE, _advanced_index_layout),
 )
 
 

@@ -248,7 +248,7 @@ def output(out, shape, dtype, device, op, inputs=(), stride=None, out_meta=None)
     if cur != shape and tuple(cur) != tuple(shape):
         _warn_resize(op, cur, shape)
         from .resize import plan_resize
-        plan = plan_resize(out, tuple(shape), op=op, expect=target._meta)
+        plan = plan_resize(out, tuple(shape), op=op, expect=target._meta, stride=stride)
         if plan.new_buf is None:  # resized in place: the result lands in out's storage, maybe under an input
             check_no_partial_overlap(plan.target, *inputs, op=op)
         return Output(plan.target, out, plan)

@@ -255,6 +255,12 @@ def _at_common(d, common, operands, dev):
     return tuple(out)
 
 
+def _cast_target(d, common, res):
+    """The dtype torch's iterator casts inputs to: the result's, or the inputs' common dtype for
+    comparisons and other bool-valued ops."""
+    return common if d.promotion is _ALWAYS_BOOL else res
+
+
 def _launch(d, dev, target, operands, common, res, comp, params):
     """The primitive over `operands` into `target`, with torch's rounding at a half common dtype."""
     fn = _fn(d, dev)
@@ -284,17 +290,22 @@ def _fn(d, dev):
 
 # ops whose number arguments torch takes as parameters (clamp's bounds, lerp's weight), not as wrapped
 # 0-dim operands: they do not keep the output from copying its inputs' layout
-_SCALAR_PARAMS = frozenset({"clamp", "lerp"})
+_SCALAR_PARAMS = frozenset({"clamp", "lerp", "pow"})
 # ops torch computes as a contiguous clone of the (expanded) input, then in place (masked_fill)
 _CONTIGUOUS_OUT = frozenset({"masked_fill"})
 
 
-def _out_stride(shape, operands, name=None):
+def _out_stride(shape, operands, name=None, common=None):
     """The output's strides by torch's TensorIterator rule (None: contiguous): it keeps the inputs'
     memory order, so (x.permute(...) + 1).stride() is x's and a later .view behaves as in torch.
-    Number operands count as torch's wrapped 0-dim tensors unless the op takes them as parameters."""
-    lays = tuple(x._meta.layout for x in operands if isinstance(x, Tensor))
-    if not lays or name in _CONTIGUOUS_OUT:
+    Number operands count as torch's wrapped 0-dim tensors unless the op takes them as parameters.
+    An input of another dtype than `common` counts with the layout its cast to `common` has (torch's
+    CPU iterator casts such inputs first, with .to()'s preserve_format layout)."""
+    if name in _CONTIGUOUS_OUT:
+        return None
+    lays = tuple(x._meta.layout if common is None or x._dtype is common else L.cast_layout(x._meta.layout)
+                 for x in operands if isinstance(x, Tensor))
+    if not lays:
         return None
     scalars = 0 if name in _SCALAR_PARAMS else sum(1 for x in operands if x is not None and not isinstance(x, Tensor))
     return L.elementwise_strides(shape, lays, scalars)
@@ -316,7 +327,7 @@ def _run(d, common, operands, shape, dev, params, inputs, out, pins=None):
     name = d.name
     if out is None:
         r = d._ok.get((common, dtypes._default_dtype)) or d.ready(common)
-        t = empty_tensor(shape, r[0], dev, _out_stride(shape, operands, name))
+        t = empty_tensor(shape, r[0], dev, _out_stride(shape, operands, name, _cast_target(d, common, r[0])))
         _launch(d, dev, t, operands, common, r[0], r[1], params)
         return autograd_hooks.record_op(t, name, inputs, operands, d.kernel, params)
     res, comp = d.types(common)
@@ -328,6 +339,7 @@ def _run(d, common, operands, shape, dev, params, inputs, out, pins=None):
         raise RuntimeError(exact.format(op=name, out=out._dtype.torch_name, res=res.torch_name))
     pin = None if pins is None else pins.get(id(out))
     o = output(out, shape, res, dev, name, tuple(x for x in operands if isinstance(x, Tensor)),
+               stride=_out_stride(shape, operands, name, _cast_target(d, common, res)),
                out_meta=None if pin is None else pin._meta)
     d.supports(common)
     _launch(d, dev, o.tensor, operands, common, res, comp, params)
@@ -389,7 +401,8 @@ def _unary(d, x, out, params=_NO_PARAMS, check=None, inplace=False):
         return _run(d, common, (px,), lay.shape, storage.device, params, (x,), out, {id(x): px})
     r = d._ok.get((common, dtypes._default_dtype)) or d.ready(common)  # _run's no-out= path, inlined
     dev = storage.device
-    t = empty_tensor(lay.shape, r[0], dev, L.elementwise_strides(lay.shape, (lay,), 0))
+    t = empty_tensor(lay.shape, r[0], dev, L.elementwise_strides(
+        lay.shape, (lay if r[0] is common or d.promotion is _ALWAYS_BOOL else L.cast_layout(lay),), 0))
     if params:
         _fn(d, dev)(t, d.kernel, px, r[1], **params)
     else:
@@ -471,7 +484,7 @@ def _binary(d, a, b, out, params=_NO_PARAMS, check=None, reflected=False):
     if out is not None:
         return _run(d, common, (a, b), shape, dev, params, _inputs2(a, b, oa, ob), out, {id(oa): a, id(ob): b})
     r = d._ok.get((common, dtypes._default_dtype)) or d.ready(common)  # _run's no-out= path, inlined
-    t = empty_tensor(shape, r[0], dev, _out_stride(shape, (a, b)))
+    t = empty_tensor(shape, r[0], dev, _out_stride(shape, (a, b), d.name, _cast_target(d, common, r[0])))
     fn = getattr(_cpu if dev.type == "cpu" else backends.get(dev), d.prim)  # looked up per call: patchable
     if common in _HALVES:
         _launch(d, dev, t, (a, b), common, r[0], r[1], params)
@@ -531,8 +544,11 @@ def _check_sub(common, a, b, params, op="sub"):
 
 
 def _check_pow(common, a, b, params):
-    if not common.is_floating_point and type(b) is int and b < 0:
-        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if not common.is_floating_point and type(b) is int:
+        if b < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        if isinstance(a, Tensor) and common is not _BOOL:
+            _checked(b, common, "pow")  # torch: an integral exponent must fit the tensor's dtype
     return params
 
 
@@ -970,6 +986,8 @@ def clamp_(self, min=None, max=None):  # noqa: A002
     one = _clamp_overload("clamp_", self, min, max)
     if one is not None:
         r = one[0](self, one[1])
+        if r._dtype is not self._dtype:
+            check_cast(r._dtype, self._dtype, "clamp_")
         if r.shape != self.shape:
             raise RuntimeError(f"clamp_: output with shape {list(self.shape)} doesn't match the broadcast shape "
                                f"{list(r.shape)}")

@@ -319,6 +319,8 @@ def _put(self, view, indices, shape, value, accumulate, op, in_range=False):
 def setitem(self, index, value):
     meta = self._meta
     dev = meta.storage.device
+    if isinstance(value, numbers.Number) and not isinstance(value, Tensor):
+        _scalar(value, self._dtype)  # torch converts the value before it reads the index (overflow first)
     if index is False or index is True:  # torch's set_item: a lone bool is no advanced index
         if index is False:  # nothing is written (the value is still checked), the version stays
             if not isinstance(value, Tensor):

@@ -70,14 +70,16 @@ def _strides_for(shape, memory_format, op):
     raise RuntimeError(f"{op}: unknown memory_format {memory_format!r}")
 
 
-def plan_resize(t, shape, memory_format=None, op="resize_", expect=None):
-    """Steps 1-3 for resizing `t` to `shape` (contiguous or channels_last strides, same storage
+def plan_resize(t, shape, memory_format=None, op="resize_", expect=None, stride=None):
+    """Steps 1-3 for resizing `t` to `shape` (contiguous or channels_last strides, or `stride`:
+    an elementwise op's out= takes its inputs' memory order, as torch restrides it; same storage
     offset): returns a ResizePlan; nothing visible has changed. `expect`: the record the caller
     read and checked; another one now means another thread published in between (refused)."""
     for n in shape:
         if n < 0:
             raise RuntimeError(f"{op}: Trying to create tensor with negative dimension {n}: {list(shape)}")
-    stride = _strides_for(shape, memory_format, op)
+    if stride is None:
+        stride = _strides_for(shape, memory_format, op)
     with meta_write_lock:
         if expect is not None and t._meta is not expect:
             raise RuntimeError(_RACE.format(op=op))

@@ -10,8 +10,8 @@ from .. import autograd_hooks, dtypes, layout as L, return_types, sync
 from ..errors import IndexOutOfRangeError
 from ..tensor import Tensor
 from . import registry
-from ._common import (check_no_partial_overlap, check_writable, empty_tensor, output, outputs, pinned,
-                      same_device)
+from ._common import (check_no_partial_overlap, check_writable, empty_like_layout, empty_tensor, output, outputs,
+                      pinned, same_device)
 from .creation import full
 from .elementwise import where
 from .reduction import (check_nonempty, check_out_dtype, check_tensor, out_pair, reduced_shape, refuse_out_grad,
@@ -174,7 +174,7 @@ def flip(input, dims):
     ds = wrap_dims(_int_list(dims), x.dim())  # a 0-dim tensor takes dims -1 and 0, as torch
     if not x.dim():
         ds = []
-    res = empty_tensor(x._meta.layout.shape, x._dtype, x.device)
+    res = empty_like_layout(x)  # torch: empty_like(self, preserve_format), so flip keeps x's memory order
     x._backend.flip(res, x, ds)
     return autograd_hooks.record(res, "flip", (input,), dims=ds)
 
