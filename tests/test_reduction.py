@@ -537,7 +537,7 @@ def test_cumsum_inplace(device):
     assert x._version == v + 1
     b = tl.tensor([True, False], device=device)
     snap = snapshot(b)
-    with pytest.raises(RuntimeError, match="can't be cast"):
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):  # torch: no bool kernel
         b.cumsum_(0)
     assert_unchanged(snap)
     with pytest.raises(RuntimeError, match="Bad in-place call"):

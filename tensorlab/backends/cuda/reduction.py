@@ -84,6 +84,8 @@ def _kernel_dtypes(name, src, dst):
         return None, None
     if name in ("All", "Any") and have(src, dtypes.bool_):
         return None, dtypes.bool_
+    if src is dtypes.float32 and dst in (dtypes.float16, dtypes.bfloat16) and have(src, src):
+        return None, src  # float32 is a half's accumulation type: reduce unrounded, round the result (the CPU's way)
     conv = None if src is dst else dst
     if have(dst, dst):
         return conv, None
