@@ -18,7 +18,7 @@ from .. import _warn
 from .. import autograd_hooks, backends, dtypes, layout as L
 from ..tensor import Tensor
 from . import registry as R
-from ._common import (check_cast, check_no_partial_overlap, check_writable, empty_tensor, output,
+from ._common import (_CONTIGUOUS, check_cast, check_no_partial_overlap, check_writable, empty_tensor, output,
                       pinned, same_device)
 
 _BOOL, _I64, _F32 = dtypes.bool_, dtypes.int64, dtypes.float32
@@ -303,12 +303,21 @@ def _out_stride(shape, operands, name=None, common=None):
     CPU iterator casts such inputs first, with .to()'s preserve_format layout)."""
     if name in _CONTIGUOUS_OUT:
         return None
-    lays = tuple(x._meta.layout if common is None or x._dtype is common else L.cast_layout(x._meta.layout)
-                 for x in operands if isinstance(x, Tensor))
-    if not lays:
+    hit = _CONTIGUOUS.get((shape,))
+    plain = None if hit is None else hit[0]  # the one contiguous Layout new tensors of this shape share
+    lays, scalars, fresh = [], 0, True
+    for x in operands:
+        if isinstance(x, Tensor):
+            lay = x._meta.layout
+            if common is not None and x._dtype is not common:
+                lay = L.cast_layout(lay)
+            fresh = fresh and lay is plain
+            lays.append(lay)
+        elif x is not None:
+            scalars += 1
+    if fresh:  # every tensor operand contiguous in the output's shape (the common case): contiguous
         return None
-    scalars = 0 if name in _SCALAR_PARAMS else sum(1 for x in operands if x is not None and not isinstance(x, Tensor))
-    return L.elementwise_strides(shape, lays, scalars)
+    return L.elementwise_strides(shape, tuple(lays), 0 if name in _SCALAR_PARAMS else scalars)
 
 
 # ops whose out= must have the result's dtype exactly (torch casts into out= for the others), with
@@ -401,8 +410,10 @@ def _unary(d, x, out, params=_NO_PARAMS, check=None, inplace=False):
         return _run(d, common, (px,), lay.shape, storage.device, params, (x,), out, {id(x): px})
     r = d._ok.get((common, dtypes._default_dtype)) or d.ready(common)  # _run's no-out= path, inlined
     dev = storage.device
-    t = empty_tensor(lay.shape, r[0], dev, L.elementwise_strides(
-        lay.shape, (lay if r[0] is common or d.promotion is _ALWAYS_BOOL else L.cast_layout(lay),), 0))
+    ul = lay if r[0] is common or d.promotion is _ALWAYS_BOOL else L.cast_layout(lay)
+    hit = _CONTIGUOUS.get((lay.shape,))
+    t = empty_tensor(lay.shape, r[0], dev,
+                     None if hit is not None and hit[0] is ul else L.elementwise_strides(lay.shape, (ul,), 0))
     if params:
         _fn(d, dev)(t, d.kernel, px, r[1], **params)
     else:
