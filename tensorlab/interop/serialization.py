@@ -1,0 +1,2 @@
+def save(*a): pass
+def load(*a): pass
