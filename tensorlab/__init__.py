@@ -41,7 +41,7 @@ def numel(t):
 
 from .interop.dlpack import from_dlpack  # noqa: E402
 from .interop.arrays import asarray  # noqa: E402
-from .interop import serialization  # noqa: E402
-from .interop.serialization import load, save  # noqa: E402
+from . import serialization  # noqa: E402
+from .serialization import load, save  # noqa: E402
 
 __version__ = "0.1.0"
