@@ -401,3 +401,68 @@ def test_cupy_on_a_real_gpu():
     y = cupy.from_dlpack(t)
     y[1] = 8
     assert t[1].item() == 8
+
+
+# -- robustness: nothing a user does with capsules can crash or corrupt -----------------------------
+def test_foreign_memory_is_not_resizable_and_resize_changes_nothing(device):
+    src = tl.arange(4., device=device)
+    t = tl.from_dlpack(src)
+    with pytest.raises(RuntimeError, match="not resizable"):
+        t.resize_(100)
+    with pytest.raises(RuntimeError, match="not resizable"):
+        t.untyped_storage().resize_(1000)
+    assert t.shape == (4,) and t.untyped_storage().nbytes() == 16
+    np.testing.assert_array_equal(_host(t), [0., 1., 2., 3.])
+
+
+def test_capsule_dropped_while_an_exception_is_in_flight(device):
+    t = tl.arange(3., device=device)
+
+    def export_then_fail():
+        cap = t.__dlpack__(max_version=(1, 0))  # noqa: F841  (freed while ValueError unwinds this frame)
+        raise ValueError("boom")
+
+    for _ in range(3):
+        with pytest.raises(ValueError, match="boom"):
+            export_then_fail()
+    np.testing.assert_array_equal(_host(t), [0., 1., 2.])
+
+
+def test_one_capsule_two_threads_consume_it_once(device):
+    import threading
+    t = tl.arange(5., device=device)
+    for _ in range(20):
+        cap = t.__dlpack__(max_version=(1, 0))
+        results, start = [], threading.Barrier(2)
+
+        def consume():
+            start.wait()
+            try:
+                results.append(tl.from_dlpack(cap))
+            except RuntimeError as e:
+                results.append(e)
+        threads = [threading.Thread(target=consume) for _ in range(2)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert sum(isinstance(r, tl.Tensor) for r in results) == 1
+        assert sum(isinstance(r, RuntimeError) and "consumed only once" in str(r) for r in results) == 1
+
+
+def test_exported_bytes_survive_set_on_the_producer(device):
+    t = tl.arange(6., device=device)
+    cap = t.__dlpack__()
+    t.set_(tl.zeros(2, device=device).untyped_storage())  # the tensor moves to other memory
+    gc.collect()
+    np.testing.assert_array_equal(_host(tl.from_dlpack(cap)), np.arange(6.))
+    assert t.tolist() == [0., 0.]
+
+
+def test_capsule_of_a_future_major_version_refused():
+    cap = np.arange(3.).__dlpack__(max_version=(1, 0))
+    mt, _ = D._managed(cap)
+    mt.version.major = 2
+    with pytest.raises(BufferError, match=r"DLPack 2\.\d+; tensorlab reads DLPack 1\.x"):
+        tl.from_dlpack(cap)
+    mt.version.major = 1  # its own destructor frees it as a 1.x capsule
