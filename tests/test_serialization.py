@@ -283,3 +283,60 @@ def test_files_exist_and_are_small():
     for name in ("dtypes.pt", "views.pt", "tied.pt", "evil.pt", "legacy.pt", "complex.pt"):
         p = FIXTURES / name
         assert p.exists() and os.path.getsize(p) < 8192
+
+
+def test_cuda_tensors_keep_their_location(cuda, torch, tmp_path):
+    f = tmp_path / "gpu.pt"
+    t = tl.arange(6., device=cuda).reshape(2, 3)
+    tl.save({"t": t, "col": t[:, 1]}, f)
+    zf, _ = _zip_records(f)
+    assert b"cuda:0" in zf.read("gpu/data.pkl")
+    got = torch.load(f, map_location="cpu", weights_only=True)
+    np.testing.assert_array_equal(got["col"].numpy(), [1., 4.])
+    assert got["col"].untyped_storage().data_ptr() == got["t"].untyped_storage().data_ptr()
+    back = tl.load(f)
+    assert back["t"].device == t.device and back["col"].untyped_storage() is back["t"].untyped_storage()
+
+
+def test_containers_and_parameter_flags(tmp_path):
+    frozen = tl.nn.Parameter(tl.ones(2), requires_grad=False)
+    obj = [(1, 2.5, None, True), {"s": {1, 2}, "fs": frozenset({3})}, frozen, [tl.zeros(0), tl.zeros(2, 0)],
+           tl.tensor(3.5)]
+    buf = io.BytesIO()
+    tl.save(obj, buf)
+    buf.seek(0)
+    got = tl.load(buf)
+    assert got[0] == (1, 2.5, None, True) and got[1] == {"s": {1, 2}, "fs": frozenset({3})}
+    assert isinstance(got[2], tl.nn.Parameter) and not got[2].requires_grad
+    assert got[3][0].shape == (0,) and got[3][1].shape == (2, 0)
+    assert got[4].shape == () and got[4].item() == 3.5
+
+
+def test_damaged_files(monkeypatch):
+    buf = io.BytesIO()
+    tl.save({"a": tl.arange(4.)}, buf)
+    data = bytearray(buf.getvalue())
+    zf = zipfile.ZipFile(io.BytesIO(bytes(data)))
+    short = io.BytesIO()
+    with zipfile.ZipFile(short, "w") as out:
+        for info in zf.infolist():
+            payload = zf.read(info)
+            out.writestr(info.filename, payload[:8] if info.filename.endswith("data/0") else payload)
+    short.seek(0)
+    with pytest.raises(RuntimeError, match="holds 8 bytes but its storage needs 16"):
+        tl.load(short)
+    # a layout that reaches past its storage is refused before any tensor exists
+    real = S._Pickler.reducer_override
+
+    def too_big(self, obj):
+        rv = real(self, obj)
+        if rv is NotImplemented or not isinstance(obj, tl.Tensor):
+            return rv
+        return rv[0], (rv[1][0], rv[1][1], (1000,), (1,)) + rv[1][4:]
+    monkeypatch.setattr(S._Pickler, "reducer_override", too_big)
+    ck = io.BytesIO()
+    tl.save(tl.arange(4.), ck)
+    monkeypatch.undo()
+    ck.seek(0)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        tl.load(ck)

@@ -18,6 +18,7 @@ with torch's wording); BUILD is allowed only on OrderedDicts, parameters and all
 weights_only=False runs the pickle as torch does (only for files you trust)."""
 from __future__ import annotations
 
+import _compat_pickle
 import collections
 import contextlib
 import io
@@ -378,6 +379,11 @@ class _Loader(pickle._Unpickler):
             self._user = dict(_user_globals)
 
     def find_class(self, module, name):
+        if self.proto < 3:  # protocol 2 names Python 2's modules (__builtin__.set): pickle's own mapping
+            if (module, name) in _compat_pickle.NAME_MAPPING:
+                module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+            elif module in _compat_pickle.IMPORT_MAPPING:
+                module = _compat_pickle.IMPORT_MAPPING[module]
         obj = _ALLOWED.get((module, name))
         if obj is not None:
             return obj
