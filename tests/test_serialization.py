@@ -340,3 +340,22 @@ def test_damaged_files(monkeypatch):
     ck.seek(0)
     with pytest.raises(RuntimeError, match="out of bounds"):
         tl.load(ck)
+
+
+def test_mmap_maps_the_records(tmp_path):
+    f = tmp_path / "big.pt"
+    tl.save({"a": tl.arange(1000.), "tied": [tl.arange(5, dtype=tl.int16)] * 2}, f)
+    got = tl.load(f, mmap=True)
+    buf = got["a"].untyped_storage()._buf
+    assert isinstance(buf.base, np.memmap) and not got["a"].untyped_storage().resizable()
+    np.testing.assert_array_equal(got["a"].numpy(), np.arange(1000.))
+    got["a"][0] = -1  # copy-on-write: the file keeps its bytes
+    np.testing.assert_array_equal(tl.load(f)["a"].numpy(), np.arange(1000.))
+    assert got["tied"][0] is got["tied"][1]
+    with pytest.raises(ValueError, match="must be a file path in order to use the mmap argument"):
+        tl.load(io.BytesIO(f.read_bytes()), mmap=True)
+
+
+def test_mmap_of_a_torch_file():
+    sd = tl.load(FIXTURES / "views.pt", mmap=True)
+    np.testing.assert_array_equal(sd["block"].numpy(), np.arange(24, dtype=np.float32).reshape(4, 6)[1:3, 2:5])

@@ -368,8 +368,9 @@ _HEADER = ("Weights only load failed. This file can still be loaded, to do so yo
 class _Loader(pickle._Unpickler):
     dispatch = pickle._Unpickler.dispatch.copy()
 
-    def __init__(self, file, zf, prefix, map_location, weights_only):
-        super().__init__(file)
+    def __init__(self, file, zf, prefix, map_location, weights_only, mmap_path=None, **pickle_load_args):
+        super().__init__(file, **pickle_load_args)  # encoding=, errors=, fix_imports= as pickle takes them
+        self._mmap_path = mmap_path
         self._zf = zf
         self._prefix = prefix
         self._map = map_location
@@ -438,6 +439,8 @@ class _Loader(pickle._Unpickler):
 
     def _read_storage(self, key, location, nbytes):
         from ..storage import UntypedStorage
+        if self._mmap_path is not None:
+            return _place(self._mapped(key, nbytes), location, self._map)
         try:
             raw = self._zf.read(f"{self._prefix}/data/{key}")
         except KeyError:
@@ -450,6 +453,31 @@ class _Loader(pickle._Unpickler):
         if nbytes:
             cpu._buf[:] = np.frombuffer(raw, dtype=np.uint8, count=nbytes)
         return _place(cpu, location, self._map)
+
+
+    def _mapped(self, key, nbytes):
+        """mmap=True: the record's bytes mapped copy-on-write from the file (torch maps them
+        MAP_PRIVATE too), as a storage that is not resizable; nothing is read until it is used."""
+        from ..device import CPU
+        from ..storage import UntypedStorage
+        try:
+            info = self._zf.getinfo(f"{self._prefix}/data/{key}")
+        except KeyError:
+            raise RuntimeError(f"tensorlab.load: the checkpoint has no record data/{key} for one of its storages "
+                               "(the file is truncated or damaged)") from None
+        if info.compress_type != zipfile.ZIP_STORED or info.file_size < nbytes:
+            raise RuntimeError(f"tensorlab.load(mmap=True): record data/{key} is compressed or shorter than its "
+                               f"storage ({info.file_size} < {nbytes} bytes)")
+        with open(self._mmap_path, "rb") as fh:
+            fh.seek(info.header_offset)
+            head = fh.read(30)
+        if head[:4] != b"PK\x03\x04":
+            raise RuntimeError(f"tensorlab.load(mmap=True): damaged local header for record data/{key}")
+        start = info.header_offset + 30 + int.from_bytes(head[26:28], "little") + int.from_bytes(head[28:30], "little")
+        if nbytes == 0:
+            return UntypedStorage(0, device="cpu")
+        mapped = np.memmap(self._mmap_path, dtype=np.uint8, mode="c", offset=start, shape=(nbytes,))
+        return UntypedStorage._wrap(mapped.view(np.ndarray), CPU, False)
 
 
 def _cuda_usable(dev):
@@ -520,18 +548,22 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     """Load an object saved by torch.save or tensorlab.save (PyTorch's zip format). weights_only=True
     (the default) refuses every global outside the allowlist (see the module docstring);
     map_location: None (where the file says), a device or str, a dict of locations, or a callable
-    (storage, location) -> storage or None."""
+    (storage, location) -> storage or None. mmap=True (f a path): CPU storages map the file's
+    bytes copy-on-write instead of reading them (writes stay in memory, as torch's MAP_PRIVATE)."""
     if pickle_module is not None and pickle_module is not pickle:
         raise ValueError("tensorlab.load: only the standard pickle module is supported")
     if weights_only is None:
         weights_only = True
+    if mmap:
+        if not isinstance(f, (str, os.PathLike)):
+            raise ValueError("f must be a file path in order to use the mmap argument")
     if isinstance(f, (str, os.PathLike)):
         with open(f, "rb") as fh:
-            return _load(fh, map_location, weights_only)
-    return _load(f, map_location, weights_only)
+            return _load(fh, map_location, weights_only, os.fspath(f) if mmap else None, pickle_load_args)
+    return _load(f, map_location, weights_only, None, pickle_load_args)
 
 
-def _load(fh, map_location, weights_only):
+def _load(fh, map_location, weights_only, mmap_path, pickle_load_args):
     start = fh.tell() if fh.seekable() else 0
     head = fh.read(512)
     if head[:4] != b"PK\x03\x04":
@@ -553,7 +585,7 @@ def _load(fh, map_location, weights_only):
         if order != "little":
             raise RuntimeError(f"tensorlab.load: the checkpoint was written {order}-endian; tensorlab reads "
                                "little-endian checkpoints only")
-        loader = _Loader(io.BytesIO(pkl), zf, prefix, map_location, weights_only)
+        loader = _Loader(io.BytesIO(pkl), zf, prefix, map_location, weights_only, mmap_path, **pickle_load_args)
         if not weights_only:
             return loader.load()
         try:
