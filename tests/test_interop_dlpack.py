@@ -213,7 +213,12 @@ def test_our_memory_lives_as_long_as_the_consumer(device):
     gc.collect()
     assert buf() is not None
     np.testing.assert_array_equal(_host(u), np.arange(6.))
+    view = u[2:4]
     del u
+    gc.collect()
+    assert buf() is not None  # a view of the consumer's tensor holds it too
+    np.testing.assert_array_equal(_host(view), [2., 3.])
+    del view
     gc.collect()
     assert buf() is None
 
