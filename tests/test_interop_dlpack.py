@@ -7,6 +7,7 @@ import weakref
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tensorlab as tl
 from tensorlab.interop import dlpack as D
@@ -471,3 +472,43 @@ def test_capsule_of_a_future_major_version_refused():
     with pytest.raises(BufferError, match=r"DLPack 2\.\d+; tensorlab reads DLPack 1\.x"):
         tl.from_dlpack(cap)
     mt.version.major = 1  # its own destructor frees it as a 1.x capsule
+
+
+def test_cpu_tensor_exported_to_a_cuda_consumer(cuda):
+    t = tl.arange(4.)
+    cap = t.__dlpack__(max_version=(1, 0), dl_device=(D.DLDeviceType.kDLCUDA, 0))
+    mt, _ = D._managed(cap)
+    assert mt.flags & D.FLAG_IS_COPIED and mt.dl_tensor.device.device_type == D.DLDeviceType.kDLCUDA
+    u = tl.from_dlpack(cap)
+    assert u.device.type == "cuda"
+    np.testing.assert_array_equal(_host(u), np.arange(4.))
+
+
+@st.composite
+def _views(draw):
+    shape = tuple(draw(st.lists(st.integers(0, 4), min_size=0, max_size=4)))
+    index = tuple(slice(draw(st.integers(0, 2)), None, draw(st.integers(1, 3))) for _ in shape)
+    perm = draw(st.permutations(range(len(shape))))
+    dt = draw(st.sampled_from(DTYPES))
+    return shape, index, perm, dt
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(view=_views())
+def test_random_views_through_torch_and_numpy(torch, view):
+    shape, index, perm, dt = view
+    n = 1
+    for s in shape:
+        n *= s
+    base = tl.arange(n).to(dt).reshape(shape) if shape else tl.tensor(7).to(dt)
+    t = base[index].permute(*perm) if shape else base
+    x = torch.from_dlpack(t)
+    assert tuple(x.shape) == tuple(t.shape)
+    back = tl.from_dlpack(x)
+    np.testing.assert_array_equal(_host(back).astype(np.float64), _host(t).astype(np.float64))
+    if t.numel() > 1:
+        assert x.stride() == t.stride() and back.stride() == t.stride()
+    if t.numel():
+        assert x.data_ptr() == t.data_ptr() == back.data_ptr()
+    if dt is not tl.bfloat16:
+        np.testing.assert_array_equal(np.from_dlpack(t), _host(t))
