@@ -274,3 +274,16 @@ def test_cupy_asarray_on_a_real_gpu():
     u = tl.as_tensor(y)
     u[1] = 9
     assert int(y[1]) == 9
+
+
+@pytest.mark.parametrize("dt", [tl.float32, tl.float64, tl.float16, tl.int8, tl.int16, tl.int32, tl.int64, tl.uint8,
+                                tl.bool], ids=str)
+def test_cuda_array_interface_every_dtype(cuda, dt):
+    t = (tl.arange(12, device=cuda) % 5).to(dt).reshape(3, 4)[:, 1:]
+    ci = t.__cuda_array_interface__
+    assert ci["typestr"] == dt.np.str and ci["strides"] == (4 * dt.itemsize, dt.itemsize)
+    u = tl.as_tensor(_CAI(ci, keep=t))
+    assert u.dtype is dt and u.data_ptr() == t.data_ptr() and u.stride() == t.stride()
+    np.testing.assert_array_equal(_host(u), _host(t))
+    u.zero_()
+    assert not _host(t).any()
