@@ -512,3 +512,14 @@ def test_random_views_through_torch_and_numpy(torch, view):
         assert x.data_ptr() == t.data_ptr() == back.data_ptr()
     if dt is not tl.bfloat16:
         np.testing.assert_array_equal(np.from_dlpack(t), _host(t))
+
+
+def test_null_data_pointer_refused():
+    cap = np.arange(3.).__dlpack__(max_version=(1, 0))
+    mt, _ = D._managed(cap)
+    data = mt.dl_tensor.data
+    mt.dl_tensor.data = None
+    with pytest.raises(BufferError, match="NULL data pointer"):
+        tl.from_dlpack(cap)
+    mt.dl_tensor.data = data
+    np.testing.assert_array_equal(tl.from_dlpack(cap).numpy(), [0., 1., 2.])

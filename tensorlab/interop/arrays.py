@@ -158,6 +158,8 @@ def from_cuda_array_interface(obj):
     numel = 1
     for n in shape:
         numel *= n
+    if numel and not ptr:
+        raise ValueError(f"__cuda_array_interface__: a NULL data pointer for shape {list(shape)}")
     be = backends.get(Device("cuda"))
     drv = be.driver
     idx = drv.pointer_device(ptr) if numel and ptr else drv.current_device()

@@ -347,6 +347,8 @@ def from_capsule(capsule):
             raise BufferError("from_dlpack: sub-byte padded types are not supported")
         shape, strides = _layout_of(dl, dl.ndim)
         ptr = (dl.data or 0) + dl.byte_offset
+        if not dl.data and all(shape):
+            raise BufferError(f"from_dlpack: the DLTensor of shape {list(shape)} has a NULL data pointer")
         _SetName(capsule, _USED_V if versioned else _USED)
         owner = _Owner(ctypes.addressof(mt), mt.deleter)
     readonly = bool(flags & FLAG_READ_ONLY)
