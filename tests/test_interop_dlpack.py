@@ -523,3 +523,19 @@ def test_null_data_pointer_refused():
         tl.from_dlpack(cap)
     mt.dl_tensor.data = data
     np.testing.assert_array_equal(tl.from_dlpack(cap).numpy(), [0., 1., 2.])
+
+
+def test_copy_for_a_consumer_stream_is_ordered_before_the_wait(cuda, monkeypatch):
+    from tensorlab.backends.cuda.active import driver
+    t = tl.arange(6., device=cuda)[::2]  # strided: the copy is a kernel launch
+    consumer = tl.cuda.Stream()
+    spy = _Spy(monkeypatch)
+    launch = driver.launch
+    monkeypatch.setattr(driver, "launch", lambda *a, **k: (spy.calls.append(("launch", 0)), launch(*a, **k))[1])
+    cap = t.__dlpack__(stream=consumer.cuda_stream, max_version=(1, 0), copy=True)
+    kinds = [c[0] for c in spy.calls]
+    assert "launch" in kinds and kinds.index("record") > max(i for i, k in enumerate(kinds) if k == "launch")
+    assert spy.calls[-1] == ("wait", consumer.cuda_stream)
+    np.testing.assert_array_equal(_host(tl.from_dlpack(cap)), [0., 2., 4.])
+    with pytest.raises(AssertionError, match="stream should be None on cpu"):
+        t.__dlpack__(stream=consumer.cuda_stream, dl_device=(D.DLDeviceType.kDLCPU, 0))

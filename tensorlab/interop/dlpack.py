@@ -230,21 +230,20 @@ def to_dlpack(t, stream=None, max_version=None, dl_device=None, copy=None):
         except (TypeError, ValueError, IndexError):
             raise TypeError(f"max_version must be a (major, minor) pair of ints or None, got {max_version!r}") from None
     copied = False
-    if dl_device is not None:
-        want = _device_of(dl_device, "__dlpack__")
-        if want != t.device:
-            if copy is False:
-                raise BufferError(f"__dlpack__: the tensor is on {t.device} and dl_device asks for {want}, which needs a "
-                                  "copy, but copy=False; pass copy=None or copy=True")
-            t = t.to(want)
-            copied = True
-    if t.device.type == "cuda":
-        _sync_streams(t, stream)
-    elif stream is not None and stream != -1:
+    want = t.device if dl_device is None else _device_of(dl_device, "__dlpack__")
+    if want.type == "cpu" and stream is not None and stream != -1:
         raise AssertionError("stream should be None on cpu.")
+    if want != t.device:
+        if copy is False:
+            raise BufferError(f"__dlpack__: the tensor is on {t.device} and dl_device asks for {want}, which needs a "
+                              "copy, but copy=False; pass copy=None or copy=True")
+        t = t.to(want)  # to the host: a named host wait (the bytes must have arrived)
+        copied = True
     if copy and not copied:
         t = t.clone()
         copied = True
+    if t.device.type == "cuda":
+        _sync_streams(t, stream)  # after any copy queued here, so the consumer's stream waits for it too
     arr = _export_array(t)
     legacy = max_version is None or max_version[0] < 1
     capsule = arr.__dlpack__() if legacy else arr.__dlpack__(max_version=(SUPPORTED_MAJOR, max_version[1]))
