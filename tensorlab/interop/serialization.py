@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import _compat_pickle
 import collections
-import contextlib
 import io
 import os
 import pickle
@@ -533,10 +532,13 @@ _LEGACY_MAGIC = 0x1950a86a20f9469cfc6c
 
 
 def _legacy_error(head):
-    if head[:2] == b"\x80\x02" or head[:1] == b"\x80":
+    magic = pickle.dumps(_LEGACY_MAGIC, protocol=2)[2:-1]  # torch's legacy files begin with this number pickled
+    if head[:2] in (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05") and head[2:2 + len(magic)] == magic:
         what = "PyTorch's legacy (pre-1.6, non-zip) serialization format"
     elif head[257:262] == b"ustar":
         what = "PyTorch's legacy tar serialization format"
+    elif head[:1] == b"\x80":
+        what = "a plain pickle, not a PyTorch checkpoint (nor its legacy pre-1.6 format)"
     else:
         what = "neither a zip archive nor a format tensorlab knows"
     return RuntimeError(f"tensorlab.load: the file is in {what}; tensorlab reads the zip checkpoints torch.save writes "
