@@ -39,4 +39,9 @@ def numel(t):
     return t.numel()
 
 
+from .interop.dlpack import from_dlpack  # noqa: E402
+from .interop.arrays import asarray  # noqa: E402
+from . import serialization  # noqa: E402
+from .serialization import load, save  # noqa: E402
+
 __version__ = "0.1.0"

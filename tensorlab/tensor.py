@@ -268,22 +268,24 @@ class Tensor:
     __hash__ = object.__hash__
 
     def numpy(self, *, force=False):
-        if self._requires_grad and not force:
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        if self.device.type != "cpu":
-            if not force:
-                raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy "
-                                "the tensor to host memory first.")
-            return self.cpu().numpy()
-        return backends.cpu.view_array(self)  # the user's own array object (array() may share a cached one)
+        return _interop_arrays().numpy(self, force)
 
     def __array__(self, dtype=None, copy=None):
-        arr = self.numpy(force=self.device.type != "cpu")
-        if dtype is not None:
-            arr = arr.astype(dtype, copy=False)
-        if copy:
-            arr = arr.copy()
-        return arr
+        return _interop_arrays().array(self, dtype, copy)
+
+    @property
+    def __array_interface__(self):
+        return _interop_arrays().array_interface(self)
+
+    @property
+    def __cuda_array_interface__(self):
+        return _interop_arrays().cuda_array_interface(self)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return _interop_dlpack().to_dlpack(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self):
+        return _interop_dlpack().dlpack_device(self)
 
     def _host(self, reason):
         """Values as a NumPy array; on CUDA this is a host synchronization named `reason`."""
@@ -348,3 +350,12 @@ def _to_python(arr, dtype):
         arr = arr.astype("float32")
     return arr.tolist()
 
+
+def _interop_arrays():
+    from .interop import arrays
+    return arrays
+
+
+def _interop_dlpack():
+    from .interop import dlpack
+    return dlpack

@@ -198,6 +198,46 @@ def _extreme_right(torch, fn, args, kwargs, want):
     return torch.where(a == b, a.expand_as(want), want)
 
 
+def _dlpack_negative_strides(device):
+    a = np.arange(6.)[::-1]
+    with pytest.raises(BufferError, match="negative strides"):
+        tl.from_dlpack(a)
+    assert tl.from_dlpack(a, copy=True).tolist() == [5., 4., 3., 2., 1., 0.]
+
+
+def _dlpack_read_only(device):
+    a = np.arange(3.)
+    a.flags.writeable = False
+    t = tl.from_dlpack(a)
+    with pytest.raises(RuntimeError):
+        t.add_(1)
+    assert a.tolist() == [0., 1., 2.]
+    c = tl.from_dlpack(a, copy=True).to(device)
+    c.add_(1)
+    assert c.tolist() == [1., 2., 3.]
+
+
+def _dlpack_default_stream(device):
+    import inspect
+    assert inspect.signature(tl.Tensor.__dlpack__).parameters["stream"].default is None
+    tl.from_dlpack(tl.ones(2, device=device).__dlpack__())
+
+
+def _array_of_cuda(device):
+    assert np.asarray(tl.arange(3., device=device)).tolist() == [0., 1., 2.]
+    if device != "cpu":
+        with pytest.raises(ValueError, match="Unable to avoid copy"):
+            np.array(tl.ones(1, device=device), copy=False)
+
+
+def _legacy_checkpoint(device):
+    import io
+    import pickle
+    legacy = io.BytesIO(pickle.dumps(0x1950a86a20f9469cfc6c, protocol=2) + pickle.dumps(1001, protocol=2))
+    with pytest.raises(RuntimeError, match="legacy"):
+        tl.load(legacy)
+
+
 DIVERGENCES = (
     Divergence("gelu", "+inf, bfloat16 or float32, approximate='none'",
                "NaN on its vectorized CPU path, inf on its scalar path (depends on the CPU and the length)", "inf",
@@ -283,6 +323,27 @@ DIVERGENCES = (
                "218,915 fuzzed programs)", "every tensor and storage exactly as before the call",
                "the strong exception guarantee: tensorlab's first promise (docs/exception-safety.md)", DELIBERATE,
                _raising_changes_nothing),
+    Divergence("from_dlpack()", "a producer with negative strides, e.g. np.arange(6.)[::-1]",
+               "aborts the process (a c10::Error escapes: 'Storage size calculation overflowed')",
+               "BufferError naming the strides; copy=True asks the producer for a copy",
+               "nothing a user passes may crash the interpreter; tensors cannot have negative strides",
+               DELIBERATE, _dlpack_negative_strides),
+    Divergence("from_dlpack()", "a capsule with DLPack's READ_ONLY flag (a non-writable NumPy array)",
+               "ignores the flag: the tensor writes into memory its owner marked read-only",
+               "a read-only tensor: every write raises RuntimeError; copy=True gives a writable copy",
+               "the same rule as from_numpy of a read-only array", DELIBERATE, _dlpack_read_only),
+    Divergence("Tensor.__dlpack__", "stream not given", "-1: no ordering between the streams",
+               "None: the consumer's stream (the legacy default one) waits on an event recorded on the producer's "
+               "current stream; the host never waits",
+               "the DLPack standard's default; the issue asks for stream=None", DELIBERATE, _dlpack_default_stream),
+    Divergence("Tensor.__array__ (np.asarray)", "a CUDA tensor", "TypeError (numpy() of a CUDA tensor)",
+               "a host copy (a named host wait); copy=False raises NumPy 2's ValueError",
+               "np.asarray(t) is how tests and notebooks read results; the wait is visible in sync_trace",
+               DELIBERATE, _array_of_cuda),
+    Divergence("load()", "a legacy (pre-1.6, non-zip) checkpoint", "reads it",
+               "RuntimeError naming the format and how to re-save it with torch",
+               "the zip format is the only one torch has written by default since 1.6", DELIBERATE,
+               _legacy_checkpoint),
 )
 
 

@@ -220,6 +220,10 @@ def _cast_host(arr, dt):
 
 def as_tensor(data, dtype=None, device=None):
     """Share memory with `data` when possible (a tensor, or a NumPy array on the CPU), else copy."""
+    from ..interop.arrays import as_tensor_foreign  # __cuda_array_interface__, DLPack, __array_interface__
+    shared = as_tensor_foreign(data, dtype, device)
+    if shared is not None:
+        return shared
     if isinstance(data, Tensor):
         return data.to(device=device if device is not None else data.device,
                        dtype=dtype if dtype is not None else data.dtype)

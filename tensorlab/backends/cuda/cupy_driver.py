@@ -537,3 +537,22 @@ class CupyDriver:
                 kernel.max_dynamic_shared_size_bytes = shared_mem
                 function.smem_limit = shared_mem
             kernel(tuple(grid), tuple(block), tuple(_arg(a) for a in args), shared_mem=shared_mem, stream=stream.cp)
+
+    # -- memory and streams that tensorlab does not own (tensorlab/interop) ---------------------
+    def wrap_external(self, ptr, nbytes, device, owner):
+        # block 0: foreign memory is not counted in tensorlab's statistics; `mem` holds the owner
+        # (free() drops that reference only: the memory goes back when the owner lets it go)
+        buf = _Buffer.__new__(_Buffer)
+        buf.mem, buf.ptr, buf.nbytes, buf.device = owner, int(ptr), int(nbytes), int(device)
+        buf.stream_ptr, buf.block, buf.owner = None, 0, self
+        return buf
+
+    def external_stream(self, ptr, device):
+        if ptr == 0:
+            return self._default(device)
+        cp = _cupy()
+        return _Stream(cp.cuda.ExternalStream(int(ptr), int(device)), device, 0)
+
+    def pointer_device(self, ptr):
+        attrs = _cupy().cuda.runtime.pointerGetAttributes(int(ptr))
+        return int(attrs.device)

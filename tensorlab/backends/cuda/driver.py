@@ -116,3 +116,17 @@ class Driver(Protocol):
 
     def launch(self, function, grid: tuple, block: tuple, args: tuple, shared_mem: int, stream) -> None:
         ...
+
+    # -- memory and streams that tensorlab does not own (tensorlab/interop) ---------------------
+    def wrap_external(self, ptr: int, nbytes: int, device: int, owner) -> object:
+        """A buffer over `nbytes` of device memory at `ptr` that another library owns (DLPack,
+        __cuda_array_interface__); it keeps `owner` alive and never frees the memory itself."""
+        ...
+
+    def external_stream(self, ptr: int, device: int):
+        """A stream handle for a raw cudaStream_t another library gave as an int (0: legacy default)."""
+        ...
+
+    def pointer_device(self, ptr: int) -> int:
+        """The device index a device pointer belongs to (cudaPointerGetAttributes)."""
+        ...

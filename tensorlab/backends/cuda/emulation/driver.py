@@ -75,6 +75,16 @@ class EmulatedBuffer:
         return f"EmulatedBuffer(ptr=0x{self.ptr:x}, nbytes={self.nbytes}, device={self.device})"
 
 
+class ExternalBuffer(EmulatedBuffer):
+    """Emulated device memory another library owns (DLPack, __cuda_array_interface__): it keeps
+    the owner alive and gives nothing back to the runtime when it goes."""
+
+    __slots__ = ("_keep",)
+
+    def __del__(self):
+        pass
+
+
 class EmulatedStream:
     __slots__ = ("device", "priority", "ptr")
 
@@ -153,7 +163,7 @@ class EmulationDriver:
         self._stats = [dict(allocated=0, peak=0, allocs=0, frees=0, ooms=0) for _ in range(self._count)]
         self._local = threading.local()
         self._default_streams = [EmulatedStream(i, 0, 0) for i in range(self._count)]
-        self._next_stream = 1
+        self._next_stream = 3  # as on CUDA, 1 and 2 name the legacy and per-thread default streams (DLPack)
         self._pinned = {}  # id -> (start, end) of live pinned host arrays
 
     @property
@@ -356,6 +366,21 @@ class EmulationDriver:
         if start.time is None or end.time is None:
             raise RuntimeError("Both events must be recorded before calculating elapsed time.")
         return (end.time - start.time) * 1000.0  # host time: the emulation has no GPU clock
+
+    # -- memory and streams that tensorlab does not own (tensorlab/interop) ---------------------
+    def wrap_external(self, ptr, nbytes, device, owner):
+        buf = ExternalBuffer.__new__(ExternalBuffer)
+        buf.ptr, buf.nbytes, buf.device = int(ptr), int(nbytes), self._check(int(device))
+        buf._owner, buf._accounted, buf._keep = self, False, owner
+        return buf
+
+    def external_stream(self, ptr, device):
+        if ptr == 0:
+            return self._default_streams[self._check(device)]
+        return EmulatedStream(self._check(device), 0, int(ptr))
+
+    def pointer_device(self, ptr):
+        return self.current_device()  # one host address space: the pointer says nothing of a device
 
     # -- modules and launches -------------------------------------------------------------------
     def load_module(self, source_path, name_expressions, options, device):
