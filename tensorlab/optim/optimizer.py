@@ -157,3 +157,59 @@ def _cast(param, value, key=None):
     if isinstance(value, (list, tuple)):
         return type(value)(_cast(param, v) for v in value)
     return value
+
+
+# -- implementation keywords (foreach, fused, capturable, differentiable) -------------------------
+# tensorlab has one implementation of each update; `foreach` and `fused` are accepted and checked as
+# torch checks them and select the same arithmetic. `capturable` keeps step counters on the
+# parameter's device (torch's placement; CUDA only), `differentiable` runs step() with grad mode on,
+# writing into the parameters themselves so that autograd records the update.
+CAPTURABLE_DEVICES = ["cuda"]
+FUSED_DEVICES = ["cuda", "cpu"]
+
+
+def _check_fused_flags(fused, foreach, differentiable):
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+def _check_fused_param(p):
+    if not (p.device.type in FUSED_DEVICES and p.is_floating_point()):
+        raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported devices: "
+                           f"{FUSED_DEVICES} but {p.dtype} and {p.device.type}")
+
+
+def _check_capturable(p, *scalars, what="params and state_steps"):
+    if not (p.device.type in CAPTURABLE_DEVICES and all(s.device.type == p.device.type for s in scalars)):
+        raise AssertionError(f"If capturable=True, {what} must be on supported devices: {CAPTURABLE_DEVICES}.")
+
+
+def _scalar_state(p, group, value):
+    """A float32 0-dim state scalar (step, mu_product): on the CPU, as torch keeps it, unless the
+    group is capturable or fused (then on the parameter's device)."""
+    from .. import dtypes
+    from ..ops.creation import tensor
+    on_device = group.get("capturable") or group.get("fused")
+    return tensor(float(value), dtype=dtypes.float32, device=p.device if on_device else "cpu")
+
+
+def _grad_mode(optimizer):
+    """torch's _use_grad_for_differentiable: step() runs with grad mode = defaults['differentiable']."""
+    from ..autograd import set_grad_enabled
+    return set_grad_enabled(bool(optimizer.defaults.get("differentiable", False)))
+
+
+def _params_and_grads(group):
+    """(p, the tensor to update, its gradient, negated when the group maximizes) for each parameter
+    with a gradient: detached (autograd unaware of the update) unless the group is differentiable."""
+    differentiable = group.get("differentiable", False)
+    for p in group["params"]:
+        grad = p.grad
+        if grad is None:
+            continue
+        if not differentiable:
+            grad = grad.detach()
+        yield p, (p if differentiable else p.detach()), (-grad if group["maximize"] else grad)
