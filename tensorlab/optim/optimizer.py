@@ -49,7 +49,7 @@ class Optimizer:
         for p in param_group["params"]:
             if not isinstance(p, Tensor):
                 raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {typename(p)}")
-            if not (p.is_leaf or getattr(p, "retains_grad", False)):
+            if not self.defaults.get("differentiable", None) and not (p.is_leaf or getattr(p, "retains_grad", False)):
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
