@@ -140,7 +140,6 @@ def test_capturable_on_cpu_raises_as_torch(torch, name):
         getattr(optim, name)([p], capturable=True).step()
 
 
-@pytest.mark.cuda
 @pytest.mark.parametrize("name", ["Adam", "AdamW", "Adadelta", "RMSprop", "NAdam", "RAdam"])
 def test_capturable_on_cuda_keeps_steps_on_device(device, torch, name):
     if device != "cuda":
