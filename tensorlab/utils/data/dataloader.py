@@ -413,7 +413,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         for _ in range(self._prefetch_factor * self._num_workers):
             self._try_put_index()
 
-    def _try_get_data(self, timeout=_utils.MP_STATUS_CHECK_INTERVAL):
+    def _try_get_data(self, timeout=None):
+        if timeout is None:
+            timeout = _utils.MP_STATUS_CHECK_INTERVAL
         try:
             data = self._data_queue.get(timeout=timeout)
             return (True, data)
