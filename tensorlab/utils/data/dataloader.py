@@ -59,8 +59,10 @@ class _InfiniteConstantSampler(Sampler):
 
 
 def _accelerator_available():
+    """torch.accelerator.is_available(): a CUDA device can be used (the emulation driver's included,
+    so that pinned batches are exercised where there is no GPU)."""
     from ... import cuda
-    return cuda.is_available()
+    return cuda.device_count() > 0
 
 
 def _cpu_count():
