@@ -334,3 +334,22 @@ def test_closure_is_called_with_grad_enabled(device):
     loss = opt.step(closure)
     assert loss.item() == 4.0
     assert p.item() < 2.0
+
+
+VERSION_CASES = [("SGD", dict(lr=0.1)), ("SGD", dict(lr=0.1, momentum=0.9, weight_decay=0.1, nesterov=True)),
+                 ("Adam", dict(amsgrad=True, weight_decay=0.1)), ("AdamW", dict()), ("Adadelta", dict(weight_decay=0.1)),
+                 ("Adagrad", dict(weight_decay=0.1)), ("RMSprop", dict(momentum=0.9, centered=True)),
+                 ("NAdam", dict()), ("NAdam", dict(weight_decay=0.1, decoupled_weight_decay=True)),
+                 ("RAdam", dict(weight_decay=0.1, decoupled_weight_decay=True))]
+
+
+@pytest.mark.parametrize("name,kw", VERSION_CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(VERSION_CASES)])
+def test_version_counter_bumps_match_torch(device, torch, name, kw):
+    # every in-place write torch makes to the parameter, we make too (autograd's saved-tensor checks see them)
+    p, q = nn.Parameter(tl.ones(3, device=device)), torch.nn.Parameter(torch.ones(3))
+    opt, ref = getattr(optim, name)([p], **kw), getattr(torch.optim, name)([q], **kw)
+    for _ in range(6):
+        p.grad, q.grad = tl.full((3,), 0.5, device=device), torch.full((3,), 0.5)
+        opt.step()
+        ref.step()
+        assert p._version == q._version
