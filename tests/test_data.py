@@ -621,3 +621,24 @@ def test_pin_memory_pins_batches(device):
         moved = batches[0][0].to(device, non_blocking=True)
         tl.cuda.synchronize()
         assert _np(moved).tolist() == [[0.0, 1.0], [2.0, 3.0]]
+
+
+def test_spawn_context_pickles_dataset_and_tensors():
+    # spawn: the dataset (tensors included) is pickled into fresh interpreters
+    ds = TensorDataset(tl.arange(10).float().reshape(5, 2), tl.arange(5))
+    dl = DataLoader(ds, batch_size=2, num_workers=1, multiprocessing_context="spawn")
+    assert _batches(dl) == _batches(DataLoader(ds, batch_size=2))
+    with pytest.raises(ValueError, match="multiprocessing_context option should specify a valid start method"):
+        DataLoader(ds, num_workers=1, multiprocessing_context="teleport")
+    with pytest.raises(TypeError, match="multiprocessing_context option should be a valid context object"):
+        DataLoader(ds, num_workers=1, multiprocessing_context=3)
+
+
+def test_prefetch_factor_bounds_outstanding_batches():
+    dl = DataLoader(Squares(40), batch_size=2, num_workers=2, prefetch_factor=3)
+    it = iter(dl)
+    assert it._tasks_outstanding == 6 and it._send_idx == 6
+    first = next(it)
+    assert first.tolist() == [0, 1] and it._tasks_outstanding == 6 and it._send_idx == 7
+    assert [b.tolist() for b in it][-1] == [38 * 38, 39 * 39]
+    assert DataLoader(Squares(2), num_workers=2).prefetch_factor == 2

@@ -353,3 +353,22 @@ def test_version_counter_bumps_match_torch(device, torch, name, kw):
         opt.step()
         ref.step()
         assert p._version == q._version
+
+
+def test_load_state_dict_places_step_as_torch(device, torch):
+    # step stays a CPU tensor unless the group is fused (or capturable): then float32 on the param's device
+    for flags in (dict(), dict(fused=True)):
+        p = nn.Parameter(tl.ones(2, device=device))
+        opt = optim.Adam([p], lr=0.1, **flags)
+        p.grad = tl.ones(2, device=device)
+        opt.step()
+        sd = opt.state_dict()
+        assert sd["state"][0]["step"].device.type == ("cpu" if not flags else device)
+        sd["state"][0]["step"] = sd["state"][0]["step"].cpu()
+        q = nn.Parameter(tl.ones(2, device=device))
+        opt2 = optim.Adam([q], lr=0.1, **flags)
+        opt2.load_state_dict(sd)
+        step = opt2.state[q]["step"]
+        assert step.device.type == ("cpu" if not flags else device) and step.dtype == tl.float32
+        assert step.item() == 1.0
+        assert opt2.state[q]["exp_avg"].device.type == device

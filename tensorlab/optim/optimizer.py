@@ -121,7 +121,9 @@ class Optimizer:
         for k, v in state_dict["state"].items():
             if k in id_map:
                 param = id_map[k]
-                state[param] = _cast(param, v)
+                # torch: the saved group's capturable / fused decide where 'step' goes
+                group = next((g for g in saved_groups if k in g["params"]), {})
+                state[param] = _cast(param, v, step_on_device=bool(group.get("capturable") or group.get("fused")))
             else:
                 state[k] = v
         for g, s in zip(groups, saved_groups):
@@ -144,18 +146,22 @@ class Optimizer:
         return s + ")"
 
 
-def _cast(param, value, key=None):
-    """A copy of a saved state value with its tensors on param's device (and dtype)."""
+def _cast(param, value, key=None, step_on_device=False):
+    """A copy of a saved state value with its tensors on param's device (and dtype); 'step' stays
+    where it was saved unless the group is capturable or fused (then float32 on param's device)."""
     if isinstance(value, Tensor):
         if key == "step":
+            if step_on_device:
+                from .. import dtypes
+                return value.to(dtype=dtypes.float32, device=param.device, copy=True)
             return value.clone()
         if param.is_floating_point():
             return value.to(dtype=param.dtype, device=param.device, copy=True)
         return value.to(device=param.device, copy=True)
     if isinstance(value, dict):
-        return {k: _cast(param, v, k) for k, v in value.items()}
+        return {k: _cast(param, v, k, step_on_device) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(_cast(param, v) for v in value)
+        return type(value)(_cast(param, v, None, step_on_device) for v in value)
     return value
 
 
