@@ -372,3 +372,25 @@ def test_load_state_dict_places_step_as_torch(device, torch):
         assert step.device.type == ("cpu" if not flags else device) and step.dtype == tl.float32
         assert step.item() == 1.0
         assert opt2.state[q]["exp_avg"].device.type == device
+
+
+def test_named_parameters_as_torch(torch):
+    lin = nn.Linear(3, 2)
+    tlin = torch.nn.Linear(3, 2)
+    opt = optim.NAdam(lin.named_parameters(), lr=0.01)
+    ref = torch.optim.NAdam(tlin.named_parameters(), lr=0.01)
+    assert opt.param_groups[0]["param_names"] == ref.param_groups[0]["param_names"] == ["weight", "bias"]
+    assert opt.state_dict()["param_groups"][0]["param_names"] == ["weight", "bias"]
+    assert set(opt.state_dict()["param_groups"][0]) == set(ref.state_dict()["param_groups"][0])
+    extra = nn.Parameter(tl.zeros(1))
+    with pytest.raises(ValueError) as ours:
+        opt.add_param_group({"params": [extra]})
+    with pytest.raises(ValueError) as theirs:
+        ref.add_param_group({"params": [torch.nn.Parameter(torch.zeros(1))]})
+    assert str(ours.value) == str(theirs.value)
+    with pytest.raises(ValueError, match="Some param names are missing"):
+        optim.SGD([("a", nn.Parameter(tl.zeros(1))), nn.Parameter(tl.zeros(1))])
+    # names survive a round trip into an unnamed optimizer
+    plain = optim.NAdam(lin.parameters(), lr=0.5)
+    plain.load_state_dict(opt.state_dict())
+    assert plain.param_groups[0]["param_names"] == ["weight", "bias"] and plain.param_groups[0]["lr"] == 0.01

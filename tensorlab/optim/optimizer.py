@@ -46,6 +46,14 @@ class Optimizer:
                             "tensors in sets will change between runs. Please use a list instead.")
         else:
             param_group["params"] = list(params)
+        # named parameters ((name, tensor) pairs, as named_parameters() yields) keep their names
+        tensors = [p[1] if isinstance(p, tuple) else p for p in param_group["params"]]
+        names = [p[0] for p in param_group["params"] if isinstance(p, tuple)]
+        param_group["params"] = tensors
+        if names:
+            if len(names) != len(tensors):
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+            param_group["param_names"] = names
         for p in param_group["params"]:
             if not isinstance(p, Tensor):
                 raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {typename(p)}")
@@ -62,6 +70,10 @@ class Optimizer:
         seen = set()
         for group in self.param_groups:
             seen.update(group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                current_group_txt = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {current_group_txt} to the optimizer")
         if not seen.isdisjoint(params):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
@@ -128,6 +140,8 @@ class Optimizer:
                 state[k] = v
         for g, s in zip(groups, saved_groups):
             s["params"] = g["params"]
+            if "param_names" in g and "param_names" not in s:
+                s["param_names"] = g["param_names"]
         self.__setstate__({"state": state, "param_groups": saved_groups})
 
     def __getstate__(self):
