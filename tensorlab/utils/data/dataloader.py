@@ -8,7 +8,10 @@ out round-robin, and reorders the results (in_order=True) so batches come out in
 An IterableDataset is iterated whole by every worker (shard it with get_worker_info()).
 persistent_workers keeps the processes across epochs. timeout bounds each wait for a batch.
 pin_memory=True pins each batch (a pinning thread with workers) when CUDA is available; without
-CUDA it warns and hands out ordinary batches, as torch does without an accelerator."""
+CUDA it warns and hands out ordinary batches, as torch does without an accelerator.
+
+The iterators follow PyTorch's implementation (BSD-3-Clause) closely: same protocol between the
+main process and its workers, same bookkeeping, same messages."""
 from __future__ import annotations
 
 import itertools

@@ -5,6 +5,7 @@ scalars into tensors and stacks them, Python floats into a float64 tensor, ints 
 tensor, keeps strings and bytes as lists, and recurses into mappings, named tuples and sequences
 (transposing them: a batch of (x, y) pairs becomes [batch of x, batch of y]). default_convert
 only converts NumPy arrays and scalars to tensors (the collate_fn when automatic batching is off).
+Follows PyTorch's implementation (BSD-3-Clause).
 """
 from __future__ import annotations
 
