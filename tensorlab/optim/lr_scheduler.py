@@ -97,6 +97,9 @@ def _update_param_group_val(
 
 
 class LRScheduler:
+    """Base class: sets each group's 'initial_lr', wraps optimizer.step to detect call order, and
+    on step() writes get_lr()'s values into the param groups (the closed form for step(epoch))."""
+
 
     _get_lr_called_within_step: bool = False
     _is_initial: bool = False
@@ -242,6 +245,8 @@ def _warn_get_lr_called_within_step(lr_scheduler: LRScheduler) -> None:
 # Including _LRScheduler for backwards compatibility
 # Subclass instead of assign because we want __name__ of _LRScheduler to be _LRScheduler (assigning would make it LRScheduler).
 class _LRScheduler(LRScheduler):
+    """Deprecated alias of LRScheduler (kept, as in torch, for older subclasses)."""
+
     pass
 
 
@@ -269,6 +274,8 @@ class _initial_mode:
 
 
 class LambdaLR(LRScheduler):
+    """lr = initial_lr * lr_lambda(epoch), one function per group or one for all."""
+
 
     def __init__(
         self,
@@ -324,6 +331,8 @@ class LambdaLR(LRScheduler):
 
 
 class MultiplicativeLR(LRScheduler):
+    """lr *= lr_lambda(epoch) at each step (not at construction)."""
+
 
     def __init__(
         self,
@@ -389,6 +398,8 @@ class MultiplicativeLR(LRScheduler):
 
 
 class StepLR(LRScheduler):
+    """lr *= gamma every step_size epochs."""
+
 
     def __init__(
         self,
@@ -416,6 +427,8 @@ class StepLR(LRScheduler):
 
 
 class MultiStepLR(LRScheduler):
+    """lr *= gamma at each milestone (a milestone listed k times multiplies by gamma^k)."""
+
 
     def __init__(
         self,
@@ -447,6 +460,8 @@ class MultiStepLR(LRScheduler):
 
 
 class ConstantLR(LRScheduler):
+    """lr = initial_lr * factor until total_iters, then initial_lr."""
+
 
     def __init__(
         self,
@@ -486,6 +501,8 @@ class ConstantLR(LRScheduler):
 
 
 class LinearLR(LRScheduler):
+    """lr goes linearly from initial_lr * start_factor to initial_lr * end_factor over total_iters."""
+
 
     def __init__(
         self,
@@ -548,6 +565,8 @@ class LinearLR(LRScheduler):
 
 
 class ExponentialLR(LRScheduler):
+    """lr *= gamma every epoch."""
+
 
     def __init__(
         self,
@@ -572,6 +591,8 @@ class ExponentialLR(LRScheduler):
 
 
 class SequentialLR(LRScheduler):
+    """Runs schedulers one after another, switching at the milestones."""
+
 
     def __init__(
         self,
@@ -673,6 +694,8 @@ class SequentialLR(LRScheduler):
 
 
 class PolynomialLR(LRScheduler):
+    """lr = initial_lr * (1 - min(epoch, total_iters) / total_iters) ** power."""
+
 
     def __init__(
         self,
@@ -709,6 +732,8 @@ class PolynomialLR(LRScheduler):
 
 
 class CosineAnnealingLR(LRScheduler):
+    """Cosine annealing from initial_lr to eta_min over T_max epochs (recursive form, as torch)."""
+
 
     def __init__(
         self,
@@ -763,6 +788,8 @@ class CosineAnnealingLR(LRScheduler):
 
 
 class ChainedScheduler(LRScheduler):
+    """Steps every scheduler in the list at each step(); their factors compose."""
+
 
     def __init__(
         self, schedulers: Sequence[LRScheduler], optimizer: Optimizer | None = None
@@ -825,6 +852,9 @@ class ChainedScheduler(LRScheduler):
 
 
 class ReduceLROnPlateau(LRScheduler):
+    """lr = max(lr * factor, min_lr) once the metric passed to step() has not improved for
+    `patience` epochs (mode min/max, rel/abs threshold, cooldown, eps)."""
+
 
     def __init__(
         self,
@@ -963,6 +993,9 @@ class ReduceLROnPlateau(LRScheduler):
 
 
 class CyclicLR(LRScheduler):
+    """Cyclical learning rate between base_lr and max_lr (triangular, triangular2, exp_range or
+    a custom scale_fn), cycling momentum (or Adam's beta1) inversely; stepped per batch."""
+
 
     def __init__(
         self,
@@ -1141,6 +1174,8 @@ class CyclicLR(LRScheduler):
 
 
 class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing with warm restarts every T_i epochs (T_i = T_0 * T_mult^k)."""
+
 
     def __init__(
         self,
@@ -1225,6 +1260,10 @@ class _SchedulePhase(TypedDict):
 
 
 class OneCycleLR(LRScheduler):
+    """The 1cycle policy: lr from max_lr / div_factor up to max_lr and down to
+    initial_lr / final_div_factor over total_steps (two or three phases, cos or linear), momentum
+    cycling the other way."""
+
 
     def __init__(
         self,
