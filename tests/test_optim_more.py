@@ -394,3 +394,11 @@ def test_named_parameters_as_torch(torch):
     plain = optim.NAdam(lin.parameters(), lr=0.5)
     plain.load_state_dict(opt.state_dict())
     assert plain.param_groups[0]["param_names"] == ["weight", "bias"] and plain.param_groups[0]["lr"] == 0.01
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_tensor_lr_matches_torch(device, torch, name):
+    _run(torch, device, lambda ps: getattr(optim, name)(ps, lr=tl.tensor(0.02)),
+         lambda ps: getattr(torch.optim, name)(ps, lr=torch.tensor(0.02)), steps=3)
+    with pytest.raises(ValueError, match="Tensor lr must be 1-element"):
+        getattr(optim, name)([nn.Parameter(tl.zeros(1))], lr=tl.tensor([0.1, 0.2]))

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..ops.creation import zeros_like
-from .optimizer import Optimizer, _check_capturable, _grad_mode, _params_and_grads, _scalar_state
+from .optimizer import Optimizer, _check_capturable, _check_lr, _grad_mode, _params_and_grads, _scalar_state, _value
 
 
 class Adadelta(Optimizer):
@@ -56,16 +56,3 @@ class Adadelta(Optimizer):
                     param.add_(delta, alpha=-lr)
         return loss
 
-
-def _check_lr(lr):
-    from ..tensor import Tensor
-    if isinstance(lr, Tensor) and lr.numel() != 1:
-        raise ValueError("Tensor lr must be 1-element")
-    if not 0.0 <= lr:
-        raise ValueError(f"Invalid learning rate: {lr}")
-
-
-def _value(x):
-    """A hyperparameter as a Python number (a 1-element tensor lr is read once per step)."""
-    from ..tensor import Tensor
-    return x.item() if isinstance(x, Tensor) else x

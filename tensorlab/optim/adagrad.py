@@ -4,9 +4,8 @@ created by the constructor (step 0, sum filled with initial_accumulator_value)."
 from __future__ import annotations
 
 from ..ops.creation import full_like
-from .adadelta import _check_lr, _value
-from .optimizer import (Optimizer, _check_fused_flags, _check_fused_param, _grad_mode, _params_and_grads,
-                        _scalar_state)
+from .optimizer import (Optimizer, _check_fused_flags, _check_fused_param, _check_lr, _grad_mode, _params_and_grads,
+                        _scalar_state, _value)
 
 
 class Adagrad(Optimizer):

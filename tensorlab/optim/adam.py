@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..ops.creation import zeros_like
 from ..ops.elementwise import maximum
-from .optimizer import (Optimizer, _check_capturable, _check_fused_flags, _check_fused_param, _grad_mode,
+from .optimizer import (Optimizer, _check_capturable, _check_fused_flags, _check_fused_param, _check_lr, _grad_mode,
                         _params_and_grads, _scalar_state)
 
 
@@ -12,8 +12,7 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= betas[0] < 1.0:

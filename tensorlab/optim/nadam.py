@@ -3,8 +3,7 @@ torch's update, term by term (torch.optim.nadam._single_tensor_nadam)."""
 from __future__ import annotations
 
 from ..ops.creation import zeros_like
-from .adadelta import _check_lr, _value
-from .optimizer import Optimizer, _check_capturable, _grad_mode, _params_and_grads, _scalar_state
+from .optimizer import Optimizer, _check_capturable, _check_lr, _grad_mode, _params_and_grads, _scalar_state, _value
 
 
 class NAdam(Optimizer):

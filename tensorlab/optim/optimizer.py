@@ -233,3 +233,15 @@ def _params_and_grads(group):
         if not differentiable:
             grad = grad.detach()
         yield p, (p if differentiable else p.detach()), (-grad if group["maximize"] else grad)
+
+
+def _check_lr(lr):
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+def _value(x):
+    """A hyperparameter as a Python number (a 1-element tensor lr is read once per step)."""
+    return x.item() if isinstance(x, Tensor) else x

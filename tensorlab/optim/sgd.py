@@ -2,14 +2,14 @@
 update, term by term (torch.optim.sgd._single_tensor_sgd)."""
 from __future__ import annotations
 
-from .optimizer import Optimizer, _check_fused_flags, _check_fused_param, _grad_mode, _params_and_grads
+from .optimizer import (Optimizer, _check_fused_flags, _check_fused_param, _check_lr, _grad_mode, _params_and_grads,
+                        _value)
 
 
 class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if momentum < 0.0:
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
@@ -38,7 +38,7 @@ class SGD(Optimizer):
         loss = self._closure_loss(closure)
         with _grad_mode(self):
             for group in self.param_groups:
-                lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+                lr, momentum, dampening = _value(group["lr"]), group["momentum"], group["dampening"]
                 weight_decay, nesterov = group["weight_decay"], group["nesterov"]
                 for p, param, grad in _params_and_grads(group):
                     if group["fused"]:
