@@ -570,10 +570,14 @@ def test_dead_worker_detected():
         _utils.MP_STATUS_CHECK_INTERVAL = old
 
 
-def test_too_many_workers_warns():
+def test_too_many_workers_warns(torch):
     n = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()) + 1
-    with pytest.warns(UserWarning, match=f"This DataLoader will create {n} worker processes in total"):
+    with pytest.warns(UserWarning, match=f"This DataLoader will create {n} worker processes in total") as ours:
         DataLoader(Squares(2), num_workers=n)
+    with pytest.warns(UserWarning) as theirs:
+        torch.utils.data.DataLoader(Squares(2), num_workers=n)
+    assert str(ours[0].message) == str(theirs[0].message)
+    assert ours[0].filename == __file__
 
 
 def test_iterators_do_not_pickle():
