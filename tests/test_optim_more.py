@@ -402,3 +402,27 @@ def test_tensor_lr_matches_torch(device, torch, name):
          lambda ps: getattr(torch.optim, name)(ps, lr=torch.tensor(0.02)), steps=3)
     with pytest.raises(ValueError, match="Tensor lr must be 1-element"):
         getattr(optim, name)([nn.Parameter(tl.zeros(1))], lr=tl.tensor([0.1, 0.2]))
+
+
+F64_CASES = [("Adadelta", dict(weight_decay=0.1, maximize=True)), ("Adagrad", dict(lr_decay=0.1, weight_decay=0.1)),
+             ("RMSprop", dict(momentum=0.9, centered=True, weight_decay=0.1)),
+             ("NAdam", dict(decoupled_weight_decay=True, weight_decay=0.1)),
+             ("RAdam", dict(betas=(0.5, 0.9), weight_decay=0.1))]
+
+
+@pytest.mark.parametrize("name,kw", F64_CASES, ids=[n for n, _ in F64_CASES])
+def test_float64_trajectory_matches_torch_tightly(device, torch, name, kw):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s) for s in SHAPES]
+    ours = [nn.Parameter(tl.tensor(a, device=device)) for a in arrays]
+    theirs = [torch.nn.Parameter(torch.tensor(a)) for a in arrays]
+    opt, ref = getattr(optim, name)(ours, lr=0.05, **kw), getattr(torch.optim, name)(theirs, lr=0.05, **kw)
+    for _ in range(8):
+        for p, q in zip(ours, theirs):
+            g = rng.standard_normal(tuple(p.shape))
+            p.grad, q.grad = tl.tensor(g, device=device), torch.tensor(g)
+        opt.step()
+        ref.step()
+    for p, q in zip(ours, theirs):
+        assert p.dtype == tl.float64
+        np.testing.assert_allclose(_np(p), q.detach().numpy(), rtol=1e-12, atol=1e-14)
