@@ -155,6 +155,35 @@ def _extreme_right(torch, fn, args, kwargs, want):
     return torch.where(a == b, a.expand_as(want), want)
 
 
+def _shuffle_stream(device):
+    from tensorlab.utils.data import DataLoader, RandomSampler
+    orders = [list(RandomSampler(range(10), generator=tl.Generator().manual_seed(0))) for _ in range(2)]
+    assert orders[0] == orders[1] and sorted(orders[0]) == list(range(10))
+    tl.manual_seed(0)
+    first = [v for b in DataLoader(list(range(10)), batch_size=4, shuffle=True) for v in b.tolist()]
+    tl.manual_seed(0)
+    assert [v for b in DataLoader(list(range(10)), batch_size=4, shuffle=True) for v in b.tolist()] == first
+
+
+def _capturable_step(device):
+    p = tl.nn.Parameter(tl.ones(2, device=device))
+    p.grad = tl.ones(2, device=device)
+    opt = tl.optim.Adam([p], lr=0.1, capturable=True)
+    if device == "cpu":
+        with pytest.raises(AssertionError, match="If capturable=True"):
+            opt.step()
+        return
+    opt.step()
+    assert opt.state[p]["step"].device.type == "cuda" and opt.state[p]["step"].item() == 1.0
+
+
+def _worker_batches_pickled(device):
+    from tensorlab.utils.data import DataLoader, TensorDataset
+    ds = TensorDataset(tl.arange(6).float().reshape(3, 2))
+    (batch,) = next(iter(DataLoader(ds, batch_size=3, num_workers=1)))
+    assert batch.tolist() == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]] and not hasattr(batch, "is_shared")
+
+
 DIVERGENCES = (
     Divergence("gelu", "+inf, bfloat16 or float32, approximate='none'",
                "NaN on its vectorized CPU path, inf on its scalar path (depends on the CPU and the length)", "inf",
@@ -215,6 +244,22 @@ DIVERGENCES = (
                "computed in the result dtype", "computed in float64, rounded once (may differ by one ulp)",
                "one formula for both backends (kernels/creation.cu evaluates it in double)", DELIBERATE,
                _linspace_double),
+    Divergence("RandomSampler, DataLoader(shuffle=True), random_split, SubsetRandomSampler, "
+               "WeightedRandomSampler", "the same seed (tl.manual_seed / a Generator) as torch",
+               "an order drawn from torch's CPU generator (mt19937)",
+               "a different order, drawn from tensorlab's Philox stream; reproducible for a seed, new each epoch",
+               "tensorlab's generators are Philox4x32-10 on every device; torch's exact stream is not reproduced",
+               DELIBERATE, _shuffle_stream),
+    Divergence("Adam, AdamW, Adadelta, RMSprop, NAdam, RAdam (capturable=True)", "parameters on CUDA",
+               "the update's scalar arithmetic runs on the device from the step tensor (no host sync, graph-safe)",
+               "step (and mu_product) live on the device as torch keeps them, but each step reads them on the "
+               "host: same values, one sync per parameter", "one implementation of each update; tensorlab has no "
+               "CUDA graphs to capture", DELIBERATE, _capturable_step),
+    Divergence("DataLoader(num_workers>0)", "tensor batches made in a worker process",
+               "moved through shared memory (the batch is_shared())",
+               "pickled through the result queue (a copy); tensorlab tensors have no shared-memory storage",
+               "correct values either way; shared CPU storages are not part of tensorlab's storage model",
+               DELIBERATE, _worker_batches_pickled),
 )
 
 
