@@ -165,18 +165,6 @@ def _shuffle_stream(device):
     assert [v for b in DataLoader(list(range(10)), batch_size=4, shuffle=True) for v in b.tolist()] == first
 
 
-def _capturable_step(device):
-    p = tl.nn.Parameter(tl.ones(2, device=device))
-    p.grad = tl.ones(2, device=device)
-    opt = tl.optim.Adam([p], lr=0.1, capturable=True)
-    if device == "cpu":
-        with pytest.raises(AssertionError, match="If capturable=True"):
-            opt.step()
-        return
-    opt.step()
-    assert opt.state[p]["step"].device.type == "cuda" and opt.state[p]["step"].item() == 1.0
-
-
 def _worker_batches_pickled(device):
     from tensorlab.utils.data import DataLoader, TensorDataset
     ds = TensorDataset(tl.arange(6).float().reshape(3, 2))
@@ -250,11 +238,6 @@ DIVERGENCES = (
                "a different order, drawn from tensorlab's Philox stream; reproducible for a seed, new each epoch",
                "tensorlab's generators are Philox4x32-10 on every device; torch's exact stream is not reproduced",
                DELIBERATE, _shuffle_stream),
-    Divergence("Adam, AdamW, Adadelta, RMSprop, NAdam, RAdam (capturable=True)", "parameters on CUDA",
-               "the update's scalar arithmetic runs on the device from the step tensor (no host sync, graph-safe)",
-               "step (and mu_product) live on the device as torch keeps them, but each step reads them on the "
-               "host: same values, one sync per parameter", "one implementation of each update; tensorlab has no "
-               "CUDA graphs to capture", DELIBERATE, _capturable_step),
     Divergence("DataLoader(num_workers>0)", "tensor batches made in a worker process",
                "moved through shared memory (the batch is_shared())",
                "pickled through the result queue (a copy); tensorlab tensors have no shared-memory storage",

@@ -76,6 +76,9 @@ class Adam(Optimizer):
                             grad = grad.add(param, alpha=weight_decay)
                     exp_avg.lerp_(grad, 1 - beta1)
                     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                    if group["capturable"] or group["differentiable"]:
+                        _tensor_step_update(param, state, step_t, exp_avg, exp_avg_sq, group)
+                        continue
                     step = step_t.item()
                     bias_correction1 = 1 - beta1 ** step
                     bias_correction2 = 1 - beta2 ** step
@@ -89,6 +92,24 @@ class Adam(Optimizer):
                         denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
                     param.addcdiv_(exp_avg, denom, value=-step_size)
         return loss
+
+
+def _tensor_step_update(param, state, step_t, exp_avg, exp_avg_sq, group):
+    """torch's capturable / differentiable tail of the update: the bias corrections stay tensors
+    computed from the step tensor (no host read), folded into the denominator."""
+    beta1, beta2 = group["betas"]
+    lr, eps, differentiable = group["lr"], group["eps"], group["differentiable"]
+    bias_correction1 = 1 - beta1 ** step_t
+    bias_correction2 = 1 - beta2 ** step_t
+    step_size_neg = (lr / bias_correction1).neg()
+    bias_correction2_sqrt = bias_correction2.sqrt()
+    if group["amsgrad"]:
+        max_sq = state["max_exp_avg_sq"]
+        max_sq.copy_(maximum(max_sq.clone() if differentiable else max_sq, exp_avg_sq))
+        denom = (max_sq.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(eps / step_size_neg)
+    else:
+        denom = (exp_avg_sq.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(eps / step_size_neg)
+    param.addcdiv_(exp_avg.clone() if differentiable else exp_avg, denom)
 
 
 class AdamW(Adam):

@@ -58,7 +58,8 @@ class NAdam(Optimizer):
                     if group["capturable"]:
                         _check_capturable(p, mu_product, step_t, what="params, mu_products and state_steps")
                     step_t.add_(1)
-                    step = step_t.item()
+                    # capturable: the step stays a tensor (no host read), as in torch
+                    step = step_t if group["capturable"] else step_t.item()
                     bias_correction2 = 1 - beta2 ** step
                     if weight_decay != 0:
                         if decoupled:

@@ -3,6 +3,7 @@ update, term by term (torch.optim.radam._single_tensor_radam)."""
 from __future__ import annotations
 
 from ..ops.creation import zeros_like
+from ..ops.elementwise import where
 from .optimizer import Optimizer, _check_capturable, _check_lr, _grad_mode, _params_and_grads, _scalar_state, _value
 
 
@@ -52,7 +53,8 @@ class RAdam(Optimizer):
                     if group["capturable"]:
                         _check_capturable(p, step_t)
                     step_t.add_(1)
-                    step = step_t.item()
+                    # capturable: the step stays a tensor (no host read), as in torch
+                    step = step_t if group["capturable"] else step_t.item()
                     if weight_decay != 0:
                         if decoupled:
                             param.mul_(1 - lr * weight_decay)
@@ -65,13 +67,24 @@ class RAdam(Optimizer):
                     bias_corrected_exp_avg = exp_avg / bias_correction1
                     rho_inf = 2 / (1 - beta2) - 1
                     rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
-                    if rho_t > 5.0:
-                        rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
-                        exp_avg_sq_sqrt = exp_avg_sq.sqrt()
-                        exp_avg_sq_sqrt = (exp_avg_sq_sqrt.add(eps) if group["differentiable"]
-                                           else exp_avg_sq_sqrt.add_(eps))
-                        adaptive_lr = (bias_correction2 ** 0.5) / exp_avg_sq_sqrt
-                        param.add_(bias_corrected_exp_avg * lr * adaptive_lr * rect, alpha=-1.0)
+                    if group["capturable"]:
+                        adaptive = _rect(rho_t, rho_inf) * _adaptive_lr(exp_avg_sq, eps, bias_correction2, group)
+                        update = where(rho_t > 5.0, adaptive, 1.0)
+                        param.add_(bias_corrected_exp_avg * lr * update, alpha=-1.0)
+                    elif rho_t > 5.0:
+                        param.add_(bias_corrected_exp_avg * lr * _adaptive_lr(exp_avg_sq, eps, bias_correction2, group)
+                                   * _rect(rho_t, rho_inf), alpha=-1.0)
                     else:
                         param.add_(bias_corrected_exp_avg * lr, alpha=-1.0)
         return loss
+
+
+def _rect(rho_t, rho_inf):
+    """The variance rectification term r_t (NaN where rho_t <= 4: only used where rho_t > 5)."""
+    return ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+
+
+def _adaptive_lr(exp_avg_sq, eps, bias_correction2, group):
+    exp_avg_sq_sqrt = exp_avg_sq.sqrt()
+    exp_avg_sq_sqrt = exp_avg_sq_sqrt.add(eps) if group["differentiable"] else exp_avg_sq_sqrt.add_(eps)
+    return (bias_correction2 ** 0.5) / exp_avg_sq_sqrt
