@@ -181,9 +181,11 @@ def _cast(param, value, key=None, step_on_device=False):
 
 # -- implementation keywords (foreach, fused, capturable, differentiable) -------------------------
 # tensorlab has one implementation of each update; `foreach` and `fused` are accepted and checked as
-# torch checks them and select the same arithmetic. `capturable` keeps step counters on the
-# parameter's device (torch's placement; CUDA only), `differentiable` runs step() with grad mode on,
-# writing into the parameters themselves so that autograd records the update.
+# torch checks them and select the same arithmetic (fused groups keep their step counters on the
+# parameter's device, as torch). `capturable` (CUDA only) keeps step counters on the device and
+# computes the bias corrections from them as tensors (torch's capturable branch: no host read),
+# `differentiable` runs step() with grad mode on, writing into the parameters themselves so that
+# autograd records the update (Adam's tensor-step branch, as torch).
 CAPTURABLE_DEVICES = ["cuda"]
 FUSED_DEVICES = ["cuda", "cpu"]
 
