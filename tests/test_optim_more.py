@@ -164,6 +164,21 @@ def test_capturable_on_cuda_keeps_steps_on_device(device, torch, name):
         np.testing.assert_allclose(_np(p), q.detach().numpy(), **tol)
 
 
+@pytest.mark.parametrize("name", ["Adam", "AdamW"])
+def test_fused_adam_on_cuda_does_not_sync(device, torch, name):
+    if device != "cuda":
+        pytest.skip("a fused group's step lives on the CPU parameters' device: nothing to sync")
+    kw = dict(lr=0.05, weight_decay=0.1, amsgrad=True)
+    opt, ref, ours, theirs = _run(torch, device, lambda ps: getattr(optim, name)(ps, fused=True, **kw),
+                                  lambda ps: getattr(torch.optim, name)(ps, **kw), steps=3)
+    _set_grads(torch, ours, theirs, np.random.default_rng(4))
+    with tl.cuda.set_sync_debug_mode("error"):
+        opt.step()
+    ref.step()
+    for p, q in zip(ours, theirs):
+        np.testing.assert_allclose(_np(p), q.detach().numpy(), **TOL)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_fused_rejects_integer_params(name):
     import inspect

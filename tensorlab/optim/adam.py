@@ -76,7 +76,8 @@ class Adam(Optimizer):
                             grad = grad.add(param, alpha=weight_decay)
                     exp_avg.lerp_(grad, 1 - beta1)
                     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                    if group["capturable"] or group["differentiable"]:
+                    if group["capturable"] or group["differentiable"] or step_t.device.type != "cpu":
+                        # (a fused group's step lives on the parameter's device: read as a tensor, not synced)
                         _tensor_step_update(param, state, step_t, exp_avg, exp_avg_sq, group)
                         continue
                     step = step_t.item()
