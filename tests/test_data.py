@@ -113,8 +113,10 @@ def test_random_split_lengths_and_fractions(torch):
         random_split(ds, [3, 3])
     with pytest.raises(ValueError, match="Fraction at index 0 is not between 0 and 1"):
         random_split(ds, [1.5, -0.5])
-    with pytest.warns(UserWarning, match="Length of split at index 1 is 0"):
+    with pytest.warns(UserWarning) as w:
         random_split(Squares(2), [0.9, 0.05, 0.05])
+    assert [str(x.message) for x in w] == [f"Length of split at index {i} is 0. This might result in an empty "
+                                           "dataset." for i in (1, 2)]
     tl.manual_seed(11)
     a = [p.indices for p in random_split(ds, [5, 5])]
     tl.manual_seed(11)
@@ -389,9 +391,11 @@ def test_iterable_dataset_longer_than_len_warns(torch):
 
     dl = DataLoader(Liar(4), batch_size=1)
     assert len(dl) == 2
-    with pytest.warns(UserWarning, match=r"was reported to be 2\(when accessing len\(dataloader\)\), but 3 samples "
-                                         r"have been fetched"):
+    with pytest.warns(UserWarning) as w:
         list(dl)
+    assert "was reported to be 2(when accessing len(dataloader)), but 3 samples have been fetched" in str(w[0].message)
+    assert len(w) == 2 and "but 4 samples have been fetched" in str(w[1].message)
+    assert all(x.filename == __file__ for x in w)
 
 
 # -- worker processes --------------------------------------------------------------------------------
@@ -646,3 +650,17 @@ def test_prefetch_factor_bounds_outstanding_batches():
     assert first.tolist() == [0, 1] and it._send_idx == 7 and it._send_idx - it._rcvd_idx == 6  # in flight or buffered
     assert [b.tolist() for b in it][-1] == [38 * 38, 39 * 39]
     assert DataLoader(Squares(2), num_workers=2).prefetch_factor == 2
+
+
+def test_default_collate_keeps_the_device(device):
+    batch = [{"x": tl.full((2,), float(i), device=device), "y": (tl.tensor(i, device=device), "s")} for i in range(3)]
+    out = default_collate(batch)
+    assert out["x"].device.type == device and tuple(out["x"].shape) == (3, 2)
+    assert _np(out["x"]).tolist() == [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]
+    ys, ss = out["y"]
+    assert ys.device.type == device and _np(ys).tolist() == [0, 1, 2] and ss == ("s", "s", "s")  # as torch: zip's tuple
+    loader = DataLoader(TensorDataset(tl.arange(6, device=device)), batch_size=4, shuffle=True,
+                        generator=tl.Generator().manual_seed(0))
+    got = [b for (b,) in loader]
+    assert all(b.device.type == device for b in got)
+    assert sorted(v for b in got for v in _np(b).tolist()) == list(range(6))
