@@ -664,3 +664,42 @@ def test_default_collate_keeps_the_device(device):
     got = [b for (b,) in loader]
     assert all(b.device.type == device for b in got)
     assert sorted(v for b in got for v in _np(b).tolist()) == list(range(6))
+
+
+def test_training_loop_matches_torch(device, torch):
+    """DataLoader (worker processes) + nn + AdamW + OneCycleLR against torch, batch for batch: the same
+    explicit batch order on both sides, so the final weights must agree."""
+    from tensorlab import nn
+    from tensorlab.optim.lr_scheduler import OneCycleLR
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((24, 3)).astype("float32")
+    Y = rng.standard_normal((24, 2)).astype("float32")
+    batches = [rng.permutation(24)[i:i + 6].tolist() for i in range(0, 24, 6)]
+    model, tmodel = nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    with tl.no_grad():
+        model.weight.copy_(tl.tensor(tmodel.weight.detach().numpy()))
+        model.bias.copy_(tl.tensor(tmodel.bias.detach().numpy()))
+    model.to(device)
+    opt = tl.optim.AdamW(model.parameters(), lr=0.01)
+    topt = torch.optim.AdamW(tmodel.parameters(), lr=0.01)
+    sched = OneCycleLR(opt, max_lr=0.05, total_steps=8)
+    tsched = torch.optim.lr_scheduler.OneCycleLR(topt, max_lr=0.05, total_steps=8)
+    loader = DataLoader(TensorDataset(tl.tensor(X), tl.tensor(Y)), batch_sampler=batches, num_workers=2)
+    tloader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.tensor(X), torch.tensor(Y)),
+                                          batch_sampler=batches)
+    for _ in range(2):
+        for (xb, yb), (txb, tyb) in zip(loader, tloader):
+            loss = ((model(xb.to(device)) - yb.to(device)) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            tloss = ((tmodel(txb) - tyb) ** 2).mean()
+            topt.zero_grad()
+            tloss.backward()
+            topt.step()
+            tsched.step()
+            assert loss.item() == pytest.approx(tloss.item(), rel=1e-5)
+            assert sched.get_last_lr() == pytest.approx(tsched.get_last_lr(), rel=1e-12)
+    np.testing.assert_allclose(_np(model.weight), tmodel.weight.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_np(model.bias), tmodel.bias.detach().numpy(), rtol=1e-5, atol=1e-6)
