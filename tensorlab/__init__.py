@@ -25,6 +25,7 @@ from . import autograd  # noqa: E402
 from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,  # noqa: E402
                        set_grad_enabled)
 from . import nn, optim  # noqa: E402
+from . import utils  # noqa: E402  (tensorlab.utils.data: datasets, samplers, DataLoader)
 
 
 def is_tensor(obj):

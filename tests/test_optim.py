@@ -161,7 +161,7 @@ def test_zero_grad(device, set_to_none):
 
 # -- state_dict ----------------------------------------------------------------------------------
 def _torch_only(keys):
-    return {k for k in keys if k not in ("foreach", "differentiable", "fused", "capturable")}
+    return set(keys)  # every key torch keeps, foreach/differentiable/fused/capturable included
 
 
 @pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9)), ("SGD", dict(lr=0.1)),
@@ -283,7 +283,8 @@ def test_duplicate_params_warn_and_defaults_fill_groups(device):
 def test_repr_lists_groups_like_torch(device):
     p = nn.Parameter(tl.ones(2, device=device))
     r = repr(optim.SGD([p], lr=0.1, momentum=0.9))
-    assert r == ("SGD (\nParameter Group 0\n    dampening: 0\n    lr: 0.1\n    maximize: False\n    momentum: 0.9\n"
+    assert r == ("SGD (\nParameter Group 0\n    dampening: 0\n    differentiable: False\n    foreach: None\n"
+                 "    fused: None\n    lr: 0.1\n    maximize: False\n    momentum: 0.9\n"
                  "    nesterov: False\n    weight_decay: 0\n)")
 
 

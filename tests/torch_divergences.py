@@ -236,6 +236,21 @@ def _legacy_checkpoint(device):
     legacy = io.BytesIO(pickle.dumps(0x1950a86a20f9469cfc6c, protocol=2) + pickle.dumps(1001, protocol=2))
     with pytest.raises(RuntimeError, match="legacy"):
         tl.load(legacy)
+def _shuffle_stream(device):
+    from tensorlab.utils.data import DataLoader, RandomSampler
+    orders = [list(RandomSampler(range(10), generator=tl.Generator().manual_seed(0))) for _ in range(2)]
+    assert orders[0] == orders[1] and sorted(orders[0]) == list(range(10))
+    tl.manual_seed(0)
+    first = [v for b in DataLoader(list(range(10)), batch_size=4, shuffle=True) for v in b.tolist()]
+    tl.manual_seed(0)
+    assert [v for b in DataLoader(list(range(10)), batch_size=4, shuffle=True) for v in b.tolist()] == first
+
+
+def _worker_batches_pickled(device):
+    from tensorlab.utils.data import DataLoader, TensorDataset
+    ds = TensorDataset(tl.arange(6).float().reshape(3, 2))
+    (batch,) = next(iter(DataLoader(ds, batch_size=3, num_workers=1)))
+    assert batch.tolist() == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]] and not hasattr(batch, "is_shared")
 
 
 DIVERGENCES = (
@@ -344,6 +359,17 @@ DIVERGENCES = (
                "RuntimeError naming the format and how to re-save it with torch",
                "the zip format is the only one torch has written by default since 1.6", DELIBERATE,
                _legacy_checkpoint),
+    Divergence("RandomSampler, DataLoader(shuffle=True), random_split, SubsetRandomSampler, "
+               "WeightedRandomSampler", "the same seed (tl.manual_seed / a Generator) as torch",
+               "an order drawn from torch's CPU generator (mt19937)",
+               "a different order, drawn from tensorlab's Philox stream; reproducible for a seed, new each epoch",
+               "tensorlab's generators are Philox4x32-10 on every device; torch's exact stream is not reproduced",
+               DELIBERATE, _shuffle_stream),
+    Divergence("DataLoader(num_workers>0)", "tensor batches made in a worker process",
+               "moved through shared memory (the batch is_shared())",
+               "pickled through the result queue (a copy); tensorlab tensors have no shared-memory storage",
+               "correct values either way; shared CPU storages are not part of tensorlab's storage model",
+               DELIBERATE, _worker_batches_pickled),
 )
 
 

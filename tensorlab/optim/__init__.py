@@ -1,8 +1,15 @@
-"""tensorlab.optim: torch.optim's Optimizer base class, SGD, Adam and AdamW."""
+"""tensorlab.optim: torch.optim's Optimizer base class, SGD, Adam, AdamW, Adadelta, Adagrad,
+RMSprop, NAdam, RAdam, and the learning-rate schedulers (tensorlab.optim.lr_scheduler)."""
 from __future__ import annotations
 
 from .adam import Adam, AdamW
 from .optimizer import Optimizer
 from .sgd import SGD
+from .adadelta import Adadelta
+from .adagrad import Adagrad
+from .nadam import NAdam
+from .radam import RAdam
+from .rmsprop import RMSprop
+from . import lr_scheduler
 
-__all__ = ["Adam", "AdamW", "Optimizer", "SGD"]
+__all__ = ["Adam", "AdamW", "Optimizer", "SGD", "Adadelta", "Adagrad", "NAdam", "RAdam", "RMSprop", "lr_scheduler"]

@@ -2,18 +2,17 @@
 update, term by term (torch.optim.adam._single_tensor_adam)."""
 from __future__ import annotations
 
-from .. import dtypes
-from ..nn._grad import no_grad
-from ..ops.creation import tensor, zeros_like
+from ..ops.creation import zeros_like
 from ..ops.elementwise import maximum
-from .optimizer import Optimizer
+from .optimizer import (Optimizer, _check_capturable, _check_fused_flags, _check_fused_param, _check_lr, _grad_mode,
+                        _params_and_grads, _scalar_state)
 
 
 class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
-                 maximize=False, decoupled_weight_decay=False):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
+        _check_lr(lr)
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= betas[0] < 1.0:
@@ -23,8 +22,10 @@ class Adam(Optimizer):
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         defaults = {"lr": lr, "betas": (float(betas[0]), float(betas[1])), "eps": eps, "weight_decay": weight_decay,
-                    "amsgrad": amsgrad, "maximize": maximize, "decoupled_weight_decay": decoupled_weight_decay}
+                    "amsgrad": amsgrad, "maximize": maximize, "decoupled_weight_decay": decoupled_weight_decay,
+                    "foreach": foreach, "capturable": capturable, "differentiable": differentiable, "fused": fused}
         super().__init__(params, defaults)
+        _check_fused_flags(fused, foreach, differentiable)
 
     def __setstate__(self, state):
         super().__setstate__(state)
@@ -32,12 +33,19 @@ class Adam(Optimizer):
             group.setdefault("amsgrad", False)
             group.setdefault("maximize", False)
             group.setdefault("decoupled_weight_decay", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", None)
 
-    def _state_for(self, p, amsgrad):
+    def _state_for(self, p, amsgrad, group=None):
         state = self.state[p]
         if not state:
-            # step is a float32 CPU tensor, as torch keeps it (reading it never syncs a GPU)
-            state["step"] = tensor(0.0, dtype=dtypes.float32)
+            # step is a float32 CPU tensor, as torch keeps it (reading it never syncs a GPU), on the
+            # parameter's device when the group is capturable or fused
+            if group is not None and group["fused"]:
+                _check_fused_param(p)
+            state["step"] = _scalar_state(p, group or {}, 0.0)
             state["exp_avg"] = zeros_like(p)
             state["exp_avg_sq"] = zeros_like(p)
             if amsgrad:
@@ -50,14 +58,16 @@ class Adam(Optimizer):
         its running maximum for amsgrad. weight_decay adds wd * p to g, or (decoupled, AdamW)
         first scales p by 1 - lr * wd."""
         loss = self._closure_loss(closure)
-        with no_grad():
+        with _grad_mode(self):
             for group in self.param_groups:
                 beta1, beta2 = group["betas"]
                 lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
                 amsgrad, decoupled = group["amsgrad"], group["decoupled_weight_decay"]
-                for p, param, grad in self._gradients(group):
-                    state = self._state_for(p, amsgrad)
+                for p, param, grad in _params_and_grads(group):
+                    state = self._state_for(p, amsgrad, group)
                     step_t, exp_avg, exp_avg_sq = state["step"], state["exp_avg"], state["exp_avg_sq"]
+                    if group["capturable"]:
+                        _check_capturable(p, step_t)
                     step_t.add_(1)
                     if weight_decay != 0:
                         if decoupled:
@@ -66,6 +76,10 @@ class Adam(Optimizer):
                             grad = grad.add(param, alpha=weight_decay)
                     exp_avg.lerp_(grad, 1 - beta1)
                     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                    if group["capturable"] or group["differentiable"] or step_t.device.type != "cpu":
+                        # (a fused group's step lives on the parameter's device: read as a tensor, not synced)
+                        _tensor_step_update(param, state, step_t, exp_avg, exp_avg_sq, group)
+                        continue
                     step = step_t.item()
                     bias_correction1 = 1 - beta1 ** step
                     bias_correction2 = 1 - beta2 ** step
@@ -81,10 +95,29 @@ class Adam(Optimizer):
         return loss
 
 
+def _tensor_step_update(param, state, step_t, exp_avg, exp_avg_sq, group):
+    """torch's capturable / differentiable tail of the update: the bias corrections stay tensors
+    computed from the step tensor (no host read), folded into the denominator."""
+    beta1, beta2 = group["betas"]
+    lr, eps, differentiable = group["lr"], group["eps"], group["differentiable"]
+    bias_correction1 = 1 - beta1 ** step_t
+    bias_correction2 = 1 - beta2 ** step_t
+    step_size_neg = (lr / bias_correction1).neg()
+    bias_correction2_sqrt = bias_correction2.sqrt()
+    if group["amsgrad"]:
+        max_sq = state["max_exp_avg_sq"]
+        max_sq.copy_(maximum(max_sq.clone() if differentiable else max_sq, exp_avg_sq))
+        denom = (max_sq.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(eps / step_size_neg)
+    else:
+        denom = (exp_avg_sq.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(eps / step_size_neg)
+    param.addcdiv_(exp_avg.clone() if differentiable else exp_avg, denom)
+
+
 class AdamW(Adam):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
-                 maximize=False):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True)
 
     def __setstate__(self, state):

@@ -46,10 +46,18 @@ class Optimizer:
                             "tensors in sets will change between runs. Please use a list instead.")
         else:
             param_group["params"] = list(params)
+        # named parameters ((name, tensor) pairs, as named_parameters() yields) keep their names
+        tensors = [p[1] if isinstance(p, tuple) else p for p in param_group["params"]]
+        names = [p[0] for p in param_group["params"] if isinstance(p, tuple)]
+        param_group["params"] = tensors
+        if names:
+            if len(names) != len(tensors):
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+            param_group["param_names"] = names
         for p in param_group["params"]:
             if not isinstance(p, Tensor):
                 raise TypeError(f"optimizer can only optimize Tensors, but one of the params is {typename(p)}")
-            if not (p.is_leaf or getattr(p, "retains_grad", False)):
+            if not self.defaults.get("differentiable", None) and not (p.is_leaf or getattr(p, "retains_grad", False)):
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
@@ -62,6 +70,10 @@ class Optimizer:
         seen = set()
         for group in self.param_groups:
             seen.update(group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                current_group_txt = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {current_group_txt} to the optimizer")
         if not seen.isdisjoint(params):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
@@ -121,11 +133,15 @@ class Optimizer:
         for k, v in state_dict["state"].items():
             if k in id_map:
                 param = id_map[k]
-                state[param] = _cast(param, v)
+                # torch: the saved group's capturable / fused decide where 'step' goes
+                group = next((g for g in saved_groups if k in g["params"]), {})
+                state[param] = _cast(param, v, step_on_device=bool(group.get("capturable") or group.get("fused")))
             else:
                 state[k] = v
         for g, s in zip(groups, saved_groups):
             s["params"] = g["params"]
+            if "param_names" in g and "param_names" not in s:
+                s["param_names"] = g["param_names"]
         self.__setstate__({"state": state, "param_groups": saved_groups})
 
     def __getstate__(self):
@@ -144,16 +160,90 @@ class Optimizer:
         return s + ")"
 
 
-def _cast(param, value, key=None):
-    """A copy of a saved state value with its tensors on param's device (and dtype)."""
+def _cast(param, value, key=None, step_on_device=False):
+    """A copy of a saved state value with its tensors on param's device (and dtype); 'step' stays
+    where it was saved unless the group is capturable or fused (then float32 on param's device)."""
     if isinstance(value, Tensor):
         if key == "step":
+            if step_on_device:
+                from .. import dtypes
+                return value.to(dtype=dtypes.float32, device=param.device, copy=True)
             return value.clone()
         if param.is_floating_point():
             return value.to(dtype=param.dtype, device=param.device, copy=True)
         return value.to(device=param.device, copy=True)
     if isinstance(value, dict):
-        return {k: _cast(param, v, k) for k, v in value.items()}
+        return {k: _cast(param, v, k, step_on_device) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(_cast(param, v) for v in value)
+        return type(value)(_cast(param, v, None, step_on_device) for v in value)
     return value
+
+
+# -- implementation keywords (foreach, fused, capturable, differentiable) -------------------------
+# tensorlab has one implementation of each update; `foreach` and `fused` are accepted and checked as
+# torch checks them and select the same arithmetic (fused groups keep their step counters on the
+# parameter's device, as torch). `capturable` (CUDA only) keeps step counters on the device and
+# computes the bias corrections from them as tensors (torch's capturable branch: no host read),
+# `differentiable` runs step() with grad mode on, writing into the parameters themselves so that
+# autograd records the update (Adam's tensor-step branch, as torch).
+CAPTURABLE_DEVICES = ["cuda"]
+FUSED_DEVICES = ["cuda", "cpu"]
+
+
+def _check_fused_flags(fused, foreach, differentiable):
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+def _check_fused_param(p):
+    if not (p.device.type in FUSED_DEVICES and p.is_floating_point()):
+        raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported devices: "
+                           f"{FUSED_DEVICES} but {p.dtype} and {p.device.type}")
+
+
+def _check_capturable(p, *scalars, what="params and state_steps"):
+    if not (p.device.type in CAPTURABLE_DEVICES and all(s.device.type == p.device.type for s in scalars)):
+        raise AssertionError(f"If capturable=True, {what} must be on supported devices: {CAPTURABLE_DEVICES}.")
+
+
+def _scalar_state(p, group, value):
+    """A float32 0-dim state scalar (step, mu_product): on the CPU, as torch keeps it, unless the
+    group is capturable or fused (then on the parameter's device)."""
+    from .. import dtypes
+    from ..ops.creation import tensor
+    on_device = group.get("capturable") or group.get("fused")
+    return tensor(float(value), dtype=dtypes.float32, device=p.device if on_device else "cpu")
+
+
+def _grad_mode(optimizer):
+    """torch's _use_grad_for_differentiable: step() runs with grad mode = defaults['differentiable']."""
+    from ..autograd import set_grad_enabled
+    return set_grad_enabled(bool(optimizer.defaults.get("differentiable", False)))
+
+
+def _params_and_grads(group):
+    """(p, the tensor to update, its gradient, negated when the group maximizes) for each parameter
+    with a gradient: detached (autograd unaware of the update) unless the group is differentiable."""
+    differentiable = group.get("differentiable", False)
+    for p in group["params"]:
+        grad = p.grad
+        if grad is None:
+            continue
+        if not differentiable:
+            grad = grad.detach()
+        yield p, (p if differentiable else p.detach()), (-grad if group["maximize"] else grad)
+
+
+def _check_lr(lr):
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+def _value(x):
+    """A hyperparameter as a Python number (a 1-element tensor lr is read once per step)."""
+    return x.item() if isinstance(x, Tensor) else x

@@ -2,15 +2,14 @@
 update, term by term (torch.optim.sgd._single_tensor_sgd)."""
 from __future__ import annotations
 
-from ..nn._grad import no_grad
-from .optimizer import Optimizer
+from .optimizer import (Optimizer, _check_fused_flags, _check_fused_param, _check_lr, _grad_mode, _params_and_grads,
+                        _value)
 
 
 class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
-                 maximize=False):
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+                 maximize=False, foreach=None, differentiable=False, fused=None):
+        _check_lr(lr)
         if momentum < 0.0:
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
@@ -18,32 +17,39 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = {"lr": lr, "momentum": momentum, "dampening": dampening, "weight_decay": weight_decay,
-                    "nesterov": nesterov, "maximize": maximize}
+                    "nesterov": nesterov, "maximize": maximize, "foreach": foreach, "differentiable": differentiable,
+                    "fused": fused}
         super().__init__(params, defaults)
+        _check_fused_flags(fused, foreach, differentiable)
 
     def __setstate__(self, state):
         super().__setstate__(state)
         for group in self.param_groups:
             group.setdefault("nesterov", False)
             group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", None)
 
     def step(self, closure=None):
         """g = grad (negated when maximizing) + weight_decay * p; with momentum,
         buf = momentum * buf + (1 - dampening) * g (buf = g on the first step) and
         g = g + momentum * buf (Nesterov) or buf; then p -= lr * g."""
         loss = self._closure_loss(closure)
-        with no_grad():
+        with _grad_mode(self):
             for group in self.param_groups:
-                lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+                lr, momentum, dampening = _value(group["lr"]), group["momentum"], group["dampening"]
                 weight_decay, nesterov = group["weight_decay"], group["nesterov"]
-                for p, param, grad in self._gradients(group):
+                for p, param, grad in _params_and_grads(group):
+                    if group["fused"]:
+                        _check_fused_param(p)
                     if weight_decay != 0:
                         grad = grad.add(param, alpha=weight_decay)
                     if momentum != 0:
                         state = self.state[p]
                         buf = state.get("momentum_buffer")
                         if buf is None:
-                            buf = state["momentum_buffer"] = grad.clone()
+                            buf = state["momentum_buffer"] = grad.clone().detach()
                         else:
                             buf.mul_(momentum).add_(grad, alpha=1 - dampening)
                         grad = grad.add(buf, alpha=momentum) if nesterov else buf

@@ -1,0 +1,58 @@
+"""Adadelta; torch's update, term by term (torch.optim.adadelta._single_tensor_adadelta)."""
+from __future__ import annotations
+
+from ..ops.creation import zeros_like
+from .optimizer import Optimizer, _check_capturable, _check_lr, _grad_mode, _params_and_grads, _scalar_state, _value
+
+
+class Adadelta(Optimizer):
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
+                 maximize=False, differentiable=False):
+        _check_lr(lr)
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay, "maximize": maximize,
+                    "capturable": capturable, "foreach": foreach, "differentiable": differentiable}
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+
+    def step(self, closure=None):
+        """v = rho v + (1 - rho) g^2; delta = sqrt(u + eps) / sqrt(v + eps) * g;
+        u = rho u + (1 - rho) delta^2; p -= lr * delta (g += wd * p first)."""
+        loss = self._closure_loss(closure)
+        with _grad_mode(self):
+            for group in self.param_groups:
+                lr, rho, eps, weight_decay = _value(group["lr"]), group["rho"], group["eps"], group["weight_decay"]
+                for p, param, grad in _params_and_grads(group):
+                    state = self.state[p]
+                    if not state:
+                        state["step"] = _scalar_state(p, group, 0.0)
+                        state["square_avg"] = zeros_like(p)
+                        state["acc_delta"] = zeros_like(p)
+                    square_avg, acc_delta, step = state["square_avg"], state["acc_delta"], state["step"]
+                    if group["capturable"]:
+                        _check_capturable(p, step)
+                    step.add_(1)
+                    if weight_decay != 0:
+                        grad = grad.add(param, alpha=weight_decay)
+                    square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
+                    std = square_avg.add(eps).sqrt_()
+                    delta = acc_delta.add(eps).sqrt_()
+                    if group["differentiable"]:
+                        delta = delta.clone()
+                    delta.div_(std).mul_(grad)
+                    acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
+                    param.add_(delta, alpha=-lr)
+        return loss
+

@@ -1,0 +1,68 @@
+"""Adagrad with lr_decay and initial_accumulator_value; torch's update, term by term
+(torch.optim.adagrad._single_tensor_adagrad). As torch, the state of every parameter is
+created by the constructor (step 0, sum filled with initial_accumulator_value)."""
+from __future__ import annotations
+
+from ..ops.creation import full_like
+from .optimizer import (Optimizer, _check_fused_flags, _check_fused_param, _check_lr, _grad_mode, _params_and_grads,
+                        _scalar_state, _value)
+
+
+class Adagrad(Optimizer):
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
+                 foreach=None, *, maximize=False, differentiable=False, fused=None):
+        _check_lr(lr)
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        defaults = {"lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
+                    "initial_accumulator_value": initial_accumulator_value, "foreach": foreach,
+                    "maximize": maximize, "differentiable": differentiable, "fused": fused}
+        super().__init__(params, defaults)
+        _check_fused_flags(fused, foreach, differentiable)
+        for group in self.param_groups:
+            for p in group["params"]:
+                self._init_state(p, group)
+
+    def _init_state(self, p, group):
+        state = self.state[p]
+        state["step"] = _scalar_state(p, {"fused": group["fused"]}, 0.0)
+        state["sum"] = full_like(p, self.defaults["initial_accumulator_value"])
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", None)
+
+    def step(self, closure=None):
+        """sum += g^2; p -= lr / (1 + (t - 1) lr_decay) * g / (sqrt(sum) + eps) (g += wd * p first)."""
+        loss = self._closure_loss(closure)
+        with _grad_mode(self):
+            for group in self.param_groups:
+                lr, lr_decay = _value(group["lr"]), group["lr_decay"]
+                weight_decay, eps = group["weight_decay"], group["eps"]
+                for p, param, grad in _params_and_grads(group):
+                    if group["fused"]:
+                        _check_fused_param(p)
+                    state = self.state[p]
+                    if not state:
+                        state = self._init_state(p, group)
+                    state_sum, step_t = state["sum"], state["step"]
+                    step_t.add_(1)
+                    step = step_t.item()
+                    if weight_decay != 0:
+                        grad = grad.add(param, alpha=weight_decay)
+                    clr = lr / (1 + (step - 1) * lr_decay)
+                    state_sum.addcmul_(grad, grad, value=1)
+                    std = state_sum.sqrt() + eps if group["differentiable"] else state_sum.sqrt().add_(eps)
+                    param.addcdiv_(grad, std, value=-clr)
+        return loss

@@ -1,0 +1,90 @@
+"""RAdam (Adam with a rectified adaptive learning rate), with decoupled weight decay; torch's
+update, term by term (torch.optim.radam._single_tensor_radam)."""
+from __future__ import annotations
+
+from ..ops.creation import zeros_like
+from ..ops.elementwise import where
+from .optimizer import Optimizer, _check_capturable, _check_lr, _grad_mode, _params_and_grads, _scalar_state, _value
+
+
+class RAdam(Optimizer):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
+                 *, foreach=None, maximize=False, capturable=False, differentiable=False):
+        _check_lr(lr)
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "maximize": maximize,
+                    "foreach": foreach, "capturable": capturable, "decoupled_weight_decay": decoupled_weight_decay,
+                    "differentiable": differentiable}
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("decoupled_weight_decay", False)
+            group.setdefault("capturable", False)
+
+    def step(self, closure=None):
+        """Adam's moments; rho_t = rho_inf - 2 t beta2^t / (1 - beta2^t), rho_inf = 2 / (1 - beta2) - 1;
+        when rho_t > 5, p -= lr m_hat r_t sqrt(1 - beta2^t) / (sqrt(v) + eps) with the rectification
+        r_t = sqrt((rho_t - 4)(rho_t - 2) rho_inf / ((rho_inf - 4)(rho_inf - 2) rho_t)), else p -= lr m_hat."""
+        loss = self._closure_loss(closure)
+        with _grad_mode(self):
+            for group in self.param_groups:
+                beta1, beta2 = group["betas"]
+                lr, eps, weight_decay = _value(group["lr"]), group["eps"], group["weight_decay"]
+                decoupled = group["decoupled_weight_decay"]
+                for p, param, grad in _params_and_grads(group):
+                    state = self.state[p]
+                    if not state:
+                        state["step"] = _scalar_state(p, group, 0.0)
+                        state["exp_avg"] = zeros_like(p)
+                        state["exp_avg_sq"] = zeros_like(p)
+                    exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
+                    if group["capturable"]:
+                        _check_capturable(p, step_t)
+                    step_t.add_(1)
+                    # capturable: the step stays a tensor (no host read), as in torch
+                    step = step_t if group["capturable"] else step_t.item()
+                    if weight_decay != 0:
+                        if decoupled:
+                            param.mul_(1 - lr * weight_decay)
+                        else:
+                            grad = grad.add(param, alpha=weight_decay)
+                    exp_avg.lerp_(grad, 1 - beta1)
+                    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                    bias_correction1 = 1 - beta1 ** step
+                    bias_correction2 = 1 - beta2 ** step
+                    bias_corrected_exp_avg = exp_avg / bias_correction1
+                    rho_inf = 2 / (1 - beta2) - 1
+                    rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+                    if group["capturable"]:
+                        adaptive = _rect(rho_t, rho_inf) * _adaptive_lr(exp_avg_sq, eps, bias_correction2, group)
+                        update = where(rho_t > 5.0, adaptive, 1.0)
+                        param.add_(bias_corrected_exp_avg * lr * update, alpha=-1.0)
+                    elif rho_t > 5.0:
+                        param.add_(bias_corrected_exp_avg * lr * _adaptive_lr(exp_avg_sq, eps, bias_correction2, group)
+                                   * _rect(rho_t, rho_inf), alpha=-1.0)
+                    else:
+                        param.add_(bias_corrected_exp_avg * lr, alpha=-1.0)
+        return loss
+
+
+def _rect(rho_t, rho_inf):
+    """The variance rectification term r_t (NaN where rho_t <= 4: only used where rho_t > 5)."""
+    return ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+
+
+def _adaptive_lr(exp_avg_sq, eps, bias_correction2, group):
+    exp_avg_sq_sqrt = exp_avg_sq.sqrt()
+    exp_avg_sq_sqrt = exp_avg_sq_sqrt.add(eps) if group["differentiable"] else exp_avg_sq_sqrt.add_(eps)
+    return (bias_correction2 ** 0.5) / exp_avg_sq_sqrt
