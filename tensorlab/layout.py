@@ -73,20 +73,11 @@ def channels_last_strides(shape):
     return tuple(strides)
 
 
-def dense_strides_like(shape, stride):
-    """Dense strides that keep the memory order of (shape, stride): torch's infer_dense_strides,
-    used by *_like and clone with preserve_format on tensors that are not dense already."""
-    ndim = len(shape)
+def _memory_order(ndim, should_swap):
+    """The dims innermost first, by torch's insertion sort (TensorIterator::reorder_dimensions and
+    infer_dense_strides): starting from the reverse order, a dim moves inward past another while
+    should_swap(outer, inner) > 0, and stops at the first < 0 (0: ambiguous, keep looking)."""
     perm = list(range(ndim - 1, -1, -1))
-
-    def should_swap(d0, d1):
-        s0, s1 = stride[d0], stride[d1]
-        if s0 == 0 or s1 == 0:
-            return 0
-        if s0 != s1:
-            return -1 if s0 < s1 else 1
-        return 1 if shape[d0] > shape[d1] else 0
-
     for i in range(1, ndim):
         d1 = i
         for d0 in range(i - 1, -1, -1):
@@ -96,6 +87,23 @@ def dense_strides_like(shape, stride):
                 d1 = d0
             elif c < 0:
                 break
+    return perm
+
+
+def dense_strides_like(shape, stride):
+    """Dense strides that keep the memory order of (shape, stride): torch's infer_dense_strides,
+    used by *_like and clone with preserve_format on tensors that are not dense already."""
+    ndim = len(shape)
+
+    def should_swap(d0, d1):
+        s0, s1 = stride[d0], stride[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return -1 if s0 < s1 else 1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    perm = _memory_order(ndim, should_swap)
     out = [0] * ndim
     acc = 1
     for idx in perm:
@@ -511,16 +519,7 @@ def elementwise_strides(shape, layouts, scalars):
                 return 1
         return 0
 
-    perm = list(range(ndim - 1, -1, -1))  # innermost first
-    for i in range(1, ndim):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = should_swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
+    perm = _memory_order(ndim, should_swap)
     if perm == list(range(ndim - 1, -1, -1)):
         return None
     out = [0] * ndim

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from ..ops.creation import zeros_like
-from .optimizer import Optimizer, _check_capturable, _check_lr, _grad_mode, _params_and_grads, _scalar_state, _value
+from .optimizer import (Optimizer, _check_capturable, _check_lr, _check_nonnegative, _grad_mode, _group_defaults,
+                        _params_and_grads, _scalar_state, _value)
 
 
 class Adadelta(Optimizer):
@@ -11,21 +12,14 @@ class Adadelta(Optimizer):
         _check_lr(lr)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_nonnegative(eps=eps, weight_decay=weight_decay)
         defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay, "maximize": maximize,
                     "capturable": capturable, "foreach": foreach, "differentiable": differentiable}
         super().__init__(params, defaults)
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
+        _group_defaults(self, foreach=None, maximize=False, differentiable=False, capturable=False)
 
     def step(self, closure=None):
         """v = rho v + (1 - rho) g^2; delta = sqrt(u + eps) / sqrt(v + eps) * g;

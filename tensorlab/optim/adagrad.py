@@ -4,22 +4,15 @@ created by the constructor (step 0, sum filled with initial_accumulator_value)."
 from __future__ import annotations
 
 from ..ops.creation import full_like
-from .optimizer import (Optimizer, _check_fused_flags, _check_fused_param, _check_lr, _grad_mode, _params_and_grads,
-                        _scalar_state, _value)
+from .optimizer import (Optimizer, _check_fused_flags, _check_fused_param, _check_lr, _check_nonnegative, _grad_mode,
+                        _group_defaults, _params_and_grads, _scalar_state, _value)
 
 
 class Adagrad(Optimizer):
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
         _check_lr(lr)
-        if not 0.0 <= lr_decay:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= initial_accumulator_value:
-            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        _check_nonnegative(lr_decay=lr_decay, weight_decay=weight_decay, initial_accumulator_value=initial_accumulator_value, eps=eps)
         defaults = {"lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
                     "initial_accumulator_value": initial_accumulator_value, "foreach": foreach,
                     "maximize": maximize, "differentiable": differentiable, "fused": fused}
@@ -37,11 +30,7 @@ class Adagrad(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", None)
+        _group_defaults(self, foreach=None, maximize=False, differentiable=False, fused=None)
 
     def step(self, closure=None):
         """sum += g^2; p -= lr / (1 + (t - 1) lr_decay) * g / (sqrt(sum) + eps) (g += wd * p first)."""

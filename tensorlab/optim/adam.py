@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ..ops.creation import zeros_like
 from ..ops.elementwise import maximum
-from .optimizer import (Optimizer, _check_capturable, _check_fused_flags, _check_fused_param, _check_lr, _grad_mode,
-                        _params_and_grads, _scalar_state)
+from .optimizer import (Optimizer, _check_betas, _check_capturable, _check_fused_flags, _check_fused_param, _check_lr,
+                        _check_nonnegative, _grad_mode, _group_defaults, _params_and_grads, _scalar_state)
 
 
 class Adam(Optimizer):
@@ -13,14 +13,9 @@ class Adam(Optimizer):
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
         _check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_nonnegative(eps=eps)
+        _check_betas(betas)
+        _check_nonnegative(weight_decay=weight_decay)
         defaults = {"lr": lr, "betas": (float(betas[0]), float(betas[1])), "eps": eps, "weight_decay": weight_decay,
                     "amsgrad": amsgrad, "maximize": maximize, "decoupled_weight_decay": decoupled_weight_decay,
                     "foreach": foreach, "capturable": capturable, "differentiable": differentiable, "fused": fused}
@@ -29,14 +24,7 @@ class Adam(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", None)
+        _group_defaults(self, amsgrad=False, maximize=False, decoupled_weight_decay=False, foreach=None, capturable=False, differentiable=False, fused=None)
 
     def _state_for(self, p, amsgrad, group=None):
         state = self.state[p]

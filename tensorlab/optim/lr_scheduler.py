@@ -590,7 +590,36 @@ class ExponentialLR(LRScheduler):
         return [base_lr * self.gamma**self.last_epoch for base_lr in self.base_lrs]
 
 
-class SequentialLR(LRScheduler):
+class _NestedSchedulers:
+    """state_dict/load_state_dict of a scheduler made of `_schedulers` (SequentialLR and
+    ChainedScheduler): its own attributes, and each inner scheduler's state in order."""
+
+    def state_dict(self) -> dict[str, Any]:
+        state_dict = {
+            key: value
+            for key, value in self.__dict__.items()
+            if key not in ("optimizer", "_schedulers")
+        }
+        state_dict["_schedulers"] = [None] * len(self._schedulers)
+
+        for idx, s in enumerate(self._schedulers):
+            # pyrefly: ignore [unsupported-operation]
+            state_dict["_schedulers"][idx] = s.state_dict()
+
+        return state_dict
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        _schedulers = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        # Restore state_dict keys in order to prevent side effects
+        # https://github.com/pytorch/pytorch/issues/32756
+        state_dict["_schedulers"] = _schedulers
+
+        for idx, s in enumerate(_schedulers):
+            self._schedulers[idx].load_state_dict(s)
+
+
+class SequentialLR(_NestedSchedulers, LRScheduler):
     """Runs schedulers one after another, switching at the milestones."""
 
 
@@ -668,29 +697,6 @@ class SequentialLR(LRScheduler):
 
         self._last_lr = scheduler.get_last_lr()
 
-    def state_dict(self) -> dict[str, Any]:
-        state_dict = {
-            key: value
-            for key, value in self.__dict__.items()
-            if key not in ("optimizer", "_schedulers")
-        }
-        state_dict["_schedulers"] = [None] * len(self._schedulers)
-
-        for idx, s in enumerate(self._schedulers):
-            # pyrefly: ignore [unsupported-operation]
-            state_dict["_schedulers"][idx] = s.state_dict()
-
-        return state_dict
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        _schedulers = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        # Restore state_dict keys in order to prevent side effects
-        # https://github.com/pytorch/pytorch/issues/32756
-        state_dict["_schedulers"] = _schedulers
-
-        for idx, s in enumerate(_schedulers):
-            self._schedulers[idx].load_state_dict(s)
 
 
 class PolynomialLR(LRScheduler):
@@ -787,7 +793,7 @@ class CosineAnnealingLR(LRScheduler):
         ]
 
 
-class ChainedScheduler(LRScheduler):
+class ChainedScheduler(_NestedSchedulers, LRScheduler):
     """Steps every scheduler in the list at each step(); their factors compose."""
 
 
@@ -826,29 +832,6 @@ class ChainedScheduler(LRScheduler):
             scheduler.step()
         self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
 
-    def state_dict(self) -> dict[str, Any]:
-        state_dict = {
-            key: value
-            for key, value in self.__dict__.items()
-            if key not in ("optimizer", "_schedulers")
-        }
-        state_dict["_schedulers"] = [None] * len(self._schedulers)
-
-        for idx, s in enumerate(self._schedulers):
-            # pyrefly: ignore [unsupported-operation]
-            state_dict["_schedulers"][idx] = s.state_dict()
-
-        return state_dict
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        _schedulers = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        # Restore state_dict keys in order to prevent side effects
-        # https://github.com/pytorch/pytorch/issues/32756
-        state_dict["_schedulers"] = _schedulers
-
-        for idx, s in enumerate(_schedulers):
-            self._schedulers[idx].load_state_dict(s)
 
 
 class ReduceLROnPlateau(LRScheduler):

@@ -3,7 +3,8 @@ torch's update, term by term (torch.optim.nadam._single_tensor_nadam)."""
 from __future__ import annotations
 
 from ..ops.creation import zeros_like
-from .optimizer import Optimizer, _check_capturable, _check_lr, _grad_mode, _params_and_grads, _scalar_state, _value
+from .optimizer import (Optimizer, _check_betas, _check_capturable, _check_lr, _check_nonnegative, _grad_mode,
+                        _group_defaults, _params_and_grads, _scalar_state, _value)
 
 
 class NAdam(Optimizer):
@@ -11,16 +12,9 @@ class NAdam(Optimizer):
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
         _check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= momentum_decay:
-            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        _check_nonnegative(eps=eps)
+        _check_betas(betas)
+        _check_nonnegative(weight_decay=weight_decay, momentum_decay=momentum_decay)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
                     "momentum_decay": momentum_decay, "decoupled_weight_decay": decoupled_weight_decay,
                     "maximize": maximize, "foreach": foreach, "capturable": capturable,
@@ -29,12 +23,7 @@ class NAdam(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
+        _group_defaults(self, maximize=False, foreach=None, capturable=False, differentiable=False, decoupled_weight_decay=False)
 
     def step(self, closure=None):
         """mu_t = beta1 (1 - 0.96^(t psi) / 2) (psi = momentum_decay), mu_product *= mu_t; Adam's

@@ -237,6 +237,29 @@ def _params_and_grads(group):
         yield p, (p if differentiable else p.detach()), (-grad if group["maximize"] else grad)
 
 
+_NAMES = {"eps": "epsilon"}  # torch's words in "Invalid epsilon value"
+
+
+def _check_nonnegative(**values):
+    """torch's hyperparameter checks, in the order given: ValueError 'Invalid <name> value: v'."""
+    for name, v in values.items():
+        if not 0.0 <= v:
+            raise ValueError(f"Invalid {_NAMES.get(name, name)} value: {v}")
+
+
+def _check_betas(betas):
+    for i in (0, 1):
+        if not 0.0 <= betas[i] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
+
+
+def _group_defaults(optimizer, **defaults):
+    """__setstate__'s part for state pickled by an older torch: options it did not have yet."""
+    for group in optimizer.param_groups:
+        for k, v in defaults.items():
+            group.setdefault(k, v)
+
+
 def _check_lr(lr):
     if isinstance(lr, Tensor) and lr.numel() != 1:
         raise ValueError("Tensor lr must be 1-element")

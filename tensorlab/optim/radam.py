@@ -4,21 +4,17 @@ from __future__ import annotations
 
 from ..ops.creation import zeros_like
 from ..ops.elementwise import where
-from .optimizer import Optimizer, _check_capturable, _check_lr, _grad_mode, _params_and_grads, _scalar_state, _value
+from .optimizer import (Optimizer, _check_betas, _check_capturable, _check_lr, _check_nonnegative, _grad_mode,
+                        _group_defaults, _params_and_grads, _scalar_state, _value)
 
 
 class RAdam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
                  *, foreach=None, maximize=False, capturable=False, differentiable=False):
         _check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_nonnegative(eps=eps)
+        _check_betas(betas)
+        _check_nonnegative(weight_decay=weight_decay)
         defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay, "maximize": maximize,
                     "foreach": foreach, "capturable": capturable, "decoupled_weight_decay": decoupled_weight_decay,
                     "differentiable": differentiable}
@@ -26,12 +22,7 @@ class RAdam(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("capturable", False)
+        _group_defaults(self, foreach=None, maximize=False, differentiable=False, decoupled_weight_decay=False, capturable=False)
 
     def step(self, closure=None):
         """Adam's moments; rho_t = rho_inf - 2 t beta2^t / (1 - beta2^t), rho_inf = 2 / (1 - beta2) - 1;

@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 from ..ops.creation import zeros_like
-from .optimizer import Optimizer, _check_capturable, _check_lr, _grad_mode, _params_and_grads, _scalar_state, _value
+from .optimizer import (Optimizer, _check_capturable, _check_lr, _check_nonnegative, _grad_mode, _group_defaults,
+                        _params_and_grads, _scalar_state, _value)
 
 
 class RMSprop(Optimizer):
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
         _check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        _check_nonnegative(eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
         defaults = {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps, "centered": centered,
                     "weight_decay": weight_decay, "capturable": capturable, "foreach": foreach, "maximize": maximize,
                     "differentiable": differentiable}
@@ -25,13 +19,7 @@ class RMSprop(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("momentum", 0)
-            group.setdefault("centered", False)
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
+        _group_defaults(self, momentum=0, centered=False, foreach=None, maximize=False, differentiable=False, capturable=False)
 
     def step(self, closure=None):
         """v = alpha v + (1 - alpha) g^2; avg = sqrt(v - gbar^2) (centered, gbar the running mean
