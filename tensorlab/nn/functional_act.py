@@ -37,8 +37,12 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 
 def logsigmoid(input):
-    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))."""
-    return input.clamp(max=0) - (-input.abs()).exp().log1p()
+    """log(sigmoid(x)): x - log1p(exp(x)) for x < 0, -log1p(exp(-x)) elsewhere (each branch fed only
+    its own side of 0, so the gradient is torch's, 1/2 at 0, and never NaN)."""
+    neg = input < 0
+    x_neg = _tl.where(neg, input, 0.0)
+    x_pos = _tl.where(neg, 0.0, input)
+    return _tl.where(neg, x_neg - x_neg.exp().log1p(), -(-x_pos).exp().log1p())
 
 
 def mish(input, inplace=False):
@@ -118,7 +122,11 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
         raise RuntimeError(f"huber_loss does not support non-positive values for delta, got {delta}.")
     d = (input - target).abs()
     loss = _tl.where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
-    return _weighted(loss, weight, reduction, input)
+    if weight is not None:  # torch: the weighted mean is a plain mean here (l1_loss divides by sum(weight))
+        if weight.shape != input.shape:
+            raise ValueError("Weights and input must have the same size.")
+        loss = loss * weight
+    return _reduce(loss, reduction)
 
 
 def _check_same_size(fn, input, target):

@@ -343,6 +343,11 @@ def pad(input, pad, mode="constant", value=None):
             if parts[0] is not None or parts[1] is not None:
                 out = _tl.cat([p for p in (parts[0], out, parts[1]) if p is not None], dim)
         else:
+            if mode == "circular" and (left < 0 or right < 0):
+                # torch crops first, then wraps around what is left
+                start, stop = max(-left, 0), n - max(-right, 0)
+                out = out.narrow(dim, start, stop - start)
+                n, left, right = stop - start, max(left, 0), max(right, 0)
             idx = _pad_index(n, left, right, mode, dim, input.shape)
             out = out.index_select(dim, _tl.tensor(idx.astype(np.int64), device=out.device))
     return out
