@@ -96,9 +96,18 @@ def _train(torch, device, make, opt_name, steps, batch, block, lr):
         topt.step()
         ours.append(loss.item())
         theirs.append(tloss.item())
-    np.testing.assert_allclose(ours, theirs, rtol=2e-5, atol=2e-5)
-    assert theirs[-1] < theirs[0]  # it learned: the comparison is not of constants
+    _check_learned(torch, device, m, tm, ours, theirs, block, batch)
     return ours
+
+
+def _check_learned(torch, device, m, tm, ours, theirs, block, batch):
+    """Losses equal step by step, and the first batch's loss went down (the models learned, so the
+    comparison is not of constants)."""
+    x, y = next(_batches(1, batch, block))
+    ours.append(m(tl.tensor(x, device=device), tl.tensor(y, device=device)).item())
+    theirs.append(tm(torch.tensor(x), torch.tensor(y)).item())
+    np.testing.assert_allclose(ours, theirs, rtol=2e-5, atol=2e-5)
+    assert theirs[-1] < theirs[0]
 
 
 @pytest.mark.parametrize("use_encoder_layer", [False, True])
@@ -163,3 +172,94 @@ def test_bag_of_words_mlp_lm_trains_like_torch(device, torch):
 
     losses = _train(torch, device, make, "SGD", s["steps"], s["batch"], s["block"], 0.3)
     assert all(np.isfinite(losses))
+
+
+def _nanogpt(lib, vocab, d, heads, layers, block):
+    """nanoGPT's structure: ModuleDict/ModuleList, F.layer_norm with an optional bias, one qkv Linear,
+    F.scaled_dot_product_attention(is_causal=True), tied input/output embeddings, AdamW param groups."""
+    nn_, F_ = lib.nn, lib.nn.functional
+
+    class LayerNorm(nn_.Module):
+        def __init__(self, ndim, bias):
+            super().__init__()
+            self.weight = nn_.Parameter(lib.ones(ndim))
+            self.bias = nn_.Parameter(lib.zeros(ndim)) if bias else None
+
+        def forward(self, x):
+            return F_.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
+
+    class Attn(nn_.Module):
+        def __init__(self):
+            super().__init__()
+            self.c_attn = nn_.Linear(d, 3 * d)
+            self.c_proj = nn_.Linear(d, d)
+
+        def forward(self, x):
+            b, t, c = x.shape
+            q, k, v = self.c_attn(x).split(d, dim=2)
+            q, k, v = (z.view(b, t, heads, c // heads).transpose(1, 2) for z in (q, k, v))
+            y = F_.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=True)
+            return self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
+
+    class Block(nn_.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1, self.attn, self.ln_2 = LayerNorm(d, bias=False), Attn(), LayerNorm(d, bias=False)
+            self.mlp = nn_.ModuleDict(dict(c_fc=nn_.Linear(d, 4 * d), gelu=nn_.GELU(), c_proj=nn_.Linear(4 * d, d)))
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            m = self.mlp
+            return x + m["c_proj"](m["gelu"](m["c_fc"](self.ln_2(x))))
+
+    class GPT(nn_.Module):
+        def __init__(self):
+            super().__init__()
+            self.transformer = nn_.ModuleDict(dict(wte=nn_.Embedding(vocab, d), wpe=nn_.Embedding(block, d),
+                                                   drop=nn_.Dropout(0.0), h=nn_.ModuleList([Block()
+                                                                                            for _ in range(layers)]),
+                                                   ln_f=LayerNorm(d, bias=True)))
+            self.lm_head = nn_.Linear(d, vocab, bias=False)
+            self.transformer.wte.weight = self.lm_head.weight  # weight tying
+
+        def forward(self, idx, targets):
+            t = idx.shape[1]
+            pos = lib.arange(0, t, dtype=lib.long, device=idx.device)
+            x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
+            for blk in self.transformer.h:
+                x = blk(x)
+            logits = self.lm_head(self.transformer.ln_f(x))
+            return F_.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+
+    return GPT()
+
+
+def test_nanogpt_style_trains_like_torch(device, torch):
+    s = _sizes(device)
+    torch.manual_seed(3)
+    make = lambda lib: _nanogpt(lib, len(VOCAB), s["d"], s["heads"], s["layers"], s["block"])  # noqa: E731
+    tm, m = make(torch), make(tl)
+    assert [n for n, _ in m.named_parameters()] == [n for n, _ in tm.named_parameters()]
+    copy_weights(tm, m, device)
+    assert m.transformer.wte.weight is m.lm_head.weight
+
+    def groups(model):
+        params = [p for p in model.parameters() if p.requires_grad]
+        return [{"params": [p for p in params if p.dim() >= 2], "weight_decay": 0.1},
+                {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+
+    topt = torch.optim.AdamW(groups(tm), lr=3e-3, betas=(0.9, 0.95))
+    opt = tl.optim.AdamW(groups(m), lr=3e-3, betas=(0.9, 0.95))
+    ours, theirs = [], []
+    for x, y in _batches(s["steps"], s["batch"], s["block"]):
+        loss, tloss = m(tl.tensor(x, device=device), tl.tensor(y, device=device)), tm(torch.tensor(x), torch.tensor(y))
+        for o, l_ in ((opt, loss), (topt, tloss)):
+            o.zero_grad(set_to_none=True)
+            l_.backward()
+        tl.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(tm.parameters(), 1.0)
+        opt.step()
+        topt.step()
+        ours.append(loss.item())
+        theirs.append(tloss.item())
+    _check_learned(torch, device, m, tm, ours, theirs, s["block"], s["batch"])
