@@ -57,6 +57,12 @@ def test_inplace_activations(device, torch):
         getattr(torch.nn.functional, name)(tx, inplace=True)
         assert y is x
         close(x, tx)
+        # through autograd: the in-place result keeps its gradient, as torch's
+        a, ta = pair(torch, device, arr, requires_grad=True)
+        h, th = a * 1.5, ta * 1.5
+        getattr(F, name)(h, inplace=True).sum().backward()
+        getattr(torch.nn.functional, name)(th, inplace=True).sum().backward()
+        close(a.grad, ta.grad)
 
 
 # -- losses --------------------------------------------------------------------------------------------

@@ -152,10 +152,12 @@ def test_normalize_matches_torch(device, torch):
         close(x.grad, tx.grad, rtol=1e-4, atol=1e-5)
 
 
-def test_zero_size_batch_layer_norm(device, torch):
-    tm, m = torch.nn.LayerNorm(4), nn.LayerNorm(4).to(device)
-    y = m(tl.zeros(0, 4, device=device))
-    assert tuple(y.shape) == tuple(tm(torch.zeros(0, 4)).shape) == (0, 4)
+def test_zero_size_batch(device, torch):
+    for name, args, shape in (("LayerNorm", (4,), (0, 4)), ("GroupNorm", (2, 4), (0, 4, 3)),
+                              ("BatchNorm1d", (4,), (0, 4)), ("RMSNorm", (4,), (0, 2, 4))):
+        tm, m = getattr(torch.nn, name)(*args), getattr(nn, name)(*args).to(device)
+        y = m(tl.zeros(shape, device=device))
+        assert tuple(y.shape) == tuple(tm(torch.zeros(shape)).shape) == shape
 
 
 def test_noncontiguous_input(device, torch):

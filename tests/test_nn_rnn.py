@@ -132,6 +132,11 @@ def test_errors(device):
         nn.LSTM(3, 4, proj_size=4)
     with pytest.raises(ValueError, match="Unknown nonlinearity 'foo'. Select from 'tanh' or 'relu'."):
         nn.RNN(3, 4, nonlinearity="foo")
+    with pytest.raises(RuntimeError, match="Expected sequence length to be larger than 0 in RNN"):
+        g(tl.zeros(0, 3, 3, device=device))
+    with pytest.raises(ValueError, match=re.escape("RNN input dtype (torch.float64) does not match weight dtype "
+                                                   "(torch.float32). Convert input: input.to(torch.float32)")):
+        g(tl.zeros(2, 3, 3, dtype=tl.float64, device=device))
     with pytest.raises(RuntimeError, match="input has inconsistent input_size: got 5 expected 3"):
         nn.RNNCell(3, 4).to(device)(tl.zeros(2, 5, device=device))
     with pytest.raises(RuntimeError, match="hidden0 has inconsistent hidden_size: got 5, expected 4"):
@@ -178,11 +183,24 @@ def test_gradcheck_float64(device):
     assert tl.autograd.gradcheck(lambda a: cell(a)[1], (x[0].detach().requires_grad_(),))
 
 
-def test_zero_length_sequence_and_batch_of_one(device, torch):
+def test_batch_of_one_zero_batch_and_noncontiguous(device, torch):
+    tm = torch.nn.LSTM(4, 5, batch_first=True)
+    m = copy_weights(tm, nn.LSTM(4, 5, batch_first=True), device)
+    for arr in (randn(1, 3, 4), np.zeros((0, 3, 4), np.float32)):
+        x, tx = pair(torch, device, arr)
+        out, (h, c) = m(x)
+        tout, (th, tc) = tm(tx)
+        close(out, tout, **TOL)
+        close(c, tc, **TOL)
+    base = randn(3, 4, 6)  # a transposed view as input
+    x, tx = pair(torch, device, base)
+    close(m(x.transpose(1, 2))[0], tm(tx.transpose(1, 2))[0], **TOL)
+
+
+def test_half_precision_runs(device, torch):
     tm = torch.nn.GRU(4, 5)
-    m = copy_weights(tm, nn.GRU(4, 5), device)
-    x, tx = pair(torch, device, randn(3, 1, 4))
-    out, h = m(x)
-    tout, th = tm(tx)
-    close(out, tout, **TOL)
-    close(h, th, **TOL)
+    m = copy_weights(tm, nn.GRU(4, 5), device).half()
+    x = randn(3, 2, 4)
+    out, _ = m(tl.tensor(x, device=device).half())
+    assert out.dtype is tl.float16
+    close(out, tm(torch.tensor(x))[0], rtol=1e-2, atol=1e-2)

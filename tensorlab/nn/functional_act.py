@@ -10,22 +10,30 @@ from .functional import _check_tensor, _reduce, _reduction
 
 
 # -- activations ------------------------------------------------------------------------------------
+def _inplace(input, fn):
+    """input overwritten by fn(input). Under autograd fn reads a clone, so what its backward saved is
+    not the tensor being overwritten (torch's in-place activations keep their gradients too)."""
+    src = input.clone() if input.requires_grad and _tl.is_grad_enabled() else input
+    return input.copy_(fn(src))
+
+
 def silu(input, inplace=False):
-    out = _tl.silu(input)
-    return input.copy_(out) if inplace else out
+    return _inplace(input, _tl.silu) if inplace else _tl.silu(input)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x where x > 0, negative_slope * x elsewhere."""
-    out = _tl.where(input > 0, input, input * negative_slope)
-    return input.copy_(out) if inplace else out
+    if inplace:
+        return _inplace(input, lambda t: leaky_relu(t, negative_slope))
+    return _tl.where(input > 0, input, input * negative_slope)
 
 
 def elu(input, alpha=1.0, inplace=False):
     """x where x > 0, alpha * (exp(x) - 1) elsewhere (the exp branch sees min(x, 0), so a large
     x cannot turn the unused branch's gradient into NaN)."""
-    out = _tl.where(input > 0, input, (input.clamp(max=0)).expm1() * alpha)
-    return input.copy_(out) if inplace else out
+    if inplace:
+        return _inplace(input, lambda t: elu(t, alpha))
+    return _tl.where(input > 0, input, (input.clamp(max=0)).expm1() * alpha)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -47,8 +55,9 @@ def logsigmoid(input):
 
 def mish(input, inplace=False):
     """x * tanh(softplus(x))."""
-    out = input * softplus(input).tanh()
-    return input.copy_(out) if inplace else out
+    if inplace:
+        return _inplace(input, mish)
+    return input * softplus(input).tanh()
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
@@ -56,9 +65,10 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     bounds (torch's hardtanh_backward)."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if inplace:
+        return _inplace(input, lambda t: hardtanh(t, min_val, max_val))
     clamped = input.clamp(min_val, max_val)
-    out = _tl.where((input > min_val).logical_and(input < max_val), input, clamped.detach())
-    return input.copy_(out) if inplace else out
+    return _tl.where((input > min_val).logical_and(input < max_val), input, clamped.detach())
 
 
 def relu6(input, inplace=False):

@@ -92,7 +92,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
                                f"but got {name} of shape {list(t.shape)} and input of shape {list(input.shape)}")
     x = _opmath(input)
-    g = x.reshape(n, num_groups, -1)
+    g = x.reshape(n, num_groups, input.numel() // n // num_groups if n else 0)
     mean = g.mean(-1, keepdim=True)
     var = g.var(-1, correction=0, keepdim=True)
     y = ((g - mean) * (var + eps).rsqrt()).reshape(input.shape)

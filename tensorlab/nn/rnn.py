@@ -66,9 +66,6 @@ def _run_direction(step, x, state, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, is_lst
     for t in order:
         state = step(steps[t], state, w_hh, b_hh, w_hr)
         outs[t] = state[0] if is_lstm else state
-    if not outs:
-        h = state[0] if is_lstm else state
-        return _tl.zeros((0,) + tuple(h.shape), dtype=h.dtype, device=h.device), state
     return _tl.stack(outs, 0), state
 
 
@@ -232,6 +229,13 @@ class RNNBase(Module):
                                        f"({hs[0].dim()}-D, {hs[1].dim()}-D) tensors")
                 raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor")
         x = input.transpose(0, 1) if self.batch_first else input
+        if x.shape[0] == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
+        w = self._flat_weights[0]
+        if input.dtype != w.dtype:
+            raise ValueError(f"RNN input dtype (torch.{input.dtype.name}) does not match weight dtype "
+                             f"(torch.{w.dtype.name}). Convert input: input.to(torch.{w.dtype.name}), or convert "
+                             f"model: model.to(torch.{input.dtype.name})")
         batch = x.shape[1]
         real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
         h_shape = self._hidden_shape(batch, real_hidden)
