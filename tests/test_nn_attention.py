@@ -258,3 +258,22 @@ def test_gradcheck_float64(device):
     assert tl.autograd.gradcheck(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, attn_mask=mask), (q, k, v))
     assert tl.autograd.gradcheck(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True, scale=0.7),
                                  (q, k[:, :, :3], v[:, :, :3]))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_reduced_precision(device, torch, dtype):
+    q, k, v = (randn(2, 2, 5, 4, seed=s) for s in range(3))
+    ours = F.scaled_dot_product_attention(*(tl.tensor(a, device=device).to(getattr(tl, dtype)) for a in (q, k, v)),
+                                          is_causal=True)
+    theirs = torch.nn.functional.scaled_dot_product_attention(*(torch.tensor(a).to(getattr(torch, dtype))
+                                                                for a in (q, k, v)), is_causal=True)
+    assert ours.dtype is getattr(tl, dtype)
+    close(ours, theirs, rtol=2e-2, atol=2e-2)
+    tm, m = _mha_pair(torch, device, 8, 2, batch_first=True)
+    tm, m = tm.to(getattr(torch, dtype)), m.to(dtype=getattr(tl, dtype))
+    x = randn(2, 3, 8)
+    out, w = m(*(tl.tensor(x, device=device).to(getattr(tl, dtype)),) * 3)
+    tout, tw = tm(*(torch.tensor(x).to(getattr(torch, dtype)),) * 3)
+    assert out.dtype is getattr(tl, dtype)
+    close(out, tout, rtol=5e-2, atol=5e-2)
+    close(w, tw, rtol=5e-2, atol=5e-2)

@@ -149,3 +149,22 @@ def test_gradcheck_pad_and_embedding(device):
     w = tl.tensor(rng.standard_normal((5, 3)), device=device, requires_grad=True)
     idx = tl.tensor([[0, 2, 2], [4, 1, 0]], device=device)
     assert tl.autograd.gradcheck(lambda t: F.embedding(idx, t), (w,))  # padding_idx: zero grad by design
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_reduced_precision(device, torch, dtype):
+    tm = torch.nn.Embedding(10, 3, padding_idx=0).to(getattr(torch, dtype))
+    m = copy_weights(tm.float(), nn.Embedding(10, 3, padding_idx=0), device).to(dtype=getattr(tl, dtype))
+    tm = tm.to(getattr(torch, dtype))
+    i, ti = pair(torch, device, IDX)
+    y, ty = m(i), tm(ti)
+    assert y.dtype is getattr(tl, dtype)
+    close(y, ty)
+    y.float().sum().backward()
+    ty.float().sum().backward()
+    close(m.weight.grad, tm.weight.grad)
+    arr = randn(1, 2, 5)
+    x = tl.tensor(arr, device=device).to(getattr(tl, dtype))
+    for mode in ("constant", "reflect", "replicate", "circular"):
+        close(F.pad(x, (2, 1), mode=mode), torch.nn.functional.pad(torch.tensor(arr).to(getattr(torch, dtype)), (2, 1),
+                                                                   mode=mode))
