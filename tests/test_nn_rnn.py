@@ -204,3 +204,21 @@ def test_half_precision_runs(device, torch):
     out, _ = m(tl.tensor(x, device=device).half())
     assert out.dtype is tl.float16
     close(out, tm(torch.tensor(x))[0], rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
+def test_input_projection_is_one_matmul_per_layer_and_direction(device, monkeypatch, name):
+    """T steps, L layers, D directions: L*D input projections (each over all steps) + L*D*T recurrent ones."""
+    calls = []
+    real = tl.Tensor.matmul
+
+    def counting(self, other):
+        calls.append(tuple(self.shape))
+        return real(self, other)
+
+    monkeypatch.setattr(tl.Tensor, "matmul", counting)
+    T, B, L, D = 7, 2, 2, 2
+    m = getattr(nn, name)(3, 4, num_layers=L, bidirectional=True).to(device)
+    m(tl.zeros(T, B, 3, device=device))
+    assert len([s for s in calls if s[0] == T]) == L * D  # [T, B, in] @ W_ih^T: one per layer/direction
+    assert len(calls) == L * D * (1 + T)

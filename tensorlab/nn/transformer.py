@@ -80,7 +80,15 @@ class MultiheadAttention(Module):
                 average_attn_weights=True, is_causal=False):
         is_batched = query.dim() == 3
         if self.batch_first and is_batched:
-            query, key, value = query.transpose(1, 0), key.transpose(1, 0), value.transpose(1, 0)
+            # keep self-attention's q is k is v, so the projection stays one packed matmul
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = query.transpose(1, 0), key.transpose(1, 0)
+                    value = key
+            else:
+                query, key, value = query.transpose(1, 0), key.transpose(1, 0), value.transpose(1, 0)
         common = dict(training=self.training, key_padding_mask=key_padding_mask, need_weights=need_weights,
                       attn_mask=attn_mask, average_attn_weights=average_attn_weights, is_causal=is_causal)
         if not self._qkv_same_embed_dim:
