@@ -277,3 +277,46 @@ def test_reduced_precision(device, torch, dtype):
     assert out.dtype is getattr(tl, dtype)
     close(out, tout, rtol=5e-2, atol=5e-2)
     close(w, tw, rtol=5e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoder_layer_masks(device, torch, norm_first):
+    tm = torch.nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, norm_first=norm_first, activation="gelu")
+    m = copy_weights(tm, nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, norm_first=norm_first, activation="gelu"),
+                     device)
+    assert repr(m) == repr(tm)
+    tgt, ttgt = pair(torch, device, randn(4, 2, 8), True)
+    mem, tmem = pair(torch, device, randn(6, 2, 8, seed=1), True)
+    causal = np.triu(np.full((4, 4), -np.inf, dtype=np.float32), 1)
+    mm = np.random.default_rng(2).random((4, 6)) > 0.8  # bool memory mask: True = not allowed
+    mm[:, 0] = False
+    kpm = np.zeros((2, 6), dtype=bool)
+    kpm[0, 5] = True
+    args = [pair(torch, device, a) for a in (causal, mm, kpm)]
+    y = m(tgt, mem, tgt_mask=args[0][0], memory_mask=args[1][0], memory_key_padding_mask=args[2][0],
+          tgt_is_causal=True)
+    ty = tm(ttgt, tmem, tgt_mask=args[0][1], memory_mask=args[1][1], memory_key_padding_mask=args[2][1],
+            tgt_is_causal=True)
+    close(y, ty, **TOL)
+    y.sum().backward()
+    ty.sum().backward()
+    close(mem.grad, tmem.grad, **TOL)
+    close_grads(tm, m, **TOL)
+
+
+def test_multi_head_attention_forward_functional(device, torch):
+    E, H = 6, 3
+    w, b = randn(3 * E, E), randn(3 * E, seed=1) * 0.1
+    ow, ob = randn(E, E, seed=2), randn(E, seed=3) * 0.1
+    q, k = randn(4, 2, E, seed=4), randn(5, 2, E, seed=5)
+    ours = F.multi_head_attention_forward(*(tl.tensor(a, device=device) for a in (q, k, k)), E, H,
+                                          tl.tensor(w, device=device), tl.tensor(b, device=device), None, None, False,
+                                          0.0, tl.tensor(ow, device=device), tl.tensor(ob, device=device),
+                                          average_attn_weights=False)
+    theirs = torch.nn.functional.multi_head_attention_forward(*(torch.tensor(a) for a in (q, k, k)), E, H,
+                                                              torch.tensor(w), torch.tensor(b), None, None, False, 0.0,
+                                                              torch.tensor(ow), torch.tensor(ob),
+                                                              average_attn_weights=False)
+    close(ours[0], theirs[0], **TOL)
+    close(ours[1], theirs[1], **TOL)
+    assert tuple(ours[1].shape) == (2, H, 4, 5)
