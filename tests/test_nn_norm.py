@@ -189,3 +189,18 @@ def test_running_var_is_unbiased(device):
     m(tl.tensor([[1.0], [3.0]], device=device))
     assert np_of(m.running_var).tolist() == [2.0]  # unbiased variance of {1, 3}
     assert np_of(m.running_mean).tolist() == [2.0]
+
+
+def test_initial_parameters_and_buffers(device):
+    for m in (nn.LayerNorm((2, 3), device=device), nn.RMSNorm(3, device=device), nn.GroupNorm(1, 3, device=device),
+              nn.BatchNorm2d(3, device=device)):
+        assert (np_of(m.weight) == 1).all()
+        if getattr(m, "bias", None) is not None:
+            assert not np_of(m.bias).any()
+    bn = nn.BatchNorm1d(3, dtype=tl.float64, device=device)
+    assert bn.running_mean.dtype is tl.float64 and bn.num_batches_tracked.dtype is tl.int64
+    assert not np_of(bn.running_mean).any() and (np_of(bn.running_var) == 1).all()
+    bn(tl.ones(4, 3, dtype=tl.float64, device=device))
+    bn.reset_running_stats()
+    assert bn.num_batches_tracked.item() == 0 and (np_of(bn.running_var) == 1).all()
+    assert nn.LayerNorm(3, elementwise_affine=False).weight is None
