@@ -84,7 +84,8 @@ def _loss_pair(torch, device, fn, arr_in, arr_t, kw, tkw=None):
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("fn,kw", [("l1_loss", {}), ("smooth_l1_loss", {}), ("smooth_l1_loss", {"beta": 0.5}),
-                                   ("smooth_l1_loss", {"beta": 0.0}), ("huber_loss", {}), ("huber_loss", {"delta": 0.3}),
+                                   ("smooth_l1_loss", {"beta": 0.0}), ("huber_loss", {}),
+                                   ("huber_loss", {"delta": 0.3}),
                                    ("l1_loss", {"weight": np.linspace(0.5, 2, 15, dtype=np.float32).reshape(3, 5)}),
                                    ("huber_loss", {"weight": np.linspace(0.5, 2, 15, dtype=np.float32).reshape(3, 5)})],
                          ids=lambda v: str(v)[:30])

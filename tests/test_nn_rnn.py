@@ -159,8 +159,8 @@ def test_cells_match_torch(device, torch, name, kw, batched):
     x, tx = pair(torch, device, randn(*shape), requires_grad=True)
     hshape = (3, 5) if batched else (5,)
     if name == "LSTMCell":
-        (h, th), (c, tc) = pair(torch, device, randn(*hshape, seed=1), True), pair(torch, device, randn(*hshape, seed=2),
-                                                                                 True)
+        h, th = pair(torch, device, randn(*hshape, seed=1), True)
+        c, tc = pair(torch, device, randn(*hshape, seed=2), True)
         hx, thx = (h, c), (th, tc)
     else:
         hx, thx = pair(torch, device, randn(*hshape, seed=1), True)

@@ -27,7 +27,7 @@ from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, T
 
 __all__ += ["BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "ELU", "Embedding", "Flatten",
             "GRU", "GRUCell", "GroupNorm", "Hardtanh", "HuberLoss", "KLDivLoss", "L1Loss", "LSTM", "LSTMCell",
-            "LayerNorm", "LeakyReLU", "LogSigmoid", "Mish", "ModuleDict", "ModuleList", "MultiheadAttention", "RMSNorm", "RNN",
-            "RNNBase", "RNNCell", "RNNCellBase", "ReLU6", "SiLU", "SmoothL1Loss", "Softplus", "Softsign",
+            "LayerNorm", "LeakyReLU", "LogSigmoid", "Mish", "ModuleDict", "ModuleList", "MultiheadAttention", "RMSNorm",
+            "RNN", "RNNBase", "RNNCell", "RNNCellBase", "ReLU6", "SiLU", "SmoothL1Loss", "Softplus", "Softsign",
             "Tanhshrink", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
             "TransformerEncoderLayer", "Unflatten"]
