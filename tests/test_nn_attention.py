@@ -320,3 +320,13 @@ def test_multi_head_attention_forward_functional(device, torch):
     close(ours[0], theirs[0], **TOL)
     close(ours[1], theirs[1], **TOL)
     assert tuple(ours[1].shape) == (2, H, 4, 5)
+
+
+def test_gradcheck_multihead_attention_float64(device):
+    m = nn.MultiheadAttention(4, 2, kdim=3, vdim=2).to(device).double()
+    rng = np.random.default_rng(1)
+    q = tl.tensor(rng.standard_normal((2, 1, 4)), device=device, requires_grad=True)
+    k = tl.tensor(rng.standard_normal((3, 1, 3)), device=device, requires_grad=True)
+    v = tl.tensor(rng.standard_normal((3, 1, 2)), device=device, requires_grad=True)
+    kpm = tl.tensor([[False, True, False]], device=device)
+    assert tl.autograd.gradcheck(lambda a, b, c: m(a, b, c, key_padding_mask=kpm)[0], (q, k, v))
