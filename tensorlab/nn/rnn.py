@@ -44,10 +44,10 @@ def _gru_step(gi, h, w_hh, b_hh, w_hr):
     gh = h.matmul(w_hh.t())
     if b_hh is not None:
         gh = gh + b_hh
-    i_r, i_z, i_n = gi.chunk(3, -1)
-    h_r, h_z, h_n = gh.chunk(3, -1)
-    r = (i_r + h_r).sigmoid()
-    z = (i_z + h_z).sigmoid()
+    hidden = h.shape[-1]
+    i_rz, i_n = gi.split([2 * hidden, hidden], -1)
+    h_rz, h_n = gh.split([2 * hidden, hidden], -1)
+    r, z = (i_rz + h_rz).sigmoid().chunk(2, -1)  # both gates in one op
     n = (i_n + r * h_n).tanh()
     return n + z * (h - n)
 
@@ -60,6 +60,11 @@ def _run_direction(step, x, state, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, is_lst
     gi = x.matmul(w_ih.t())  # one matmul for every time step
     if b_ih is not None:
         gi = gi + b_ih
+    if b_hh is not None and step is not _gru_step:
+        # LSTM/RNN add b_hh to the sum of both projections: added once here, not at every step
+        # (GRU keeps it per step: its b_hn sits inside r * (h W_hn + b_hn))
+        gi = gi + b_hh
+        b_hh = None
     steps = gi.unbind(0)
     outs = [None] * len(steps)
     order = range(len(steps) - 1, -1, -1) if reverse else range(len(steps))
