@@ -330,3 +330,14 @@ def test_gradcheck_multihead_attention_float64(device):
     v = tl.tensor(rng.standard_normal((3, 1, 2)), device=device, requires_grad=True)
     kpm = tl.tensor([[False, True, False]], device=device)
     assert tl.autograd.gradcheck(lambda a, b, c: m(a, b, c, key_padding_mask=kpm)[0], (q, k, v))
+
+
+def test_zero_size_batch(device, torch):
+    tm, m = _mha_pair(torch, device, 4, 2)
+    out, w = m(*(tl.zeros(3, 0, 4, device=device),) * 3)
+    tout, tw = tm(*(torch.zeros(3, 0, 4),) * 3)
+    assert tuple(out.shape) == tuple(tout.shape) and tuple(w.shape) == tuple(tw.shape)
+    q = tl.zeros(0, 2, 5, 4, device=device)
+    y = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+    assert tuple(y.shape) == tuple(torch.nn.functional.scaled_dot_product_attention(
+        *(torch.zeros(0, 2, 5, 4),) * 3, is_causal=True).shape)
