@@ -13,3 +13,21 @@ from .parameter import Parameter
 
 __all__ = ["CrossEntropyLoss", "Dropout", "GELU", "Identity", "Linear", "LogSoftmax", "MSELoss", "Module", "NLLLoss",
            "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh", "functional", "init", "utils"]
+
+# the layers real models are made of (normalization, embedding, recurrence, attention, more activations/losses)
+from .activation_more import (ELU, Flatten, Hardtanh, LeakyReLU, LogSigmoid, Mish, ReLU6, SiLU, Softplus,  # noqa: E402
+                              Softsign, Tanhshrink, Unflatten)
+from .container_more import ModuleDict, ModuleList  # noqa: E402
+from .loss_more import BCELoss, BCEWithLogitsLoss, HuberLoss, KLDivLoss, L1Loss, SmoothL1Loss  # noqa: E402
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm  # noqa: E402
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
+from .sparse import Embedding  # noqa: E402
+from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: E402
+                          TransformerEncoder, TransformerEncoderLayer)
+
+__all__ += ["BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "ELU", "Embedding", "Flatten",
+            "GRU", "GRUCell", "GroupNorm", "Hardtanh", "HuberLoss", "KLDivLoss", "L1Loss", "LSTM", "LSTMCell",
+            "LayerNorm", "LeakyReLU", "LogSigmoid", "Mish", "ModuleDict", "ModuleList", "MultiheadAttention", "RMSNorm",
+            "RNN", "RNNBase", "RNNCell", "RNNCellBase", "ReLU6", "SiLU", "SmoothL1Loss", "Softplus", "Softsign",
+            "Tanhshrink", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
+            "TransformerEncoderLayer", "Unflatten"]

@@ -273,3 +273,6 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         return _cross_entropy_smoothed(input, target, weight, ignore_index, reduction, label_smoothing, cd,
                                        n_classes)
     return _nll(log_softmax(input, cd), target, weight, ignore_index, reduction)
+
+
+from .functional_layers import *  # noqa: E402,F401,F403  (norms, embedding, pad, more activations/losses, attention)

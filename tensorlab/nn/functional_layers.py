@@ -1,0 +1,11 @@
+"""The layers' functional forms, gathered for nn.functional's one import line."""
+from __future__ import annotations
+
+from .functional_act import *  # noqa: F401,F403
+from .functional_act import __all__ as _act
+from .functional_attention import *  # noqa: F401,F403
+from .functional_attention import __all__ as _attention
+from .functional_norm import *  # noqa: F401,F403
+from .functional_norm import __all__ as _norm
+
+__all__ = _act + _attention + _norm
