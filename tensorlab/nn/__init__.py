@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import functional, init, utils
 from .activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
-from .container import Sequential
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .dropout import Dropout
 from .linear import Identity, Linear
 from .loss import CrossEntropyLoss, MSELoss, NLLLoss
@@ -13,3 +13,5 @@ from .parameter import Parameter
 
 __all__ = ["CrossEntropyLoss", "Dropout", "GELU", "Identity", "Linear", "LogSoftmax", "MSELoss", "Module", "NLLLoss",
            "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh", "functional", "init", "utils"]
+__all__ += ["ModuleDict", "ModuleList", "ParameterDict", "ParameterList"]
+from . import modules  # noqa: E402,F401  (torch.nn.modules.* paths)

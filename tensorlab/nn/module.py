@@ -8,11 +8,15 @@ from __future__ import annotations
 import itertools
 from collections import OrderedDict, namedtuple
 
-from .. import dtypes
+from .. import _warn, dtypes
 from ..ops.copy import parse_to
 from ..tensor import Tensor
 from ._grad import no_grad, typename, zero_grads
+from .hooks import BackwardHook, RemovableHandle
 from .parameter import Parameter
+
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks", "_forward_hooks_with_kwargs",
+               "_forward_hooks_always_called", "_backward_hooks", "_backward_pre_hooks")
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -31,7 +35,7 @@ def _addindent(s, spaces):
     if len(lines) == 1:
         return s
     first = lines.pop(0)
-    return first + "\n" + "\n".join((spaces * " ") + ln if ln.strip() else "" for ln in lines)
+    return first + "\n" + "\n".join((spaces * " ") + ln for ln in lines)
 
 
 def _check_member_name(kind, name, owner, table):
@@ -50,6 +54,7 @@ class Module:
     __init__ and define forward()."""
 
     training: bool
+    _version = 1  # state_dict metadata, as torch's
 
     def __init__(self):
         d = self.__dict__
@@ -58,12 +63,69 @@ class Module:
         d["_buffers"] = OrderedDict()
         d["_non_persistent_buffers_set"] = set()
         d["_modules"] = OrderedDict()
+        for name in _HOOK_DICTS:
+            d[name] = OrderedDict()
+        d["_is_full_backward_hook"] = None
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        for name in _HOOK_DICTS:
+            self.__dict__.setdefault(name, OrderedDict())
+        self.__dict__.setdefault("_is_full_backward_hook", None)
+        self.__dict__.setdefault("_non_persistent_buffers_set", set())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        d = self.__dict__
+        if not (d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"] or d["_backward_pre_hooks"]):
+            return self.forward(*args, **kwargs)
+        return _call_with_hooks(self, args, kwargs)
+
+    # -- hooks ----------------------------------------------------------------------------------
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """hook(module, args) -> None or new args (a non-tuple is wrapped in one); with_kwargs=True:
+        hook(module, args, kwargs) -> None or (new_args, new_kwargs). Runs before forward()."""
+        handle = RemovableHandle(self._forward_pre_hooks, extra_dict=self._forward_pre_hooks_with_kwargs)
+        self._forward_pre_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs[handle.id] = True
+        if prepend:
+            self._forward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """hook(module, args, output) (with_kwargs: hook(module, args, kwargs, output)) -> None or a
+        new output. always_call=True: also called when forward() raised."""
+        handle = RemovableHandle(self._forward_hooks, extra_dict=[self._forward_hooks_with_kwargs,
+                                                                  self._forward_hooks_always_called])
+        self._forward_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_hooks_with_kwargs[handle.id] = True
+        if always_call:
+            self._forward_hooks_always_called[handle.id] = True
+        if prepend:
+            self._forward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) -> None or new grad_output, when the outputs' gradients are known."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) -> None or new grad_input, once the gradients with
+        respect to the module's inputs are computed."""
+        self.__dict__["_is_full_backward_hook"] = True
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
 
     # -- registration ---------------------------------------------------------------------------
     def register_parameter(self, name, param):
@@ -231,6 +293,26 @@ class Module:
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
 
+    def get_parameter(self, target):
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
+        param = getattr(mod, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError("`" + name + "` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target):
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
+        buffer = getattr(mod, name)
+        if name not in mod._buffers:
+            raise AttributeError("`" + name + "` is not a buffer")
+        return buffer
+
     def apply(self, fn):
         for module in self.children():
             module.apply(fn)
@@ -322,6 +404,9 @@ class Module:
     def state_dict(self, *, destination=None, prefix="", keep_vars=False):
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = {"version": self._version}
         for name, t in self._local_state():
             destination[prefix + name] = t if keep_vars else t.detach()
         for name, module in self._modules.items():
@@ -410,3 +495,61 @@ class Module:
             else:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
+
+
+def _call_with_hooks(module, args, kwargs):
+    """torch's Module._call_impl when the module has hooks: pre-hooks (may replace args/kwargs),
+    full backward hooks set up around the inputs, forward, forward hooks (may replace the output),
+    then the outputs wrapped for the backward hooks. Forward hooks registered with always_call=True
+    still run when forward() (or an earlier hook) raised."""
+    result = None
+    called = set()
+    try:
+        for hook_id, hook in list(module._forward_pre_hooks.items()):
+            if hook_id in module._forward_pre_hooks_with_kwargs:
+                r = hook(module, args, kwargs)
+                if r is not None:
+                    if isinstance(r, tuple) and len(r) == 2:
+                        args, kwargs = r
+                    else:
+                        raise RuntimeError(f"forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                                           f"but got {r}.")
+            else:
+                r = hook(module, args)
+                if r is not None:
+                    args = r if isinstance(r, tuple) else (r,)
+        bw_hook = None
+        if module._backward_hooks or module._backward_pre_hooks:
+            bw_hook = BackwardHook(module, list(module._backward_hooks.values()),
+                                   list(module._backward_pre_hooks.values()))
+            args = bw_hook.setup_input_hook(args)
+        result = module.forward(*args, **kwargs)
+        for hook_id, hook in list(module._forward_hooks.items()):
+            if hook_id in module._forward_hooks_always_called:
+                called.add(hook_id)
+            if hook_id in module._forward_hooks_with_kwargs:
+                r = hook(module, args, kwargs, result)
+            else:
+                r = hook(module, args, result)
+            if r is not None:
+                result = r
+        if bw_hook is not None:
+            if not isinstance(result, (Tensor, tuple)):
+                _warn.warn(f"For backward hooks to be called, module output should be a Tensor or a tuple of Tensors "
+                           f"but received {type(result)}")
+            result = bw_hook.setup_output_hook(result)
+        return result
+    except Exception:
+        for hook_id, hook in list(module._forward_hooks.items()):
+            if hook_id in module._forward_hooks_always_called and hook_id not in called:
+                try:
+                    if hook_id in module._forward_hooks_with_kwargs:
+                        r = hook(module, args, kwargs, result)
+                    else:
+                        r = hook(module, args, result)
+                    if r is not None:
+                        result = r
+                except Exception as e:
+                    _warn.warn("module forward hook with ``always_call=True`` raised an exception that was silenced as "
+                               f"another error was raised in forward: {e}")
+        raise
