@@ -40,3 +40,11 @@ def numel(t):
 
 
 __version__ = "0.1.0"
+
+from . import accelerator  # noqa: E402
+from ._compile import compile  # noqa: E402,A004
+from .global_settings import (are_deterministic_algorithms_enabled, get_float32_matmul_precision,  # noqa: E402
+                              is_deterministic_algorithms_warn_only_enabled, set_float32_matmul_precision,
+                              use_deterministic_algorithms)
+from .legacy_tensors import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor,  # noqa: E402
+                             HalfTensor, IntTensor, LongTensor, ShortTensor)
