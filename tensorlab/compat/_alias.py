@@ -81,7 +81,10 @@ class TorchAlias(types.ModuleType):
 
     def __getattr__(self, name):
         if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+            try:
+                return getattr(self.__dict__["_tensorlab_module"], name)  # __version__, __all__, ...
+            except AttributeError:
+                raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}") from None
         full = f"{self.__name__}.{name}"
         if full in OVERRIDES:
             return importlib.import_module(full)
