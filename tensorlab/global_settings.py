@@ -49,6 +49,8 @@ def alert_not_deterministic(caller):
 def set_float32_matmul_precision(precision):
     """'highest', 'high' or 'medium'. Accepted and reported by get_float32_matmul_precision();
     tensorlab's float32 matmuls always compute in float32 (what 'highest' asks for)."""
+    if not isinstance(precision, str):
+        raise RuntimeError(f"set_float32_matmul_precision expects a str, but got {type(precision).__name__}")
     if precision not in ("highest", "high", "medium"):
         _warn.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
                    f"setFloat32MatmulPrecision call has no effect.")

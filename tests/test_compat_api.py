@@ -178,6 +178,14 @@ def test_float32_matmul_precision_matches_torch(torch):
         with pytest.warns(UserWarning, match="foo is not one of 'highest', 'high', or 'medium'"):
             tl.set_float32_matmul_precision("foo")
         assert tl.get_float32_matmul_precision() == "highest"
+        for bad in (1, tl.ones(1)):
+            with pytest.raises(RuntimeError, match="set_float32_matmul_precision expects a str, but got"):
+                tl.set_float32_matmul_precision(bad)
+        with pytest.raises(RuntimeError) as a:
+            tl.set_float32_matmul_precision(1)
+        with pytest.raises(RuntimeError) as b:
+            torch.set_float32_matmul_precision(1)
+        assert str(a.value) == str(b.value)
     finally:
         torch.set_float32_matmul_precision(before)
         tl.set_float32_matmul_precision("highest")
