@@ -332,7 +332,7 @@ def _hook_run(lib):
     m.register_forward_pre_hook(lambda mod, args: (args[0] * 0,), prepend=False)
     m.register_forward_pre_hook(lambda mod, args: log.append(("pre0", type(mod).__name__)), prepend=True)
     m.register_forward_pre_hook(lambda mod, args, kwargs: log.append(("prekw", sorted(kwargs))), with_kwargs=True)
-    m.register_forward_hook(lambda mod, args, out: log.append(("post1", float(out.sum()))))
+    m.register_forward_hook(lambda mod, args, out: log.append(("post1", float(out.detach().sum()))))
     m.register_forward_hook(lambda mod, args, kwargs, out: out + 1, with_kwargs=True)
     m.register_forward_hook(lambda mod, args, out: log.append(("post0", float(args[0].sum()))), prepend=True)
     m.register_forward_hook(lambda mod, args, out: log.append(("last", float(out.sum()))))
@@ -467,3 +467,23 @@ def test_nn_modules_paths_mirror_torch(torch):
                        ("linear", "Linear"), ("activation", "ReLU"), ("loss", "MSELoss"), ("dropout", "Dropout")]:
         assert getattr(importlib.import_module(f"tensorlab.nn.modules.{path}"), name) is getattr(nn, name)
     assert nn.modules.loss._Loss is nn.loss._Loss
+
+
+def _buffer_rules(lib):
+    m = lib.nn.Linear(2, 2)
+    m.stat = lib.nn.Buffer(lib.ones(2))
+    m.scratch = lib.nn.Buffer(lib.zeros(1), persistent=False)
+    b = lib.nn.Buffer(lib.nn.Parameter(lib.ones(1)))
+    out = [[n for n, _ in m.named_buffers()], list(m.state_dict()), isinstance(m.stat, lib.nn.Buffer),
+           isinstance(lib.ones(1), lib.nn.Buffer), type(b).__name__, b.requires_grad, tuple(lib.nn.Buffer().shape)]
+    m.stat = lib.zeros(3)  # a plain tensor reassigned to a buffer name stays a buffer
+    out.append((tuple(m.stat.shape), list(m.state_dict())))
+    try:
+        m.weight = lib.nn.Buffer(lib.ones(2, 2))
+    except TypeError as e:
+        out.append(_norm(str(e)).replace("torch.nn.Parameter", "X"))
+    return out
+
+
+def test_buffer_assignment_matches_torch(torch):
+    assert _buffer_rules(tl) == _buffer_rules(torch)

@@ -12,6 +12,7 @@ from .. import _warn, dtypes
 from ..ops.copy import parse_to
 from ..tensor import Tensor
 from ._grad import no_grad, typename, zero_grads
+from .buffer import Buffer
 from .hooks import BackwardHook, RemovableHandle
 from .parameter import Parameter
 
@@ -193,10 +194,15 @@ class Module:
             modules[name] = value
             return
         buffers = d.get("_buffers")
+        if isinstance(value, Buffer):
+            if buffers is None:
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
+            self.register_buffer(name, value, value.persistent)
+            return
         if buffers is not None and name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{typename(value)}' as buffer '{name}' "
-                                f"(tensorlab Tensor or None expected)")
+                                f"(tensorlab.nn.Buffer, tensorlab Tensor or None expected)")
             buffers[name] = value
             return
         object.__setattr__(self, name, value)
