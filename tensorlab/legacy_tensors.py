@@ -15,6 +15,8 @@ from .tensor import Tensor
 
 
 class _LegacyTensorType(type):
+    legacy_tensor_type = True  # Tensor.type() recognizes these classes by it
+
     def __instancecheck__(cls, obj):
         return isinstance(obj, Tensor) and obj.dtype == cls.dtype and obj.device.type == "cpu"
 
@@ -61,6 +63,22 @@ ShortTensor = _make("ShortTensor", dtypes.int16)
 IntTensor = _make("IntTensor", dtypes.int32)
 LongTensor = _make("LongTensor", dtypes.int64)
 BoolTensor = _make("BoolTensor", dtypes.bool_)
+
+_BY_NAME = {cls.__name__: cls for cls in (FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor, ByteTensor, CharTensor,
+                                          ShortTensor, IntTensor, LongTensor, BoolTensor)}
+
+
+def resolve_type(t):
+    """Tensor.type(t)'s target: a legacy class (a CPU tensor) or its name, "torch.LongTensor" /
+    "tensorlab.LongTensor" (CPU) or "torch.cuda.LongTensor" (CUDA): (dtype, device type)."""
+    if isinstance(t, _LegacyTensorType):
+        return t.dtype, "cpu"
+    prefix, _, name = t.rpartition(".")
+    device = "cuda" if prefix.endswith(".cuda") else "cpu"
+    if prefix not in ("torch", "tensorlab", "torch.cuda", "tensorlab.cuda") or name not in _BY_NAME:
+        raise ValueError(f"invalid type: '{t}'")
+    return _BY_NAME[name].dtype, device
+
 
 __all__ = ["BFloat16Tensor", "BoolTensor", "ByteTensor", "CharTensor", "DoubleTensor", "FloatTensor", "HalfTensor",
            "IntTensor", "LongTensor", "ShortTensor"]

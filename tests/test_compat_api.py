@@ -44,6 +44,24 @@ def test_legacy_constructor_rules(torch, device):
     assert tuple(tl.FloatTensor(3, device="cpu").shape) == (3,)
 
 
+def test_tensor_type_with_legacy_names_matches_torch(torch, device):
+    x, tx = tl.tensor([1.5, -2.0], device=device), torch.tensor([1.5, -2.0])
+    for target in ("LongTensor", "DoubleTensor", "FloatTensor", "ByteTensor"):
+        for ours, theirs in ((getattr(tl, target), getattr(torch, target)), (f"torch.{target}", f"torch.{target}"),
+                             (f"tensorlab.{target}", f"torch.{target}")):
+            r, tr = x.type(ours), tx.type(theirs)
+            assert r.device.type == "cpu" and str(r.dtype).split(".")[1] == str(tr.dtype).split(".")[1]
+            np.testing.assert_array_equal(r.numpy(), tr.numpy())
+    same = tl.ones(2)
+    assert same.type("torch.FloatTensor") is same and same.type(tl.FloatTensor) is same
+    if device == "cuda":
+        moved = tl.ones(2).type("torch.cuda.LongTensor")
+        assert moved.device.type == "cuda" and moved.dtype == tl.int64
+    for bad in ("foo", "torch.Foo", "numpy.LongTensor"):
+        with pytest.raises(ValueError, match=f"invalid type: '{bad}'"):
+            x.type(bad)
+
+
 def test_compile_is_eager_and_refuses_other_backends(device):
     import tensorlab._compile as C
     C._noted = False
