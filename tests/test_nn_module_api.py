@@ -335,7 +335,7 @@ def _hook_run(lib):
     m.register_forward_hook(lambda mod, args, out: log.append(("post1", float(out.detach().sum()))))
     m.register_forward_hook(lambda mod, args, kwargs, out: out + 1, with_kwargs=True)
     m.register_forward_hook(lambda mod, args, out: log.append(("post0", float(args[0].sum()))), prepend=True)
-    m.register_forward_hook(lambda mod, args, out: log.append(("last", float(out.sum()))))
+    m.register_forward_hook(lambda mod, args, out: log.append(("last", float(out.detach().sum()))))
     with lib.no_grad():
         m.weight.fill_(1.0)
         m.bias.fill_(0.5)
@@ -487,3 +487,37 @@ def _buffer_rules(lib):
 
 def test_buffer_assignment_matches_torch(torch):
     assert _buffer_rules(tl) == _buffer_rules(torch)
+
+
+def _extra_state(lib):
+    class WithState(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lib.nn.Linear(1, 1)
+            self.config = {"n": 1}
+
+        def get_extra_state(self):
+            return dict(self.config)
+
+        def set_extra_state(self, state):
+            self.config = dict(state)
+
+    outer = lib.nn.Sequential(WithState(), lib.nn.ReLU())
+    sd = outer.state_dict()
+    out = [list(sd), sd["0._extra_state"]]
+    sd["0._extra_state"] = {"n": 7}
+    out.append(repr(outer.load_state_dict(sd)))
+    out.append(outer[0].config)
+    del sd["0._extra_state"]
+    r = outer.load_state_dict(sd, strict=False)
+    out.append((r.missing_keys, r.unexpected_keys))
+    plain = lib.nn.Sequential(lib.nn.Linear(1, 1))
+    psd = plain.state_dict()
+    psd["0._extra_state"] = 3
+    r = plain.load_state_dict(psd, strict=False)
+    out.append((r.missing_keys, r.unexpected_keys))
+    return out
+
+
+def test_extra_state_matches_torch(torch):
+    assert _extra_state(tl) == _extra_state(torch)

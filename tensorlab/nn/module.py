@@ -16,6 +16,7 @@ from .buffer import Buffer
 from .hooks import BackwardHook, RemovableHandle
 from .parameter import Parameter
 
+_EXTRA_STATE = "_extra_state"
 _HOOK_DICTS = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks", "_forward_hooks_with_kwargs",
                "_forward_hooks_always_called", "_backward_hooks", "_backward_pre_hooks")
 
@@ -79,8 +80,7 @@ class Module:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        d = self.__dict__
-        if not (d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"] or d["_backward_pre_hooks"]):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
         return _call_with_hooks(self, args, kwargs)
 
@@ -415,6 +415,8 @@ class Module:
             destination._metadata[prefix[:-1]] = {"version": self._version}
         for name, t in self._local_state():
             destination[prefix + name] = t if keep_vars else t.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE] = self.get_extra_state()
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
@@ -439,8 +441,16 @@ class Module:
                               f"the shape in current model is {param.shape}.")
                 continue
             plan.append((self, name, param, src))
+        extra_key = prefix + _EXTRA_STATE
+        if type(self).set_extra_state is not Module.set_extra_state:
+            if extra_key in state_dict:
+                plan.append((self, _EXTRA_STATE, None, state_dict[extra_key]))
+            else:
+                missing.append(extra_key)
+        elif extra_key in state_dict:
+            unexpected.append(extra_key)
         for key in state_dict:
-            if key.startswith(prefix):
+            if key.startswith(prefix) and key != extra_key:
                 head = key[len(prefix):].split(".", 1)
                 if (head[0] not in self._modules) if len(head) > 1 else (head[0] not in local):
                     unexpected.append(key)
@@ -471,6 +481,9 @@ class Module:
                 type(self).__name__, "\n\t".join(errors)))
         with no_grad():
             for module, name, target, src in plan:
+                if target is None:  # _extra_state
+                    module.set_extra_state(src)
+                    continue
                 if assign:
                     if isinstance(target, Parameter):
                         src = Parameter(src, requires_grad=target.requires_grad)
@@ -481,6 +494,14 @@ class Module:
                 else:
                     target.detach().copy_(src)
         return _IncompatibleKeys(missing, unexpected)
+
+    def get_extra_state(self):
+        """Override (with set_extra_state) to store non-tensor state in state_dict under
+        "<prefix>_extra_state"."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called.")
+
+    def set_extra_state(self, state):
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called.")
 
     # -- repr -----------------------------------------------------------------------------------
     def _get_name(self):
