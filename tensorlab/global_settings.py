@@ -1,6 +1,6 @@
 """Process-wide settings torch scripts set: deterministic algorithms and the float32 matmul
 precision. tensorlab's CPU backend is deterministic and computes float32 matmuls in float32 (NumPy,
-no TF32); on CUDA the only run-to-run nondeterminism is the float atomics of index_put_/index_add_
+no TF32); on CUDA the only run-to-run nondeterminism is the float atomics of index_put_/scatter_add_
 with accumulation, which refuse (or warn, with warn_only=True) in deterministic mode as torch's
 nondeterministic ops do."""
 from __future__ import annotations

@@ -173,6 +173,15 @@ def test_deterministic_mode_refuses_cuda_float_accumulation(cuda):
         with pytest.warns(UserWarning, match="does not have a deterministic implementation"):
             x.index_put_((idx,), tl.ones(3, device=cuda), accumulate=True)
         assert x.tolist() == [3.0, 2.0, 0.0, 0.0]
+        tl.use_deterministic_algorithms(True)
+        y = tl.zeros(3, device=cuda)
+        with pytest.raises(RuntimeError, match="does not have a deterministic implementation"):
+            y.scatter_add_(0, tl.tensor([0, 0], device=cuda), tl.ones(2, device=cuda))
+        with pytest.raises(RuntimeError, match="does not have a deterministic implementation"):
+            y.scatter_(0, tl.tensor([1, 1], device=cuda), tl.ones(2, device=cuda), reduce="multiply")
+        assert y.tolist() == [0.0, 0.0, 0.0]
+        y.scatter_(0, tl.tensor([2], device=cuda), tl.ones(1, device=cuda))  # plain scatter is allowed
+        assert y.tolist() == [0.0, 0.0, 1.0]
     finally:
         tl.use_deterministic_algorithms(False)
 

@@ -179,7 +179,8 @@ def put_rows(target, dst_view, src, value, rows, rows_view, mode):
         finally:
             retire(src.buffer)
     if mode != PUT_SET and dt.is_floating_point:  # float atomics: the sum's rounding depends on arrival order
-        global_settings.alert_not_deterministic("index_put_/index_add_/scatter_add_ with accumulation on CUDA")
+        global_settings.alert_not_deterministic(
+            "index_put_(accumulate=True)/scatter_add_/scatter_(reduce=) on CUDA float tensors")
     acc = dt if mode == PUT_SET else _accumulator(dt)
     scratch = None
     dst = target
