@@ -1,8 +1,9 @@
 """Process-wide settings torch scripts set: deterministic algorithms and the float32 matmul
 precision. tensorlab's CPU backend is deterministic and computes float32 matmuls in float32 (NumPy,
-no TF32); on CUDA the only run-to-run nondeterminism is the float atomics of index_put_/scatter_add_
-with accumulation, which refuse (or warn, with warn_only=True) in deterministic mode as torch's
-nondeterministic ops do."""
+no TF32); on CUDA the run-to-run nondeterminism is in kernels that combine floats with atomics
+(index_put_/scatter_add_ accumulation: the only ones when this was written): they call
+alert_not_deterministic, which refuses (or warns, with warn_only=True) in deterministic mode as
+torch's nondeterministic ops do."""
 from __future__ import annotations
 
 import threading
