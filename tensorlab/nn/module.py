@@ -67,13 +67,11 @@ class Module:
         d["_modules"] = OrderedDict()
         for name in _HOOK_DICTS:
             d[name] = OrderedDict()
-        d["_is_full_backward_hook"] = None
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         for name in _HOOK_DICTS:
             self.__dict__.setdefault(name, OrderedDict())
-        self.__dict__.setdefault("_is_full_backward_hook", None)
         self.__dict__.setdefault("_non_persistent_buffers_set", set())
 
     def forward(self, *args, **kwargs):
@@ -121,7 +119,6 @@ class Module:
     def register_full_backward_hook(self, hook, prepend=False):
         """hook(module, grad_input, grad_output) -> None or new grad_input, once the gradients with
         respect to the module's inputs are computed."""
-        self.__dict__["_is_full_backward_hook"] = True
         handle = RemovableHandle(self._backward_hooks)
         self._backward_hooks[handle.id] = hook
         if prepend:
