@@ -123,3 +123,20 @@ def test_install_uninstall_and_refusal_in_a_fresh_process():
         res = _run(["-c", "import torch, tensorlab.compat as c\nc.install()"], compat=False)
         assert res.returncode == 1
         assert "RuntimeError: tensorlab.compat: PyTorch itself is already imported in this process" in res.stderr
+
+
+def test_dataloader_and_scheduler_script_matches_torch():
+    for needed in ("tensorlab.utils.data", "tensorlab.optim.lr_scheduler"):
+        try:
+            found = importlib.util.find_spec(needed) is not None
+        except ImportError:
+            found = False
+        if not found:
+            pytest.skip(f"{needed} is not part of this tree")
+    script = os.path.join(SCRIPTS, "dataloader_scheduler.py")
+    res = _run([script])
+    assert res.returncode == 0, res.stderr
+    losses, rest = _split(res.stdout)
+    assert rest[0] == "batches: 5" and len(losses) == 5 and losses[-1] < losses[0] / 3
+    assert [line.split(" lr ")[1].strip() for line in rest[1:]] == ["0.05", "0.025", "0.025", "0.0125", "0.0125"]
+    _compare_with_torch(script, [], res)
