@@ -521,3 +521,23 @@ def _extra_state(lib):
 
 def test_extra_state_matches_torch(torch):
     assert _extra_state(tl) == _extra_state(torch)
+
+
+def test_every_nn_module_class_is_at_torchs_path(torch):
+    """Each Module subclass tensorlab.nn exports that torch.nn has too is importable from
+    tensorlab.nn.modules.<torch's submodule> (one line in that file; see nn/modules/__init__.py)."""
+    import importlib
+    missing = []
+    for name in dir(nn):
+        cls = getattr(nn, name)
+        theirs = getattr(torch.nn, name, None)
+        if not (isinstance(cls, type) and issubclass(cls, nn.Module) and isinstance(theirs, type)):
+            continue
+        sub = theirs.__module__.removeprefix("torch.nn.modules.")
+        try:
+            ok = getattr(importlib.import_module(f"tensorlab.nn.modules.{sub}"), name, None) is cls
+        except ImportError:
+            ok = False
+        if not ok:
+            missing.append(f"tensorlab/nn/modules/{sub}.py: from ..{cls.__module__.rpartition('.')[2]} import {name}")
+    assert not missing, "add these mirror lines:\n" + "\n".join(missing)
