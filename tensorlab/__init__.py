@@ -48,3 +48,4 @@ from .global_settings import (are_deterministic_algorithms_enabled, get_float32_
                               use_deterministic_algorithms)
 from .legacy_tensors import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor,  # noqa: E402
                              HalfTensor, IntTensor, LongTensor, ShortTensor)
+from math import e, inf, nan, pi  # noqa: E402  (torch.e, torch.inf, torch.nan, torch.pi)

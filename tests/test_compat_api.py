@@ -216,3 +216,9 @@ def test_float32_matmul_precision_matches_torch(torch):
     finally:
         torch.set_float32_matmul_precision(before)
         tl.set_float32_matmul_precision("highest")
+
+
+def test_math_constants_match_torch(torch):
+    for name in ("e", "inf", "pi"):
+        assert getattr(tl, name) == getattr(torch, name) and type(getattr(tl, name)) is float
+    assert tl.nan != tl.nan and type(tl.nan) is float
