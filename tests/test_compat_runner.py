@@ -140,3 +140,9 @@ def test_dataloader_and_scheduler_script_matches_torch():
     assert rest[0] == "batches: 5" and len(losses) == 5 and losses[-1] < losses[0] / 3
     assert [line.split(" lr ")[1].strip() for line in rest[1:]] == ["0.05", "0.025", "0.025", "0.0125", "0.0125"]
     _compare_with_torch(script, [], res)
+
+
+def test_spawned_children_get_the_alias_too():
+    res = _run([os.path.join(SCRIPTS, "spawn_child.py")])
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == [f"{m} ('TorchAlias', 'tensorlab', 10)" for m in ("spawn", "forkserver", "fork")]

@@ -44,7 +44,34 @@ def install():
                            "the script with `python -m tensorlab.compat script.py`.")
     if not installed():
         sys.meta_path.insert(0, FINDER)
+        _follow_into_spawned_children()
     return _Installed()
+
+
+class _InstallOnUnpickle:
+    """Rides in multiprocessing's spawn preparation data: unpickling it in the child (before the
+    child re-imports the main module) installs the alias there too."""
+
+    def __reduce__(self):
+        return install, ()
+
+
+def _follow_into_spawned_children():
+    """Processes started with "spawn" or "forkserver" (DataLoader workers, multiprocessing pools)
+    import `torch` afresh; without this they would get real torch (or nothing) while the parent
+    holds tensorlab. Forked children inherit the alias anyway."""
+    import multiprocessing.spawn as spawn
+    if getattr(spawn.get_preparation_data, "_tensorlab_compat", False):
+        return
+    original = spawn.get_preparation_data
+
+    def get_preparation_data(name):
+        data = original(name)
+        if installed():
+            data["tensorlab_compat"] = _InstallOnUnpickle()
+        return data
+    get_preparation_data._tensorlab_compat = True
+    spawn.get_preparation_data = get_preparation_data
 
 
 def uninstall():
