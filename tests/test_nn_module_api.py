@@ -541,3 +541,20 @@ def test_every_nn_module_class_is_at_torchs_path(torch):
         if not ok:
             missing.append(f"tensorlab/nn/modules/{sub}.py: from ..{cls.__module__.rpartition('.')[2]} import {name}")
     assert not missing, "add these mirror lines:\n" + "\n".join(missing)
+
+
+def test_to_memory_format_matches_torch(torch, device):
+    def build(lib, **kw):
+        m = lib.nn.Module()
+        m.w4 = lib.nn.Parameter(lib.ones(2, 3, 4, 5, **kw))
+        m.w2 = lib.nn.Parameter(lib.ones(3, 4, **kw))
+        m.register_buffer("b4", lib.zeros(1, 2, 3, 4, **kw))
+        return m
+    ours, theirs = build(tl, device=device), build(torch)
+    ours.to(memory_format=tl.channels_last)
+    theirs.to(memory_format=torch.channels_last)
+    for name in ("w4", "w2", "b4"):
+        assert tuple(getattr(ours, name).stride()) == tuple(getattr(theirs, name).stride()), name
+    assert isinstance(ours.w4, nn.Parameter)
+    ours.to(device, tl.float64, memory_format=tl.contiguous_format)
+    assert ours.w4.is_contiguous() and ours.w4.dtype == tl.float64 and ours.b4.dtype == tl.float64

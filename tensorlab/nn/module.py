@@ -363,6 +363,7 @@ class Module:
 
     def to(self, *args, **kwargs):
         non_blocking = kwargs.pop("non_blocking", False)
+        memory_format = kwargs.pop("memory_format", None)
         unknown = set(kwargs) - {"device", "dtype"}
         if unknown:
             raise TypeError(f"to() got an unexpected keyword argument {sorted(unknown)[0]!r}")
@@ -374,7 +375,10 @@ class Module:
                                 f"dtype={dtype}")
 
         def convert(t):
-            return t.to(device=device, dtype=dtype if t.is_floating_point() else None, non_blocking=non_blocking)
+            dt = dtype if t.is_floating_point() else None
+            if memory_format is not None and t.dim() in (4, 5):  # torch: only 4-d/5-d members change layout
+                return t.to(device=device, dtype=dt, non_blocking=non_blocking, memory_format=memory_format)
+            return t.to(device=device, dtype=dt, non_blocking=non_blocking)
         return self._apply(convert)
 
     def _cast_floating(self, dtype):
