@@ -13,7 +13,12 @@ from torch.nn.modules.container import Sequential
 from torch.nn.modules.linear import Linear
 from torch.autograd import Function
 
+from torch.nn import *  # noqa: F401,F403  (old scripts do this)
+
 import tensorlab
+
+assert Sequential is tensorlab.nn.Sequential and ModuleDict is tensorlab.nn.ModuleDict  # noqa: F405
+assert functional.__name__ == "torch.nn.functional" and "Linear" in dir(nn)  # noqa: F405
 
 assert __name__ == "__main__", __name__
 assert sys.argv[1:] == ["--flag", "value"], sys.argv
