@@ -3,6 +3,7 @@
 with torch where torch answers on this machine."""
 from __future__ import annotations
 
+import operator
 import warnings
 
 import numpy as np
@@ -222,3 +223,16 @@ def test_math_constants_match_torch(torch):
     for name in ("e", "inf", "pi"):
         assert getattr(tl, name) == getattr(torch, name) and type(getattr(tl, name)) is float
     assert tl.nan != tl.nan and type(tl.nan) is float
+
+
+def test_torch_version_compares_as_torchs(torch):
+    from tensorlab.compat.version import TorchVersion, __version__
+    theirs = torch.__version__
+    ours = TorchVersion(str(theirs))
+    for other in ("2.9", "2.13", "2.13.0", "2.13.1", "2.13.0a0", "2.14.0.dev0", "10.0", str(theirs), (2, 0), (2, 13),
+                  (2, 13, 0), (2, 13, 1), (3,)):
+        for op in (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne):
+            assert op(ours, other) == op(theirs, other), (other, op)
+    with pytest.raises(TypeError):
+        ours > 3
+    assert __version__.startswith("2.13.0+tensorlab") and __version__ > "2.12.9" and isinstance(__version__, str)

@@ -31,6 +31,7 @@ assert Function is tensorlab.autograd.Function and torch.autograd.grad is tensor
 assert torch.Tensor is tensorlab.Tensor and torch.float32 is tensorlab.float32
 assert torch.nn is sys.modules["torch.nn"] and torch.nn.functional is F
 assert torch.__version__.startswith("2.13.0+tensorlab") and torch.version.__version__ == torch.__version__
+assert torch.__version__ >= "2.9" and torch.__version__ >= (2, 0) and torch.__version__ < "2.14"
 assert torch.accelerator.is_available is tensorlab.accelerator.is_available
 
 torch.backends.cudnn.benchmark = True
