@@ -83,6 +83,9 @@ def test_compile_is_eager_and_refuses_other_backends(device):
         with pytest.raises(RuntimeError, match=f"backend '{backend}' is not available: tensorlab runs every op "
                                                f"eagerly"):
             tl.compile(model, backend=backend)
+    assert model.compile() is None and model.compile(backend="eager") is None
+    with pytest.raises(RuntimeError, match="backend 'inductor' is not available"):
+        model.compile(backend="inductor")
     with pytest.raises(RuntimeError, match="Either mode or options can be specified"):
         tl.compile(model, mode="max-autotune", options={})
     with pytest.raises(RuntimeError, match="expected a callable"):

@@ -342,6 +342,12 @@ class Module:
     def zero_grad(self, set_to_none=True):
         zero_grads(self.parameters(), set_to_none)
 
+    def compile(self, *args, **kwargs):
+        """torch's in-place Module.compile(): tensorlab is eager, so this validates the arguments
+        as tl.compile does (backend "eager" only, a one-time note) and changes nothing."""
+        from .._compile import compile as _compile
+        _compile(self, *args, **kwargs)
+
     # -- conversion -----------------------------------------------------------------------------
     def _apply(self, fn):
         """fn applied to every parameter, gradient and buffer. Parameters keep their identity
