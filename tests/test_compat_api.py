@@ -239,3 +239,18 @@ def test_torch_version_compares_as_torchs(torch):
     with pytest.raises(TypeError):
         ours > 3
     assert __version__.startswith("2.13.0+tensorlab") and __version__ > "2.12.9" and isinstance(__version__, str)
+
+
+def test_alias_reports_missing_modules_but_not_broken_ones(monkeypatch):
+    from tensorlab.compat import _alias
+    assert _alias._find("tensorlab.nn.functional") is not None
+    assert _alias._find("tensorlab.onnx") is None and _alias._find("tensorlab.utils_nope.data") is None
+    assert _alias._tensorlab_name("torch.backends.cudnn") == "tensorlab.compat.backends.cudnn"
+    assert _alias._tensorlab_name("torch.ops.aten") is None and _alias._tensorlab_name("torch.nn") == "tensorlab.nn"
+    assert _alias._torch_name("tensorlab.compat.version") == "torch.version"
+
+    def broken(name):  # a tensorlab module whose own import fails on a missing dependency
+        raise ModuleNotFoundError("No module named 'scipy'", name="scipy")
+    monkeypatch.setattr(_alias.importlib.util, "find_spec", broken)
+    with pytest.raises(ModuleNotFoundError, match="scipy"):
+        _alias._find("tensorlab.nn.functional")

@@ -94,7 +94,6 @@ class TorchAlias(types.ModuleType):
         try:
             value = getattr(target, name)
         except AttributeError:
-            value = None
             tl_name = _tensorlab_name(full)
             if hasattr(target, "__path__") and tl_name is not None and _find(tl_name) is not None:
                 return importlib.import_module(full)
@@ -141,9 +140,15 @@ def _from_fromlist():
 
 
 def _find(tl_name):
+    """tl_name's spec, or None when tensorlab has no such module. A tensorlab module that exists
+    but fails to import raises its own error (it is not reported as missing)."""
     try:
         return importlib.util.find_spec(tl_name)
-    except (ImportError, ValueError, AttributeError):
+    except ModuleNotFoundError as e:
+        if e.name and (tl_name == e.name or tl_name.startswith(e.name + ".")):
+            return None
+        raise
+    except ValueError:  # in sys.modules without a spec
         return None
 
 
