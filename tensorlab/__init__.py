@@ -46,3 +46,12 @@ from . import serialization  # noqa: E402
 from .serialization import load, save  # noqa: E402
 
 __version__ = "0.1.0"
+
+from . import accelerator  # noqa: E402
+from ._compile import compile  # noqa: E402,A004
+from .global_settings import (are_deterministic_algorithms_enabled, get_float32_matmul_precision,  # noqa: E402
+                              is_deterministic_algorithms_warn_only_enabled, set_float32_matmul_precision,
+                              use_deterministic_algorithms)
+from .legacy_tensors import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor,  # noqa: E402
+                             HalfTensor, IntTensor, LongTensor, ShortTensor)
+from math import e, inf, nan, pi  # noqa: E402  (torch.e, torch.inf, torch.nan, torch.pi)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from . import functional, init, utils
 from .activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
-from .container import Sequential
+from .buffer import Buffer
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .dropout import Dropout
 from .linear import Identity, Linear
 from .loss import CrossEntropyLoss, MSELoss, NLLLoss
@@ -17,7 +18,6 @@ __all__ = ["CrossEntropyLoss", "Dropout", "GELU", "Identity", "Linear", "LogSoft
 # the layers real models are made of (normalization, embedding, recurrence, attention, more activations/losses)
 from .activation_more import (ELU, Flatten, Hardtanh, LeakyReLU, LogSigmoid, Mish, ReLU6, SiLU, Softplus,  # noqa: E402
                               Softsign, Tanhshrink, Unflatten)
-from .container_more import ModuleDict, ModuleList  # noqa: E402
 from .loss_more import BCELoss, BCEWithLogitsLoss, HuberLoss, KLDivLoss, L1Loss, SmoothL1Loss  # noqa: E402
 from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm  # noqa: E402
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: E402
@@ -27,7 +27,9 @@ from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, T
 
 __all__ += ["BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "ELU", "Embedding", "Flatten",
             "GRU", "GRUCell", "GroupNorm", "Hardtanh", "HuberLoss", "KLDivLoss", "L1Loss", "LSTM", "LSTMCell",
-            "LayerNorm", "LeakyReLU", "LogSigmoid", "Mish", "ModuleDict", "ModuleList", "MultiheadAttention", "RMSNorm",
+            "LayerNorm", "LeakyReLU", "LogSigmoid", "Mish", "MultiheadAttention", "RMSNorm",
             "RNN", "RNNBase", "RNNCell", "RNNCellBase", "ReLU6", "SiLU", "SmoothL1Loss", "Softplus", "Softsign",
             "Tanhshrink", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
             "TransformerEncoderLayer", "Unflatten"]
+__all__ += ["Buffer", "ModuleDict", "ModuleList", "ParameterDict", "ParameterList"]
+from . import modules  # noqa: E402,F401  (torch.nn.modules.* paths)

@@ -8,11 +8,17 @@ from __future__ import annotations
 import itertools
 from collections import OrderedDict, namedtuple
 
-from .. import dtypes
+from .. import _warn, dtypes
 from ..ops.copy import parse_to
 from ..tensor import Tensor
 from ._grad import no_grad, typename, zero_grads
+from .buffer import Buffer
+from .hooks import BackwardHook, RemovableHandle
 from .parameter import Parameter
+
+_EXTRA_STATE = "_extra_state"
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks", "_forward_hooks_with_kwargs",
+               "_forward_hooks_always_called", "_backward_hooks", "_backward_pre_hooks")
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -31,7 +37,7 @@ def _addindent(s, spaces):
     if len(lines) == 1:
         return s
     first = lines.pop(0)
-    return first + "\n" + "\n".join((spaces * " ") + ln if ln.strip() else "" for ln in lines)
+    return first + "\n" + "\n".join((spaces * " ") + ln for ln in lines)
 
 
 def _check_member_name(kind, name, owner, table):
@@ -50,6 +56,7 @@ class Module:
     __init__ and define forward()."""
 
     training: bool
+    _version = 1  # state_dict metadata, as torch's
 
     def __init__(self):
         d = self.__dict__
@@ -58,12 +65,65 @@ class Module:
         d["_buffers"] = OrderedDict()
         d["_non_persistent_buffers_set"] = set()
         d["_modules"] = OrderedDict()
+        for name in _HOOK_DICTS:
+            d[name] = OrderedDict()
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        for name in _HOOK_DICTS:
+            self.__dict__.setdefault(name, OrderedDict())
+        self.__dict__.setdefault("_non_persistent_buffers_set", set())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks):
+            return self.forward(*args, **kwargs)
+        return _call_with_hooks(self, args, kwargs)
+
+    # -- hooks ----------------------------------------------------------------------------------
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """hook(module, args) -> None or new args (a non-tuple is wrapped in one); with_kwargs=True:
+        hook(module, args, kwargs) -> None or (new_args, new_kwargs). Runs before forward()."""
+        handle = RemovableHandle(self._forward_pre_hooks, extra_dict=self._forward_pre_hooks_with_kwargs)
+        self._forward_pre_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs[handle.id] = True
+        if prepend:
+            self._forward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """hook(module, args, output) (with_kwargs: hook(module, args, kwargs, output)) -> None or a
+        new output. always_call=True: also called when forward() raised."""
+        handle = RemovableHandle(self._forward_hooks, extra_dict=[self._forward_hooks_with_kwargs,
+                                                                  self._forward_hooks_always_called])
+        self._forward_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_hooks_with_kwargs[handle.id] = True
+        if always_call:
+            self._forward_hooks_always_called[handle.id] = True
+        if prepend:
+            self._forward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """hook(module, grad_output) -> None or new grad_output, when the outputs' gradients are known."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) -> None or new grad_input, once the gradients with
+        respect to the module's inputs are computed."""
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
 
     # -- registration ---------------------------------------------------------------------------
     def register_parameter(self, name, param):
@@ -131,10 +191,15 @@ class Module:
             modules[name] = value
             return
         buffers = d.get("_buffers")
+        if isinstance(value, Buffer):
+            if buffers is None:
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
+            self.register_buffer(name, value, value.persistent)
+            return
         if buffers is not None and name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{typename(value)}' as buffer '{name}' "
-                                f"(tensorlab Tensor or None expected)")
+                                f"(tensorlab.nn.Buffer, tensorlab Tensor or None expected)")
             buffers[name] = value
             return
         object.__setattr__(self, name, value)
@@ -231,6 +296,26 @@ class Module:
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
 
+    def get_parameter(self, target):
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
+        param = getattr(mod, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError("`" + name + "` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target):
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
+        buffer = getattr(mod, name)
+        if name not in mod._buffers:
+            raise AttributeError("`" + name + "` is not a buffer")
+        return buffer
+
     def apply(self, fn):
         for module in self.children():
             module.apply(fn)
@@ -257,6 +342,12 @@ class Module:
     def zero_grad(self, set_to_none=True):
         zero_grads(self.parameters(), set_to_none)
 
+    def compile(self, *args, **kwargs):
+        """torch's in-place Module.compile(): tensorlab is eager, so this validates the arguments
+        as tl.compile does (backend "eager" only, a one-time note) and changes nothing."""
+        from .._compile import compile as _compile
+        _compile(self, *args, **kwargs)
+
     # -- conversion -----------------------------------------------------------------------------
     def _apply(self, fn):
         """fn applied to every parameter, gradient and buffer. Parameters keep their identity
@@ -278,6 +369,7 @@ class Module:
 
     def to(self, *args, **kwargs):
         non_blocking = kwargs.pop("non_blocking", False)
+        memory_format = kwargs.pop("memory_format", None)
         unknown = set(kwargs) - {"device", "dtype"}
         if unknown:
             raise TypeError(f"to() got an unexpected keyword argument {sorted(unknown)[0]!r}")
@@ -289,7 +381,10 @@ class Module:
                                 f"dtype={dtype}")
 
         def convert(t):
-            return t.to(device=device, dtype=dtype if t.is_floating_point() else None, non_blocking=non_blocking)
+            dt = dtype if t.is_floating_point() else None
+            if memory_format is not None and t.dim() in (4, 5):  # torch: only 4-d/5-d members change layout
+                return t.to(device=device, dtype=dt, non_blocking=non_blocking, memory_format=memory_format)
+            return t.to(device=device, dtype=dt, non_blocking=non_blocking)
         return self._apply(convert)
 
     def _cast_floating(self, dtype):
@@ -322,8 +417,13 @@ class Module:
     def state_dict(self, *, destination=None, prefix="", keep_vars=False):
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = {"version": self._version}
         for name, t in self._local_state():
             destination[prefix + name] = t if keep_vars else t.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE] = self.get_extra_state()
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
@@ -348,8 +448,16 @@ class Module:
                               f"the shape in current model is {param.shape}.")
                 continue
             plan.append((self, name, param, src))
+        extra_key = prefix + _EXTRA_STATE
+        if type(self).set_extra_state is not Module.set_extra_state:
+            if extra_key in state_dict:
+                plan.append((self, _EXTRA_STATE, None, state_dict[extra_key]))
+            else:
+                missing.append(extra_key)
+        elif extra_key in state_dict:
+            unexpected.append(extra_key)
         for key in state_dict:
-            if key.startswith(prefix):
+            if key.startswith(prefix) and key != extra_key:
                 head = key[len(prefix):].split(".", 1)
                 if (head[0] not in self._modules) if len(head) > 1 else (head[0] not in local):
                     unexpected.append(key)
@@ -380,6 +488,9 @@ class Module:
                 type(self).__name__, "\n\t".join(errors)))
         with no_grad():
             for module, name, target, src in plan:
+                if target is None:  # _extra_state
+                    module.set_extra_state(src)
+                    continue
                 if assign:
                     if isinstance(target, Parameter):
                         src = Parameter(src, requires_grad=target.requires_grad)
@@ -390,6 +501,14 @@ class Module:
                 else:
                     target.detach().copy_(src)
         return _IncompatibleKeys(missing, unexpected)
+
+    def get_extra_state(self):
+        """Override (with set_extra_state) to store non-tensor state in state_dict under
+        "<prefix>_extra_state"."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called.")
+
+    def set_extra_state(self, state):
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called.")
 
     # -- repr -----------------------------------------------------------------------------------
     def _get_name(self):
@@ -410,3 +529,61 @@ class Module:
             else:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
+
+
+def _call_with_hooks(module, args, kwargs):
+    """torch's Module._call_impl when the module has hooks: pre-hooks (may replace args/kwargs),
+    full backward hooks set up around the inputs, forward, forward hooks (may replace the output),
+    then the outputs wrapped for the backward hooks. Forward hooks registered with always_call=True
+    still run when forward() (or an earlier hook) raised."""
+    result = None
+    called = set()
+    try:
+        for hook_id, hook in list(module._forward_pre_hooks.items()):
+            if hook_id in module._forward_pre_hooks_with_kwargs:
+                r = hook(module, args, kwargs)
+                if r is not None:
+                    if isinstance(r, tuple) and len(r) == 2:
+                        args, kwargs = r
+                    else:
+                        raise RuntimeError(f"forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                                           f"but got {r}.")
+            else:
+                r = hook(module, args)
+                if r is not None:
+                    args = r if isinstance(r, tuple) else (r,)
+        bw_hook = None
+        if module._backward_hooks or module._backward_pre_hooks:
+            bw_hook = BackwardHook(module, list(module._backward_hooks.values()),
+                                   list(module._backward_pre_hooks.values()))
+            args = bw_hook.setup_input_hook(args)
+        result = module.forward(*args, **kwargs)
+        for hook_id, hook in list(module._forward_hooks.items()):
+            if hook_id in module._forward_hooks_always_called:
+                called.add(hook_id)
+            if hook_id in module._forward_hooks_with_kwargs:
+                r = hook(module, args, kwargs, result)
+            else:
+                r = hook(module, args, result)
+            if r is not None:
+                result = r
+        if bw_hook is not None:
+            if not isinstance(result, (Tensor, tuple)):
+                _warn.warn(f"For backward hooks to be called, module output should be a Tensor or a tuple of Tensors "
+                           f"but received {type(result)}")
+            result = bw_hook.setup_output_hook(result)
+        return result
+    except Exception:
+        for hook_id, hook in list(module._forward_hooks.items()):
+            if hook_id in module._forward_hooks_always_called and hook_id not in called:
+                try:
+                    if hook_id in module._forward_hooks_with_kwargs:
+                        r = hook(module, args, kwargs, result)
+                    else:
+                        r = hook(module, args, result)
+                    if r is not None:
+                        result = r
+                except Exception as e:
+                    _warn.warn("module forward hook with ``always_call=True`` raised an exception that was silenced as "
+                               f"another error was raised in forward: {e}")
+        raise

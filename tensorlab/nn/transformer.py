@@ -9,7 +9,7 @@ import tensorlab as _tl
 
 from .. import dtypes
 from . import functional as F, init
-from .container_more import ModuleList
+from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
 from .module import Module

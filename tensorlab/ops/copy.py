@@ -127,6 +127,10 @@ def cuda(self, device=None, non_blocking=False):
 def type_(self, dtype=None, non_blocking=False):
     if dtype is None:
         return f"tensorlab.{_TYPE_NAMES[self._dtype.name]}"
+    if isinstance(dtype, str) or getattr(type(dtype), "legacy_tensor_type", False):
+        from ..legacy_tensors import resolve_type  # t.type("torch.LongTensor") / t.type(tl.LongTensor)
+        dt, dev = resolve_type(dtype)
+        return to(self, device=dev if self.device.type != dev else None, dtype=dt, non_blocking=non_blocking)
     return to(self, dtypes.as_dtype(dtype), non_blocking=non_blocking)
 
 

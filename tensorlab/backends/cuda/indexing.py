@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes
+from ... import global_settings
 from ...device import Device
 from ...layout import Layout, coalesce, contiguous_strides
 from ...sync import host_wait
@@ -177,6 +178,9 @@ def put_rows(target, dst_view, src, value, rows, rows_view, mode):
             return put_rows(target, dst_view, src, value, rows, rows_view, mode)
         finally:
             retire(src.buffer)
+    if mode != PUT_SET and dt.is_floating_point:  # float atomics: the sum's rounding depends on arrival order
+        global_settings.alert_not_deterministic(
+            "index_put_(accumulate=True)/scatter_add_/scatter_(reduce=) on CUDA float tensors")
     acc = dt if mode == PUT_SET else _accumulator(dt)
     scratch = None
     dst = target

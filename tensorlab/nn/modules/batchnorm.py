@@ -1,0 +1,4 @@
+"""torch.nn.modules.batchnorm: one line per class tensorlab implements."""
+from ..normalization import BatchNorm1d  # noqa: F401
+from ..normalization import BatchNorm2d  # noqa: F401
+from ..normalization import BatchNorm3d  # noqa: F401

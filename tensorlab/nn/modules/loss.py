@@ -1,0 +1,12 @@
+"""torch.nn.modules.loss: one line per class tensorlab implements."""
+from ..loss import CrossEntropyLoss  # noqa: F401
+from ..loss import MSELoss  # noqa: F401
+from ..loss import NLLLoss  # noqa: F401
+from ..loss import _Loss  # noqa: F401
+from ..loss import _WeightedLoss  # noqa: F401
+from ..loss_more import BCELoss  # noqa: F401
+from ..loss_more import BCEWithLogitsLoss  # noqa: F401
+from ..loss_more import HuberLoss  # noqa: F401
+from ..loss_more import KLDivLoss  # noqa: F401
+from ..loss_more import L1Loss  # noqa: F401
+from ..loss_more import SmoothL1Loss  # noqa: F401

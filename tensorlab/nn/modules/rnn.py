@@ -1,0 +1,9 @@
+"""torch.nn.modules.rnn: one line per class tensorlab implements."""
+from ..rnn import RNNBase  # noqa: F401
+from ..rnn import RNN  # noqa: F401
+from ..rnn import LSTM  # noqa: F401
+from ..rnn import GRU  # noqa: F401
+from ..rnn import RNNCellBase  # noqa: F401
+from ..rnn import RNNCell  # noqa: F401
+from ..rnn import LSTMCell  # noqa: F401
+from ..rnn import GRUCell  # noqa: F401

@@ -1,0 +1,2 @@
+"""torch.nn.modules.sparse: one line per class tensorlab implements."""
+from ..sparse import Embedding  # noqa: F401
