@@ -136,6 +136,22 @@ def _raising_changes_nothing(device):
     assert a.tolist() == [2] and a._version == 0
 
 
+def _deterministic_float_atomics(device):
+    x = tl.zeros(3, device=device)
+    idx = tl.tensor([0, 0, 2], device=device)
+    tl.use_deterministic_algorithms(True)
+    try:
+        if device == "cpu":  # the CPU backend is deterministic: nothing to refuse
+            x.scatter_add_(0, idx, tl.ones(3, device=device))
+            assert x.tolist() == [2.0, 0.0, 1.0]
+        else:
+            with pytest.raises(RuntimeError, match="deterministic"):
+                x.scatter_add_(0, idx, tl.ones(3, device=device))
+            assert x.tolist() == [0.0, 0.0, 0.0]
+    finally:
+        tl.use_deterministic_algorithms(False)
+
+
 def _unsupported_dtypes(device):
     for npdt in (np.uint16, np.uint32, np.uint64, np.complex64, np.complex128):
         with pytest.raises(TypeError, match="can't convert np.ndarray"):
@@ -406,6 +422,11 @@ DIVERGENCES = (
                "device-side assert (the CUDA context is lost)", "not checked on GPUs (a loss from the clamped logs); "
                "RuntimeError on the CPU as torch", "a check would cost a host sync per loss", DELIBERATE,
                _bce_range_on_gpu),
+    Divergence("use_deterministic_algorithms(True)", "CUDA float index_put_(accumulate=True), scatter_add_, "
+               "scatter_(reduce=)", "switches to deterministic kernels", "RuntimeError naming the op (a warning "
+               "with warn_only=True): these are tensorlab's only float atomics, and no deterministic kernel "
+               "exists for them yet", "refusing is honest where a slower exact kernel is missing", DELIBERATE,
+               _deterministic_float_atomics),
 )
 
 
