@@ -14,6 +14,7 @@ import tensorlab as tl
 import tensorlab.nn as nn
 import tensorlab.optim as optim
 from tensorlab.optim import lr_scheduler as ls
+from test_lr_scheduler import _pair as _optimizers  # two param groups, ours and torch's
 
 GROUP_KEYS = ("lr", "initial_lr", "momentum", "betas", "max_lr", "min_lr", "max_momentum", "base_momentum")
 
@@ -50,15 +51,6 @@ KINDS = {
     "CyclicLR": dict(base_lr=0.01, max_lr=[0.1, 0.06], step_size_up=3, step_size_down=4),
     "OneCycleLR": dict(max_lr=[0.4, 0.2], total_steps=40, three_phase=True),
 }
-
-
-def _optimizers(torch, name="SGD"):
-    kw = dict(lr=0.1, momentum=0.9) if name == "SGD" else dict(lr=0.1)
-    ours = getattr(optim, name)([{"params": [nn.Parameter(tl.zeros(2))]},
-                                 {"params": [nn.Parameter(tl.zeros(3))], "lr": 0.03}], **kw)
-    theirs = getattr(torch.optim, name)([{"params": [torch.nn.Parameter(torch.zeros(2))]},
-                                         {"params": [torch.nn.Parameter(torch.zeros(3))], "lr": 0.03}], **kw)
-    return ours, theirs
 
 
 def _groups(opt):

@@ -372,12 +372,6 @@ class _FactorSchedule(LRScheduler):
     * `_total_factor()`: what `base_lrs` are multiplied by to reach that epoch directly.
     """
 
-    def _step_factor(self):
-        raise NotImplementedError
-
-    def _total_factor(self):
-        raise NotImplementedError
-
     def _recurrence(self):
         factors = self._for_each_group(self._step_factor())
         return [lr if f is None else lr * f for lr, f in zip(_read(self.optimizer, "lr"), factors, strict=True)]
