@@ -578,7 +578,8 @@ class CosineAnnealingLR(LRScheduler):
         if self._is_initial:
             return current
         if self._step_count == 1 and epoch > 0:
-            # first step after resuming mid-schedule: start from the curve itself
+            # only the constructor's step taken, at a later epoch (resumed; reached by a direct
+            # get_lr() call, as step() counts itself first): the point on the curve itself
             return [_cosine_between(base, low, epoch * math.pi / period) for base in self.base_lrs]
         if (epoch - 1 - period) % (2 * period) == 0:
             # leaving the bottom of the curve, where the ratio below would divide by zero
