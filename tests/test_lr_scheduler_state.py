@@ -287,3 +287,29 @@ def test_tensor_lr_sequences_match_torch(torch, name):
         last = ours.get_last_lr()[0]
         assert last is not ours_lr and last.item() == pytest.approx(ours_lr.item())
     assert ours.base_lrs[0].item() == pytest.approx(0.1)
+
+
+def test_torch_style_subclass_closed_form(torch):
+    """A subclass written against torch's base class (get_lr and _get_closed_form_lr) steps the
+    same on ours: step() uses get_lr, step(epoch) the closed form."""
+
+    def subclass(base):
+        class Thirds(base):
+            def get_lr(self):
+                return [group["lr"] * 0.75 if self.last_epoch % 3 == 0 else group["lr"]
+                        for group in self.optimizer.param_groups]
+
+            def _get_closed_form_lr(self):
+                return [b * 0.75 ** (self.last_epoch // 3) for b in self.base_lrs]
+        return Thirds
+
+    ours_opt, theirs_opt = _optimizers(torch)
+    ours, theirs = subclass(ls.LRScheduler)(ours_opt), subclass(torch.optim.lr_scheduler.LRScheduler)(theirs_opt)
+    for epoch in (None, None, None, 7, None, 2, None, None):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # step(epoch) is deprecated in both
+            for opt, sched in ((ours_opt, ours), (theirs_opt, theirs)):
+                opt.step()
+                sched.step(epoch)
+        _same(ours.get_last_lr(), theirs.get_last_lr())
+        _same(_groups(ours_opt), _groups(theirs_opt))

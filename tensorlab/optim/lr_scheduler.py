@@ -238,7 +238,8 @@ class LRScheduler:
     * `_closed_form()`: the lr of every group at that epoch from `base_lrs` only, used by
       `step(epoch)`; by default the same as `get_lr()`.
 
-    As in torch, a subclass may instead override `get_lr()` itself.
+    As in torch, a subclass may instead override `get_lr()` itself (and `_get_closed_form_lr()`
+    for step(epoch)).
     """
 
     # True while step() is collecting new values: a get_lr() call at any other time comes from
@@ -289,7 +290,9 @@ class LRScheduler:
         raise NotImplementedError(f"{type(self).__name__} must define get_lr()")
 
     def _closed_form(self) -> list[float | Tensor]:
-        return self.get_lr()
+        # a subclass written for torch names its closed form _get_closed_form_lr
+        torch_style = getattr(self, "_get_closed_form_lr", None)
+        return torch_style() if torch_style is not None else self.get_lr()
 
     # -- stepping -------------------------------------------------------------------------
 
