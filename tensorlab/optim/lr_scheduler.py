@@ -1,18 +1,35 @@
-"""tensorlab.optim.lr_scheduler: torch.optim.lr_scheduler's schedulers with torch 2.13's
-arithmetic (chainable get_lr, closed forms for step(epoch)), state_dict format and warnings.
+"""tensorlab.optim.lr_scheduler: learning-rate (and momentum) schedules with the names,
+signatures, value sequences, warnings and state-dict layout of torch.optim.lr_scheduler
+(torch 2.13 is the oracle the tests compare against).
 
-Each scheduler sets group['lr'] in its optimizer's param groups; `get_last_lr()` is the list the
-last step() left there. LRScheduler wraps optimizer.step once (marking `_opt_called`) so that a
-scheduler stepped before its optimizer warns as torch does. The code follows PyTorch's
-implementation (BSD-3-Clause) line by line, so that every sequence matches to the last bit."""
+How the pieces fit
+------------------
+All epoch-driven schedulers derive from `LRScheduler`, whose contract is:
+
+* construction records each param group's starting lr as 'initial_lr' (an existing entry is
+  kept, so stacked schedulers agree) and copies those into `base_lrs`; it then takes one step,
+  entering epoch `last_epoch + 1` (epoch 0 on a fresh run);
+* `step()` moves `last_epoch` forward by one and takes the new values from `get_lr()`; the
+  built-in schedules compute them from what the groups hold *now* (the `_recurrence` hook), which
+  is what lets several schedulers on one optimizer compose;
+* `step(epoch)` (deprecated: it warns) jumps to `epoch` and uses `_closed_form`, the value
+  derived from `base_lrs` alone where the schedule has one;
+* the values are written into the groups (tensor lrs are filled in place, never replaced) and
+  a copy of them is what `get_last_lr()` returns.
+
+The optimizer's `step` is wrapped once per optimizer so that a scheduler stepped before it
+can warn. A state dict is the scheduler's attributes minus its optimizer, under the attribute
+names torch uses, so state dicts can move between the two libraries.
+"""
 from __future__ import annotations
 
 import math
 import types
 from bisect import bisect_right
 from collections import Counter
-from functools import partial, wraps
-from typing import Any, cast, Literal, SupportsFloat, TYPE_CHECKING, TypedDict
+from contextlib import contextmanager
+from functools import wraps
+from typing import TYPE_CHECKING, Any, Literal, SupportsFloat
 from weakref import ref
 
 from .. import _warn
@@ -21,18 +38,6 @@ from .optimizer import Optimizer
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
-
-    from typing_extensions import Self
-
-inf = math.inf
-
-
-def _to_scalar(x):
-    """A 1-element tensor hyperparameter as a 0-dim tensor; anything else as is (torch.optim's)."""
-    if isinstance(x, Tensor) and x.dim() != 0:
-        return x.squeeze()
-    return x
-
 
 __all__ = [
     "LambdaLR",
@@ -53,6 +58,10 @@ __all__ = [
     "LRScheduler",
 ]
 
+inf = math.inf
+
+# The user-facing texts are torch's, word for word: code that filters warnings by message, and
+# the tests that compare with torch, depend on them.
 EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being "
     "deprecated where possible. Please use `scheduler.step()` to step the "
@@ -61,278 +70,337 @@ EPOCH_DEPRECATION_WARNING = (
     "Please open an issue if you are unable to replicate your use case: "
     "https://github.com/pytorch/pytorch/issues/new/choose."
 )
+_ADJUST_LR_DOCS = "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate"
+_STEP_ORDER_MESSAGE = (
+    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
+    "In PyTorch 1.1.0 and later, you should call them in the opposite order: "
+    "`optimizer.step()` before `lr_scheduler.step()`.  Failure to do this "
+    "will result in PyTorch skipping the first value of the learning rate schedule. "
+    f"See more details at {_ADJUST_LR_DOCS}"
+)
+_STEP_REPLACED_MESSAGE = (
+    "Seems like `optimizer.step()` has been overridden after learning rate scheduler "
+    "initialization. Please, make sure to call `optimizer.step()` before "
+    f"`lr_scheduler.step()`. See more details at {_ADJUST_LR_DOCS}"
+)
+_GET_LR_MESSAGE = "To get the last learning rate computed by the scheduler, please use `get_last_lr()`."
+_NO_INITIAL_LR_MESSAGE = (
+    "param 'initial_lr' is not specified in param_groups[{}] when resuming scheduler with last_epoch >= 0.\n"
+    "This typically happens when:\n"
+    "1. You're trying to resume training from a checkpoint but haven't properly loaded the optimizer state\n"
+    "2. You're using last_epoch >= 0 for a fresh training run (not recommended)"
+)
+
+# Marker on a wrapped optimizer.step, and the flag that wrapper raises on the optimizer.
+_STEP_WATCHED = "_tl_lr_scheduler_watches"
+_OPTIMIZER_STEPPED = "_opt_called"
 
 
-def _format_param(name: str, optimizer: Optimizer, param):
+# --------------------------------------------------------------------------------------------
+# Param-group values
+# --------------------------------------------------------------------------------------------
 
-    def _copy(_param):
-        return _param.clone() if isinstance(_param, Tensor) else _param
+def _own_copy(value):
+    """`value`, cloned if it is a tensor, so that later in-place updates cannot reach it."""
+    return value.clone() if isinstance(value, Tensor) else value
 
-    if isinstance(param, (list, tuple)):
-        if len(param) != len(optimizer.param_groups):
+
+def _read(optimizer, key):
+    """Every param group's `key`, as copies."""
+    return [_own_copy(group[key]) for group in optimizer.param_groups]
+
+
+def _write(group, key, value):
+    """Set group[key]. A tensor entry keeps its identity and receives the value in place (the
+    user may hold it, e.g. a tensor lr given to a compiled step); a 1-element tensor value is
+    used as a scalar."""
+    held = group[key]
+    if not isinstance(held, Tensor):
+        group[key] = value
+        return
+    if isinstance(value, Tensor) and value.dim() != 0:
+        value = value.squeeze()
+    held.fill_(value)
+
+
+def _per_group(name, optimizer, value):
+    """`value` for each param group: a list or tuple must name one per group, anything else is
+    repeated. Tensors are cloned, one clone per group."""
+    count = len(optimizer.param_groups)
+    if isinstance(value, (list, tuple)):
+        if len(value) != count:
             raise ValueError(
                 f"{name} must have the same length as optimizer.param_groups. "
-                f"{name} has {len(param)} values, param_groups has {len(optimizer.param_groups)}."
-            )
+                f"{name} has {len(value)} values, param_groups has {count}.")
+        values = list(value)
     else:
-        param = [param] * len(optimizer.param_groups)
-
-    return list(map(_copy, param))
-
-
-def _param_groups_val_list(optimizer: Optimizer, key: str) -> list[Any]:
-    return [
-        group[key].clone() if isinstance(group[key], Tensor) else group[key]
-        for group in optimizer.param_groups
-    ]
+        values = [value] * count
+    return [_own_copy(v) for v in values]
 
 
-def _update_param_group_val(
-    param_group: dict[str, Any], key: str, val: float | Tensor
-) -> None:
-    if isinstance(param_group[key], Tensor):
-        param_group[key].fill_(_to_scalar(val))
+def _require_optimizer(optimizer):
+    if not isinstance(optimizer, Optimizer):
+        raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+
+
+# --------------------------------------------------------------------------------------------
+# Momentum cycling (CyclicLR, OneCycleLR)
+# --------------------------------------------------------------------------------------------
+
+def _uses_beta1(optimizer):
+    """Whether the cycled momentum is the optimizer's beta1 (Adam family) rather than its
+    'momentum'; an optimizer with neither cannot cycle momentum."""
+    if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+        raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+    return "betas" in optimizer.defaults
+
+
+def _set_momentum(group, value, use_beta1):
+    if use_beta1:
+        group["betas"] = (value, *group["betas"][1:])
     else:
-        param_group[key] = val
+        group["momentum"] = value
 
+
+def _start_momentum_cycle(optimizer, highs, lows, use_beta1):
+    """A fresh run starts at the high momentum; both bounds are recorded in each group too."""
+    for group, high, low in zip(optimizer.param_groups, highs, lows, strict=True):
+        _set_momentum(group, high, use_beta1)
+        group["max_momentum"] = high
+        group["base_momentum"] = low
+
+
+# --------------------------------------------------------------------------------------------
+# Small shared pieces
+# --------------------------------------------------------------------------------------------
+
+def _cosine_between(start, end, angle):
+    """Half a cosine wave from `start` (angle 0) down to `end` (angle pi)."""
+    return end + (start - end) * (1 + math.cos(angle)) / 2
+
+
+def _callable_state(fn):
+    """What a state dict can keep of a user callable: the attribute dict of a callable object;
+    None for a plain function or lambda (and for no callable at all)."""
+    if fn is None or isinstance(fn, types.FunctionType):
+        return None
+    return fn.__dict__.copy()
+
+
+def _restore_callable(fn, saved):
+    if saved is not None:
+        fn.__dict__.update(saved)
+
+
+@contextmanager
+def _raised(obj, flag):
+    """obj.<flag> is True inside the block, False after it."""
+    setattr(obj, flag, True)
+    try:
+        yield
+    finally:
+        setattr(obj, flag, False)
+
+
+def _watch_optimizer_steps(optimizer):
+    """Replace optimizer.step by a wrapper that notes on the optimizer that it ran. Done once
+    per optimizer however many schedulers share it; the wrapper refers to the optimizer weakly,
+    so the optimizer does not keep itself alive through its own attribute."""
+    current = optimizer.step
+    if getattr(current, _STEP_WATCHED, False):
+        return
+    function = getattr(current, "__func__", None)  # None: step was already replaced by a plain callable
+    owner = ref(optimizer)
+
+    @wraps(function if function is not None else current)
+    def watched_step(*args, **kwargs):
+        opt = owner()
+        setattr(opt, _OPTIMIZER_STEPPED, True)
+        if function is None:
+            return current(*args, **kwargs)
+        return function(opt, *args, **kwargs)
+
+    setattr(watched_step, _STEP_WATCHED, True)
+    optimizer.step = watched_step
+
+
+# --------------------------------------------------------------------------------------------
+# The base class
+# --------------------------------------------------------------------------------------------
 
 class LRScheduler:
-    """Base class: sets each group's 'initial_lr', wraps optimizer.step to detect call order, and
-    on step() writes get_lr()'s values into the param groups (the closed form for step(epoch))."""
+    """Base class of the epoch-driven schedulers.
 
+    A subclass describes its schedule through hooks that read `self.last_epoch` (already moved
+    to the epoch being entered):
 
-    _get_lr_called_within_step: bool = False
-    _is_initial: bool = False
+    * `_recurrence()`: the new lr of every group, given the lrs the groups hold now;
+    * `_closed_form()`: the lr of every group at that epoch from `base_lrs` only, used by
+      `step(epoch)`; by default the same as `get_lr()`.
 
-    def __init__(
-        self,
-        optimizer: Optimizer,
-        last_epoch: int = -1,
-    ) -> None:
-        # Attach optimizer
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+    As in torch, a subclass may instead override `get_lr()` itself (and `_get_closed_form_lr()`
+    for step(epoch)).
+    """
+
+    # True while step() is collecting new values: a get_lr() call at any other time comes from
+    # the user, who most likely wants get_last_lr() instead.
+    _get_lr_called_within_step = False
+    # True during the step the constructor takes.
+    _is_initial = False
+    # Attributes holding user callables (one, or a list), which cannot go into a state dict as
+    # such: the dict keeps _callable_state() of each and loading updates the callables in place.
+    _callable_fields: tuple[str, ...] = ()
+
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
+        _require_optimizer(optimizer)
         self.optimizer = optimizer
-
-        # Initialize epoch and base learning rates
+        groups = optimizer.param_groups
         if last_epoch == -1:
-            for group in optimizer.param_groups:
-                initial_lr = group["lr"]
-                if isinstance(initial_lr, Tensor):
-                    initial_lr = initial_lr.clone()
-                group.setdefault("initial_lr", initial_lr)
+            for group in groups:
+                group.setdefault("initial_lr", _own_copy(group["lr"]))
         else:
-            for i, group in enumerate(optimizer.param_groups):
+            for index, group in enumerate(groups):
                 if "initial_lr" not in group:
-                    raise KeyError(
-                        f"param 'initial_lr' is not specified in param_groups[{i}] when resuming scheduler with last_epoch >= 0.\n"
-                        "This typically happens when:\n"
-                        "1. You're trying to resume training from a checkpoint but haven't properly loaded the optimizer state\n"
-                        "2. You're using last_epoch >= 0 for a fresh training run (not recommended)"
-                    )
-        self.base_lrs: list[float | Tensor] = _param_groups_val_list(
-            optimizer, "initial_lr"
-        )
+                    raise KeyError(_NO_INITIAL_LR_MESSAGE.format(index))
+        self.base_lrs: list[float | Tensor] = _read(optimizer, "initial_lr")
         self.last_epoch = last_epoch
-
-        # Following https://github.com/pytorch/pytorch/issues/20124
-        # We would like to ensure that `lr_scheduler.step()` is called after
-        # `optimizer.step()`
-        def patch_track_step_called(opt: Optimizer):
-            if hasattr(opt.step, "_wrapped_by_lr_sched"):
-                # we've already patched
-                return opt.step
-
-            def wrap_step(step_fn):
-                opt_ref = ref(self.optimizer)
-                func = step_fn.__func__
-
-                @wraps(func)
-                def wrapper(*args, **kwargs):
-                    opt = opt_ref()
-                    opt._opt_called = True  # type: ignore[union-attr]
-                    return func.__get__(opt, opt.__class__)(*args, **kwargs)
-
-                wrapper._wrapped_by_lr_sched = True  # type: ignore[attr-defined]
-                return wrapper
-
-            opt.step = wrap_step(opt.step)  # type: ignore[method-assign]
-
-        patch_track_step_called(self.optimizer)
+        _watch_optimizer_steps(optimizer)
         self._initial_step()
 
     def _initial_step(self) -> None:
+        """The step taken at construction (SequentialLR also uses it to start a member)."""
         self._step_count = 0
-        with _initial_mode(self):
+        with _raised(self, "_is_initial"):
             self.step()
 
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            key: value for key, value in self.__dict__.items() if key != "optimizer"
-        }
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        self.__dict__.update(state_dict)
+    # -- values ---------------------------------------------------------------------------
 
     def get_last_lr(self) -> list[float | Tensor]:
-        # We always update self._last_lr with _param_groups_val_list, so it's a
-        # .clone() of the group["lr"]s. If we didn't do this, the user could
-        # corrupt their learning rates by modifying the outputs in place.
+        """The lrs the last step wrote into the param groups (copies: editing them changes nothing)."""
         return self._last_lr
 
     def get_lr(self) -> list[float | Tensor]:
-        raise NotImplementedError
+        """The lrs for the epoch being entered, one per param group. step() calls this; a call
+        from anywhere else warns and returns the value one step ahead of the current one."""
+        if not self._get_lr_called_within_step:
+            _warn.warn(_GET_LR_MESSAGE, UserWarning)
+        return self._recurrence()
+
+    def _recurrence(self) -> list[float | Tensor]:
+        raise NotImplementedError(f"{type(self).__name__} must define get_lr()")
+
+    def _closed_form(self) -> list[float | Tensor]:
+        # a subclass written for torch names its closed form _get_closed_form_lr
+        torch_style = getattr(self, "_get_closed_form_lr", None)
+        return torch_style() if torch_style is not None else self.get_lr()
+
+    # -- stepping -------------------------------------------------------------------------
 
     def step(self, epoch: int | None = None) -> None:
-        # Raise a warning if old pattern is detected
-        # https://github.com/pytorch/pytorch/issues/20124
+        """Enter the next epoch (or `epoch`, deprecated) and update the param groups' lrs."""
         if self._step_count == 1:
-            if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
-                _warn.warn(
-                    "Seems like `optimizer.step()` has been overridden after learning rate scheduler "
-                    "initialization. Please, make sure to call `optimizer.step()` before "
-                    "`lr_scheduler.step()`. See more details at "
-                    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
-                    UserWarning,
-                )
-
-            # Just check if there were two first lr_scheduler.step() calls before optimizer.step()
-            elif not getattr(self.optimizer, "_opt_called", False):
-                _warn.warn(
-                    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
-                    "In PyTorch 1.1.0 and later, you should call them in the opposite order: "
-                    "`optimizer.step()` before `lr_scheduler.step()`.  Failure to do this "
-                    "will result in PyTorch skipping the first value of the learning rate schedule. "
-                    "See more details at "
-                    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
-                    UserWarning,
-                )
-
+            self._check_call_order()
         self._step_count += 1
         if epoch is not None:
             _warn.warn(EPOCH_DEPRECATION_WARNING, UserWarning)
-        self._update_lr(epoch)
+        self._enter_epoch(epoch)
 
-    def _update_lr(self, epoch: int | None = None) -> None:
-        with _enable_get_lr_call(self):
+    def _check_call_order(self) -> None:
+        """On the first step after construction: the optimizer must have stepped already."""
+        if not getattr(self.optimizer.step, _STEP_WATCHED, False):
+            _warn.warn(_STEP_REPLACED_MESSAGE, UserWarning)
+        elif not getattr(self.optimizer, _OPTIMIZER_STEPPED, False):
+            _warn.warn(_STEP_ORDER_MESSAGE, UserWarning)
+
+    def _enter_epoch(self, epoch: int | None = None) -> None:
+        """Move to the next epoch (epoch None) or to `epoch` and apply that epoch's lrs."""
+        with _raised(self, "_get_lr_called_within_step"):
             if epoch is None:
                 self.last_epoch += 1
-                values = self.get_lr()
+                lrs = self.get_lr()
             else:
                 self.last_epoch = epoch
-                if hasattr(self, "_get_closed_form_lr"):
-                    values = cast(list[float | Tensor], self._get_closed_form_lr())
-                else:
-                    values = self.get_lr()
+                lrs = self._closed_form()
+        self._apply(lrs)
 
-        for param_group, lr in zip(self.optimizer.param_groups, values, strict=True):
-            _update_param_group_val(param_group, "lr", lr)
+    def _apply(self, lrs) -> None:
+        for group, lr in zip(self.optimizer.param_groups, lrs, strict=True):
+            _write(group, "lr", lr)
+        self._last_lr: list[float | Tensor] = _read(self.optimizer, "lr")
 
-        self._last_lr: list[float | Tensor] = _param_groups_val_list(
-            self.optimizer, "lr"
-        )
+    # -- state ----------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """The scheduler's state: every attribute but the optimizer, under torch's names."""
+        return {key: self._export(key, value) for key, value in vars(self).items() if key != "optimizer"}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Take the state from a state_dict() of this scheduler type (ours or torch's). The
+        given dict is not modified."""
+        for key, value in state_dict.items():
+            self._import(key, value)
+
+    def _export(self, key: str, value):
+        if key not in self._callable_fields:
+            return value
+        if isinstance(value, list):
+            return [_callable_state(fn) for fn in value]
+        return _callable_state(value)
+
+    def _import(self, key: str, value) -> None:
+        if key not in self._callable_fields:
+            self.__dict__[key] = value
+            return
+        held = getattr(self, key)
+        if isinstance(held, list):
+            for fn, saved in zip(held, value):
+                _restore_callable(fn, saved)
+        else:
+            _restore_callable(held, value)
 
 
-def _warn_get_lr_called_within_step(lr_scheduler: LRScheduler) -> None:
-    if not lr_scheduler._get_lr_called_within_step:
-        _warn.warn(
-            "To get the last learning rate computed by the scheduler, "
-            "please use `get_last_lr()`.",
-            UserWarning,
-        )
-
-
-# Including _LRScheduler for backwards compatibility
-# Subclass instead of assign because we want __name__ of _LRScheduler to be _LRScheduler (assigning would make it LRScheduler).
 class _LRScheduler(LRScheduler):
-    """Deprecated alias of LRScheduler (kept, as in torch, for older subclasses)."""
-
-    pass
+    """The base class's older name, kept (as torch keeps it) for existing subclasses."""
 
 
-class _enable_get_lr_call:
-    def __init__(self, o: LRScheduler) -> None:
-        self.o = o
+# --------------------------------------------------------------------------------------------
+# Schedules written as multiplicative factors
+# --------------------------------------------------------------------------------------------
 
-    def __enter__(self) -> Self:
-        self.o._get_lr_called_within_step = True
-        return self
+class _FactorSchedule(LRScheduler):
+    """A schedule given by two factors for the epoch being entered:
 
-    def __exit__(self, type, value, traceback) -> None:
-        self.o._get_lr_called_within_step = False
+    * `_step_factor()`: what the current lr is multiplied by (None: left as it is; a list: one
+      factor per group);
+    * `_total_factor()`: what `base_lrs` are multiplied by to reach that epoch directly.
+    """
+
+    def _recurrence(self):
+        factors = self._for_each_group(self._step_factor())
+        return [lr if f is None else lr * f for lr, f in zip(_read(self.optimizer, "lr"), factors, strict=True)]
+
+    def _closed_form(self):
+        factors = self._for_each_group(self._total_factor())
+        return [base * f for base, f in zip(self.base_lrs, factors, strict=True)]
+
+    def _for_each_group(self, factor):
+        return factor if isinstance(factor, list) else [factor] * len(self.optimizer.param_groups)
 
 
-class _initial_mode:
-    def __init__(self, o: LRScheduler) -> None:
-        self.o = o
-
-    def __enter__(self):
-        self.o._is_initial = True
-
-    def __exit__(self, type, value, traceback):
-        self.o._is_initial = False
+def _lambdas_per_group(optimizer, lr_lambda):
+    count = len(optimizer.param_groups)
+    if not isinstance(lr_lambda, (list, tuple)):
+        return [lr_lambda] * count
+    if len(lr_lambda) != count:
+        raise ValueError(f"Expected {count} lr_lambdas, but got {len(lr_lambda)}")
+    return list(lr_lambda)
 
 
 class LambdaLR(LRScheduler):
-    """lr = initial_lr * lr_lambda(epoch), one function per group or one for all."""
+    """lr = initial_lr * lr_lambda(epoch); `lr_lambda` is one function for every group or a
+    list with one per group."""
 
-
-    def __init__(
-        self,
-        optimizer: Optimizer,
-        lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
-        last_epoch: int = -1,
-    ) -> None:
-        self.optimizer = optimizer
-
-        self.lr_lambdas: list[Callable[[int], float]]
-        if not isinstance(lr_lambda, list) and not isinstance(lr_lambda, tuple):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(
-                    f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
-                )
-            self.lr_lambdas = list(lr_lambda)
-        super().__init__(optimizer, last_epoch)
-
-    def state_dict(self) -> dict[str, Any]:
-        state_dict = {
-            key: value
-            for key, value in self.__dict__.items()
-            if key not in ("optimizer", "lr_lambdas")
-        }
-        state_dict["lr_lambdas"] = [None] * len(self.lr_lambdas)
-
-        for idx, fn in enumerate(self.lr_lambdas):
-            if not isinstance(fn, types.FunctionType):
-                state_dict["lr_lambdas"][idx] = fn.__dict__.copy()
-
-        return state_dict
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        lr_lambdas = state_dict.pop("lr_lambdas")
-        self.__dict__.update(state_dict)
-        # Restore state_dict keys in order to prevent side effects
-        # https://github.com/pytorch/pytorch/issues/32756
-        state_dict["lr_lambdas"] = lr_lambdas
-
-        for idx, fn in enumerate(lr_lambdas):
-            if fn is not None:
-                self.lr_lambdas[idx].__dict__.update(fn)
-
-    def get_lr(self) -> list[float | Tensor]:
-        _warn_get_lr_called_within_step(self)
-
-        return [
-            base_lr * lmbda(self.last_epoch)
-            for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs, strict=True)
-        ]
-
-
-class MultiplicativeLR(LRScheduler):
-    """lr *= lr_lambda(epoch) at each step (not at construction)."""
-
+    _callable_fields = ("lr_lambdas",)
 
     def __init__(
         self,
@@ -340,504 +408,364 @@ class MultiplicativeLR(LRScheduler):
         lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
         last_epoch: int = -1,
     ) -> None:
-        self.optimizer = optimizer
-
-        self.lr_lambdas: list[Callable[[int], float]]
-        if not isinstance(lr_lambda, list) and not isinstance(lr_lambda, tuple):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(
-                    f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
-                )
-            self.lr_lambdas = list(lr_lambda)
-        for lr_lambda in self.lr_lambdas:
-            if not callable(lr_lambda):
-                raise TypeError(
-                    f"lr_lambda should be a function, but got {type(lr_lambda).__name__}"
-                )
+        self.lr_lambdas: list[Callable[[int], float]] = _lambdas_per_group(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
-    def state_dict(self) -> dict[str, Any]:
-        state_dict = {
-            key: value
-            for key, value in self.__dict__.items()
-            if key not in ("optimizer", "lr_lambdas")
-        }
-        state_dict["lr_lambdas"] = [None] * len(self.lr_lambdas)
-
-        for idx, fn in enumerate(self.lr_lambdas):
-            if not isinstance(fn, types.FunctionType):
-                state_dict["lr_lambdas"][idx] = fn.__dict__.copy()
-
-        return state_dict
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        lr_lambdas = state_dict.pop("lr_lambdas")
-        self.__dict__.update(state_dict)
-        # Restore state_dict keys in order to prevent side effects
-        # https://github.com/pytorch/pytorch/issues/32756
-        state_dict["lr_lambdas"] = lr_lambdas
-
-        for idx, fn in enumerate(lr_lambdas):
-            if fn is not None:
-                self.lr_lambdas[idx].__dict__.update(fn)
-
-    def get_lr(self) -> list[float | Tensor]:
-        _warn_get_lr_called_within_step(self)
-
-        if not self._is_initial:
-            return [
-                group["lr"] * lmbda(self.last_epoch)
-                for lmbda, group in zip(
-                    self.lr_lambdas, self.optimizer.param_groups, strict=True
-                )
-            ]
-        else:
-            return _param_groups_val_list(self.optimizer, "lr")
+    def _recurrence(self):
+        return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs, strict=True)]
 
 
-class StepLR(LRScheduler):
-    """lr *= gamma every step_size epochs."""
+class MultiplicativeLR(_FactorSchedule):
+    """Each step multiplies the lr by lr_lambda(epoch) (one function, or one per group); the
+    constructor's step leaves it unchanged."""
 
+    _callable_fields = ("lr_lambdas",)
 
     def __init__(
         self,
         optimizer: Optimizer,
-        step_size: int,
-        gamma: float = 0.1,
+        lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
         last_epoch: int = -1,
     ) -> None:
+        self.lr_lambdas: list[Callable[[int], float]] = _lambdas_per_group(optimizer, lr_lambda)
+        for fn in self.lr_lambdas:
+            if not callable(fn):
+                raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
+        super().__init__(optimizer, last_epoch)
+
+    def _step_factor(self):
+        if self._is_initial:
+            return None
+        return [fn(self.last_epoch) for fn in self.lr_lambdas]
+
+    # torch has no closed form here: step(epoch) applies the epoch's factor to the current lr.
+    _closed_form = LRScheduler._closed_form
+
+
+class StepLR(_FactorSchedule):
+    """lr = initial_lr * gamma ** (epoch // step_size)."""
+
+    def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1) -> None:
         self.step_size = step_size
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float | Tensor]:
-        _warn_get_lr_called_within_step(self)
+    def _step_factor(self):
+        epoch = self.last_epoch
+        return self.gamma if epoch != 0 and epoch % self.step_size == 0 else None
 
-        if (self.last_epoch == 0) or (self.last_epoch % self.step_size != 0):
-            return _param_groups_val_list(self.optimizer, "lr")
-        return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
-
-    def _get_closed_form_lr(self) -> list[float | Tensor]:
-        return [
-            base_lr * self.gamma ** (self.last_epoch // self.step_size)
-            for base_lr in self.base_lrs
-        ]
+    def _total_factor(self):
+        return self.gamma ** (self.last_epoch // self.step_size)
 
 
-class MultiStepLR(LRScheduler):
-    """lr *= gamma at each milestone (a milestone listed k times multiplies by gamma^k)."""
+class MultiStepLR(_FactorSchedule):
+    """lr = initial_lr * gamma ** (milestones passed); a milestone given k times counts k times."""
 
-
-    def __init__(
-        self,
-        optimizer: Optimizer,
-        milestones: Iterable[int],
-        gamma: float = 0.1,
-        last_epoch: int = -1,
-    ) -> None:
+    def __init__(self, optimizer: Optimizer, milestones: Iterable[int], gamma: float = 0.1,
+                 last_epoch: int = -1) -> None:
         self.milestones = Counter(milestones)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float | Tensor]:
-        _warn_get_lr_called_within_step(self)
+    def _step_factor(self):
+        hits = self.milestones.get(self.last_epoch, 0)
+        return self.gamma ** hits if hits else None
 
-        if self.last_epoch not in self.milestones:
-            return _param_groups_val_list(self.optimizer, "lr")
-        return [
-            group["lr"] * self.gamma ** self.milestones[self.last_epoch]
-            for group in self.optimizer.param_groups
-        ]
-
-    def _get_closed_form_lr(self):
-        milestones = sorted(self.milestones.elements())
-        return [
-            base_lr * self.gamma ** bisect_right(milestones, self.last_epoch)
-            for base_lr in self.base_lrs
-        ]
+    def _total_factor(self):
+        return self.gamma ** bisect_right(sorted(self.milestones.elements()), self.last_epoch)
 
 
-class ConstantLR(LRScheduler):
-    """lr = initial_lr * factor until total_iters, then initial_lr."""
+class ConstantLR(_FactorSchedule):
+    """lr = initial_lr * factor for the first `total_iters` epochs, initial_lr afterwards."""
 
-
-    def __init__(
-        self,
-        optimizer: Optimizer,
-        factor: float = 1.0 / 3,
-        total_iters: int = 5,
-        last_epoch: int = -1,
-    ) -> None:
-        if factor > 1.0 or factor < 0:
-            raise ValueError(
-                "Constant multiplicative factor expected to be between 0 and 1."
-            )
-
+    def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
+                 last_epoch: int = -1) -> None:
+        if not 0 <= factor <= 1.0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
         self.factor = factor
         self.total_iters = total_iters
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float | Tensor]:
-        _warn_get_lr_called_within_step(self)
-
+    def _step_factor(self):
         if self.last_epoch == 0:
-            return [group["lr"] * self.factor for group in self.optimizer.param_groups]
+            return self.factor
+        if self.last_epoch == self.total_iters:
+            return 1.0 / self.factor
+        return None
 
-        if self.last_epoch != self.total_iters:
-            return _param_groups_val_list(self.optimizer, "lr")
-
-        return [
-            group["lr"] * (1.0 / self.factor) for group in self.optimizer.param_groups
-        ]
-
-    def _get_closed_form_lr(self):
-        return [
-            base_lr
-            * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
-            for base_lr in self.base_lrs
-        ]
+    def _total_factor(self):
+        return self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor)
 
 
-class LinearLR(LRScheduler):
-    """lr goes linearly from initial_lr * start_factor to initial_lr * end_factor over total_iters."""
+class LinearLR(_FactorSchedule):
+    """The factor on initial_lr moves in a straight line from start_factor to end_factor over
+    `total_iters` epochs and stays at end_factor."""
 
-
-    def __init__(
-        self,
-        optimizer: Optimizer,
-        start_factor: float = 1.0 / 3,
-        end_factor: float = 1.0,
-        total_iters: int = 5,
-        last_epoch: int = -1,
-    ) -> None:
-        if start_factor > 1.0 or start_factor <= 0:
-            raise ValueError(
-                "Starting multiplicative factor expected to be greater than 0 and less or equal to 1."
-            )
-
-        if end_factor > 1.0 or end_factor < 0:
-            raise ValueError(
-                "Ending multiplicative factor expected to be between 0 and 1."
-            )
-
+    def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
+                 total_iters: int = 5, last_epoch: int = -1) -> None:
+        if not 0 < start_factor <= 1.0:
+            raise ValueError("Starting multiplicative factor expected to be greater than 0 and less or equal to 1.")
+        if not 0 <= end_factor <= 1.0:
+            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
         self.start_factor = start_factor
         self.end_factor = end_factor
         self.total_iters = total_iters
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float | Tensor]:
-        _warn_get_lr_called_within_step(self)
+    def _step_factor(self):
+        epoch = self.last_epoch
+        if epoch == 0:
+            return self.start_factor
+        if self._is_initial or epoch > self.total_iters:
+            return None
+        # ratio of the factor at `epoch` to the factor one epoch earlier
+        slope = self.end_factor - self.start_factor
+        return 1.0 + slope / (self.total_iters * self.start_factor + (epoch - 1) * slope)
 
-        if self.last_epoch == 0:
-            return [
-                group["lr"] * self.start_factor for group in self.optimizer.param_groups
-            ]
-
-        if self._is_initial or self.last_epoch > self.total_iters:
-            return _param_groups_val_list(self.optimizer, "lr")
-
-        return [
-            group["lr"]
-            * (
-                1.0
-                + (self.end_factor - self.start_factor)
-                / (
-                    self.total_iters * self.start_factor
-                    + (self.last_epoch - 1) * (self.end_factor - self.start_factor)
-                )
-            )
-            for group in self.optimizer.param_groups
-        ]
-
-    def _get_closed_form_lr(self):
-        return [
-            base_lr
-            * (
-                self.start_factor
-                + (self.end_factor - self.start_factor)
-                * min(self.total_iters, self.last_epoch)
-                / self.total_iters
-            )
-            for base_lr in self.base_lrs
-        ]
+    def _total_factor(self):
+        done = min(self.total_iters, self.last_epoch)
+        return self.start_factor + (self.end_factor - self.start_factor) * done / self.total_iters
 
 
-class ExponentialLR(LRScheduler):
-    """lr *= gamma every epoch."""
+class ExponentialLR(_FactorSchedule):
+    """lr = initial_lr * gamma ** epoch."""
 
-
-    def __init__(
-        self,
-        optimizer: Optimizer,
-        gamma: float,
-        last_epoch: int = -1,
-    ) -> None:
+    def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float | Tensor]:
-        _warn_get_lr_called_within_step(self)
+    def _step_factor(self):
+        # the constructor's step (also when resuming) must not decay the lr once more
+        return None if self._is_initial else self.gamma
 
-        # when loading from a checkpoint, we don't want _initial_step (called from the constructor)
-        # to update the lr one more step ahead of itself.
-        if self._is_initial:
-            return _param_groups_val_list(self.optimizer, "lr")
-        return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
-
-    def _get_closed_form_lr(self):
-        return [base_lr * self.gamma**self.last_epoch for base_lr in self.base_lrs]
+    def _total_factor(self):
+        return self.gamma ** self.last_epoch
 
 
-class _NestedSchedulers:
-    """state_dict/load_state_dict of a scheduler made of `_schedulers` (SequentialLR and
-    ChainedScheduler): its own attributes, and each inner scheduler's state in order."""
-
-    def state_dict(self) -> dict[str, Any]:
-        state_dict = {
-            key: value
-            for key, value in self.__dict__.items()
-            if key not in ("optimizer", "_schedulers")
-        }
-        state_dict["_schedulers"] = [None] * len(self._schedulers)
-
-        for idx, s in enumerate(self._schedulers):
-            # pyrefly: ignore [unsupported-operation]
-            state_dict["_schedulers"][idx] = s.state_dict()
-
-        return state_dict
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        _schedulers = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        # Restore state_dict keys in order to prevent side effects
-        # https://github.com/pytorch/pytorch/issues/32756
-        state_dict["_schedulers"] = _schedulers
-
-        for idx, s in enumerate(_schedulers):
-            self._schedulers[idx].load_state_dict(s)
-
-
-class SequentialLR(_NestedSchedulers, LRScheduler):
-    """Runs schedulers one after another, switching at the milestones."""
-
-
-    def __init__(
-        self,
-        optimizer: Optimizer,
-        schedulers: list[LRScheduler],
-        milestones: list[int],
-        last_epoch: int = -1,
-    ) -> None:
-        if len(schedulers) < 1:
-            raise ValueError(
-                f"{self.__class__.__name__} expects at least one scheduler, but got no scheduler."
-            )
-
-        for scheduler_idx, scheduler in enumerate(schedulers):
-            if not hasattr(scheduler, "optimizer"):
-                raise TypeError(
-                    f"{self.__class__.__name__} at index {scheduler_idx} should have `optimizer` as its attribute."
-                )
-            if isinstance(scheduler, ReduceLROnPlateau):
-                raise ValueError(
-                    f"{self.__class__.__name__} does not support `ReduceLROnPlateau` scheduler as it "
-                    "requires additional kwargs to be specified when calling `step`, "
-                    f"but got one at index {scheduler_idx} in the given schedulers sequence."
-                )
-            if optimizer != scheduler.optimizer:
-                raise ValueError(
-                    f"{self.__class__.__name__} expects all schedulers to belong to the same optimizer, but "
-                    f"got scheduler {scheduler.__class__.__name__} at index {scheduler_idx} has {scheduler.optimizer}, "
-                    f"which is different from {optimizer.__class__.__name__}."
-                )
-
-        if len(milestones) != len(schedulers) - 1:
-            raise ValueError(
-                "Sequential Schedulers expects number of schedulers provided to be one more "
-                f"than the number of milestone points, but got number of schedulers {len(schedulers)} and the "
-                f"number of milestones to be equal to {len(milestones)}"
-            )
-        self._schedulers = schedulers
-        self._milestones = milestones
-        self.last_epoch = last_epoch + 1
-        self.optimizer = optimizer
-
-        # Reset learning rates back to initial values
-        for group in self.optimizer.param_groups:
-            _update_param_group_val(group, "lr", group["initial_lr"])
-
-        # "Undo" the step performed by other schedulers
-        self.recursive_undo()
-
-        # Perform the initial step for only the scheduler meant to run at step 0.
-        idx = bisect_right(self._milestones, 0)
-        self._schedulers[idx]._initial_step()
-
-        self._last_lr = schedulers[idx].get_last_lr()
-
-    def recursive_undo(self, sched=None) -> None:
-        scheds = self if sched is None else sched
-
-        if hasattr(scheds, "_schedulers"):
-            for s in scheds._schedulers:
-                self.recursive_undo(s)
-        elif hasattr(scheds, "last_epoch"):
-            scheds.last_epoch -= 1
-
-    def step(self) -> None:  # type: ignore[override]
-        self.last_epoch += 1
-        idx = bisect_right(self._milestones, self.last_epoch)
-        scheduler = self._schedulers[idx]
-        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
-            scheduler._update_lr(0)
-        else:
-            scheduler.step()
-
-        self._last_lr = scheduler.get_last_lr()
-
-
-
-class PolynomialLR(LRScheduler):
+class PolynomialLR(_FactorSchedule):
     """lr = initial_lr * (1 - min(epoch, total_iters) / total_iters) ** power."""
 
-
-    def __init__(
-        self,
-        optimizer: Optimizer,
-        total_iters: int = 5,
-        power: float = 1.0,
-        last_epoch: int = -1,
-    ) -> None:
+    def __init__(self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0,
+                 last_epoch: int = -1) -> None:
         self.total_iters = total_iters
         self.power = power
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float | Tensor]:
-        _warn_get_lr_called_within_step(self)
+    def _step_factor(self):
+        epoch, total = self.last_epoch, self.total_iters
+        if self._is_initial or epoch > total:
+            return None
+        return ((1.0 - epoch / total) / (1.0 - (epoch - 1) / total)) ** self.power
 
-        if self._is_initial or self.last_epoch > self.total_iters:
-            return _param_groups_val_list(self.optimizer, "lr")
+    def _total_factor(self):
+        return (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
 
-        decay_factor = (
-            (1.0 - self.last_epoch / self.total_iters)
-            / (1.0 - (self.last_epoch - 1) / self.total_iters)
-        ) ** self.power
-        return [group["lr"] * decay_factor for group in self.optimizer.param_groups]
 
-    def _get_closed_form_lr(self) -> list[float | Tensor]:
-        return [
-            (
-                base_lr
-                * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters)
-                ** self.power
-            )
-            for base_lr in self.base_lrs
-        ]
-
+# --------------------------------------------------------------------------------------------
+# Cosine schedules
+# --------------------------------------------------------------------------------------------
 
 class CosineAnnealingLR(LRScheduler):
-    """Cosine annealing from initial_lr to eta_min over T_max epochs (recursive form, as torch)."""
+    """lr follows a cosine from initial_lr (epoch 0) down to eta_min (epoch T_max) and back up,
+    with period 2 * T_max. Each step rescales the current lr's distance to eta_min, so that
+    it composes with other schedulers as torch's does."""
 
-
-    def __init__(
-        self,
-        optimizer: Optimizer,
-        T_max: int,
-        eta_min: float = 0.0,
-        last_epoch: int = -1,
-    ) -> None:
+    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1) -> None:
         self.T_max = T_max
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
 
-    def get_lr(self) -> list[float | Tensor]:
-        _warn_get_lr_called_within_step(self)
-
+    def _recurrence(self):
+        epoch, period, low = self.last_epoch, self.T_max, self.eta_min
+        current = _read(self.optimizer, "lr")
         if self._is_initial:
-            return _param_groups_val_list(self.optimizer, "lr")
-        elif self._step_count == 1 and self.last_epoch > 0:
-            return [
-                self.eta_min
-                + (base_lr - self.eta_min)
-                * (1 + math.cos((self.last_epoch) * math.pi / self.T_max))
-                / 2
-                for base_lr, group in zip(
-                    self.base_lrs, self.optimizer.param_groups, strict=True
-                )
-            ]
-        elif (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
-            return [
-                group["lr"]
-                + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
-                for base_lr, group in zip(
-                    self.base_lrs, self.optimizer.param_groups, strict=True
-                )
-            ]
-        return [
-            (1 + math.cos(math.pi * self.last_epoch / self.T_max))
-            / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max))
-            * (group["lr"] - self.eta_min)
-            + self.eta_min
-            for group in self.optimizer.param_groups
-        ]
+            return current
+        if self._step_count == 1 and epoch > 0:
+            # only the constructor's step taken, at a later epoch (resumed; reached by a direct
+            # get_lr() call, as step() counts itself first): the point on the curve itself
+            return [_cosine_between(base, low, epoch * math.pi / period) for base in self.base_lrs]
+        if (epoch - 1 - period) % (2 * period) == 0:
+            # leaving the bottom of the curve, where the ratio below would divide by zero
+            rise = (1 - math.cos(math.pi / period)) / 2
+            return [lr + (base - low) * rise for lr, base in zip(current, self.base_lrs, strict=True)]
+        ratio = (1 + math.cos(math.pi * epoch / period)) / (1 + math.cos(math.pi * (epoch - 1) / period))
+        return [ratio * (lr - low) + low for lr in current]
 
-    def _get_closed_form_lr(self) -> list[float | Tensor]:
-        return [
-            self.eta_min
-            + (base_lr - self.eta_min)
-            * (1 + math.cos(math.pi * self.last_epoch / self.T_max))
-            / 2
-            for base_lr in self.base_lrs
-        ]
+    def _closed_form(self):
+        return [_cosine_between(base, self.eta_min, math.pi * self.last_epoch / self.T_max)
+                for base in self.base_lrs]
 
 
-class ChainedScheduler(_NestedSchedulers, LRScheduler):
-    """Steps every scheduler in the list at each step(); their factors compose."""
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine from initial_lr down to eta_min over T_i epochs, then a restart at initial_lr;
+    T_i starts at T_0 and is multiplied by T_mult at each restart. step(epoch) is a supported
+    way to drive it (fractional epochs included) and does not warn."""
+
+    def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,
+                 last_epoch: int = -1) -> None:
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type {type(eta_min)}")
+        self.T_0 = T_0
+        self.T_i = T_0  # length of the current cycle
+        self.T_mult = T_mult
+        self.eta_min = eta_min
+        self.T_cur = last_epoch  # epochs since the last restart
+        super().__init__(optimizer, last_epoch)
+
+    def _recurrence(self):
+        return [_cosine_between(base, self.eta_min, math.pi * self.T_cur / self.T_i) for base in self.base_lrs]
+
+    def step(self, epoch=None) -> None:
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur += 1
+            if self.T_cur >= self.T_i:
+                self.T_cur %= self.T_i
+                self.T_i *= self.T_mult
+        elif epoch < 0:
+            raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+        else:
+            self._locate(epoch)
+        self.last_epoch = math.floor(epoch)
+        with _raised(self, "_get_lr_called_within_step"):
+            lrs = self.get_lr()
+        self._apply(lrs)
+
+    def _locate(self, epoch) -> None:
+        """Set T_cur and T_i for an absolute epoch."""
+        first, growth = self.T_0, self.T_mult
+        if epoch < first:
+            self.T_i, self.T_cur = first, epoch
+        elif growth == 1:
+            self.T_cur = epoch % first
+        else:
+            # n full cycles span first * (growth**n - 1) / (growth - 1) epochs
+            n = int(math.log(epoch / first * (growth - 1) + 1, growth))
+            self.T_cur = epoch - first * (growth ** n - 1) / (growth - 1)
+            self.T_i = first * growth ** n
 
 
-    def __init__(
-        self, schedulers: Sequence[LRScheduler], optimizer: Optimizer | None = None
-    ) -> None:
-        if len(schedulers) < 1:
-            raise ValueError(
-                f"{self.__class__.__name__} expects at least one scheduler to be chained, but got no scheduler."
-            )
+# --------------------------------------------------------------------------------------------
+# Schedulers made of schedulers
+# --------------------------------------------------------------------------------------------
 
-        optimizer = optimizer or schedulers[0].optimizer
-        for scheduler_idx, scheduler in enumerate(schedulers):
-            if not hasattr(scheduler, "optimizer"):
-                raise TypeError(
-                    f"{self.__class__.__name__} at index {scheduler_idx} should have `optimizer` as its attribute."
-                )
-            if isinstance(scheduler, ReduceLROnPlateau):
+class _Composite(LRScheduler):
+    """Shared by SequentialLR and ChainedScheduler: checks on the members, and a state dict
+    that holds each member's own state dict, in order, under '_schedulers'."""
+
+    def _check_members(self, schedulers, optimizer) -> None:
+        kind = type(self).__name__
+        for index, member in enumerate(schedulers):
+            if not hasattr(member, "optimizer"):
+                raise TypeError(f"{kind} at index {index} should have `optimizer` as its attribute.")
+            if isinstance(member, ReduceLROnPlateau):
                 raise ValueError(
-                    f"{self.__class__.__name__} does not support `ReduceLROnPlateau` scheduler as it "
+                    f"{kind} does not support `ReduceLROnPlateau` scheduler as it "
                     "requires additional kwargs to be specified when calling `step`, "
-                    f"but got one at index {scheduler_idx} in the given schedulers sequence."
-                )
-            if optimizer != scheduler.optimizer:
+                    f"but got one at index {index} in the given schedulers sequence.")
+            if optimizer != member.optimizer:
                 raise ValueError(
-                    f"{self.__class__.__name__} expects all schedulers to belong to the same optimizer, but "
-                    f"got scheduler {scheduler.__class__.__name__} at index {scheduler_idx} has {scheduler.optimizer}, "
-                    f"which is different from {optimizer.__class__.__name__}."
-                )
+                    f"{kind} expects all schedulers to belong to the same optimizer, but "
+                    f"got scheduler {type(member).__name__} at index {index} has {member.optimizer}, "
+                    f"which is different from {type(optimizer).__name__}.")
+
+    def _export(self, key, value):
+        if key == "_schedulers":
+            return [member.state_dict() for member in value]
+        return super()._export(key, value)
+
+    def _import(self, key, value) -> None:
+        if key != "_schedulers":
+            super()._import(key, value)
+            return
+        for index, saved in enumerate(value):
+            self._schedulers[index].load_state_dict(saved)
+
+
+class SequentialLR(_Composite):
+    """Hands the schedule from one scheduler to the next at the given milestones: before
+    milestones[0] schedulers[0] runs, and so on; each one starts from its own epoch 0."""
+
+    def __init__(self, optimizer: Optimizer, schedulers: list[LRScheduler], milestones: list[int],
+                 last_epoch: int = -1) -> None:
+        if len(schedulers) < 1:
+            raise ValueError(f"{type(self).__name__} expects at least one scheduler, but got no scheduler.")
+        self._check_members(schedulers, optimizer)
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(
+                "Sequential Schedulers expects number of schedulers provided to be one more "
+                f"than the number of milestone points, but got number of schedulers {len(schedulers)} and the "
+                f"number of milestones to be equal to {len(milestones)}")
         self._schedulers = schedulers
+        self._milestones = milestones
+        self.last_epoch = last_epoch + 1
         self.optimizer = optimizer
-        self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
+        # Every member took its constructor step on the optimizer: start again from the
+        # initial lrs, and replay the first step for the member that owns epoch 0 only.
+        for group in optimizer.param_groups:
+            _write(group, "lr", group["initial_lr"])
+        self.recursive_undo()
+        first = self._schedulers[bisect_right(milestones, 0)]
+        first._initial_step()
+        self._last_lr = first.get_last_lr()
+
+    def recursive_undo(self, sched=None) -> None:
+        """Move every scheduler inside `sched` (this one by default), at any depth, one epoch back."""
+        pending = [self if sched is None else sched]
+        while pending:
+            item = pending.pop()
+            members = getattr(item, "_schedulers", None)
+            if members is not None:
+                pending.extend(members)
+            elif hasattr(item, "last_epoch"):
+                item.last_epoch -= 1
 
     def step(self) -> None:  # type: ignore[override]
-        for scheduler in self._schedulers:
-            scheduler.step()
-        self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
+        self.last_epoch += 1
+        index = bisect_right(self._milestones, self.last_epoch)
+        active = self._schedulers[index]
+        if index > 0 and self._milestones[index - 1] == self.last_epoch:
+            active._enter_epoch(0)  # its first epoch: start its schedule afresh
+        else:
+            active.step()
+        self._last_lr = active.get_last_lr()
 
 
+class ChainedScheduler(_Composite):
+    """Steps all its schedulers at every step(), in order; as each multiplies the lr the
+    others left, their effects combine."""
+
+    def __init__(self, schedulers: Sequence[LRScheduler], optimizer: Optimizer | None = None) -> None:
+        if len(schedulers) < 1:
+            raise ValueError(
+                f"{type(self).__name__} expects at least one scheduler to be chained, but got no scheduler.")
+        optimizer = optimizer or schedulers[0].optimizer
+        self._check_members(schedulers, optimizer)
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = _read(schedulers[-1].optimizer, "lr")
+
+    def step(self) -> None:  # type: ignore[override]
+        for member in self._schedulers:
+            member.step()
+        self._last_lr = _read(self._schedulers[-1].optimizer, "lr")
+
+
+# --------------------------------------------------------------------------------------------
+# Metric-driven
+# --------------------------------------------------------------------------------------------
 
 class ReduceLROnPlateau(LRScheduler):
-    """lr = max(lr * factor, min_lr) once the metric passed to step() has not improved for
-    `patience` epochs (mode min/max, rel/abs threshold, cooldown, eps)."""
-
+    """Multiplies the lrs by `factor` (not below min_lr) when the metric given to step() has
+    not improved for more than `patience` epochs, then waits `cooldown` epochs before counting
+    again. Improvement is relative or absolute (threshold_mode) in the direction `mode` says;
+    a cut smaller than `eps` is skipped."""
 
     def __init__(
         self,
@@ -854,131 +782,107 @@ class ReduceLROnPlateau(LRScheduler):
         if factor >= 1.0:
             raise ValueError("Factor should be < 1.0.")
         self.factor = factor
-
-        # Attach optimizer
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        _require_optimizer(optimizer)
         self.optimizer = optimizer
-
+        count = len(optimizer.param_groups)
         if isinstance(min_lr, (list, tuple)):
-            if len(min_lr) != len(optimizer.param_groups):
-                raise ValueError(
-                    f"expected {len(optimizer.param_groups)} min_lrs, got {len(min_lr)}"
-                )
+            if len(min_lr) != count:
+                raise ValueError(f"expected {count} min_lrs, got {len(min_lr)}")
             self.default_min_lr = None
             self.min_lrs = list(min_lr)
         else:
             self.default_min_lr = min_lr
-            self.min_lrs = [min_lr] * len(optimizer.param_groups)
-
+            self.min_lrs = [min_lr] * count
         self.patience = patience
         self.cooldown = cooldown
         self.eps = eps
         self.last_epoch = 0
-        self._last_lr = _param_groups_val_list(self.optimizer, "lr")
-        self._init_is_better(
-            mode=mode, threshold=threshold, threshold_mode=threshold_mode
-        )
-        self._reset()
+        self._last_lr = _read(optimizer, "lr")
+        self._set_comparison(mode, threshold, threshold_mode)
+        self._start_watching()
 
-    def _reset(self) -> None:
+    def _set_comparison(self, mode, threshold, threshold_mode) -> None:
+        if mode not in ("min", "max"):
+            raise ValueError("mode " + mode + " is unknown!")
+        if threshold_mode not in ("rel", "abs"):
+            raise ValueError("threshold mode " + threshold_mode + " is unknown!")
+        self.mode_worse = inf if mode == "min" else -inf  # the starting 'best'
+        self.mode = mode
+        self.threshold = threshold
+        self.threshold_mode = threshold_mode
+
+    def _start_watching(self) -> None:
         self.best = self.mode_worse
         self.cooldown_counter = 0
         self.num_bad_epochs = 0
 
+    @property
+    def in_cooldown(self) -> bool:
+        return self.cooldown_counter > 0
+
+    def _improves_on(self, value, best) -> bool:
+        relative = self.threshold_mode == "rel"
+        if self.mode == "min":
+            return value < (best * (1.0 - self.threshold) if relative else best - self.threshold)
+        return value > (best * (self.threshold + 1.0) if relative else best + self.threshold)
+
     def step(self, metrics: SupportsFloat, epoch=None) -> None:  # type: ignore[override]
-        # convert `metrics` to float, in case it's a zero-dim Tensor
-        current = float(metrics)
+        value = float(metrics)  # a 0-dim tensor works too
         if epoch is None:
             epoch = self.last_epoch + 1
         else:
             _warn.warn(EPOCH_DEPRECATION_WARNING, UserWarning)
         self.last_epoch = epoch
 
-        if self._is_better(current, self.best):
-            self.best = current
+        if self._improves_on(value, self.best):
+            self.best = value
             self.num_bad_epochs = 0
         else:
             self.num_bad_epochs += 1
-
         if self.in_cooldown:
             self.cooldown_counter -= 1
-            self.num_bad_epochs = 0  # ignore any bad epochs in cooldown
-
+            self.num_bad_epochs = 0  # epochs in cooldown do not count against the metric
         if self.num_bad_epochs > self.patience:
-            self._reduce_lr(epoch)
+            self._cut_lrs()
             self.cooldown_counter = self.cooldown
             self.num_bad_epochs = 0
+        self._last_lr = _read(self.optimizer, "lr")
 
-        self._last_lr = _param_groups_val_list(self.optimizer, "lr")
-
-    def _reduce_lr(self, epoch) -> None:
-        if len(self.optimizer.param_groups) != len(self.min_lrs):
+    def _cut_lrs(self) -> None:
+        groups = self.optimizer.param_groups
+        if len(groups) != len(self.min_lrs):
             if self.default_min_lr is None:
                 raise RuntimeError(
                     "The number of param groups in the `optimizer` "
-                    f"({len(self.optimizer.param_groups)}) differs "
+                    f"({len(groups)}) differs "
                     f"from when `ReduceLROnPlateau` was initialized "
                     f"({len(self.min_lrs)}), usually due to a new "
                     "param group being added to the optimizer. Please "
                     "modify the `min_lrs` field to match the length "
-                    "of the `optimizer` param groups."
-                )
-            else:
-                self.min_lrs = [self.default_min_lr] * len(self.optimizer.param_groups)
-
-        for i, param_group in enumerate(self.optimizer.param_groups):
-            old_lr = float(param_group["lr"])
-            new_lr = max(old_lr * self.factor, self.min_lrs[i])
-            if old_lr - new_lr > self.eps:
-                _update_param_group_val(param_group, "lr", new_lr)
-
-    @property
-    def in_cooldown(self):
-        return self.cooldown_counter > 0
-
-    def _is_better(self, a, best):
-        if self.mode == "min" and self.threshold_mode == "rel":
-            rel_epsilon = 1.0 - self.threshold
-            return a < best * rel_epsilon
-
-        elif self.mode == "min" and self.threshold_mode == "abs":
-            return a < best - self.threshold
-
-        elif self.mode == "max" and self.threshold_mode == "rel":
-            rel_epsilon = self.threshold + 1.0
-            return a > best * rel_epsilon
-
-        else:  # mode == 'max' and epsilon_mode == 'abs':
-            return a > best + self.threshold
-
-    def _init_is_better(self, mode, threshold, threshold_mode) -> None:
-        if mode not in {"min", "max"}:
-            raise ValueError("mode " + mode + " is unknown!")
-        if threshold_mode not in {"rel", "abs"}:
-            raise ValueError("threshold mode " + threshold_mode + " is unknown!")
-
-        # the worse value for the chosen mode
-        if mode == "min":
-            self.mode_worse = inf
-        else:  # mode == 'max':
-            self.mode_worse = -inf
-
-        self.mode = mode
-        self.threshold = threshold
-        self.threshold_mode = threshold_mode
+                    "of the `optimizer` param groups.")
+            self.min_lrs = [self.default_min_lr] * len(groups)
+        for group, floor in zip(groups, self.min_lrs):
+            old = float(group["lr"])
+            new = max(old * self.factor, floor)
+            if old - new > self.eps:
+                _write(group, "lr", new)
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        self.__dict__.update(state_dict)
-        self._init_is_better(
-            mode=self.mode, threshold=self.threshold, threshold_mode=self.threshold_mode
-        )
+        super().load_state_dict(state_dict)
+        self._set_comparison(self.mode, self.threshold, self.threshold_mode)
 
+
+# --------------------------------------------------------------------------------------------
+# Cyclical schedules (stepped per batch)
+# --------------------------------------------------------------------------------------------
 
 class CyclicLR(LRScheduler):
-    """Cyclical learning rate between base_lr and max_lr (triangular, triangular2, exp_range or
-    a custom scale_fn), cycling momentum (or Adam's beta1) inversely; stepped per batch."""
+    """The lr rises from base_lr to max_lr over step_size_up steps and falls back over
+    step_size_down; the amplitude is scaled per cycle (triangular: constant, triangular2:
+    halved each cycle) or per step (exp_range: gamma ** step), or by a custom scale_fn.
+    Momentum (beta1 for Adam-like optimizers) cycles the opposite way."""
 
+    _callable_fields = ("_scale_fn_custom",)
 
     def __init__(
         self,
@@ -996,257 +900,89 @@ class CyclicLR(LRScheduler):
         max_momentum: float = 0.9,
         last_epoch: int = -1,
     ) -> None:
-        # Attach optimizer
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
-        self.optimizer = optimizer
-
-        base_lrs = _format_param("base_lr", optimizer, base_lr)
+        _require_optimizer(optimizer)
+        lows = _per_group("base_lr", optimizer, base_lr)
         if last_epoch == -1:
-            for lr, group in zip(base_lrs, optimizer.param_groups, strict=True):
-                _update_param_group_val(group, "lr", lr)
-
-        self.max_lrs = _format_param("max_lr", optimizer, max_lr)
-
-        # pyrefly: ignore [bad-assignment]
-        step_size_up = float(step_size_up)
-        step_size_down = (
-            # pyrefly: ignore [bad-assignment]
-            float(step_size_down) if step_size_down is not None else step_size_up
-        )
-        # pyrefly: ignore [unsupported-operation]
-        self.total_size = step_size_up + step_size_down
-        self.step_ratio = step_size_up / self.total_size
-
-        if mode not in ["triangular", "triangular2", "exp_range"] and scale_fn is None:
+            for group, lr in zip(optimizer.param_groups, lows, strict=True):
+                _write(group, "lr", lr)
+        self.max_lrs = _per_group("max_lr", optimizer, max_lr)
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size  # share of a cycle spent rising
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
             raise ValueError("mode is invalid and scale_fn is None")
-
         self.mode = mode
         self.gamma = gamma
-
-        self._scale_fn_ref: Callable[[float], float]
         self._scale_fn_custom = scale_fn
         self.scale_mode = scale_mode
-        self._init_scale_fn()
-
+        self._fix_scale_mode()
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if (
-                "momentum" not in optimizer.defaults
-                and "betas" not in optimizer.defaults
-            ):
-                raise ValueError(
-                    "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
-                )
-
-            self.use_beta1 = "betas" in self.optimizer.defaults
-            self.base_momentums = _format_param(
-                "base_momentum", optimizer, base_momentum
-            )
-            self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
+            self.use_beta1 = _uses_beta1(optimizer)
+            self.base_momentums = _per_group("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _per_group("max_momentum", optimizer, max_momentum)
             if last_epoch == -1:
-                for m_momentum, b_momentum, group in zip(
-                    self.max_momentums,
-                    self.base_momentums,
-                    optimizer.param_groups,
-                    strict=True,
-                ):
-                    if self.use_beta1:
-                        group["betas"] = (m_momentum, *group["betas"][1:])
-                    else:
-                        group["momentum"] = m_momentum
-                    group["max_momentum"] = m_momentum
-                    group["base_momentum"] = b_momentum
-
+                _start_momentum_cycle(optimizer, self.max_momentums, self.base_momentums, self.use_beta1)
         super().__init__(optimizer, last_epoch)
-        self.base_lrs = base_lrs
+        self.base_lrs = lows
 
-    def _init_scale_fn(self) -> None:
-        if self._scale_fn_custom is not None:
-            return
-        if self.mode == "triangular":
-            self._scale_fn_ref = self._triangular_scale_fn
-            self.scale_mode = "cycle"
-        elif self.mode == "triangular2":
-            self._scale_fn_ref = self._triangular2_scale_fn
-            self.scale_mode = "cycle"
-        elif self.mode == "exp_range":
-            self._scale_fn_ref = partial(self._exp_range_scale_fn, self.gamma)
-            self.scale_mode = "iterations"
+    def _fix_scale_mode(self) -> None:
+        """The built-in modes decide what their scale is a function of."""
+        if self._scale_fn_custom is None:
+            self.scale_mode = "iterations" if self.mode == "exp_range" else "cycle"
 
     def scale_fn(self, x) -> float:
+        """The amplitude multiplier at x (a cycle number or a step, per scale_mode)."""
         if self._scale_fn_custom is not None:
             return self._scale_fn_custom(x)
-        else:
-            return self._scale_fn_ref(x)  # static method
-
-    @staticmethod
-    def _triangular_scale_fn(x: float) -> float:
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        if self.mode == "exp_range":
+            return self.gamma ** x
         return 1.0
 
-    @staticmethod
-    def _triangular2_scale_fn(x: float) -> float:
-        return 1 / (2.0 ** (x - 1))
-
-    @staticmethod
-    def _exp_range_scale_fn(gamma: float, x: float) -> float:
-        return gamma**x
-
-    def get_lr(self) -> list[float | Tensor]:
-        _warn_get_lr_called_within_step(self)
-
-        cycle = math.floor(1 + self.last_epoch / self.total_size)
-        x = 1.0 + self.last_epoch / self.total_size - cycle
-        if x <= self.step_ratio:
-            scale_factor = x / self.step_ratio
+    def _recurrence(self):
+        step = self.last_epoch
+        cycle = math.floor(1 + step / self.total_size)
+        position = 1.0 + step / self.total_size - cycle  # in [0, 1) within the cycle
+        if position <= self.step_ratio:
+            height = position / self.step_ratio
         else:
-            scale_factor = (x - 1) / (self.step_ratio - 1)
-
-        lrs = []
-        for base_lr, max_lr in zip(self.base_lrs, self.max_lrs, strict=True):
-            base_height = (max_lr - base_lr) * scale_factor
-            if self.scale_mode == "cycle":
-                lr = base_lr + base_height * self.scale_fn(cycle)
-            else:
-                lr = base_lr + base_height * self.scale_fn(self.last_epoch)
-            lrs.append(lr)
-
+            height = (position - 1) / (self.step_ratio - 1)
+        amplitude = self.scale_fn(cycle if self.scale_mode == "cycle" else step)
+        lrs = [low + (high - low) * height * amplitude
+               for low, high in zip(self.base_lrs, self.max_lrs, strict=True)]
         if self.cycle_momentum:
-            momentums = []
-            for base_momentum, max_momentum in zip(
-                self.base_momentums, self.max_momentums, strict=True
-            ):
-                base_height = (max_momentum - base_momentum) * scale_factor
-                if self.scale_mode == "cycle":
-                    momentum = max_momentum - base_height * self.scale_fn(cycle)
-                else:
-                    momentum = max_momentum - base_height * self.scale_fn(
-                        self.last_epoch
-                    )
-                momentums.append(momentum)
-            for param_group, momentum in zip(
-                self.optimizer.param_groups, momentums, strict=True
-            ):
-                if self.use_beta1:
-                    param_group["betas"] = (momentum, *param_group["betas"][1:])
-                else:
-                    param_group["momentum"] = momentum
-
+            for group, low, high in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums,
+                                        strict=True):
+                _set_momentum(group, high - (high - low) * height * amplitude, self.use_beta1)
         return lrs
 
-    def state_dict(self) -> dict[str, Any]:
-        state = super().state_dict()
-        # We are dropping the `_scale_fn_ref` attribute because it is a
-        # `weakref.WeakMethod` and can't be pickled.
-        state.pop("_scale_fn_ref", None)
-        fn = state.pop("_scale_fn_custom")
-        state["_scale_fn_custom"] = None
-        if fn is not None and not isinstance(fn, types.FunctionType):
-            # The _scale_fn_custom will only be saved if it is a callable object
-            # and not if it is a function or lambda.
-            state["_scale_fn_custom"] = fn.__dict__.copy()
-
-        return state
-
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        fn = state_dict.pop("_scale_fn_custom")
         super().load_state_dict(state_dict)
-        if fn is not None:
-            self._scale_fn_custom.__dict__.update(fn)
-        self._init_scale_fn()
+        self._fix_scale_mode()
 
 
-class CosineAnnealingWarmRestarts(LRScheduler):
-    """Cosine annealing with warm restarts every T_i epochs (T_i = T_0 * T_mult^k)."""
-
-
-    def __init__(
-        self,
-        optimizer: Optimizer,
-        T_0: int,
-        T_mult: int = 1,
-        eta_min: float = 0.0,
-        last_epoch: int = -1,
-    ) -> None:
-        if T_0 <= 0 or not isinstance(T_0, int):
-            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
-        if T_mult < 1 or not isinstance(T_mult, int):
-            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
-        if not isinstance(eta_min, (float, int)):
-            raise ValueError(
-                f"Expected float or int eta_min, but got {eta_min} of type {type(eta_min)}"
-            )
-        self.T_0 = T_0
-        self.T_i = T_0
-        self.T_mult = T_mult
-        self.eta_min = eta_min
-        self.T_cur = last_epoch
-        super().__init__(optimizer, last_epoch)
-
-    def get_lr(self) -> list[float | Tensor]:
-        _warn_get_lr_called_within_step(self)
-
-        return [
-            self.eta_min
-            + (base_lr - self.eta_min)
-            * (1 + math.cos(math.pi * self.T_cur / self.T_i))
-            / 2
-            for base_lr in self.base_lrs
-        ]
-
-    def step(self, epoch=None) -> None:
-        if epoch is None and self.last_epoch < 0:
-            epoch = 0
-
-        if epoch is None:
-            epoch = self.last_epoch + 1
-            self.T_cur = self.T_cur + 1
-            if self.T_cur >= self.T_i:
-                self.T_cur = self.T_cur % self.T_i
-                self.T_i = self.T_i * self.T_mult
-        else:
-            if epoch < 0:
-                raise ValueError(f"Expected non-negative epoch, but got {epoch}")
-            if epoch >= self.T_0:
-                if self.T_mult == 1:
-                    self.T_cur = epoch % self.T_0
-                else:
-                    n = int(
-                        math.log(
-                            (epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult
-                        )
-                    )
-                    self.T_cur = epoch - self.T_0 * (self.T_mult**n - 1) / (
-                        self.T_mult - 1
-                    )
-                    self.T_i = self.T_0 * self.T_mult ** (n)
-            else:
-                self.T_i = self.T_0
-                self.T_cur = epoch
-        self.last_epoch = math.floor(epoch)
-
-        with _enable_get_lr_call(self):
-            for param_group, lr in zip(
-                self.optimizer.param_groups, self.get_lr(), strict=True
-            ):
-                _update_param_group_val(param_group, "lr", lr)
-
-        self._last_lr = _param_groups_val_list(self.optimizer, "lr")
-
-
-class _SchedulePhase(TypedDict):
-    end_step: float
-    start_lr: str
-    end_lr: str
-    start_momentum: str
-    end_momentum: str
+def _one_cycle_phases(total_steps, pct_start, three_phase):
+    """The phases of the 1cycle policy in torch's state-dict layout: the last step of each and
+    the param-group keys its lr and its momentum travel between."""
+    fields = ("end_step", "start_lr", "end_lr", "start_momentum", "end_momentum")
+    warm_up = (float(pct_start * total_steps) - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum")
+    if three_phase:
+        rows = [warm_up,
+                (float(2 * pct_start * total_steps) - 2, "max_lr", "initial_lr", "base_momentum", "max_momentum"),
+                (total_steps - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
+    else:
+        rows = [warm_up, (total_steps - 1, "max_lr", "min_lr", "base_momentum", "max_momentum")]
+    return [dict(zip(fields, row)) for row in rows]
 
 
 class OneCycleLR(LRScheduler):
-    """The 1cycle policy: lr from max_lr / div_factor up to max_lr and down to
-    initial_lr / final_div_factor over total_steps (two or three phases, cos or linear), momentum
-    cycling the other way."""
-
+    """The 1cycle policy, stepped per batch: the lr climbs from max_lr / div_factor to max_lr
+    during the first pct_start of total_steps, then anneals to initial_lr / final_div_factor
+    (three_phase: back to the initial lr first, then down), by cosine or linearly; momentum
+    moves the opposite way between max_momentum and base_momentum."""
 
     def __init__(
         self,
@@ -1265,177 +1001,67 @@ class OneCycleLR(LRScheduler):
         three_phase: bool = False,
         last_epoch: int = -1,
     ) -> None:
-        # Validate optimizer
-        if not isinstance(optimizer, Optimizer):
-            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
-        self.optimizer = optimizer
-
-        # Validate total_steps
+        _require_optimizer(optimizer)
         if total_steps is not None:
             if total_steps <= 0 or not isinstance(total_steps, int):
-                raise ValueError(
-                    f"Expected positive integer total_steps, but got {total_steps}"
-                )
+                raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
             self.total_steps = total_steps
         elif epochs is not None and steps_per_epoch is not None:
             if not isinstance(epochs, int) or epochs <= 0:
                 raise ValueError(f"Expected positive integer epochs, but got {epochs}")
             if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
-                raise ValueError(
-                    f"Expected positive integer steps_per_epoch, but got {steps_per_epoch}"
-                )
+                raise ValueError(f"Expected positive integer steps_per_epoch, but got {steps_per_epoch}")
             self.total_steps = epochs * steps_per_epoch
         else:
-            raise ValueError(
-                "You must define either total_steps OR (epochs AND steps_per_epoch)"
-            )
-
-        self._schedule_phases: list[_SchedulePhase]
-        if three_phase:
-            self._schedule_phases = [
-                {
-                    "end_step": float(pct_start * self.total_steps) - 1,
-                    "start_lr": "initial_lr",
-                    "end_lr": "max_lr",
-                    "start_momentum": "max_momentum",
-                    "end_momentum": "base_momentum",
-                },
-                {
-                    "end_step": float(2 * pct_start * self.total_steps) - 2,
-                    "start_lr": "max_lr",
-                    "end_lr": "initial_lr",
-                    "start_momentum": "base_momentum",
-                    "end_momentum": "max_momentum",
-                },
-                {
-                    "end_step": self.total_steps - 1,
-                    "start_lr": "initial_lr",
-                    "end_lr": "min_lr",
-                    "start_momentum": "max_momentum",
-                    "end_momentum": "max_momentum",
-                },
-            ]
-        else:
-            self._schedule_phases = [
-                {
-                    "end_step": float(pct_start * self.total_steps) - 1,
-                    "start_lr": "initial_lr",
-                    "end_lr": "max_lr",
-                    "start_momentum": "max_momentum",
-                    "end_momentum": "base_momentum",
-                },
-                {
-                    "end_step": self.total_steps - 1,
-                    "start_lr": "max_lr",
-                    "end_lr": "min_lr",
-                    "start_momentum": "base_momentum",
-                    "end_momentum": "max_momentum",
-                },
-            ]
-
-        # Validate pct_start
+            raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
+        self._schedule_phases = _one_cycle_phases(self.total_steps, pct_start, three_phase)
         if pct_start < 0 or pct_start > 1 or not isinstance(pct_start, float):
-            raise ValueError(
-                f"Expected float between 0 and 1 pct_start, but got {pct_start}"
-            )
+            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
+        self._anneal_func_type = anneal_strategy
 
-        # Validate anneal_strategy
-        if anneal_strategy not in ["cos", "linear"]:
-            raise ValueError(
-                f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
-            )
-        else:
-            self._anneal_func_type = anneal_strategy
-
-        # Initialize learning rate variables
-        max_lrs = _format_param("max_lr", self.optimizer, max_lr)
+        peaks = _per_group("max_lr", optimizer, max_lr)
         if last_epoch == -1:
-            for idx, group in enumerate(self.optimizer.param_groups):
-                group["initial_lr"] = max_lrs[idx] / div_factor
-                group["max_lr"] = max_lrs[idx]
+            for group, peak in zip(optimizer.param_groups, peaks):
+                group["initial_lr"] = peak / div_factor
+                group["max_lr"] = peak
                 group["min_lr"] = group["initial_lr"] / final_div_factor
-
-        # Initialize momentum variables
         self.cycle_momentum = cycle_momentum
-        if self.cycle_momentum:
-            if (
-                "momentum" not in self.optimizer.defaults
-                and "betas" not in self.optimizer.defaults
-            ):
-                raise ValueError(
-                    "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
-                )
-            self.use_beta1 = "betas" in self.optimizer.defaults
-            max_momentums = _format_param("max_momentum", optimizer, max_momentum)
-            base_momentums = _format_param("base_momentum", optimizer, base_momentum)
+        if cycle_momentum:
+            self.use_beta1 = _uses_beta1(optimizer)
+            highs = _per_group("max_momentum", optimizer, max_momentum)
+            lows = _per_group("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
-                for m_momentum, b_momentum, group in zip(
-                    max_momentums, base_momentums, optimizer.param_groups, strict=True
-                ):
-                    if self.use_beta1:
-                        group["betas"] = (m_momentum, *group["betas"][1:])
-                    else:
-                        group["momentum"] = m_momentum
-                    group["max_momentum"] = m_momentum
-                    group["base_momentum"] = b_momentum
-
+                _start_momentum_cycle(optimizer, highs, lows, self.use_beta1)
         super().__init__(optimizer, last_epoch)
 
-    def _anneal_func(self, *args, **kwargs):
-        if hasattr(self, "_anneal_func_type"):
-            if self._anneal_func_type == "cos":
-                return self._annealing_cos(*args, **kwargs)
-            elif self._anneal_func_type == "linear":
-                return self._annealing_linear(*args, **kwargs)
-            else:
-                raise ValueError(f"Unknown _anneal_func_type: {self._anneal_func_type}")
+    def _anneal(self, start, end, progress):
+        """The value `progress` (0 to 1) of the way from start to end."""
+        if self._anneal_func_type == "cos":
+            return _cosine_between(start, end, math.pi * progress)
+        return (end - start) * progress + start
+
+    def _phase_at(self, step):
+        """The phase `step` falls in, and how far through it (0 to 1) the step is."""
+        begin = 0.0
+        for phase in self._schedule_phases[:-1]:
+            if step <= phase["end_step"]:
+                break
+            begin = phase["end_step"]
         else:
-            # For BC
-            return self.anneal_func(*args, **kwargs)  # type: ignore[attr-defined]
+            phase = self._schedule_phases[-1]
+        return phase, (step - begin) / (phase["end_step"] - begin)
 
-    @staticmethod
-    def _annealing_cos(start, end, pct):
-        cos_out = math.cos(math.pi * pct) + 1
-        return end + (start - end) / 2.0 * cos_out
-
-    @staticmethod
-    def _annealing_linear(start, end, pct):
-        return (end - start) * pct + start
-
-    def get_lr(self) -> list[float | Tensor]:
-        _warn_get_lr_called_within_step(self)
-
+    def _recurrence(self):
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise ValueError(f"Tried to step {step} times. The specified number of total steps is {self.total_steps}")
+        phase, progress = self._phase_at(step)
         lrs = []
-        step_num = self.last_epoch
-
-        if step_num > self.total_steps:
-            raise ValueError(
-                f"Tried to step {step_num} times. The specified number of total steps is {self.total_steps}"
-            )
-
         for group in self.optimizer.param_groups:
-            start_step = 0.0
-            for i, phase in enumerate(self._schedule_phases):
-                end_step = phase["end_step"]
-                if step_num <= end_step or i == len(self._schedule_phases) - 1:
-                    pct = (step_num - start_step) / (end_step - start_step)
-                    computed_lr = self._anneal_func(
-                        group[phase["start_lr"]], group[phase["end_lr"]], pct
-                    )
-                    if self.cycle_momentum:
-                        computed_momentum = self._anneal_func(
-                            group[phase["start_momentum"]],
-                            group[phase["end_momentum"]],
-                            pct,
-                        )
-                    break
-                start_step = phase["end_step"]
-
-            lrs.append(computed_lr)  # type: ignore[possibly-undefined]
+            lrs.append(self._anneal(group[phase["start_lr"]], group[phase["end_lr"]], progress))
             if self.cycle_momentum:
-                if self.use_beta1:
-                    group["betas"] = (computed_momentum, *group["betas"][1:])  # type: ignore[possibly-undefined]
-                else:
-                    group["momentum"] = computed_momentum  # type: ignore[possibly-undefined]
-
+                momentum = self._anneal(group[phase["start_momentum"]], group[phase["end_momentum"]], progress)
+                _set_momentum(group, momentum, self.use_beta1)
         return lrs
