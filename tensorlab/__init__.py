@@ -25,6 +25,7 @@ from . import autograd  # noqa: E402
 from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,  # noqa: E402
                        set_grad_enabled)
 from . import nn, optim  # noqa: E402
+from . import linalg  # noqa: E402  (torch.linalg's names)
 
 
 def is_tensor(obj):

@@ -1,0 +1,14 @@
+"""tensorlab.linalg: torch.linalg's names. The factorizations (solve, inv, det, slogdet,
+cholesky, qr, svd, svdvals, eigh, eigvalsh) run on the CPU through NumPy's LAPACK and raise a
+RuntimeError on CUDA tensors (move them to the CPU with .cpu()); the norms are composites that run
+on every device (except the spectral/nuclear matrix norms, which need svdvals). The code lives in
+tensorlab/ops/lapack.py."""
+from __future__ import annotations
+
+from ..ops.lapack import (LinAlgError, cholesky, det, eigh, eigvalsh, inv, matrix_norm, norm, qr, solve, svd,
+                          svdvals, vector_norm)
+from ..ops.lapack import linalg_slogdet_fn as slogdet
+from ..ops.linalg import matmul
+
+__all__ = ("LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm", "norm", "qr",
+           "slogdet", "solve", "svd", "svdvals", "vector_norm")
