@@ -128,9 +128,8 @@ def _groups(starts):
 
 
 def _finish(values, inverse, counts, return_inverse, return_counts):
-    if not return_inverse and not return_counts:
-        return values
-    return values, inverse, counts
+    r = (values,) + ((inverse,) if return_inverse else ()) + ((counts,) if return_counts else ())
+    return r if len(r) > 1 else values
 
 
 def _counts(gid, num, dev):
