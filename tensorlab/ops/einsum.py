@@ -119,6 +119,13 @@ def einsum(*args):
         ops.append(t)
         labs.append(lab)
 
+    for k, (t, lab) in enumerate(zip(ops, labs)):
+        seen = {}
+        for lb, s in zip(lab, t.shape):
+            if lb in seen and seen[lb] != s:
+                raise RuntimeError(f"einsum(): subscript {lb} is repeated for operand {k} but the sizes don't match, "
+                                   f"{s} != {seen[lb]}")
+            seen[lb] = s
     sizes = {}
     for k, (t, lab) in enumerate(zip(ops, labs)):
         for lb, s in zip(lab, t.shape):

@@ -1,0 +1,282 @@
+"""tl.linalg against torch.linalg: solve/inv/det/slogdet/cholesky/qr/svd/svdvals/eigh/eigvalsh on
+the CPU (NumPy's LAPACK), their errors, the RuntimeError with the .cpu() fix on CUDA, the
+gradients (float64 gradcheck, and gradgradcheck-style double backward for inv/solve), and the
+norms (vector_norm / matrix_norm / norm) on every device."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tensorlab as tl
+from tensorlab.autograd import gradcheck
+
+
+def rnd(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def spd(n, batch=(), seed=0):
+    a = rnd(*batch, n, n, seed=seed)
+    return a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
+
+
+def close(ours, ref, rtol=1e-6, atol=1e-8):
+    assert tuple(ours.shape) == tuple(ref.shape), (ours.shape, ref.shape)
+    assert str(ours.dtype).split(".")[-1] == str(ref.dtype).split(".")[-1]
+    np.testing.assert_allclose(ours.detach().cpu().numpy(), ref.detach().numpy(), rtol=rtol, atol=atol)
+
+
+# -- values against torch --------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_inv_det_slogdet(torch, dtype):
+    a = rnd(2, 3, 3).astype(dtype)
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == "float32" else {}
+    close(tl.linalg.inv(tl.tensor(a)), torch.linalg.inv(torch.tensor(a)), **tol)
+    close(tl.inverse(tl.tensor(a)), torch.inverse(torch.tensor(a)), **tol)
+    close(tl.linalg.det(tl.tensor(a)), torch.linalg.det(torch.tensor(a)), **tol)
+    close(tl.tensor(a).det(), torch.tensor(a).det(), **tol)
+    s, la = tl.linalg.slogdet(tl.tensor(a))
+    ts, tla = torch.linalg.slogdet(torch.tensor(a))
+    close(s, ts)
+    close(la, tla, **tol)
+    r = tl.slogdet(tl.tensor(a))
+    assert type(r).__name__ == "slogdet" and type(tl.linalg.slogdet(tl.tensor(a))).__name__ == "linalg_slogdet"
+    close(r.logabsdet, tla, **tol)
+    close(tl.logdet(tl.tensor(a)), torch.logdet(torch.tensor(a)), **tol)
+
+
+def test_solve(torch):
+    A = rnd(2, 3, 3)
+    for B in (rnd(2, 3, 4, seed=1), rnd(3, seed=1), rnd(2, 3, seed=1), rnd(3, 2, seed=1), rnd(5, 2, 3, 1, seed=1)[0]):
+        close(tl.linalg.solve(tl.tensor(A), tl.tensor(B)), torch.linalg.solve(torch.tensor(A), torch.tensor(B)))
+    Bl = rnd(2, 4, 3, seed=2)
+    close(tl.linalg.solve(tl.tensor(A), tl.tensor(Bl), left=False),
+          torch.linalg.solve(torch.tensor(A), torch.tensor(Bl), left=False))
+    with pytest.raises(RuntimeError, match="Incompatible shapes"):
+        torch.linalg.solve(torch.tensor(A), torch.tensor(rnd(2, 4, 1)))
+    with pytest.raises(RuntimeError, match="Incompatible shapes"):
+        tl.linalg.solve(tl.tensor(A), tl.tensor(rnd(2, 4, 1)))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        tl.linalg.solve(tl.tensor(A), tl.tensor(rnd(3).astype(np.float32)))
+
+
+def test_cholesky(torch):
+    a = spd(4, (2,))
+    close(tl.linalg.cholesky(tl.tensor(a)), torch.linalg.cholesky(torch.tensor(a)))
+    close(tl.linalg.cholesky(tl.tensor(a), upper=True), torch.linalg.cholesky(torch.tensor(a), upper=True))
+    junk = np.triu(np.full((4, 4), 1e6), 1)  # only the lower triangle is read
+    close(tl.linalg.cholesky(tl.tensor(a[0] + junk)), torch.linalg.cholesky(torch.tensor(a[0] + junk)))
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 3), (3, 5), (2, 4, 3)])
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+def test_qr(torch, shape, mode):
+    a = rnd(*shape)
+    q, r = tl.linalg.qr(tl.tensor(a), mode=mode)
+    tq, tr = torch.linalg.qr(torch.tensor(a), mode=mode)
+    close(q, tq)
+    close(r, tr)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 3), (3, 5), (2, 4, 3)])
+@pytest.mark.parametrize("full", [True, False])
+def test_svd(torch, shape, full):
+    a = rnd(*shape)
+    u, s, vh = tl.linalg.svd(tl.tensor(a), full_matrices=full)
+    tu, ts, tvh = torch.linalg.svd(torch.tensor(a), full_matrices=full)
+    assert u.shape == tuple(tu.shape) and vh.shape == tuple(tvh.shape)
+    close(s, ts)
+    k = s.shape[-1]
+    # singular vectors are unique up to sign: compare the products
+    rec = (u[..., :, :k] * s.unsqueeze(-2)) @ vh[..., :k, :]
+    np.testing.assert_allclose(rec.numpy(), a, atol=1e-10)
+    np.testing.assert_allclose(np.abs(u[..., :, :k].numpy()), np.abs(tu[..., :, :k].numpy()), atol=1e-8)
+    eye_u = u.mT @ u
+    np.testing.assert_allclose(eye_u.numpy(), np.broadcast_to(np.eye(u.shape[-1]), eye_u.shape), atol=1e-10)
+    close(tl.linalg.svdvals(tl.tensor(a)), torch.linalg.svdvals(torch.tensor(a)))
+
+
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigh(torch, uplo):
+    a = rnd(2, 4, 4)
+    junk = np.triu(np.full((4, 4), 3.0), 1) if uplo == "L" else np.tril(np.full((4, 4), 3.0), -1)
+    a = a + np.swapaxes(a, -1, -2) + junk  # the other triangle is ignored
+    w, v = tl.linalg.eigh(tl.tensor(a), UPLO=uplo)
+    tw, tv = torch.linalg.eigh(torch.tensor(a), UPLO=uplo)
+    close(w, tw)
+    np.testing.assert_allclose(np.abs(v.numpy()), np.abs(tv.numpy()), atol=1e-8)
+    close(tl.linalg.eigvalsh(tl.tensor(a), UPLO=uplo), torch.linalg.eigvalsh(torch.tensor(a), UPLO=uplo))
+
+
+# -- errors ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("call", [
+    lambda L, m, A: L.inv(A(np.zeros((2, 2)))),
+    lambda L, m, A: L.inv(A(np.zeros((3, 2, 2)))),
+    lambda L, m, A: L.inv(A(np.ones((2, 3)))),
+    lambda L, m, A: L.inv(A(np.ones(3))),
+    lambda L, m, A: L.inv(A(np.ones((2, 2), np.float16))),
+    lambda L, m, A: L.inv(A(np.ones((2, 2), np.int64))),
+    lambda L, m, A: L.cholesky(A(-np.eye(3))),
+    lambda L, m, A: L.cholesky(A(np.stack([np.eye(2), np.diag([1.0, -1.0])]))),
+    lambda L, m, A: L.solve(A(np.zeros((2, 2))), A(np.ones(2))),
+    lambda L, m, A: L.qr(A(np.ones((2, 2))), mode="bad"),
+    lambda L, m, A: L.eigh(A(np.eye(2)), UPLO="X"),
+    lambda L, m, A: L.det(A(np.ones((2, 3)))),
+])
+def test_errors_match_torch(torch, call):
+    def ours_A(a):
+        return tl.tensor(a)
+
+    def torch_A(a):
+        return torch.tensor(a)
+    with pytest.raises(RuntimeError) as te:
+        call(torch.linalg, torch, torch_A)
+    with pytest.raises(RuntimeError) as oe:
+        call(tl.linalg, tl, ours_A)
+    assert str(oe.value) == str(te.value)
+    assert isinstance(oe.value, tl.linalg.LinAlgError) == isinstance(te.value, torch.linalg.LinAlgError)
+
+
+def test_cuda_raises_with_the_fix(device):
+    if device == "cpu":
+        pytest.skip("the CPU computes these")
+    A = tl.eye(3, device=device)
+    for fn in (tl.linalg.inv, tl.linalg.det, tl.linalg.cholesky, tl.linalg.svdvals, tl.linalg.eigvalsh,
+               lambda a: tl.linalg.solve(a, a), lambda a: tl.linalg.qr(a), lambda a: tl.linalg.svd(a),
+               lambda a: tl.linalg.eigh(a), lambda a: tl.linalg.slogdet(a)):
+        with pytest.raises(RuntimeError, match=r"not implemented on CUDA in tensorlab yet.*\.cpu\(\)"):
+            fn(A)
+    with pytest.raises(RuntimeError, match="linalg.matrix_norm|linalg.svdvals"):
+        tl.linalg.matrix_norm(A, "nuc")
+
+
+# -- gradients -------------------------------------------------------------------------------------
+def _leaf(a):
+    return tl.tensor(a, requires_grad=True)
+
+
+def test_inv_solve_det_gradients():
+    A = _leaf(rnd(2, 3, 3))
+    B = _leaf(rnd(2, 3, 2, seed=1))
+    assert gradcheck(tl.linalg.inv, (A,))
+    assert gradcheck(lambda a, b: tl.linalg.solve(a, b), (A, B))
+    assert gradcheck(lambda a, b: tl.linalg.solve(a, b, left=False), (A, _leaf(rnd(2, 2, 3, seed=2))))
+    assert gradcheck(lambda a, b: tl.linalg.solve(a, b), (A[0].detach().requires_grad_(), _leaf(rnd(3, seed=3))))
+    assert gradcheck(lambda a, b: tl.linalg.solve(a, b), (A, _leaf(rnd(3, 1, seed=3))))  # broadcast batch
+    assert gradcheck(tl.linalg.det, (A,))
+    assert gradcheck(lambda a: tl.linalg.slogdet(a).logabsdet, (A,))
+
+
+def test_det_gradient_of_a_singular_matrix():
+    """d det / dA is the cofactor matrix, also where A is singular (tensorlab takes it from the SVD
+    there; torch's LU form gives det * A^-T = 0 * A^-T, which is zeros: a divergence on purpose)."""
+    a = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.5, 1.0, 7.0]])  # rank 2
+    x = _leaf(a)
+    tl.linalg.det(x).backward()
+    cof = np.array([[(-1) ** (i + j) * np.linalg.det(np.delete(np.delete(a, i, 0), j, 1)) for j in range(3)]
+                    for i in range(3)])
+    assert np.abs(cof).max() > 1  # a nonzero gradient
+    np.testing.assert_allclose(x.grad.numpy(), cof, atol=1e-10)
+
+
+def test_double_backward_of_inv():
+    A = _leaf(rnd(3, 3))
+    (g,) = tl.autograd.grad(tl.linalg.inv(A).sum(), A, create_graph=True)
+    (gg,) = tl.autograd.grad(g.pow(2).sum(), A)
+    eps = 1e-6
+    a = rnd(3, 3)
+    fd = np.zeros_like(a)
+
+    def f(m):
+        ai = np.linalg.inv(m)
+        gm = -(ai.T @ np.ones((3, 3)) @ ai.T)
+        return (gm ** 2).sum()
+    for i in range(3):
+        for j in range(3):
+            d = np.zeros_like(a)
+            d[i, j] = eps
+            fd[i, j] = (f(a + d) - f(a - d)) / (2 * eps)
+    np.testing.assert_allclose(gg.numpy(), fd, rtol=1e-5, atol=1e-6)
+
+
+def test_cholesky_gradient():
+    X = _leaf(rnd(2, 3, 3))
+    eye = tl.eye(3, dtype=tl.float64)
+    assert gradcheck(lambda x: tl.linalg.cholesky(x @ x.mT + eye), (X,))
+    assert gradcheck(lambda x: tl.linalg.cholesky(x @ x.mT + eye, upper=True), (X,))
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 3), (3, 5)])
+def test_qr_svd_gradients(shape):
+    X = _leaf(rnd(2, *shape))
+    assert gradcheck(lambda x: tl.linalg.qr(x), (X,))
+    assert gradcheck(tl.linalg.svdvals, (X,))
+    # gauge-invariant functions of the singular vectors
+    assert gradcheck(lambda x: (lambda u, s, vh: u @ vh)(*tl.linalg.svd(x, full_matrices=False)), (X,))
+    assert gradcheck(lambda x: (lambda u, s, vh: (u[..., :, :s.shape[-1]] * s.unsqueeze(-2)) @ u[..., :, :s.shape[-1]].mT)(
+        *tl.linalg.svd(x, full_matrices=True)), (X,))
+
+
+def test_qr_complete_tall_is_not_differentiable():
+    X = _leaf(rnd(4, 2))
+    q, r = tl.linalg.qr(X, mode="complete")
+    with pytest.raises(RuntimeError, match="not differentiable when mode='complete'"):
+        (q.sum() + r.sum()).backward()
+
+
+def test_eigh_gradient():
+    X = _leaf(rnd(2, 4, 4))
+    assert gradcheck(lambda x: tl.linalg.eigh(x + x.mT).eigenvalues, (X,))
+    assert gradcheck(lambda x: (lambda w, v: (v * w.unsqueeze(-2).exp()) @ v.mT)(*tl.linalg.eigh(x + x.mT)), (X,))
+    assert gradcheck(lambda x: tl.linalg.eigvalsh(x + x.mT, UPLO="U"), (X,))
+
+
+# -- norms (every device) --------------------------------------------------------------------------
+@pytest.mark.parametrize("ord", [2, 1, 0, 3.5, math.inf, -math.inf, -1])
+def test_vector_norm(device, torch, ord):
+    a = rnd(3, 4).astype(np.float32)
+    for dim, keep in ((None, False), (1, False), ((0, 1), True), (0, True)):
+        close(tl.linalg.vector_norm(tl.tensor(a, device=device), ord, dim, keep),
+              torch.linalg.vector_norm(torch.tensor(a), ord, dim, keep), rtol=1e-5, atol=1e-6)
+    close(tl.linalg.vector_norm(tl.tensor(a, device=device), ord, dtype=tl.float64),
+          torch.linalg.vector_norm(torch.tensor(a), ord, dtype=torch.float64), rtol=1e-5)
+
+
+@pytest.mark.parametrize("ord", ["fro", 1, -1, math.inf, -math.inf])
+def test_matrix_norm_composites(device, torch, ord):
+    a = rnd(2, 3, 4)
+    for dim, keep in (((-2, -1), False), ((0, 2), True), ((2, 1), False)):
+        close(tl.linalg.matrix_norm(tl.tensor(a, device=device), ord, dim, keep),
+              torch.linalg.matrix_norm(torch.tensor(a), ord, dim, keep))
+    x = tl.tensor(a, device=device, requires_grad=True)
+    assert gradcheck(lambda t: tl.linalg.matrix_norm(t, ord), (x,))
+
+
+@pytest.mark.parametrize("ord", ["nuc", 2, -2])
+def test_matrix_norm_spectral(torch, ord):
+    a = rnd(2, 3, 4)
+    for keep in (False, True):
+        close(tl.linalg.matrix_norm(tl.tensor(a), ord, keepdim=keep), torch.linalg.matrix_norm(torch.tensor(a), ord,
+                                                                                               keepdim=keep))
+    assert gradcheck(lambda t: tl.linalg.matrix_norm(t, ord), (_leaf(a),))
+
+
+def test_linalg_norm(device, torch):
+    a = rnd(3, 4)
+    ta = torch.tensor(a)
+    x = tl.tensor(a, device=device)
+    close(tl.linalg.norm(x), torch.linalg.norm(ta))
+    close(tl.linalg.norm(x, dim=1), torch.linalg.norm(ta, dim=1))
+    close(tl.linalg.norm(x, 1), torch.linalg.norm(ta, 1))
+    close(tl.linalg.norm(x, math.inf), torch.linalg.norm(ta, math.inf))
+    close(tl.linalg.norm(x, "fro", keepdim=True), torch.linalg.norm(ta, "fro", keepdim=True))
+    close(tl.linalg.norm(x[0], 3), torch.linalg.norm(ta[0], 3))
+    close(tl.linalg.norm(x, 0.5, dim=0), torch.linalg.norm(ta, 0.5, dim=0))
+    with pytest.raises(RuntimeError, match="input must be 1D or 2D"):
+        torch.linalg.norm(torch.ones(2, 2, 2), 1)
+    with pytest.raises(RuntimeError, match="input must be 1D or 2D"):
+        tl.linalg.norm(tl.ones(2, 2, 2, device=device), 1)
+    with pytest.raises(RuntimeError, match="Order 3 not supported"):
+        tl.linalg.matrix_norm(x, 3)
