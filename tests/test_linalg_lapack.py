@@ -280,3 +280,27 @@ def test_linalg_norm(device, torch):
         tl.linalg.norm(tl.ones(2, 2, 2, device=device), 1)
     with pytest.raises(RuntimeError, match="Order 3 not supported"):
         tl.linalg.matrix_norm(x, 3)
+
+
+# -- torch's older forms -----------------------------------------------------------------------------
+@pytest.mark.parametrize("some", [True, False])
+def test_legacy_svd_qr_cholesky(torch, some):
+    a = rnd(4, 3)
+    u, s, v = tl.svd(tl.tensor(a), some=some)
+    tu, ts, tv = torch.svd(torch.tensor(a), some=some)
+    assert u.shape == tuple(tu.shape) and v.shape == tuple(tv.shape)
+    close(s, ts)
+    np.testing.assert_allclose(np.abs(v.numpy()), np.abs(tv.numpy()), atol=1e-8)
+    r = tl.tensor(a).svd(some=some, compute_uv=False)
+    tr = torch.tensor(a).svd(some=some, compute_uv=False)
+    for o, t in zip(r, tr):
+        close(o, t)
+    with pytest.warns(UserWarning, match="torch.qr is deprecated"):
+        q, rr = tl.qr(tl.tensor(a), some=some)
+    tq, trr = torch.qr(torch.tensor(a), some=some)
+    close(q, tq)
+    close(rr, trr)
+    p = spd(3)
+    with pytest.warns(UserWarning, match="torch.cholesky is deprecated"):
+        c = tl.tensor(p).cholesky(upper=not some)
+    close(c, torch.cholesky(torch.tensor(p), upper=not some))

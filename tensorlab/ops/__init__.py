@@ -11,7 +11,8 @@ import importlib
 FAMILIES = ("creation", "copy", "resize", "views", "indexing", "random",
             "elementwise", "reduction", "linalg", "shape", "transfer",
             # tensor functions (composites, plus the CPU LAPACK primitive)
-            "constructors", "repeats", "closeness", "index_ops", "combinatorics", "einsum", "distance", "lapack")
+            "constructors", "repeats", "closeness", "index_ops", "combinatorics", "einsum", "distance", "lapack",
+            "linalg_legacy")
 
 
 def modules():
