@@ -459,3 +459,17 @@ def test_cdist_mm_modes_and_errors(device, torch):
     for p, mode in ((2.0, "donot_use_mm_for_euclid_dist"), (2.0, "use_mm_for_euclid_dist"), (1.5, None)):
         kw = {"compute_mode": mode} if mode else {}
         assert gradcheck(lambda u, v: tl.cdist(u, v, p=p, **kw), (x, y))
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.0, float("inf")])
+def test_cdist_gradient_at_ties_and_zero_distance(device, torch, p):
+    a = np.array([[1.0, 2.0], [0.0, 0.0], [3.0, -1.0]])
+    b = np.array([[1.0, 2.0], [1.0, 1.0]])
+    x = tl.tensor(a, device=device, requires_grad=True)
+    tx = torch.tensor(a, requires_grad=True)
+    r = tl.cdist(x, tl.tensor(b, device=device), p=p)
+    tr = torch.cdist(tx, torch.tensor(b), p=p)
+    same(r, tr, torch, exact=False)
+    r.sum().backward()
+    tr.sum().backward()
+    np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), rtol=1e-12)

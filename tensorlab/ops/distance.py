@@ -57,8 +57,13 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
         b_ = cat([b, one2, n2], -1)
         return a_.matmul(b_.transpose(-1, -2)).clamp(min=0).sqrt()
     diff = a.unsqueeze(-2) - b.unsqueeze(-3)
-    if p == 0:
-        return (diff != 0).sum(-1).to(x1.dtype)
+    if p == 0:  # a count: torch's gradient is zero (but defined)
+        return (diff != 0).sum(-1).to(x1.dtype) + (diff * 0).sum(-1)
+    if p == math.inf:
+        # torch's cdist backward gives every tied maximum the whole sign(diff), not a share of it
+        ad = diff.abs()
+        m = ad.detach().amax(-1, keepdim=True)
+        return m.squeeze(-1) + ((ad - m) * (ad.detach() == m)).sum(-1)
     return diff.norm(p, dim=-1)
 
 
