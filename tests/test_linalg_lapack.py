@@ -304,3 +304,64 @@ def test_legacy_svd_qr_cholesky(torch, some):
     with pytest.warns(UserWarning, match="torch.cholesky is deprecated"):
         c = tl.tensor(p).cholesky(upper=not some)
     close(c, torch.cholesky(torch.tensor(p), upper=not some))
+
+
+# -- composites: matrix_power / multi_dot / vecdot (every device), pinv / matrix_rank / solve_triangular
+@pytest.mark.parametrize("n", [0, 1, 2, 5])
+def test_matrix_power(device, torch, n):
+    a = rnd(2, 3, 3)
+    close(tl.linalg.matrix_power(tl.tensor(a, device=device), n), torch.linalg.matrix_power(torch.tensor(a), n))
+    close(tl.tensor(a, device=device).matrix_power(n), torch.tensor(a).matrix_power(n))
+    ai = np.arange(4).reshape(2, 2)
+    close(tl.matrix_power(tl.tensor(ai, device=device), n), torch.matrix_power(torch.tensor(ai), n))
+    if n:
+        assert gradcheck(lambda t: tl.linalg.matrix_power(t, n), (tl.tensor(a, device=device, requires_grad=True),))
+    with pytest.raises(RuntimeError, match="square matrices"):
+        tl.linalg.matrix_power(tl.ones(2, 3, device=device), n)
+
+
+def test_matrix_power_negative(torch):
+    a = rnd(3, 3)
+    close(tl.linalg.matrix_power(tl.tensor(a), -3), torch.linalg.matrix_power(torch.tensor(a), -3))
+
+
+def test_multi_dot_vecdot(device, torch):
+    v, m1, m2, w = rnd(3), rnd(3, 4, seed=1), rnd(4, 2, seed=2), rnd(2, seed=3)
+    for chain in ((v, m1, m2, w), (m1, m2), (v, m1), (m1, m2, w)):
+        close(tl.linalg.multi_dot([tl.tensor(c, device=device) for c in chain]),
+              torch.linalg.multi_dot([torch.tensor(c) for c in chain]))
+    with pytest.raises(RuntimeError, match="expected at least 2 tensors"):
+        tl.linalg.multi_dot([tl.tensor(m1, device=device)])
+    x, y = rnd(4, 3), rnd(3, seed=1)
+    close(tl.linalg.vecdot(tl.tensor(x, device=device), tl.tensor(y, device=device)),
+          torch.linalg.vecdot(torch.tensor(x), torch.tensor(y)))
+    close(tl.linalg.vecdot(tl.tensor(x, device=device), tl.tensor(x, device=device), dim=0),
+          torch.linalg.vecdot(torch.tensor(x), torch.tensor(x), dim=0))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        tl.linalg.vecdot(tl.ones(3, device=device), tl.ones(3, dtype=tl.float64, device=device))
+
+
+def test_pinv_matrix_rank_solve_triangular(torch):
+    c = rnd(4, 3)
+    close(tl.linalg.pinv(tl.tensor(c)), torch.linalg.pinv(torch.tensor(c)))
+    close(tl.pinverse(tl.tensor(c)), torch.pinverse(torch.tensor(c)))
+    s = c.T @ c
+    close(tl.linalg.pinv(tl.tensor(s), hermitian=True), torch.linalg.pinv(torch.tensor(s), hermitian=True))
+    low = np.outer(rnd(4), rnd(3, seed=1)) + np.outer(rnd(4, seed=2), rnd(3, seed=3))  # rank 2
+    close(tl.linalg.pinv(tl.tensor(low)), torch.linalg.pinv(torch.tensor(low)))
+    for kw in ({}, {"atol": 0.5}, {"rtol": 0.3}, {"hermitian": True}):
+        m = s if kw.get("hermitian") else c
+        close(tl.linalg.matrix_rank(tl.tensor(m), **kw), torch.linalg.matrix_rank(torch.tensor(m), **kw))
+    close(tl.linalg.matrix_rank(tl.tensor(low)), torch.linalg.matrix_rank(torch.tensor(low)))
+    a, b = rnd(2, 3, 3), rnd(2, 3, 2, seed=1)
+    for upper in (True, False):
+        for left in (True, False):
+            for uni in (True, False):
+                B = b if left else np.swapaxes(b, -1, -2)
+                close(tl.linalg.solve_triangular(tl.tensor(a), tl.tensor(B), upper=upper, left=left, unitriangular=uni),
+                      torch.linalg.solve_triangular(torch.tensor(a), torch.tensor(B), upper=upper, left=left,
+                                                    unitriangular=uni))
+    with pytest.raises(RuntimeError, match="Incompatible shapes"):
+        tl.linalg.solve_triangular(tl.tensor(a), tl.tensor(b), upper=True, left=False)
+    assert gradcheck(lambda t: tl.linalg.pinv(t), (_leaf(c),))
+    assert gradcheck(lambda t, u: tl.linalg.solve_triangular(t, u, upper=True), (_leaf(a), _leaf(b)))

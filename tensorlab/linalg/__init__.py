@@ -5,10 +5,12 @@ on every device (except the spectral/nuclear matrix norms, which need svdvals). 
 tensorlab/ops/lapack.py."""
 from __future__ import annotations
 
-from ..ops.lapack import (LinAlgError, cholesky, det, eigh, eigvalsh, inv, matrix_norm, norm, qr, solve, svd,
-                          svdvals, vector_norm)
+from ..ops.lapack import (LinAlgError, cholesky, det, diagonal, eigh, eigvalsh, inv, matrix_norm, matrix_power,
+                          matrix_rank, multi_dot, norm, pinv, qr, solve, solve_triangular, svd, svdvals, vecdot,
+                          vector_norm)
 from ..ops.lapack import linalg_slogdet_fn as slogdet
 from ..ops.linalg import matmul
 
-__all__ = ("LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm", "norm", "qr",
-           "slogdet", "solve", "svd", "svdvals", "vector_norm")
+__all__ = ("LinAlgError", "cholesky", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm",
+           "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular",
+           "svd", "svdvals", "vecdot", "vector_norm")

@@ -560,5 +560,151 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa
     return vector_norm(A, ord, dim, keepdim, dtype=dtype, out=out)
 
 
+# -- composites over the above and matmul ---------------------------------------------------------
+def matrix_power(A, n, *, out=None):
+    """torch.linalg.matrix_power: A^n by repeated squaring (any device for n >= 0; n < 0 inverts,
+    CPU only); n = 0 gives identities of A's dtype."""
+    if not isinstance(A, Tensor):
+        raise TypeError(f"linalg_matrix_power(): argument 'A' (position 1) must be Tensor, not {type(A).__name__}")
+    if A.dim() < 2:
+        raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are {A.shape[-2]} by "
+                           f"{A.shape[-1]} matrices")
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"linalg_matrix_power(): argument 'n' must be int, not {type(n).__name__}")
+    if n == 0:
+        eye = creation.eye(A.shape[-1], dtype=A.dtype, device=A.device)
+        return _out(eye.expand(A.shape).clone() + A * 0 if A.requires_grad else eye.expand(A.shape).clone(), out)
+    base = inv(A) if n < 0 else A
+    n = abs(n)
+    result = None
+    while n:
+        if n & 1:
+            result = base if result is None else result @ base
+        n >>= 1
+        if n:
+            base = base @ base
+    return _out(result, out)
+
+
+def multi_dot(tensors, *, out=None):
+    """torch.linalg.multi_dot: the product of a chain of matrices (the first may be a 1-D row
+    vector, the last a 1-D column vector), multiplied left to right."""
+    ts = list(tensors)
+    if len(ts) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(ts)}")
+    for i, t in enumerate(ts):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"linalg_multi_dot(): argument 'tensors' must be tuple of Tensors, but found element of "
+                            f"type {type(t).__name__} at pos {i}")
+    if ts[0].dim() not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got {ts[0].dim()}D")
+    if ts[-1].dim() not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got {ts[-1].dim()}D")
+    for i, t in enumerate(ts[1:-1], 1):
+        if t.dim() != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.dim()}D")
+    for i, t in enumerate(ts[1:], 1):
+        if t.dtype is not ts[0].dtype:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                               f"{ts[0].dtype.torch_name} and tensor {i} {t.dtype.torch_name}")
+    first = ts[0].unsqueeze(0) if ts[0].dim() == 1 else ts[0]
+    last = ts[-1].unsqueeze(-1) if ts[-1].dim() == 1 else ts[-1]
+    chain = [first] + ts[1:-1] + [last]
+    for i in range(len(chain) - 1):
+        if chain[i].shape[-1] != chain[i + 1].shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {list(ts[i].shape)} and "
+                               f"{list(ts[i + 1].shape)} cannot be multiplied")
+    r = chain[0]
+    for t in chain[1:]:
+        r = r.mm(t)
+    if ts[0].dim() == 1:
+        r = r.squeeze(0)
+    if ts[-1].dim() == 1:
+        r = r.squeeze(-1)
+    return _out(r, out)
+
+
+def vecdot(x, y, *, dim=-1, out=None):
+    """torch.linalg.vecdot: the dot product of x and y (broadcast) along `dim`."""
+    for t, name, pos in ((x, "x", 1), (y, "y", 2)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"linalg_vecdot(): argument '{name}' (position {pos}) must be Tensor, not "
+                            f"{type(t).__name__}")
+    if x.dtype is not y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
+                           f"{x.dtype.torch_name} and y of type {y.dtype.torch_name} instead")
+    return _out((x * y).sum(dim), out)
+
+
+def _tolerance(S, A, atol, rtol):
+    """torch's cutoff for pinv / matrix_rank: max(atol, rtol * largest singular value), with
+    rtol = eps * max(m, n) when neither is given."""
+    if isinstance(atol, Tensor):
+        atol = atol.unsqueeze(-1)
+    if isinstance(rtol, Tensor):
+        rtol = rtol.unsqueeze(-1)
+    if rtol is None:
+        rtol = 0.0 if atol is not None and not (isinstance(atol, (int, float)) and atol == 0) else \
+            dtypes.finfo(A.dtype).eps * max(A.shape[-2], A.shape[-1])
+    smax = S.amax(-1, keepdim=True) if S.shape[-1] else S.sum(-1, keepdim=True)
+    tol = smax * rtol
+    if atol is not None:
+        from .elementwise import maximum
+        tol = maximum(tol, atol if isinstance(atol, Tensor) else creation.full((), float(atol), dtype=S.dtype,
+                                                                                 device=S.device))
+    return tol
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """torch.linalg.pinv: the Moore-Penrose pseudo-inverse from the SVD (eigh when hermitian),
+    singular values at or below the tolerance dropped."""
+    _check(A, "linalg.pinv", square=False)
+    if hermitian:
+        w, v = eigh(A)
+        tol = _tolerance(w.abs(), A, atol, rtol)
+        from .elementwise import where
+        winv = where(w.abs() > tol, 1.0 / w, 0.0)
+        return _out((v * winv.unsqueeze(-2)) @ v.mT, out)
+    U, S, Vh = svd(A, full_matrices=False)
+    tol = _tolerance(S, A, atol, rtol)
+    from .elementwise import where
+    sinv = where(S > tol, 1.0 / S, 0.0)
+    return _out((Vh.mT * sinv.unsqueeze(-2)) @ U.mT, out)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """torch.linalg.matrix_rank: the number of singular values above the tolerance (int64)."""
+    _check(A, "linalg.matrix_rank", square=False)
+    S = eigvalsh(A).abs() if hermitian else svdvals(A)
+    tol = _tolerance(S, A, atol, rtol)
+    return _out((S > tol).sum(-1), out)
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """torch.linalg.solve_triangular: X with A X = B (X A = B with left=False) for triangular A,
+    reading only A's `upper` (or lower) triangle; unitriangular takes its diagonal as ones."""
+    name = "linalg.solve_triangular"
+    _check(A, name)
+    if not isinstance(B, Tensor):
+        raise TypeError(f"linalg_solve_triangular(): argument 'B' (position 2) must be Tensor, not {type(B).__name__}")
+    if B.dim() < 2:
+        raise RuntimeError(f"{name}: The input tensor B must have at least 2 dimensions.")
+    n = A.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation {'AX = B' if left else 'XA = B'} "
+                           f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
+    T = A.triu() if upper else A.tril()
+    if unitriangular:
+        T = T - T.diagonal(0, -2, -1).diag_embed() + creation.eye(n, dtype=A.dtype, device=A.device)
+    return solve(T, B, left=left, out=out)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """torch.linalg.diagonal: torch.diagonal with matrix-first defaults."""
+    return A.diagonal(offset, dim1, dim2)
+
+
 FUNCTIONS = ("det", "slogdet", "logdet", "inverse")
 METHODS = {"det": det, "slogdet": slogdet, "logdet": logdet, "inverse": inverse}

@@ -47,5 +47,15 @@ def cholesky(input, upper=False, *, out=None):
 
 
 
-FUNCTIONS = ("svd", "qr", "cholesky")
-METHODS = {"svd": svd, "qr": qr, "cholesky": cholesky}
+def matrix_power(input, n):
+    """torch.matrix_power / Tensor.matrix_power: torch.linalg.matrix_power."""
+    return L.matrix_power(input, n)
+
+
+def pinverse(input, rcond=1e-15):
+    """torch.pinverse / Tensor.pinverse: linalg.pinv with rtol=rcond."""
+    return L.pinv(input, rtol=rcond)
+
+
+FUNCTIONS = ("svd", "qr", "cholesky", "matrix_power", "pinverse")
+METHODS = {"svd": svd, "qr": qr, "cholesky": cholesky, "matrix_power": matrix_power, "pinverse": pinverse}
