@@ -112,3 +112,12 @@ def test_einsum_gradients(device, eq, shapes):
     _, ts = _ops(shapes, device)
     ts = [t.requires_grad_() for t in ts]
     assert gradcheck(lambda *xs: tl.einsum(eq, *xs), tuple(ts))
+
+
+@pytest.mark.parametrize("eq", ["i..j", "....i", "i.j"])
+def test_einsum_ellipsis_errors_word_as_torch(device, torch, eq):
+    with pytest.raises(RuntimeError) as te:
+        torch.einsum(eq, torch.ones(2, 2))
+    with pytest.raises(RuntimeError) as oe:
+        tl.einsum(eq, tl.ones(2, 2, device=device))
+    assert str(oe.value) == str(te.value)

@@ -103,9 +103,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     if seq.dim() == 1:
         r = _insertion_index(seq.reshape(1, n), val.reshape(1, -1), right).reshape(input.shape)
     else:
-        lead = tuple(seq.shape[:-1])
         r = _insertion_index(seq.reshape(-1, n), val.reshape(-1, val.shape[-1]), right).reshape(input.shape)
-        del lead
     if not right and dt.is_floating_point:
         r = r.where(~val.isnan(), n)  # torch's binary search puts NaN after every boundary, NaN ones too
     if out_int32:

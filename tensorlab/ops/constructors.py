@@ -12,8 +12,8 @@ def _like(self, dtype, device):
 
 
 def _sizes(size, op):
-    if len(size) == 1 and isinstance(size[0], (tuple, list)) or len(size) == 1 and hasattr(size[0], "__len__") \
-            and not isinstance(size[0], Tensor):
+    """new_zeros(2, 3) and new_zeros((2, 3)) alike (torch.Size is a tuple)."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
         return tuple(size[0])
     return tuple(size)
 

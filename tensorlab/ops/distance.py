@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from .. import dtypes, layout as L
+from .. import layout as L
 from ..tensor import Tensor
 from .shape import cat
 

@@ -20,15 +20,17 @@ def _label_key(lab):
     return (1, 0 if lab.isupper() else 1, lab)
 
 
-def _parse_term(term, eq, start):
+def _parse_term(term, start, k=None):
+    who = "the output" if k is None else f"operand {k}"
     labels, ell = [], False
     i = 0
     while i < len(term):
         c = term[i]
         if c == ".":
-            if ell or term[i:i + 3] != "...":
-                raise RuntimeError("einsum(): found '.' for operand that is not part of any ellipsis" if not ell else
-                                   "einsum(): found '.' for operand that is not part of any ellipsis")
+            if ell:
+                raise RuntimeError(f"einsum(): found '.' for {who} for which an ellipsis was already found")
+            if term[i:i + 3] != "...":
+                raise RuntimeError(f"einsum(): found '.' for {who} that is not part of any ellipsis")
             labels.append("...")
             ell = True
             i += 3
@@ -100,7 +102,7 @@ def einsum(*args):
     n_ell = 0
     pos = 0
     for k, (term, t) in enumerate(zip(terms, operands)):
-        parsed = _parse_term(term, eq, pos)
+        parsed = _parse_term(term, pos, k)
         pos += len(term) + 1
         named = [p for p in parsed if p != "..."]
         if "..." in parsed:
@@ -146,7 +148,7 @@ def einsum(*args):
         out = ell_labels + sorted((lb for lb, c in counts.items() if c == 1 and not isinstance(lb, tuple)),
                                   key=_label_key)
     else:
-        parsed = _parse_term(rhs, eq, len(lhs) + 2)
+        parsed = _parse_term(rhs, len(lhs) + 2)
         out = []
         for lb in parsed:
             if lb == "...":
@@ -158,9 +160,6 @@ def einsum(*args):
                 raise RuntimeError(f"einsum(): output subscript {lb} does not appear in the equation for any input "
                                    f"operand")
             out.append(lb)
-        if n_ell and "..." not in parsed:
-            # torch sums ellipsis dims away when the output omits them
-            pass
 
     # repeated labels within one operand: take the diagonal (it moves to the last dim)
     for k in range(len(ops)):

@@ -65,7 +65,7 @@ def index_add_(self, dim, index, source, *, alpha=1):
     _bounds(self, d, idx, "index_add_")
     if alpha != 1:
         if not self._dtype.is_floating_point and isinstance(alpha, float):
-            raise RuntimeError(f"For integral input tensors, argument alpha must not be a floating point number.")
+            raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
         source = source * alpha
     return _put(self, d, idx, source, True)
 

@@ -37,13 +37,6 @@ def _chol_minor(a):
     return a.shape[-1]
 
 
-def _each(x, fn, nout):
-    """fn over every matrix of the batch x[..., m, n] -> list of per-element result tuples."""
-    batch = x.shape[:-2]
-    flat = x.reshape((-1,) + x.shape[-2:])
-    return batch, [fn(flat[i]) for i in range(flat.shape[0])]
-
-
 def lapack(op, outs, ins, params):
     xs = [np.array(array(t), copy=True) for t in ins]
     os = [array(t) for t in outs]
