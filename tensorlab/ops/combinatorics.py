@@ -261,7 +261,7 @@ def histc(input, bins=100, min=0, max=0, *, out=None):  # noqa: A002
     if lo == hi:
         lo, hi = lo - 1, hi + 1
     if not (math.isfinite(lo) and math.isfinite(hi)):
-        raise RuntimeError(f"torch.histc: range of [{lo}, {hi}] is not finite")
+        raise RuntimeError(f"torch.histc: range of [{lo:g}, {hi:g}] is not finite")
     dt = input._dtype
     hist = creation.zeros(bins, dtype=dt, device=input.device)
     if x.numel():

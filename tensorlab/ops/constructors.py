@@ -35,6 +35,8 @@ def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=
 
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
              pin_memory=False):
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
     dt, dev = _like(self, dtype, device)
     return creation.full(tuple(size), fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 

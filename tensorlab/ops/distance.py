@@ -25,8 +25,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
         if t.dim() < 2:
             raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: {t.dim()}D")
     if x1.dtype is not x2.dtype:
-        raise RuntimeError(f"cdist: X1 and X2 must have the same dtype, got {x1.dtype.torch_name} and "
-                           f"{x2.dtype.torch_name}")
+        raise RuntimeError(f"expected scalar type {x1.dtype.torch_name} but found {x2.dtype.torch_name} (cdist "
+                           f"takes X1 and X2 of one dtype)")
     if x1.device != x2.device:
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                            f"{x1.device} and {x2.device}! (cdist)")

@@ -64,8 +64,8 @@ def _sublist(args):
 
 def einsum(*args):
     """torch.einsum(equation, *operands) (operands also as one list, or the sublist form)."""
-    if not args:
-        raise TypeError("einsum(): must specify the equation string and at least one operand, or at least one "
+    if len(args) < 2:
+        raise ValueError("einsum(): must specify the equation string and at least one operand, or at least one "
                         "operand and its subscripts list")
     if isinstance(args[0], Tensor):
         equation, operands = _sublist(args)

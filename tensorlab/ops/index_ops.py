@@ -18,9 +18,10 @@ def _index_args(self, dim, index, source, op):
     _tensor(source, op, "source", 3)
     d = _wrap(dim, self.dim(), op)
     if index.dim() > 1:
-        raise IndexError(f"{op}(): Index is supposed to be a vector (got a {index.dim()}-D index)")
+        raise IndexError(f"{op}(): Index is supposed to be a vector, but got dim: {index.dim()} with type: "
+                         f"{index._dtype.torch_name} and size: {list(index.shape)}")
     if index._dtype not in (dtypes.int64, dtypes.int32):
-        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index (got {index._dtype.torch_name})")
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index but got: {index._dtype.torch_name}")
     if self._dtype is not source._dtype:
         raise RuntimeError(f"{op}(): self ({self._dtype.torch_name}) and source ({source._dtype.torch_name}) must "
                            f"have the same scalar type")
@@ -29,43 +30,59 @@ def _index_args(self, dim, index, source, op):
             raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                                f"{self.device} and {t.device}! ({op})")
     n = index.numel()
-    if self.dim() == 0:
-        ok = source.numel() == 1 and n == 1
-        want = ()
-    else:
-        want = list(self.shape)
-        want[d] = n
-        ok = tuple(source.shape) == tuple(want) or (source.dim() == 0 and tuple(want) == (1,))
-    if not ok and source.dim() == self.dim():
-        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
-                           f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
-    if not ok:
-        raise IndexError(f"{op}(): Number of indices ({n}) should be equal to source.size(dim) "
-                         f"({source.shape[d] if source.dim() > d else source.numel()}) (source shape "
-                         f"{list(source.shape)}, self shape {list(self.shape)}, dim {d})")
+    if op == "index_add_":
+        src_n = source.shape[d] if source.dim() > d else 1
+        if src_n != n:
+            raise RuntimeError(f"index_add_(): Number of indices ({n}) should be equal to source.size(dim): "
+                               f"({src_n}), for dim: {d}")
+        if self.dim() and tuple(source.shape) != tuple(self.shape[:d]) + (n,) + tuple(self.shape[d + 1:]) and not (
+                source.dim() == 0 and n == 1 and self.dim() == 1):
+            raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
+                               f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
+    else:  # index_copy_'s checks, in torch's order
+        if self.dim() and source.dim() and self.dim() != source.dim():
+            raise IndexError(f"index_copy_(): When source and destination are not scalars, their dimensionality must "
+                             f"match. Source dimensionality ({source.dim()}), destination dimensionality "
+                             f"({self.dim()})")
+        src_n = source.shape[d] if source.dim() > d else 1
+        if src_n != n:
+            raise IndexError(f"index_copy_(): Number of indices ({n}) should be equal to source.size(dim) ({src_n})")
+        if self.dim() and source.dim():
+            ds = [s for i, s in enumerate(self.shape) if i != d]
+            ss = [s for i, s in enumerate(source.shape) if i != d]
+            for i, (a, b) in enumerate(zip(ds, ss)):
+                if a != b:
+                    raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice shapes. "
+                                       f"Destination slice shape: {a} at dimension {i} and source slice shape: {b} at "
+                                       f"dimension {i}.")
     return d, index.reshape(-1).to(dtypes.int64)
 
 
 def _bounds(self, d, idx, op):
     size = self.shape[d] if self.dim() else 1
-    if idx.numel() and bool(((idx < 0) | (idx >= size)).any()):
-        raise IndexError(f"{op}(): index out of range in self (dim {d} has size {size}; indices must be in "
-                         f"[0, {size}))")
+    if idx.numel():
+        bad = (idx < 0) | (idx >= size)
+        if bool(bad.any()):
+            i = int(idx[bad][0].item())
+            msg = f"index {i} is out of bounds for dimension {d} with size {size}"
+            if op == "index_copy_":
+                raise IndexError(f"index_copy_(): {msg}")
+            raise RuntimeError(msg)
 
 
 def _put(self, d, idx, values, accumulate):
     if self.dim() == 0:
         return self.index_put_((), values.reshape(()), accumulate) if idx.numel() else self
-    return self.index_put_([None] * d + [idx], values, accumulate)
+    return self.index_put_([None] * d + [idx], values.reshape(values.shape if values.dim() else (1,)), accumulate)
 
 
 def index_add_(self, dim, index, source, *, alpha=1):
     """self[..., index[i], ...] += alpha * source[..., i, ...] along `dim` (duplicates accumulate)."""
     d, idx = _index_args(self, dim, index, source, "index_add_")
     _bounds(self, d, idx, "index_add_")
+    if not self._dtype.is_floating_point and self._dtype is not dtypes.bool_:
+        alpha = int(alpha)  # torch truncates alpha for integer tensors
     if alpha != 1:
-        if not self._dtype.is_floating_point and isinstance(alpha, float):
-            raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
         source = source * alpha
     return _put(self, d, idx, source, True)
 
@@ -96,22 +113,18 @@ def masked_scatter_(self, mask, source):
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
                            f"{mask._dtype.torch_name}")
     if self._dtype is not source._dtype:
-        raise RuntimeError(f"masked_scatter_: expected self and source to have same dtypes but got "
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got "
                            f"{self._dtype.torch_name} and {source._dtype.torch_name}")
     for t in (mask, source):
         if t.device != self.device:
             raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                                f"{self.device} and {t.device}! (masked_scatter_)")
-    try:
-        L.broadcast_shapes(tuple(self.shape), tuple(mask.shape))
-        m = mask.expand(self.shape)
-    except (RuntimeError, ValueError):
-        raise RuntimeError(f"masked_scatter_: the shape of the mask {list(mask.shape)} must be broadcastable to the "
-                           f"shape of self {list(self.shape)}") from None
+    L.broadcast_shapes(tuple(mask.shape), tuple(self.shape))  # torch's error when they do not broadcast
+    m = mask.expand(self.shape)
     k = int(m.sum().item())
     if k > source.numel():
-        raise RuntimeError(f"masked_scatter: expected source to have at least {k} elements (the mask's number of "
-                           f"True values), got {source.numel()}")
+        raise RuntimeError(f"Number of elements of source < number of ones in mask (source has {source.numel()}, the "
+                           f"mask {k})")
     if k == 0:
         return self
     self[m] = source.reshape(-1)[:k]
@@ -121,7 +134,7 @@ def masked_scatter_(self, mask, source):
 def masked_scatter(input, mask, source):
     _tensor(input, "masked_scatter", "input", 1)
     _tensor(mask, "masked_scatter", "mask", 2)
-    shape = L.broadcast_shapes(tuple(input.shape), tuple(mask.shape))
+    shape = L.broadcast_shapes(tuple(mask.shape), tuple(input.shape))
     return masked_scatter_(input.expand(shape).clone(), mask, source)
 
 

@@ -349,9 +349,6 @@ def solve(A, B, *, left=True, out=None):
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                            f"{A.device} and {B.device}! (linalg.solve)")
     vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
-    if vector and not left:
-        raise RuntimeError("linalg.solve: Vector broadcasting of the left hand side is not supported for left=False. "
-                           "In this case linalg.solve is equivalent to B / A.squeeze(-1)")
     Bm = B.unsqueeze(-1) if vector else B
     n = A.shape[-1]
     if left:

@@ -17,7 +17,7 @@ def _tensor(x, op, name="input", pos=1):
 def _wrap(d, n, op):
     m = max(n, 1)
     if not -m <= d < m:
-        raise IndexError(f"{op}: Dimension out of range (expected to be in range of [{-m}, {m - 1}], but got {d})")
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-m}, {m - 1}], but got {d})")
     return d + m if d < 0 else d
 
 
@@ -36,10 +36,11 @@ def _int_sizes(sizes, op):
 
 
 def _repeat(x, reps, op):
-    if any(r < 0 for r in reps):
-        raise RuntimeError(f"Trying to create tensor with negative dimension {min(reps)}: {list(reps)} ({op} takes "
-                           f"non-negative repeat counts)")
     shape = (1,) * (len(reps) - x.dim()) + tuple(x.shape)
+    if any(r < 0 for r in reps):
+        sizes = [r * s for r, s in zip(reps, shape)]
+        neg = next(s for s in sizes if s < 0) if any(s < 0 for s in sizes) else min(reps)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {neg}: {sizes}")
     x = x.reshape(shape)
     # (r0, s0, r1, s1, ...) as a broadcast view, then one copy into the repeated shape
     inter, expanded = [], []
@@ -56,7 +57,7 @@ def repeat(self, *sizes):
     reps = _int_sizes(sizes, "repeat")
     if len(reps) < self.dim():
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
-                           f"tensor (repeat got {len(reps)} sizes for a {self.dim()}-D tensor)")
+                           "tensor")
     return _repeat(self, reps, "repeat")
 
 
@@ -73,7 +74,7 @@ def _repeat_index(repeats, output_size, op):
     if repeats.dim() != 1:
         raise RuntimeError(f"{op}: repeats must be 0-dim or 1-dim tensor (got {repeats.dim()}-D)")
     if repeats._dtype not in (dtypes.int32, dtypes.int64):
-        raise RuntimeError(f"repeats has to be Long or Int tensor (got {repeats._dtype.torch_name})")
+        raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for '{repeats._dtype.torch_name}'")
     n = repeats.shape[0]
     dev = repeats.device
     if n == 0:
@@ -108,7 +109,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         repeats = int(repeats.item())
     if isinstance(repeats, int) and not isinstance(repeats, bool):
         if repeats < 0:
-            raise RuntimeError("repeats can not be negative")
+            raise RuntimeError("Repeats must be non-negative")
         shape = list(x.shape)
         expanded = shape[:d + 1] + [repeats] + shape[d + 1:]
         merged = shape[:d] + [shape[d] * repeats] + shape[d + 1:]
