@@ -476,7 +476,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # 
     if not isinstance(x, Tensor):
         raise TypeError(f"linalg_vector_norm(): argument 'x' (position 1) must be Tensor, not {type(x).__name__}")
     if isinstance(ord, str):
-        raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not str")
+        raise TypeError("linalg_vector_norm(): argument 'ord' (position 2) must be Number, not str")
     if dtype is not None:
         x = x.to(dtype)
     from .reduction import norm
@@ -569,7 +569,7 @@ def matrix_power(A, n, *, out=None):
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are {A.shape[-2]} by "
                            f"{A.shape[-1]} matrices")
     if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"linalg_matrix_power(): argument 'n' must be int, not {type(n).__name__}")
+        raise TypeError(f"linalg_matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}")
     if n == 0:
         eye = creation.eye(A.shape[-1], dtype=A.dtype, device=A.device)
         return _out(eye.expand(A.shape).clone() + A * 0 if A.requires_grad else eye.expand(A.shape).clone(), out)

@@ -227,7 +227,7 @@ def take_along_dim(input, indices, dim=None, *, out=None):
         d = _wrap(dim, input.dim(), "take_along_dim")
         si, sx = list(indices.shape), list(input.shape)
         si[d] = sx[d] = 1
-        b = list(L.broadcast_shapes(tuple(si), tuple(sx)))
+        b = list(L.broadcast_shapes(tuple(sx), tuple(si)))
         bi, bx = list(b), list(b)
         bi[d], bx[d] = indices.shape[d], input.shape[d]
         r = input.expand(bx).gather(d, indices.expand(bi).to(dtypes.int64))
