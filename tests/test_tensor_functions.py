@@ -560,3 +560,20 @@ def test_errors_word_as_torch(device, torch, case):
     want = str(te.value).split(" (Triggered internally")[0].rstrip(".")
     squeeze = "".join  # compared without whitespace: torch words one of these "but gotFloat"
     assert squeeze(str(oe.value).split()).startswith(squeeze(want.split())), (str(oe.value), want)
+
+
+@pytest.mark.parametrize("replacement", [False, True])
+def test_multinomial_generator_reproducible(device, replacement):
+    p = T(np.array([[0.2, 0.0, 1.0, 3.0, 0.5], [1.0, 1.0, 0.0, 1.0, 2.0]], np.float32), device)
+
+    def draw(dev):
+        g = tl.Generator(device=dev).manual_seed(11)
+        return tl.multinomial(p.to(dev), 3, replacement, generator=g).cpu().numpy()
+    a, b = draw(device), draw(device)
+    np.testing.assert_array_equal(a, b)
+    # Philox gives the CPU and CUDA the same stream, so both devices draw the same samples
+    np.testing.assert_array_equal(a, draw("cpu"))
+    g = tl.Generator(device=device).manual_seed(11)
+    first = tl.multinomial(p, 64, True, generator=g).cpu().numpy()
+    second = tl.multinomial(p, 64, True, generator=g).cpu().numpy()
+    assert not np.array_equal(first, second)  # the generator moved on
