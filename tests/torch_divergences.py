@@ -155,6 +155,32 @@ def _extreme_right(torch, fn, args, kwargs, want):
     return torch.where(a == b, a.expand_as(want), want)
 
 
+def _det_singular_grad(device):
+    a = tl.tensor([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.5, 1.0, 7.0]], dtype=tl.float64, device=device,
+                  requires_grad=True)
+    if device != "cpu":  # tl.linalg's factorizations are CPU-only (their own row)
+        with pytest.raises(RuntimeError, match=r"\.cpu\(\)"):
+            tl.linalg.det(a)
+        return
+    tl.linalg.det(a).backward()
+    assert np.allclose(a.grad.numpy(), [[22.0, -11.0, 0.0], [-11.0, 5.5, 0.0], [0.0, 0.0, 0.0]])
+
+
+def _lapack_cpu_only(device):
+    a = tl.eye(2, device=device)
+    if device == "cpu":
+        assert tl.linalg.inv(a).tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    else:
+        with pytest.raises(RuntimeError, match="not implemented on CUDA in tensorlab yet"):
+            tl.linalg.inv(a)
+
+
+def _not_differentiable_counts(device):
+    w = tl.ones(3, device=device, requires_grad=True)
+    assert tl.bincount(tl.tensor([0, 1, 1], device=device), w).grad_fn is None
+    assert tl.unique(w).grad_fn is None
+
+
 DIVERGENCES = (
     Divergence("gelu", "+inf, bfloat16 or float32, approximate='none'",
                "NaN on its vectorized CPU path, inf on its scalar path (depends on the CPU and the length)", "inf",
@@ -215,6 +241,18 @@ DIVERGENCES = (
                "computed in the result dtype", "computed in float64, rounded once (may differ by one ulp)",
                "one formula for both backends (kernels/creation.cu evaluates it in double)", DELIBERATE,
                _linspace_double),
+    Divergence("linalg.det backward", "a singular matrix (rank n-1), e.g. [[1, 2, 3], [2, 4, 6], [0.5, 1, 7]]",
+               "zeros (det * A^-T computed through LU, det = 0)", "the cofactor matrix (the true derivative)",
+               "torch's formula multiplies by det, which is 0 there; tensorlab takes the cofactors from the SVD",
+               DELIBERATE, _det_singular_grad),
+    Divergence("tl.linalg solve/inv/det/slogdet/cholesky/qr/svd/eigh (and norms that need svdvals)",
+               "CUDA tensors", "cuSOLVER / MAGMA", "RuntimeError: not implemented on CUDA in tensorlab yet; "
+               "move the tensor to the CPU with .cpu()", "no dense factorization kernels on CUDA yet; the CPU runs "
+               "NumPy's LAPACK", DELIBERATE, _lapack_cpu_only),
+    Divergence("bincount(weights=...), unique", "inputs that require grad",
+               "a grad_fn whose backward raises (not implemented)", "no grad_fn (the results are not differentiable)",
+               "neither has a derivative; tensorlab does not record a node that can only fail", DELIBERATE,
+               _not_differentiable_counts),
 )
 
 
