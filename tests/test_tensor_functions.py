@@ -577,3 +577,40 @@ def test_multinomial_generator_reproducible(device, replacement):
     first = tl.multinomial(p, 64, True, generator=g).cpu().numpy()
     second = tl.multinomial(p, 64, True, generator=g).cpu().numpy()
     assert not np.array_equal(first, second)  # the generator moved on
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16", "float32", "float64", "int32", "int64", "uint8", "bool"])
+def test_result_dtypes_and_refusals_match_torch(device, torch, dt):
+    """Each op over each dtype: the result dtype torch gives, or the exception type it raises."""
+    ops = {
+        "histc": lambda m, x: m.histc(x, bins=3),
+        "bincount": lambda m, x: m.bincount(x),
+        "cdist": lambda m, x: m.cdist(x.reshape(2, 2), x.reshape(2, 2)),
+        "cdist_mm": lambda m, x: m.cdist(x.reshape(4, 1).expand(4, 2).repeat(8, 1), x.reshape(2, 2)),
+        "searchsorted": lambda m, x: m.searchsorted(x, x),
+        "unique_counts": lambda m, x: m.unique(x, return_counts=True)[1],
+        "unique": lambda m, x: m.unique(x),
+        "isclose": lambda m, x: m.isclose(x, x),
+        "trace": lambda m, x: m.trace(x.reshape(2, 2)),
+        "diag_embed": lambda m, x: m.diag_embed(x),
+        "repeat_interleave": lambda m, x: m.repeat_interleave(x, 2),
+        "multinomial": lambda m, x: m.multinomial(x, 1),
+        "einsum": lambda m, x: m.einsum("ij,jk", x.reshape(2, 2), x.reshape(2, 2)),
+        "einsum_sum": lambda m, x: m.einsum("ij->i", x.reshape(2, 2)),
+        "index_add": lambda m, x: x.index_add(0, m.tensor([0], device=x.device), x[:1]),
+        "masked_scatter": lambda m, x: x.masked_scatter(x != x, x),
+        "vector_norm": lambda m, x: m.linalg.vector_norm(x),
+        "matrix_norm": lambda m, x: m.linalg.matrix_norm(x.reshape(2, 2)),
+        "take_along_dim": lambda m, x: m.take_along_dim(x, m.tensor([0, 1], device=x.device)),
+        "meshgrid": lambda m, x: m.meshgrid(x, x, indexing="ij")[0],
+        "tile": lambda m, x: x.tile((2,)),
+    }
+
+    def run(m, fn, dev):
+        x = m.tensor([1, 0, 1, 1], device=dev).to(getattr(m, dt))
+        try:
+            return str(fn(m, x).dtype).split(".")[-1]
+        except Exception as e:  # noqa: BLE001 (the type is the answer)
+            return type(e).__name__
+    for name, fn in ops.items():
+        assert run(tl, fn, device) == run(torch, fn, "cpu"), name

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from .. import layout as L
+from .. import dtypes, layout as L
 from ..tensor import Tensor
 from .shape import cat
 
@@ -56,6 +56,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
         a_ = cat([a * -2, n1, one1], -1)
         b_ = cat([b, one2, n2], -1)
         return a_.matmul(b_.transpose(-1, -2)).clamp(min=0).sqrt()
+    if x1.dtype in (dtypes.float16, dtypes.bfloat16):  # torch has only the matrix-product form for these
+        raise NotImplementedError(f"\"cdist\" not implemented for '{x1.dtype.torch_name}'")
     diff = a.unsqueeze(-2) - b.unsqueeze(-3)
     if p == 0:  # a count: torch's gradient is zero (but defined)
         return (diff != 0).sum(-1).to(x1.dtype) + (diff * 0).sum(-1)

@@ -207,6 +207,8 @@ def trace(input):
     _tensor(input, "trace")
     if input.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
+    if input.dtype is dtypes.bool_:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     return input.diagonal().sum()
 
 
