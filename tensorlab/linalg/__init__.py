@@ -10,7 +10,10 @@ from ..ops.lapack import (LinAlgError, cholesky, det, diagonal, eigh, eigvalsh, 
                           vector_norm)
 from ..ops.lapack import linalg_slogdet_fn as slogdet
 from ..ops.linalg import matmul
+from ..ops.tensor_algebra import cond
+from ..ops.tensor_algebra import linalg_cross as cross
+from ..ops.tensor_algebra import linalg_vander as vander
 
-__all__ = ("LinAlgError", "cholesky", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm",
+__all__ = ("LinAlgError", "cholesky", "cond", "cross", "det", "vander", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm",
            "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular",
            "svd", "svdvals", "vecdot", "vector_norm")
