@@ -104,6 +104,9 @@ def test_repeat_interleave(device, torch):
     same(tl.repeat_interleave(T([2, 0, 1], device)), torch.repeat_interleave(torch.tensor([2, 0, 1])), torch)
     same(tl.repeat_interleave(x, T(2, device), dim=0), torch.repeat_interleave(tx, torch.tensor(2), dim=0), torch)
     same(tl.repeat_interleave(T(5, device), 3), torch.repeat_interleave(torch.tensor(5), 3), torch)
+    if device == "cpu":  # torch checks output_size where that costs no device wait
+        both_raise(lambda: tl.repeat_interleave(x, T(r, device), dim=1, output_size=5),
+                   lambda: torch.repeat_interleave(tx, torch.tensor(r), dim=1, output_size=5), match="allocated size")
     both_raise(lambda: tl.repeat_interleave(x, T([1, 2], device), dim=1),
                lambda: torch.repeat_interleave(tx, torch.tensor([1, 2]), dim=1), match="same size as input along dim")
     both_raise(lambda: tl.repeat_interleave(x, T([1, -2, 1], device), dim=1),
@@ -502,6 +505,7 @@ ERRORS = {
     "ri_neg_int": lambda m, d: m.repeat_interleave(m.ones(2, device=d), -1),
     "ri_dim": lambda m, d: m.repeat_interleave(m.ones(2, device=d), 2, dim=3),
     "meshgrid_none": lambda m, d: m.meshgrid(indexing="ij"),
+    "ri_output_size_int": lambda m, d: m.repeat_interleave(m.ones(2, device=d), 2, output_size=3),
     "index_add_idx2d": lambda m, d: m.ones(2, 2, device=d).index_add(0, m.zeros(1, 1, dtype=m.int64, device=d),
                                                                       m.ones(1, 2, device=d)),
     "index_add_count": lambda m, d: m.ones(2, 2, device=d).index_add(0, m.zeros(1, dtype=m.int64, device=d),

@@ -85,6 +85,9 @@ def _repeat_index(repeats, output_size, op):
         total = int(repeats.sum().item())
     else:
         total = int(output_size)
+        # checked where it costs no device wait (the CPU), as torch: output_size exists to avoid one on CUDA
+        if dev.type == "cpu" and int(repeats.sum().item()) != total:
+            raise RuntimeError("allocated size does not match required size")
     ends = repeats.to(dtypes.int64).cumsum(0)
     from .combinatorics import searchsorted
     pos = creation.arange(total, device=dev)
@@ -114,8 +117,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         expanded = shape[:d + 1] + [repeats] + shape[d + 1:]
         merged = shape[:d] + [shape[d] * repeats] + shape[d + 1:]
         if output_size is not None and output_size != merged[d]:
-            raise RuntimeError(f"repeat_interleave: Allocated size does not match required size (output_size="
-                               f"{output_size}, required {merged[d]})")
+            raise RuntimeError(f"repeat_interleave: Invalid output_size, expected {merged[d]} but got {output_size}")
         return x.unsqueeze(d + 1).expand(expanded).reshape(merged)
     _tensor(repeats, "repeat_interleave", "repeats", 2)
     if repeats.device != x.device:
