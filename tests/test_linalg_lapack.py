@@ -365,3 +365,31 @@ def test_pinv_matrix_rank_solve_triangular(torch):
         tl.linalg.solve_triangular(tl.tensor(a), tl.tensor(b), upper=True, left=False)
     assert gradcheck(lambda t: tl.linalg.pinv(t), (_leaf(c),))
     assert gradcheck(lambda t, u: tl.linalg.solve_triangular(t, u, upper=True), (_leaf(a), _leaf(b)))
+
+
+def test_ex_variants(torch):
+    a = np.stack([rnd(3, 3), np.zeros((3, 3)), spd(3)])
+    r, info = tl.linalg.inv_ex(tl.tensor(a))
+    tr, tinfo = torch.linalg.inv_ex(torch.tensor(a))
+    close(info, tinfo)
+    close(r[0], tr[0])
+    close(r[2], tr[2])
+    assert np.isnan(r[1].numpy()).all()  # undefined where singular (torch: garbage)
+    x, info = tl.linalg.solve_ex(tl.tensor(a), tl.tensor(rnd(3, 3, 2, seed=4)))
+    tx, tinfo = torch.linalg.solve_ex(torch.tensor(a), torch.tensor(rnd(3, 3, 2, seed=4)))
+    close(info, tinfo)
+    close(x[2], tx[2])
+    c = np.stack([spd(3), -np.eye(3), np.diag([1.0, 1.0, -1.0])])
+    L, info = tl.linalg.cholesky_ex(tl.tensor(c), upper=True)
+    tL, tinfo = torch.linalg.cholesky_ex(torch.tensor(c), upper=True)
+    close(info, tinfo)
+    close(L[0], tL[0])
+    for fn, tfn, m in ((tl.linalg.inv_ex, torch.linalg.inv_ex, a), (tl.linalg.cholesky_ex, torch.linalg.cholesky_ex, c)):
+        with pytest.raises(RuntimeError) as te:
+            tfn(torch.tensor(m), check_errors=True)
+        with pytest.raises(tl.linalg.LinAlgError) as oe:
+            fn(tl.tensor(m), check_errors=True)
+        assert str(oe.value) == str(te.value)
+    A = _leaf(rnd(3, 3))
+    assert gradcheck(lambda t: tl.linalg.inv_ex(t).inverse, (A,))
+    assert type(tl.linalg.inv_ex(A)).__name__ == "linalg_inv_ex"

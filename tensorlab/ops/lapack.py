@@ -36,6 +36,9 @@ slogdet_t = _named("slogdet", ("sign", "logabsdet"))
 linalg_qr = _named("linalg_qr", ("Q", "R"))
 linalg_svd = _named("linalg_svd", ("U", "S", "Vh"))
 linalg_eigh = _named("linalg_eigh", ("eigenvalues", "eigenvectors"))
+linalg_inv_ex = _named("linalg_inv_ex", ("inverse", "info"))
+linalg_solve_ex = _named("linalg_solve_ex", ("result", "info"))
+linalg_cholesky_ex = _named("linalg_cholesky_ex", ("L", "info"))
 
 
 # -- checks ----------------------------------------------------------------------------------------
@@ -62,6 +65,14 @@ def _run(op, name, ins, out_specs, **params):
     params["name"] = name
     info = ins[0]._backend.lapack(op, outs, [t.detach() for t in ins], params)
     return outs, info
+
+
+def _info(info, A):
+    """LAPACK's per-matrix info as torch's int32 tensor of A's batch shape."""
+    shape = tuple(A.shape[:-2])
+    if not info:
+        return creation.zeros(shape, dtype=dtypes.int32, device=A.device)
+    return creation.tensor(list(info), dtype=dtypes.int32, device=A.device).reshape(shape)
 
 
 def _batch_prefix(A, i):
@@ -97,38 +108,38 @@ def _functions():
 
     class LinalgInv(Function):
         @staticmethod
-        def forward(ctx, A):
-            (r,), info = _run("inv", "linalg.inv", [A], [(A.shape, A.dtype)])
+        def forward(ctx, A, name, check):
+            (r,), info = _run("inv", name, [A], [(A.shape, A.dtype)])
             for i, k in enumerate(info):
-                if k:
-                    raise LinAlgError(f"linalg.inv: {_batch_prefix(A, i)}The diagonal element {k} is zero, the "
+                if k and check:
+                    raise LinAlgError(f"{name}: {_batch_prefix(A, i)}The diagonal element {k} is zero, the "
                                       f"inversion could not be completed because the input matrix is singular.")
             ctx.save_for_backward(r)
-            return r
+            return r, _info(info, A)
 
         @staticmethod
-        def backward(ctx, g):
+        def backward(ctx, g, _):
             (r,) = ctx.saved_tensors
             rt = r.mT
-            return -(rt @ g @ rt)
+            return -(rt @ g @ rt), None, None
 
     class LinalgSolve(Function):
         @staticmethod
-        def forward(ctx, A, B):
-            (x,), info = _run("solve", "torch.linalg.solve", [A, B], [(B.shape, B.dtype)])
+        def forward(ctx, A, B, name, check):
+            (x,), info = _run("solve", name, [A, B], [(B.shape, B.dtype)])
             for i, k in enumerate(info):
-                if k:
-                    raise LinAlgError(f"torch.linalg.solve: {_batch_prefix(A, i)}The solver failed because the input "
+                if k and check:
+                    raise LinAlgError(f"{name}: {_batch_prefix(A, i)}The solver failed because the input "
                                       f"matrix is singular.")
             ctx.save_for_backward(A, x)
-            return x
+            return x, _info(info, A)
 
         @staticmethod
-        def backward(ctx, g):
+        def backward(ctx, g, _):
             A, x = ctx.saved_tensors
             gB = _solve_core(A.mT, g)
             gA = -(gB @ x.mT) if ctx.needs_input_grad[0] else None
-            return gA, gB
+            return gA, gB, None, None
 
     class LinalgDet(Function):
         @staticmethod
@@ -164,25 +175,25 @@ def _functions():
 
     class LinalgCholesky(Function):
         @staticmethod
-        def forward(ctx, A):
-            (L,), info = _run("cholesky", "linalg.cholesky", [A], [(A.shape, A.dtype)])
+        def forward(ctx, A, name, check):
+            (L,), info = _run("cholesky", name, [A], [(A.shape, A.dtype)])
             for i, k in enumerate(info):
-                if k:
-                    raise LinAlgError(f"linalg.cholesky: {_batch_prefix(A, i)}The factorization could not be "
+                if k and check:
+                    raise LinAlgError(f"{name}: {_batch_prefix(A, i)}The factorization could not be "
                                       f"completed because the input is not positive-definite (the leading minor of "
                                       f"order {k} is not positive-definite).")
             ctx.save_for_backward(L)
-            return L
+            return L, _info(info, A)
 
         @staticmethod
-        def backward(ctx, gL):
+        def backward(ctx, gL, _):
             (L,) = ctx.saved_tensors
             # torch's cholesky_backward: gA = L^-H Phi(L^H gL) L^-1, Phi = tril with half diagonal
             gA = (L.mT @ gL).tril()
             gA = 0.5 * (gA + gA.tril(-1).mT)
             gA = _solve_core(L.mT, gA)            # L^-H gA
             gA = _solve_core(L.mT, gA.mT).mT      # (.) L^-1
-            return gA
+            return gA, None, None
 
     class LinalgQr(Function):
         @staticmethod
@@ -323,13 +334,35 @@ def _svd_backward(gU, gS, gVh, U, S, Vh):
 
 # -- the public functions --------------------------------------------------------------------------
 def _solve_core(A, B):
-    return _functions().LinalgSolve.apply(A, B)
+    return _functions().LinalgSolve.apply(A, B, "torch.linalg.solve", True)[0]
 
 
 def inv(A, *, out=None):
     """torch.linalg.inv: the inverse of each square matrix (LinAlgError when one is singular)."""
     _check(A, "linalg.inv")
-    return _out(_functions().LinalgInv.apply(A), out)
+    return _out(_functions().LinalgInv.apply(A, "linalg.inv", True)[0], out)
+
+
+def inv_ex(A, *, check_errors=False, out=None):
+    """torch.linalg.inv_ex: (inverse, info); info[i] > 0 marks a singular matrix, whose inverse is
+    undefined (NaN here), unless check_errors=True raises."""
+    _check(A, "linalg.inv_ex")
+    r, info = _functions().LinalgInv.apply(A, "linalg.inv_ex", bool(check_errors))
+    return _out(linalg_inv_ex(r, info), out)
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    """torch.linalg.cholesky_ex: (L, info); info[i] > 0 is the order of the first leading minor
+    that is not positive-definite (L undefined there: NaN)."""
+    _check(A, "linalg.cholesky_ex")
+    L, info = _functions().LinalgCholesky.apply(A, "linalg.cholesky_ex", bool(check_errors))
+    return _out(linalg_cholesky_ex(L.mT if upper else L, info), out)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    """torch.linalg.solve_ex: (result, info) of linalg.solve without raising on singular input."""
+    X, info = _solve(A, B, left, "torch.linalg.solve_ex", bool(check_errors))
+    return _out(linalg_solve_ex(X, info), out)
 
 
 def inverse(input, *, out=None):
@@ -339,6 +372,10 @@ def inverse(input, *, out=None):
 def solve(A, B, *, left=True, out=None):
     """torch.linalg.solve: X with A X = B (or X A = B with left=False); B may be a (batch of)
     vector(s): B.dim() == 1, or B.shape == A.shape[:-1]. Batch dims broadcast."""
+    return _out(_solve(A, B, left, "torch.linalg.solve", True)[0], out)
+
+
+def _solve(A, B, left, name, check):
     _check(A, "linalg.solve")
     if not isinstance(B, Tensor):
         raise TypeError(f"linalg_solve(): argument 'B' (position 2) must be Tensor, not {type(B).__name__}")
@@ -366,13 +403,15 @@ def solve(A, B, *, left=True, out=None):
                            f"{list(Bm.shape[:-2])} do not broadcast") from None
     Ab = A.expand(batch + (n, n))
     Bb = Bm.expand(batch + tuple(Bm.shape[-2:]))
+    S = _functions().LinalgSolve
     if left:
-        X = _solve_core(Ab, Bb)
+        X, info = S.apply(Ab, Bb, name, check)
     else:
-        X = _solve_core(Ab.mT, Bb.mT).mT
+        X, info = S.apply(Ab.mT, Bb.mT, name, check)
+        X = X.mT
     if vector:
         X = X.squeeze(-1)
-    return _out(X, out)
+    return X, info
 
 
 def det(A, *, out=None):
@@ -405,7 +444,7 @@ def cholesky(A, *, upper=False, out=None):
     """torch.linalg.cholesky: lower L with A = L L^H (upper=True: U = L^H); only A's lower
     triangle is read, as LAPACK does."""
     _check(A, "linalg.cholesky")
-    L = _functions().LinalgCholesky.apply(A)
+    L = _functions().LinalgCholesky.apply(A, "linalg.cholesky", True)[0]
     return _out(L.mT if upper else L, out)
 
 

@@ -54,8 +54,8 @@ def lapack(op, outs, ins, params):
                         info.append(0)
                     except np.linalg.LinAlgError:
                         info.append(_lu_zero_pivot(flat[i]) or 1)
-                if not any(info):
-                    np.copyto(os[0], res.reshape(a.shape))
+                        res[i] = np.nan  # undefined where the matrix is singular (torch: garbage)
+                np.copyto(os[0], res.reshape(a.shape))
             else:
                 b = xs[1]  # (..., n, k), batch already broadcast to a's
                 bf = b.reshape((-1,) + b.shape[-2:])
@@ -66,8 +66,8 @@ def lapack(op, outs, ins, params):
                         info.append(0)
                     except np.linalg.LinAlgError:
                         info.append(_lu_zero_pivot(flat[i]) or 1)
-                if not any(info):
-                    np.copyto(os[0], res.reshape(b.shape))
+                        res[i] = np.nan
+                np.copyto(os[0], res.reshape(b.shape))
         elif op == "cholesky":
             a = xs[0]
             flat = a.reshape((-1,) + a.shape[-2:])
@@ -80,8 +80,8 @@ def lapack(op, outs, ins, params):
                     info.append(0)
                 except np.linalg.LinAlgError:
                     info.append(_chol_minor(m))
-            if not any(info):
-                np.copyto(os[0], res.reshape(a.shape))
+                    res[i] = np.nan
+            np.copyto(os[0], res.reshape(a.shape))
         elif op == "slogdet":
             sign, logabs = np.linalg.slogdet(xs[0])
             np.copyto(os[0], sign, casting="unsafe")
