@@ -102,3 +102,26 @@ def test_gradients(device):
     assert gradcheck(lambda x: tl.linalg.vander(x, N=4), (leaf(3),))
     assert gradcheck(lambda a, b: tl.block_diag(a, b), (leaf(2, 1), leaf(3)))
     assert gradcheck(lambda a, b: tl.cartesian_prod(a, b), (leaf(2), leaf(3)))
+
+
+@pytest.mark.parametrize("scale", [0.1, 2.0, 20.0])
+def test_matrix_exp(device, torch, scale):
+    a = np.random.default_rng(1).standard_normal((2, 4, 4)) * scale
+    want = torch.linalg.matrix_exp(torch.tensor(a)).numpy()
+    got = tl.linalg.matrix_exp(tl.tensor(a, device=device))
+    assert got.dtype is tl.float64 and got.shape == (2, 4, 4)
+    np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-10, atol=1e-12 * np.abs(want).max())
+    got32 = tl.tensor(a, dtype=tl.float32, device=device).matrix_exp()
+    assert got32.dtype is tl.float32
+    np.testing.assert_allclose(got32.cpu().numpy(), want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+    same(tl.matrix_exp(tl.zeros(0, 2, 2, device=device)), torch.matrix_exp(torch.zeros(0, 2, 2)))
+    same(tl.matrix_exp(tl.zeros(3, 3, device=device)), torch.matrix_exp(torch.zeros(3, 3)))
+    with pytest.raises(RuntimeError, match="Expected a floating point"):
+        tl.linalg.matrix_exp(tl.ones(2, 2, dtype=tl.int64, device=device))
+    with pytest.raises(RuntimeError, match="square matrices"):
+        tl.linalg.matrix_exp(tl.ones(2, 3, device=device))
+
+
+def test_matrix_exp_gradient(device):
+    x = tl.tensor(np.random.default_rng(2).standard_normal((2, 3, 3)), device=device, requires_grad=True)
+    assert gradcheck(tl.linalg.matrix_exp, (x,))

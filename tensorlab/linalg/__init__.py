@@ -10,10 +10,10 @@ from ..ops.lapack import (LinAlgError, cholesky, cholesky_ex, det, inv_ex, solve
                           vector_norm)
 from ..ops.lapack import linalg_slogdet_fn as slogdet
 from ..ops.linalg import matmul
-from ..ops.tensor_algebra import cond
+from ..ops.tensor_algebra import cond, matrix_exp
 from ..ops.tensor_algebra import linalg_cross as cross
 from ..ops.tensor_algebra import linalg_vander as vander
 
-__all__ = ("LinAlgError", "cholesky", "cholesky_ex", "inv_ex", "solve_ex", "cond", "cross", "det", "vander", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm",
+__all__ = ("LinAlgError", "matrix_exp", "cholesky", "cholesky_ex", "inv_ex", "solve_ex", "cond", "cross", "det", "vander", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm",
            "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_triangular",
            "svd", "svdvals", "vecdot", "vector_norm")

@@ -236,6 +236,39 @@ def cond(A, p=None, *, out=None):
     return _to_out(lapack.matrix_norm(A, p) * lapack.matrix_norm(lapack.inv(A), p), out)
 
 
+def matrix_exp(A):
+    """torch.linalg.matrix_exp (also torch.matrix_exp, Tensor.matrix_exp): scaling and squaring
+    around a Taylor polynomial (degree 18 in float64, 12 in float32; ||A / 2^s||_1 <= 1/2), written
+    over matmul, so it runs on every device and differentiates through the products. One scaling
+    for the whole batch (its largest norm: one device wait). float16/bfloat16 compute in float32."""
+    name = "linalg.matrix_exp"
+    _tensor(A, name, "A")
+    if A.dim() < 2:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got {A.dtype.torch_name}")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are {A.shape[-2]} by "
+                           f"{A.shape[-1]} matrices")
+    low = A.dtype in (dtypes.float16, dtypes.bfloat16)
+    X = A.to(dtypes.float32) if low else A
+    n = X.shape[-1]
+    eye = creation.eye(n, dtype=X.dtype, device=X.device)
+    if X.numel() == 0:
+        return (X * 0 + eye).to(A.dtype) if n else X.clone()
+    norm = float(X.detach().abs().sum(-2).amax().item())  # the largest 1-norm in the batch
+    import math
+    s = 0 if norm <= 0.5 or not math.isfinite(norm) else int(math.ceil(math.log2(norm / 0.5)))
+    Xs = X / (2.0 ** s) if s else X
+    degree = 18 if X.dtype is dtypes.float64 else 12
+    P = eye.expand(X.shape)
+    for k in range(degree, 0, -1):
+        P = eye + (Xs @ P) / k
+    for _ in range(s):
+        P = P @ P
+    return P.to(A.dtype) if low else P
+
+
 def _to_out(r, out):
     if out is None:
         return r
@@ -245,5 +278,6 @@ def _to_out(r, out):
     return out
 
 
-FUNCTIONS = ("tensordot", "kron", "cross", "vander", "block_diag", "cartesian_prod", "tril_indices", "triu_indices")
-METHODS = {"kron": kron, "cross": cross}
+FUNCTIONS = ("tensordot", "kron", "cross", "vander", "block_diag", "cartesian_prod", "tril_indices", "triu_indices",
+             "matrix_exp")
+METHODS = {"kron": kron, "cross": cross, "matrix_exp": matrix_exp}
