@@ -393,3 +393,32 @@ def test_ex_variants(torch):
     A = _leaf(rnd(3, 3))
     assert gradcheck(lambda t: tl.linalg.inv_ex(t).inverse, (A,))
     assert type(tl.linalg.inv_ex(A)).__name__ == "linalg_inv_ex"
+
+
+@pytest.mark.parametrize("driver", [None, "gelsy", "gelsd", "gelss", "gels"])
+def test_lstsq(torch, driver):
+    a = rnd(2, 5, 3)
+    deficient = a.copy()
+    deficient[..., 2] = deficient[..., 1]
+    b = rnd(2, 5, 2, seed=1)
+    cases = [(a, b), (a[:, :2], b[:, :2]), (a[0], b[0, :, 0])]
+    if driver != "gels":  # gels assumes full rank
+        cases.append((deficient, b))
+    for A, B in cases:
+        got = tl.linalg.lstsq(tl.tensor(A), tl.tensor(B), driver=driver)
+        want = torch.linalg.lstsq(torch.tensor(A), torch.tensor(B), driver=driver)
+        assert type(got).__name__ == "linalg_lstsq"
+        for o, t in zip(got, want):
+            close(o, t)
+    with pytest.raises(RuntimeError, match="should match other.size"):
+        tl.linalg.lstsq(tl.tensor(a), tl.tensor(b[:, :4]), driver=driver)
+    A = _leaf(a[0])
+    assert gradcheck(lambda t, u: tl.linalg.lstsq(t, u, driver=driver).solution, (A, _leaf(b[0])))
+
+
+def test_lstsq_driver_error(torch):
+    with pytest.raises(RuntimeError) as te:
+        torch.linalg.lstsq(torch.eye(2), torch.ones(2, 1), driver="bad")
+    with pytest.raises(RuntimeError) as oe:
+        tl.linalg.lstsq(tl.eye(2), tl.ones(2, 1), driver="bad")
+    assert str(oe.value) == str(te.value)

@@ -39,6 +39,7 @@ linalg_eigh = _named("linalg_eigh", ("eigenvalues", "eigenvectors"))
 linalg_inv_ex = _named("linalg_inv_ex", ("inverse", "info"))
 linalg_solve_ex = _named("linalg_solve_ex", ("result", "info"))
 linalg_cholesky_ex = _named("linalg_cholesky_ex", ("L", "info"))
+linalg_lstsq = _named("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
 
 
 # -- checks ----------------------------------------------------------------------------------------
@@ -735,6 +736,54 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     if unitriangular:
         T = T - T.diagonal(0, -2, -1).diag_embed() + creation.eye(n, dtype=A.dtype, device=A.device)
     return solve(T, B, left=left, out=out)
+
+
+_LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """torch.linalg.lstsq: the minimum-norm least-squares solution of A X = B, from the SVD
+    (pinv(A) B, singular values at or below rcond * the largest dropped; rcond defaults to
+    eps * max(m, n)). What else it returns follows torch's CPU drivers: rank for all but 'gels',
+    singular values for 'gelsd'/'gelss', residuals for all but 'gelsy' when m > n and every
+    matrix has full rank (else empty tensors). Gradients flow through pinv."""
+    name = "torch.linalg.lstsq"
+    _check(A, "linalg.lstsq", square=False)
+    if not isinstance(B, Tensor):
+        raise TypeError(f"linalg_lstsq(): argument 'b' (position 2) must be Tensor, not {type(B).__name__}")
+    drv = "gelsy" if driver is None else driver
+    if drv not in _LSTSQ_DRIVERS:
+        raise RuntimeError(f"{name}: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"{name}: Expected input and other to have the same dtype, but got input's dtype "
+                           f"{A.dtype.torch_name} and other's dtype {B.dtype.torch_name}")
+    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    Bm = B.unsqueeze(-1) if vector else B
+    if Bm.dim() < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    m, n = A.shape[-2:]
+    if Bm.shape[-2] != m:
+        raise RuntimeError(f"{name}: input.size(-2) should match other.size(-2)")
+    eps = dtypes.finfo(A.dtype).eps * max(m, n)
+    r = eps if rcond is None or rcond < 0 else float(rcond)
+    U, S, Vh = svd(A, full_matrices=False)
+    smax = S.amax(-1, keepdim=True) if S.shape[-1] else S.sum(-1, keepdim=True)
+    from .elementwise import where
+    sinv = where(S > smax * r, 1.0 / S, 0.0)
+    X = (Vh.mT * sinv.unsqueeze(-2)) @ (U.mT @ Bm)
+    dev = A.device
+    empty_f = creation.zeros(0, dtype=A.dtype, device=dev)
+    rank = (S.detach() > smax.detach() * r).sum(-1) if drv != "gels" else creation.zeros(0, dtype=dtypes.int64,
+                                                                                         device=dev)
+    svals = S if drv in ("gelsd", "gelss") else empty_f
+    residuals = empty_f
+    if drv != "gelsy" and m > n:
+        full = drv == "gels" or bool((rank == n).all().item())
+        if full:
+            residuals = (A @ X - Bm).pow(2).sum(-2)  # (..., k); k = 1 for a vector B, as torch
+    if vector:
+        X = X.squeeze(-1)
+    return linalg_lstsq(X, residuals, rank, svals)
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
