@@ -422,3 +422,24 @@ def test_lstsq_driver_error(torch):
     with pytest.raises(RuntimeError) as oe:
         tl.linalg.lstsq(tl.eye(2), tl.ones(2, 1), driver="bad")
     assert str(oe.value) == str(te.value)
+
+
+def test_strided_inputs_and_out(torch):
+    a = rnd(3, 4, 4)
+    ta = torch.tensor(a)
+    x = tl.tensor(a)
+    close(tl.linalg.inv(x.mT), torch.linalg.inv(ta.mT))                      # transposed view
+    close(tl.linalg.det(x[:, 1:3, 1:3]), torch.linalg.det(ta[:, 1:3, 1:3]))  # an offset sub-block
+    e = x[0].expand(2, 4, 4)                                                  # a stride-0 batch
+    close(tl.linalg.solve(e, tl.ones(4, dtype=tl.float64)), torch.linalg.solve(ta[0].expand(2, 4, 4),
+                                                                                torch.ones(4, dtype=torch.float64)))
+    out = tl.empty(0, dtype=tl.float64)
+    r = tl.linalg.inv(x, out=out)
+    assert r is out and out.shape == (3, 4, 4)
+    close(out, torch.linalg.inv(ta))
+    q, rr = tl.empty(0, dtype=tl.float64), tl.empty(0, dtype=tl.float64)
+    got = tl.linalg.qr(x, out=(q, rr))
+    assert got[0] is q and got[1] is rr
+    tq, tr = torch.linalg.qr(ta)
+    close(q, tq)
+    close(rr, tr)
