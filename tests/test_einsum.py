@@ -35,6 +35,15 @@ CASES = [
     ("i j , j k -> i k", [(2, 3), (3, 2)]),
     ("ijk,ikl->jl", [(0, 2, 3), (0, 3, 2)]),
     ("i,i,i->", [(4,), (4,), (4,)]),
+    # chains where the greedy order differs from left to right
+    ("ij,jk,kl->il", [(20, 2), (2, 20), (20, 2)]),
+    ("ab,cd,bc->ad", [(3, 4), (5, 6), (4, 5)]),
+    ("ab,bc,cd,de->ae", [(3, 4), (4, 5), (5, 6), (6, 2)]),
+    ("i,ij,jk,k->", [(5,), (5, 6), (6, 7), (7,)]),
+    ("ij,ij,ij->i", [(3, 4), (3, 4), (3, 4)]),
+    ("i,j,k->ijk", [(2,), (3,), (4,)]),
+    ("bij,bjk,bkl->bil", [(2, 3, 4), (2, 4, 5), (2, 5, 6)]),
+    ("a,ab,c->bc", [(1,), (3, 2), (4,)]),
 ]
 
 
@@ -107,7 +116,8 @@ def test_einsum_mixed_dtypes_and_bool_products_refused(device, torch):
 
 @pytest.mark.parametrize("eq,shapes", [("ij,jk->ik", [(2, 3), (3, 2)]), ("bij,bjk->bik", [(2, 2, 3), (2, 3, 2)]),
                                        ("ii->i", [(3, 3)]), ("ijk,jkl,lm->im", [(2, 2, 3), (2, 3, 2), (2, 2)]),
-                                       ("...i,...i->...", [(2, 3), (2, 3)]), ("ij,j->", [(2, 3), (1,)])])
+                                       ("...i,...i->...", [(2, 3), (2, 3)]), ("ij,j->", [(2, 3), (1,)]),
+                                       ("ab,cd,bc->ad", [(2, 3), (2, 2), (3, 2)])])
 def test_einsum_gradients(device, eq, shapes):
     _, ts = _ops(shapes, device)
     ts = [t.requires_grad_() for t in ts]

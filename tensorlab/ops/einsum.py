@@ -1,9 +1,11 @@
 """torch.einsum over views, sums and the batched matrix product.
 
-Contraction order: the operands are contracted pairwise, left to right (torch's default without
-opt_einsum). Before each product, every label of an operand that no other remaining operand and
-not the output uses is summed out of it; each pairwise product is one bmm over
-(batch labels, left-only labels, contracted labels) x (batch, contracted, right-only). A label
+Contraction order: pairwise and greedy (opt_einsum's 'greedy' idea, which torch uses when
+opt_einsum is installed): each step contracts the two remaining operands whose result is smallest,
+the leftmost pair on ties, so two operands (and chains of equal sizes) go left to right. Every
+label that no other remaining operand and not the output uses is summed out first; each pairwise
+product is one bmm over (batch labels, left-only labels, contracted labels) x (batch, contracted,
+right-only). A label
 repeated within one operand takes that operand's diagonal first. Size-1 dims broadcast, as torch's
 einsum allows. Every step is a differentiable op, so einsum needs no derivative of its own."""
 from __future__ import annotations
@@ -181,12 +183,6 @@ def einsum(*args):
 
     out_set = set(out)
 
-    def needed_later(idx):
-        s = set(out_set)
-        for lab in labs[idx:]:
-            s.update(lab)
-        return s
-
     def sum_unused(t, lab, keep):
         drop = [i for i, lb in enumerate(lab) if lb not in keep]
         if drop:
@@ -194,12 +190,32 @@ def einsum(*args):
             lab = [lb for lb in lab if lb in keep]
         return t, lab
 
-    cur, cur_lab = sum_unused(ops[0], labs[0], needed_later(1))
-    for k in range(1, len(ops)):
-        keep = needed_later(k + 1)
-        other, olab = sum_unused(ops[k], labs[k], keep | set(cur_lab))
-        cur, cur_lab = sum_unused(cur, cur_lab, keep | set(olab))
-        cur, cur_lab = _pair(cur, cur_lab, other, olab, keep, sizes)
+    items = list(zip(ops, labs))
+
+    def wanted(skip):
+        """The output's labels and those of every operand but the ones in `skip`."""
+        s = set(out_set)
+        for i, (_, lab) in enumerate(items):
+            if i not in skip:
+                s.update(lab)
+        return s
+
+    items = [sum_unused(t, lab, wanted({i})) for i, (t, lab) in enumerate(items)]
+    while len(items) > 1:
+        # greedy: contract the pair whose result is smallest (ties: the leftmost pair)
+        best = None
+        for i in range(len(items)):
+            for j in range(i + 1, len(items)):
+                keep = wanted({i, j})
+                res = [lb for lb in dict.fromkeys(items[i][1] + items[j][1]) if lb in keep]
+                size = _n(sizes[lb] for lb in res)
+                if best is None or size < best[0]:
+                    best = (size, i, j, keep)
+        _, i, j, keep = best
+        (a, alab), (b, blab) = items[i], items[j]
+        items[i] = sum_unused(*_pair(a, alab, b, blab, keep, sizes), keep)
+        del items[j]
+    cur, cur_lab = items[0]
     cur, cur_lab = sum_unused(cur, cur_lab, out_set)
     # size-1 (broadcast) labels the output wants but the operands lost: expand at the end
     for lb in out:
