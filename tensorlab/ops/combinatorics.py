@@ -296,11 +296,12 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     if ncat > 2 ** 24:
         raise RuntimeError("number of categories cannot exceed 2^24")
     rows = p.reshape(-1, ncat)
-    if p.numel():
-        bad = (~rows.isfinite() | (rows < 0)).any()
-        if bool(bad.item()):
+    if p.numel():  # both checks in one device wait
+        from .shape import stack
+        bad, empty = stack([(~rows.isfinite() | (rows < 0)).any(), (rows.sum(-1) == 0).any()]).tolist()
+        if bad:
             raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-        if bool((rows.sum(-1) == 0).any().item()):
+        if empty:
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     dev = p.device
     if not replacement:
