@@ -618,3 +618,28 @@ def test_result_dtypes_and_refusals_match_torch(device, torch, dt):
             return type(e).__name__
     for name, fn in ops.items():
         assert run(tl, fn, device) == run(torch, fn, "cpu"), name
+
+
+@pytest.mark.parametrize("shape,dim", [((3, 0), 1), ((3, 0), 0), ((0, 0, 2), 1), ((4, 0, 0), 0), ((0,), 0), ((0, 2), 0)])
+def test_unique_dim_on_empty_tensors(device, torch, shape, dim):
+    a = np.zeros(shape, np.int64)
+    for fn in ("unique", "unique_consecutive"):
+        kw = {"dim": dim, "return_inverse": True, "return_counts": True}
+        try:
+            want = getattr(torch, fn)(torch.tensor(a), **kw)
+        except RuntimeError as e:
+            with pytest.raises(RuntimeError) as oe:
+                getattr(tl, fn)(T(a, device), **kw)
+            assert str(oe.value) == str(e)
+            continue
+        _same_all(getattr(tl, fn)(T(a, device), **kw), want, torch)
+
+
+@pytest.mark.parametrize("seq_shape,val_shape", [((3, 0), (3, 4)), ((2, 3), (2, 0)), ((0,), (2, 3)), ((4,), (0,)),
+                                                 ((2, 1, 0), (2, 1, 3))])
+def test_searchsorted_empty(device, torch, seq_shape, val_shape):
+    seq = np.zeros(seq_shape, np.float32)
+    val = np.ones(val_shape, np.float32)
+    for side in ("left", "right"):
+        same(tl.searchsorted(T(seq, device), T(val, device), side=side),
+             torch.searchsorted(torch.tensor(seq), torch.tensor(val), side=side), torch)

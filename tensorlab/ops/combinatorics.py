@@ -101,9 +101,12 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     seq, val = seq.detach().to(dt), input.detach().to(dt)
     n = seq.shape[-1]
     if seq.dim() == 1:
-        r = _insertion_index(seq.reshape(1, n), val.reshape(1, -1), right).reshape(input.shape)
+        r = _insertion_index(seq.reshape(1, n), val.reshape(1, val.numel()), right).reshape(input.shape)
     else:
-        r = _insertion_index(seq.reshape(-1, n), val.reshape(-1, val.shape[-1]), right).reshape(input.shape)
+        b = 1
+        for s in seq.shape[:-1]:
+            b *= s
+        r = _insertion_index(seq.reshape(b, n), val.reshape(b, val.shape[-1]), right).reshape(input.shape)
     if not right and dt.is_floating_point:
         r = r.where(~val.isnan(), n)  # torch's binary search puts NaN after every boundary, NaN ones too
     if out_int32:
@@ -168,12 +171,19 @@ def _unique_flat(x, sort, return_inverse, return_counts):
 def _unique_dim(x, dim, sort, return_inverse, return_counts, op):
     d = _wrap(dim, x.dim(), op)
     dev = x.device
+    if x.numel() == 0:  # torch's rules for empty input
+        if x.shape[d] != 0:
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+        if list(x.shape).count(0) != 1:
+            raise RuntimeError("Number of zero sized dimensions is more than one, so unique cannot be applied ")
+        empty = creation.zeros(0, dtype=dtypes.int64, device=dev)
+        return _finish(x.detach().clone(), empty, empty, return_inverse, return_counts)
     moved = x.detach().movedim(d, 0)
     n = moved.shape[0]
-    rows = moved.reshape(n, -1)
-    if rows.shape[1] == 0 and n > 0:
-        raise RuntimeError(f"Number of zero sized dimensions is more than one, so unique cannot be applied "
-                           f"(shape {list(x.shape)}, dim {d})")
+    rest = 1
+    for s in moved.shape[1:]:
+        rest *= s
+    rows = moved.reshape(n, rest)
     perm = creation.arange(n, device=dev)
     if sort and n > 1:
         for c in range(rows.shape[1] - 1, -1, -1):  # least significant column first: a stable radix order
@@ -181,8 +191,6 @@ def _unique_dim(x, dim, sort, return_inverse, return_counts, op):
             perm = perm.index_select(0, key.argsort(stable=True))
     srt = rows.index_select(0, perm)
     empty = creation.zeros(0, dtype=dtypes.int64, device=dev)
-    if n == 0:
-        return _finish(x.detach().clone(), empty, empty, return_inverse, return_counts)
     starts = creation.ones(n, dtype=dtypes.bool_, device=dev)
     if n > 1:
         starts[1:] = (srt[1:] != srt[:-1]).any(1)
