@@ -643,3 +643,35 @@ def test_searchsorted_empty(device, torch, seq_shape, val_shape):
     for side in ("left", "right"):
         same(tl.searchsorted(T(seq, device), T(val, device), side=side),
              torch.searchsorted(torch.tensor(seq), torch.tensor(val), side=side), torch)
+
+
+# -- host/device waits: the composites whose output size is known wait for nothing ------------------
+def test_composites_with_known_sizes_do_not_wait(device):
+    x = tl.tensor(np.random.rand(3, 4).astype(np.float32), device=device)
+    seq = tl.tensor(np.sort(np.random.rand(5)).astype(np.float32), device=device)
+    calls = [  # (take_along_dim / index_add check the user's indices: the index primitives wait for that)
+        lambda: x.repeat(2, 1), lambda: x.tile((2,)), lambda: tl.repeat_interleave(x, 2, dim=0),
+        lambda: tl.meshgrid(seq, seq, indexing="ij"), lambda: tl.diag_embed(x), lambda: tl.trace(x),
+        lambda: tl.isclose(x, x), lambda: tl.cdist(x, x),
+        lambda: tl.searchsorted(seq, x), lambda: tl.bucketize(x, seq, right=True),  # sorts only
+        lambda: tl.einsum("ij,kj->ik", x, x), lambda: tl.einsum("ii->i", x[:, :3]),
+        lambda: tl.linalg.vector_norm(x), lambda: tl.linalg.matrix_norm(x, 1), lambda: tl.kron(x, x),
+        lambda: tl.tensordot(x, x.mT, 1), lambda: tl.linalg.multi_dot([x, x.mT, x]),
+        lambda: tl.linalg.cross(x[:, :3], x[:, 1:]), lambda: tl.cartesian_prod(seq, seq),
+    ]
+    with tl.cuda.sync_trace() as trace:
+        for call in calls:
+            call()
+    assert trace.reasons() == []
+
+
+def test_data_dependent_sizes_wait_once_per_check(device):
+    if device == "cpu":
+        pytest.skip("the CPU never waits")
+    x = tl.tensor([3, 1, 2, 1], device=device)
+    with tl.cuda.sync_trace() as trace:
+        tl.bincount(x)
+    assert trace.reasons() == ["tolist", "index bounds check"]  # min and max at once; index_put's check
+    with tl.cuda.sync_trace() as trace:
+        tl.multinomial(tl.ones(2, 3, device=device), 2)
+    assert len(trace.reasons()) == 1  # both validity checks in one wait

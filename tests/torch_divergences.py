@@ -181,6 +181,12 @@ def _not_differentiable_counts(device):
     assert tl.unique(w).grad_fn is None
 
 
+def _searchsorted_nan_boundaries(device):
+    seq = tl.tensor([0.0, 0.0, 1.0, 1.0, 4.0, math.nan], device=device)
+    assert tl.searchsorted(seq, tl.tensor([2.0, 5.0], device=device)).tolist() == [4, 5]
+    assert tl.searchsorted(seq, tl.tensor([2.0, math.nan], device=device), right=True).tolist() == [4, 6]
+
+
 DIVERGENCES = (
     Divergence("gelu", "+inf, bfloat16 or float32, approximate='none'",
                "NaN on its vectorized CPU path, inf on its scalar path (depends on the CPU and the length)", "inf",
@@ -253,6 +259,11 @@ DIVERGENCES = (
                "a grad_fn whose backward raises (not implemented)", "no grad_fn (the results are not differentiable)",
                "neither has a derivative; tensorlab does not record a node that can only fail", DELIBERATE,
                _not_differentiable_counts),
+    Divergence("searchsorted, bucketize", "NaN among the boundaries, e.g. searchsorted([0, 0, 1, 1, 4, nan], 2)",
+               "6 (a binary-search artefact: the comparisons with NaN are false, the answer depends on the path)",
+               "4: NaN boundaries sort last, as sort() puts them", "tensorlab sorts values and boundaries together "
+               "(no binary-search kernel); a NaN value still lands after every boundary, as in torch", DELIBERATE,
+               _searchsorted_nan_boundaries),
 )
 
 

@@ -5,7 +5,8 @@ number of values, bincount's length) wait for the device once, as torch does.
 
 searchsorted without a binary-search kernel: the values and the boundaries are sorted together
 (stable, values first for side='left', last for 'right'), so a value's insertion index is the
-number of boundaries before it in that order: its position minus the values before it."""
+number of boundaries before it in that order: its position minus the values before it (its rank
+among the values). Sorts only: nothing waits for the device."""
 from __future__ import annotations
 
 import math
@@ -14,7 +15,7 @@ from .. import dtypes
 from ..tensor import Tensor
 from . import creation
 from .repeats import _wrap
-from .shape import cat
+from .shape import cat, stack
 
 _INTS = (dtypes.uint8, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
 
@@ -36,22 +37,19 @@ def _to_out(r, out):
 
 # -- searchsorted / bucketize ----------------------------------------------------------------------
 def _insertion_index(seq2, val2, right):
-    """(B, N) sorted rows and (B, M) values -> (B, M) int64 insertion indices."""
+    """(B, N) sorted rows and (B, M) values -> (B, M) int64 insertion indices, with sorts only (no
+    scatter or gather, so no index bounds check and no device wait): a value's position in the
+    stable merged order minus its rank among the values alone."""
     b, n = seq2.shape
     m = val2.shape[1]
     dev = seq2.device
     if m == 0 or n == 0:
         return creation.zeros((b, m), dtype=dtypes.int64, device=dev)
     both = cat([seq2, val2], 1) if right else cat([val2, seq2], 1)
-    perm = both.argsort(dim=1, stable=True)
-    is_v = (perm >= n) if right else (perm < m)
-    before = is_v.to(dtypes.int64).cumsum(1)  # values at or before each sorted position
-    pos = creation.arange(n + m, device=dev).unsqueeze(0)
-    ans = pos - before + 1
-    vidx = (perm - n) if right else perm
-    tgt = vidx.where(is_v, m)  # boundaries land in a spare column m
-    out = creation.zeros((b, m + 1), dtype=dtypes.int64, device=dev).scatter(1, tgt, ans)
-    return out[:, :m]
+    where = both.argsort(dim=1, stable=True).argsort(dim=1)  # each element's position in the merged order
+    pos = where[:, n:] if right else where[:, :m]
+    rank = val2.argsort(dim=1, stable=True).argsort(dim=1)
+    return pos - rank
 
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, out=None, sorter=None):
@@ -244,7 +242,7 @@ def bincount(input, weights=None, minlength=0):
     if n == 0:
         return creation.zeros(minlength, dtype=wdt, device=dev)
     x = input.detach().to(dtypes.int64)
-    lo, hi = x.min().item(), x.max().item()
+    lo, hi = stack([x.min(), x.max()]).tolist()  # one device wait
     if lo < 0:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     size = max(int(hi) + 1, int(minlength))
@@ -263,7 +261,7 @@ def histc(input, bins=100, min=0, max=0, *, out=None):  # noqa: A002
     x = input.detach().reshape(-1)
     lo, hi = float(min), float(max)
     if lo == 0 and hi == 0 and x.numel():
-        lo, hi = x.min().item(), x.max().item()
+        lo, hi = stack([x.min(), x.max()]).tolist()  # one device wait
     if lo > hi:
         raise RuntimeError("torch.histc: max must be larger than min")
     if lo == hi:
@@ -305,7 +303,6 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         raise RuntimeError("number of categories cannot exceed 2^24")
     rows = p.reshape(-1, ncat)
     if p.numel():  # both checks in one device wait
-        from .shape import stack
         bad, empty = stack([(~rows.isfinite() | (rows < 0)).any(), (rows.sum(-1) == 0).any()]).tolist()
         if bad:
             raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")

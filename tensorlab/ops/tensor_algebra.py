@@ -78,14 +78,11 @@ def kron(input, other, *, out=None):
 
 
 def _cross(a, b, d):
-    i0, i1, i2 = (creation.tensor(ix, device=a.device) for ix in ([1], [2], [0]))
-    j0, j1, j2 = (creation.tensor(ix, device=a.device) for ix in ([2], [0], [1]))
+    """a x b along dim d (size 3), from narrowed views: no index tensors, no device wait."""
     from .shape import cat
-    first = cat([a.index_select(d, i0), a.index_select(d, i1), a.index_select(d, i2)], d)
-    second = cat([b.index_select(d, j0), b.index_select(d, j1), b.index_select(d, j2)], d)
-    first2 = cat([a.index_select(d, j0), a.index_select(d, j1), a.index_select(d, j2)], d)
-    second2 = cat([b.index_select(d, i0), b.index_select(d, i1), b.index_select(d, i2)], d)
-    return first * second - first2 * second2
+    a0, a1, a2 = (a.narrow(d, k, 1) for k in range(3))
+    b0, b1, b2 = (b.narrow(d, k, 1) for k in range(3))
+    return cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], d)
 
 
 def _cross_args(input, other, op):
