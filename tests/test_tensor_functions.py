@@ -675,3 +675,7 @@ def test_data_dependent_sizes_wait_once_per_check(device):
     with tl.cuda.sync_trace() as trace:
         tl.multinomial(tl.ones(2, 3, device=device), 2)
     assert len(trace.reasons()) == 1  # both validity checks in one wait
+    for kw in ({}, {"return_inverse": True, "return_counts": True}):
+        with tl.cuda.sync_trace() as trace:
+            tl.unique(x, **kw)
+        assert len(trace.reasons()) == 1, trace.reasons()  # the number of distinct values

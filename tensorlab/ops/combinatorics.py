@@ -122,10 +122,9 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
 
 
 # -- unique ----------------------------------------------------------------------------------------
-def _groups(starts):
-    """Group ids (int64, from a bool 'a new group starts here' vector) and the group count."""
-    gid = starts.to(dtypes.int64).cumsum(0) - 1
-    return gid, (int(gid[-1].item()) + 1 if gid.numel() else 0)
+def _group_ids(starts):
+    """Group ids (int64) from a bool 'a new group starts here' vector."""
+    return starts.to(dtypes.int64).cumsum(0) - 1
 
 
 def _finish(values, inverse, counts, return_inverse, return_counts):
@@ -152,13 +151,19 @@ def _unique_flat(x, sort, return_inverse, return_counts):
     starts = creation.ones(n, dtype=dtypes.bool_, device=dev)
     if n > 1:
         starts[1:] = vals[1:] != vals[:-1]
-    gid, num = _groups(starts)
-    values = vals[starts]
+    gid = _group_ids(starts)
+    values = vals[starts]  # the one device wait: the number of distinct values
+    num = values.numel()
     inverse = counts = None
-    if return_inverse:
-        inverse = creation.zeros(n, dtype=dtypes.int64, device=dev).scatter(0, perm, gid).reshape(x.shape)
+    if return_inverse and not sort:
+        inverse = gid.reshape(x.shape)
+    elif return_inverse:
+        # inverse[perm[i]] = gid[i], by one sort of perm with gid packed below it (no index op: no wait)
+        inverse = (perm * n + gid).sort()[0].remainder(n).reshape(x.shape)
     if return_counts:
-        counts = _counts(gid, num, dev)
+        # gid is sorted: each group's count is the width of its run (sorts only: no wait)
+        g = creation.arange(num, device=dev)
+        counts = searchsorted(gid, g, right=True) - searchsorted(gid, g)
     if inverse is None:
         inverse = creation.zeros(0, dtype=dtypes.int64, device=dev)
     if counts is None:
@@ -192,8 +197,9 @@ def _unique_dim(x, dim, sort, return_inverse, return_counts, op):
     starts = creation.ones(n, dtype=dtypes.bool_, device=dev)
     if n > 1:
         starts[1:] = (srt[1:] != srt[:-1]).any(1)
-    gid, num = _groups(starts)
-    keep = starts.nonzero().reshape(-1)
+    gid = _group_ids(starts)
+    keep = starts.nonzero().reshape(-1)  # the one device wait
+    num = keep.numel()
     values = moved.index_select(0, perm.index_select(0, keep)).movedim(0, d)
     inverse = creation.zeros(n, dtype=dtypes.int64, device=dev).scatter(0, perm, gid) if return_inverse else empty
     counts = _counts(gid, num, dev) if return_counts else empty
