@@ -3,7 +3,7 @@ torch.cholesky (the last two deprecated in torch, with its warnings), as functio
 methods, over tensorlab/ops/lapack.py."""
 from __future__ import annotations
 
-from . import creation, lapack as L
+from . import creation, lapack as L, linalg_composites as C
 
 
 svd_t = L._named("svd", ("U", "S", "V"))
@@ -49,12 +49,12 @@ def cholesky(input, upper=False, *, out=None):
 
 def matrix_power(input, n):
     """torch.matrix_power / Tensor.matrix_power: torch.linalg.matrix_power."""
-    return L.matrix_power(input, n)
+    return C.matrix_power(input, n)
 
 
 def pinverse(input, rcond=1e-15):
     """torch.pinverse / Tensor.pinverse: linalg.pinv with rtol=rcond."""
-    return L.pinv(input, rtol=rcond)
+    return C.pinv(input, rtol=rcond)
 
 
 FUNCTIONS = ("svd", "qr", "cholesky", "matrix_power", "pinverse")

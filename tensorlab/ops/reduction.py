@@ -321,7 +321,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         dim = (dim,)
     if isinstance(p, str):
         if p == "nuc":  # the nuclear norm needs the SVD (tl.linalg, CPU): torch.norm's matrix_norm path
-            from .lapack import matrix_norm
+            from .linalg_composites import matrix_norm
             return matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim, dtype=dtype, out=out)
         if p != "fro":
             raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")

@@ -224,13 +224,13 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
 
 def cond(A, p=None, *, out=None):
     """torch.linalg.cond: ||A|| ||A^-1|| in the p-norm; p None/2/-2 from the singular values."""
-    from . import lapack
+    from . import lapack, linalg_composites
     lapack._check(A, "linalg.cond", square=p not in (None, 2, -2))
     if p in (None, 2, -2):
         s = lapack.svdvals(A)
         r = s.amax(-1) / s.amin(-1) if p != -2 else s.amin(-1) / s.amax(-1)
         return _to_out(r, out)
-    return _to_out(lapack.matrix_norm(A, p) * lapack.matrix_norm(lapack.inv(A), p), out)
+    return _to_out(linalg_composites.matrix_norm(A, p) * linalg_composites.matrix_norm(lapack.inv(A), p), out)
 
 
 def matrix_exp(A):
