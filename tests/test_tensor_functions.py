@@ -679,3 +679,43 @@ def test_data_dependent_sizes_wait_once_per_check(device):
         with tl.cuda.sync_trace() as trace:
             tl.unique(x, **kw)
         assert len(trace.reasons()) == 1, trace.reasons()  # the number of distinct values
+
+
+EDGES = {
+    "index_add_0dim_two_sources": lambda m, d: m.tensor(1., device=d).index_add(0, m.tensor([0, 0], device=d),
+                                                                                 m.tensor([2., 3.], device=d)),
+    "index_add_0dim": lambda m, d: m.tensor(1., device=d).index_add(0, m.tensor(0, device=d), m.tensor(2., device=d)),
+    "index_add_0dim_oob": lambda m, d: m.tensor(1., device=d).index_add(0, m.tensor([1], device=d),
+                                                                         m.tensor(2., device=d)),
+    "index_add_0dim_source_two_indices": lambda m, d: m.tensor(1., device=d).index_add(
+        0, m.tensor([0, 0], device=d), m.tensor(2., device=d)),
+    "index_add_1d_0dim_source": lambda m, d: m.ones(3, device=d).index_add(0, m.tensor([1], device=d),
+                                                                           m.tensor(2., device=d)),
+    "index_copy_0dim": lambda m, d: m.tensor(1., device=d).index_copy(0, m.tensor([0, 0], device=d),
+                                                                       m.tensor([2., 3.], device=d)),
+    "bincount_empty_weights": lambda m, d: m.bincount(m.ones(0, dtype=m.int64, device=d), m.ones(0, device=d),
+                                                      minlength=2),
+    "diag_embed_0dim": lambda m, d: m.diag_embed(m.tensor(1., device=d)),
+    "meshgrid_0dim_xy": lambda m, d: m.meshgrid(m.tensor(1., device=d), m.tensor([1., 2.], device=d),
+                                                indexing="xy")[0],
+    "einsum_0dim": lambda m, d: m.einsum("i,->i", m.tensor([1., 2.], device=d), m.tensor(3., device=d)),
+    "unique_0dim": lambda m, d: m.unique(m.tensor(3, device=d)),
+    "searchsorted_0dim": lambda m, d: m.searchsorted(m.tensor([1., 2.], device=d), m.tensor(1.5, device=d)),
+    "trace_empty": lambda m, d: m.trace(m.ones(0, 3, device=d)),
+    "cdist_empty": lambda m, d: m.cdist(m.ones(0, 3, device=d), m.ones(2, 3, device=d)),
+    "histc_empty": lambda m, d: m.histc(m.ones(0, device=d), bins=3),
+    "block_diag_empty_blocks": lambda m, d: m.block_diag(m.ones(0, 2, device=d), m.ones(1, 0, device=d)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EDGES))
+def test_edge_cases_match_torch(device, torch, case):
+    call = EDGES[case]
+    try:
+        want = call(torch, "cpu")
+    except Exception as e:  # noqa: BLE001 (torch's exception is the expected answer)
+        with pytest.raises(type(e)) as oe:
+            call(tl, device)
+        assert str(oe.value).startswith(str(e)[:40])
+        return
+    same(call(tl, device), want, torch)

@@ -245,8 +245,8 @@ def bincount(input, weights=None, minlength=0):
     else:
         wdt = dtypes.int64
     n = input.numel()
-    if n == 0:
-        return creation.zeros(minlength, dtype=wdt, device=dev)
+    if n == 0:  # torch: int64 zeros, weights or not
+        return creation.zeros(minlength, dtype=dtypes.int64, device=dev)
     x = input.detach().to(dtypes.int64)
     lo, hi = stack([x.min(), x.max()]).tolist()  # one device wait
     if lo < 0:

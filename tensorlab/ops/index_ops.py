@@ -31,12 +31,14 @@ def _index_args(self, dim, index, source, op):
                                f"{self.device} and {t.device}! ({op})")
     n = index.numel()
     if op == "index_add_":
+        if source.dim() == 0 and n != 1:
+            raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
         src_n = source.shape[d] if source.dim() > d else 1
         if src_n != n:
             raise RuntimeError(f"index_add_(): Number of indices ({n}) should be equal to source.size(dim): "
                                f"({src_n}), for dim: {d}")
-        if self.dim() and tuple(source.shape) != tuple(self.shape[:d]) + (n,) + tuple(self.shape[d + 1:]) and not (
-                source.dim() == 0 and n == 1 and self.dim() == 1):
+        want = tuple(self.shape[:d]) + (n,) + tuple(self.shape[d + 1:]) if self.dim() else ()
+        if tuple(source.shape) != want:
             raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
                                f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
     else:  # index_copy_'s checks, in torch's order
@@ -63,6 +65,8 @@ def _bounds(self, d, idx, op):
     if idx.numel():
         bad = (idx < 0) | (idx >= size)
         if bool(bad.any()):
+            if self.dim() == 0:
+                raise IndexError("index out of range in self")
             i = int(idx[bad][0].item())
             msg = f"index {i} is out of bounds for dimension {d} with size {size}"
             if op == "index_copy_":
@@ -72,7 +76,13 @@ def _bounds(self, d, idx, op):
 
 def _put(self, d, idx, values, accumulate):
     if self.dim() == 0:
-        return self.index_put_((), values.reshape(()), accumulate) if idx.numel() else self
+        if not idx.numel():
+            return self
+        if accumulate:  # index_add_: the checks left one index and a 0-dim source
+            values = values.reshape(())
+        else:  # index_copy_ copies the source elements in order: the last one stays
+            values = values.reshape(-1)[-1:].reshape(())
+        return self.index_put_((), values, accumulate)
     return self.index_put_([None] * d + [idx], values.reshape(values.shape if values.dim() else (1,)), accumulate)
 
 
