@@ -26,6 +26,7 @@ from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inferenc
                        set_grad_enabled)
 from . import nn, optim  # noqa: E402
 from . import utils  # noqa: E402  (tensorlab.utils.data: datasets, samplers, DataLoader)
+from . import linalg  # noqa: E402  (torch.linalg's names)
 
 
 def is_tensor(obj):

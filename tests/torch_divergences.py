@@ -290,6 +290,36 @@ def _bce_range_on_gpu(device):
             tl.nn.functional.binary_cross_entropy(x, t)
     else:
         tl.nn.functional.binary_cross_entropy(x, t)  # no host sync to check it
+def _det_singular_grad(device):
+    a = tl.tensor([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.5, 1.0, 7.0]], dtype=tl.float64, device=device,
+                  requires_grad=True)
+    if device != "cpu":  # tl.linalg's factorizations are CPU-only (their own row)
+        with pytest.raises(RuntimeError, match=r"\.cpu\(\)"):
+            tl.linalg.det(a)
+        return
+    tl.linalg.det(a).backward()
+    assert np.allclose(a.grad.numpy(), [[22.0, -11.0, 0.0], [-11.0, 5.5, 0.0], [0.0, 0.0, 0.0]])
+
+
+def _lapack_cpu_only(device):
+    a = tl.eye(2, device=device)
+    if device == "cpu":
+        assert tl.linalg.inv(a).tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    else:
+        with pytest.raises(RuntimeError, match="not implemented on CUDA in tensorlab yet"):
+            tl.linalg.inv(a)
+
+
+def _not_differentiable_counts(device):
+    w = tl.ones(3, device=device, requires_grad=True)
+    assert tl.bincount(tl.tensor([0, 1, 1], device=device), w).grad_fn is None
+    assert tl.unique(w).grad_fn is None
+
+
+def _searchsorted_nan_boundaries(device):
+    seq = tl.tensor([0.0, 0.0, 1.0, 1.0, 4.0, math.nan], device=device)
+    assert tl.searchsorted(seq, tl.tensor([2.0, 5.0], device=device)).tolist() == [4, 5]
+    assert tl.searchsorted(seq, tl.tensor([2.0, math.nan], device=device), right=True).tolist() == [4, 6]
 
 
 DIVERGENCES = (
@@ -427,6 +457,23 @@ DIVERGENCES = (
                "with warn_only=True): these are tensorlab's only float atomics, and no deterministic kernel "
                "exists for them yet", "refusing is honest where a slower exact kernel is missing", DELIBERATE,
                _deterministic_float_atomics),
+    Divergence("linalg.det backward", "a singular matrix (rank n-1), e.g. [[1, 2, 3], [2, 4, 6], [0.5, 1, 7]]",
+               "zeros (det * A^-T computed through LU, det = 0)", "the cofactor matrix (the true derivative)",
+               "torch's formula multiplies by det, which is 0 there; tensorlab takes the cofactors from the SVD",
+               DELIBERATE, _det_singular_grad),
+    Divergence("tl.linalg solve/inv/det/slogdet/cholesky/qr/svd/eigh (and norms that need svdvals)",
+               "CUDA tensors", "cuSOLVER / MAGMA", "RuntimeError: not implemented on CUDA in tensorlab yet; "
+               "move the tensor to the CPU with .cpu()", "no dense factorization kernels on CUDA yet; the CPU runs "
+               "NumPy's LAPACK", DELIBERATE, _lapack_cpu_only),
+    Divergence("bincount(weights=...), unique", "inputs that require grad",
+               "a grad_fn whose backward raises (not implemented)", "no grad_fn (the results are not differentiable)",
+               "neither has a derivative; tensorlab does not record a node that can only fail", DELIBERATE,
+               _not_differentiable_counts),
+    Divergence("searchsorted, bucketize", "NaN among the boundaries, e.g. searchsorted([0, 0, 1, 1, 4, nan], 2)",
+               "6 (a binary-search artefact: the comparisons with NaN are false, the answer depends on the path)",
+               "4: NaN boundaries sort last, as sort() puts them", "tensorlab sorts values and boundaries together "
+               "(no binary-search kernel); a NaN value still lands after every boundary, as in torch", DELIBERATE,
+               _searchsorted_nan_boundaries),
 )
 
 

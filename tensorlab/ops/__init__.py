@@ -9,7 +9,10 @@ from __future__ import annotations
 import importlib
 
 FAMILIES = ("creation", "copy", "resize", "views", "indexing", "random",
-            "elementwise", "reduction", "linalg", "shape", "transfer")
+            "elementwise", "reduction", "linalg", "shape", "transfer",
+            # tensor functions (composites, plus the CPU LAPACK primitive)
+            "constructors", "repeats", "closeness", "index_ops", "combinatorics", "einsum", "distance", "lapack",
+            "linalg_legacy", "tensor_algebra")
 
 
 def modules():

@@ -333,9 +333,11 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     if isinstance(dim, int):
         dim = (dim,)
     if isinstance(p, str):
+        if p == "nuc":  # the nuclear norm needs the SVD (tl.linalg, CPU): torch.norm's matrix_norm path
+            from .linalg_composites import matrix_norm
+            return matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim, dtype=dtype, out=out)
         if p != "fro":
-            hint = " (the nuclear norm needs an SVD, which tensorlab does not provide)" if p == "nuc" else ""
-            raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported{hint}.")
+            raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
         if dim is not None and len(dim) > 2:
             raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
         p = 2

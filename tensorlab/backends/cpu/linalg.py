@@ -7,7 +7,7 @@ from ... import _faults
 from .memory import array
 from .reduction import HALF
 
-__all__ = ("matmul",)
+__all__ = ("matmul", "lapack")
 
 _F32 = np.dtype(np.float32)
 
@@ -28,3 +28,6 @@ def matmul(out, a, b):
             np.matmul(x, y, out=o)
         else:
             np.copyto(o, np.matmul(x, y), casting="unsafe")
+
+
+from .lapack import lapack  # noqa: E402  (dense factorizations: their own file)

@@ -9,7 +9,7 @@ from . import launch as K
 from .driver import Pointer
 from .memory import byte_range, temp, copy, fill, retire
 
-__all__ = ("matmul",)
+__all__ = ("matmul", "lapack")
 
 INT_MAX = 2 ** 31 - 1
 _GRID_MAX = INT_MAX  # gridDim.x; the kernels loop over the tiles beyond it
@@ -109,3 +109,6 @@ def matmul(out, a, b):
         retire(tmp.buffer)
         return
     _gemm(o, x, y)
+
+
+from .lapack import lapack  # noqa: E402  (dense factorizations: their own file)
