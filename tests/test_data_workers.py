@@ -135,20 +135,27 @@ def test_shut_down_iterator_refuses_to_wait():
 
 
 # -- containers ------------------------------------------------------------------------------------
-class Frozen(collections.abc.Mapping):
-    """An immutable mapping built from a dict."""
+class _Holder:
+    """Read-only access to a stored container (the part Frozen and Row share)."""
 
     def __init__(self, items):
-        self._items = dict(items)
+        self._items = items
 
     def __getitem__(self, key):
         return self._items[key]
 
-    def __iter__(self):
-        return iter(self._items)
-
     def __len__(self):
         return len(self._items)
+
+
+class Frozen(_Holder, collections.abc.Mapping):
+    """An immutable mapping built from a dict."""
+
+    def __init__(self, items):
+        super().__init__(dict(items))
+
+    def __iter__(self):
+        return iter(self._items)
 
 
 class Stubborn(Frozen):
@@ -158,15 +165,11 @@ class Stubborn(Frozen):
         super().__init__({"a": a, "b": b})
 
 
-class Row(collections.abc.Sequence):
+class Row(_Holder, collections.abc.Sequence):
+    """An immutable sequence built from a list."""
+
     def __init__(self, items):
-        self._items = list(items)
-
-    def __getitem__(self, i):
-        return self._items[i]
-
-    def __len__(self):
-        return len(self._items)
+        super().__init__(list(items))
 
 
 def _plain(value):
