@@ -383,7 +383,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
 
     def __init__(self, loader):
         super().__init__(loader)
-        self._closed = False  # set first: __del__ and _shutdown_workers rely on it
         self._owner_pid = os.getpid()
         self._in_order = loader.in_order
         self._window = loader.prefetch_factor * self._num_workers
@@ -394,6 +393,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._worker_result_queue = context.Queue()
         self._workers, self._index_queues, self._exit_sent = [], [], []
         self._pin_thread = None
+        self._closed = False  # from here on __del__ shuts down whatever has been started
         try:
             for worker_id in range(self._num_workers):
                 self._launch_worker(context, loader, worker_id)
