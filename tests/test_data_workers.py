@@ -311,3 +311,41 @@ def test_batch_sampler_and_random_split_sizes_match_torch(torch):
         theirs = torch.utils.data.random_split(Items(range(n)), fracs, generator=torch.Generator().manual_seed(0))
         assert [len(p) for p in ours] == [len(p) for p in theirs]
         assert sorted(i for p in ours for i in p.indices) == list(range(n))
+
+
+# -- pinning with workers ----------------------------------------------------------------------------
+class Unpinnable:
+    def pin_memory(self):
+        raise MemoryError("no page-locked memory left")
+
+
+class PinMix(Dataset):
+    """Tensor rows, and at index 3 an object whose pinning fails."""
+
+    def __getitem__(self, i):
+        return Unpinnable() if i == 3 else tl.full((2,), float(i))
+
+    def __len__(self):
+        return 6
+
+
+def test_pinning_thread_with_persistent_unordered_workers(device):
+    dl = DataLoader(D.TensorDataset(tl.arange(12).float().reshape(6, 2)), batch_size=2, num_workers=2,
+                    pin_memory=True, persistent_workers=True, in_order=False)
+    pinning = tl.cuda.device_count() > 0
+    for epoch in range(2):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            batches = [b for (b,) in dl]
+        # without CUDA: torch's "no accelerator" warning when the (persistent) iterator is made, no pinning
+        assert len(caught) == (0 if pinning or epoch else 1)
+        assert all(b.is_pinned() == pinning and b.device.type == "cpu" for b in batches)
+        moved = sorted(_rows(b.to(device, non_blocking=pinning).cpu() for b in batches))
+        assert moved == [[[0.0, 1.0], [2.0, 3.0]], [[4.0, 5.0], [6.0, 7.0]], [[8.0, 9.0], [10.0, 11.0]]]
+    dl._iterator._shutdown_workers()
+    if pinning:
+        it = iter(DataLoader(PinMix(), batch_size=None, num_workers=2, pin_memory=True))
+        assert [next(it).tolist() for _ in range(3)] == [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]
+        with pytest.raises(MemoryError, match="Caught MemoryError in pin memory thread for device 0"):
+            next(it)
+        assert next(it).tolist() == [4.0, 4.0]
