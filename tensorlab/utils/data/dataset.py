@@ -1,11 +1,11 @@
-"""Datasets (torch.utils.data.dataset): the map-style Dataset and IterableDataset protocols,
-TensorDataset, StackDataset, ConcatDataset, ChainDataset, Subset and random_split."""
+"""Datasets (the module torch.utils.data.dataset): the map-style Dataset and the IterableDataset
+protocols, and the ready-made ones built on them (TensorDataset, StackDataset, ConcatDataset,
+ChainDataset, Subset), with random_split."""
 from __future__ import annotations
 
 import bisect
 import itertools
 import math
-import warnings
 
 from ... import _warn
 from ...ops.random import Generator, default_generator, randperm
@@ -15,8 +15,9 @@ __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "Conca
 
 
 class Dataset:
-    """A map-style dataset: __getitem__(key) returns a sample; __len__ is expected by the default
-    samplers. Subclasses may add __getitems__(list of keys) for batched fetching."""
+    """A map-style dataset: __getitem__(key) returns one sample; the default samplers also need
+    __len__. A subclass may define __getitems__(keys) to read a whole batch in one call. `a + b`
+    concatenates two datasets."""
 
     def __getitem__(self, index):
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
@@ -24,13 +25,14 @@ class Dataset:
     def __add__(self, other):
         return ConcatDataset([self, other])
 
-    def __class_getitem__(cls, item):  # Dataset[T] in annotations, as torch's Generic
+    def __class_getitem__(cls, item):  # allows Dataset[T] in annotations, like torch's Generic base
         return cls
 
 
 class IterableDataset(Dataset):
-    """An iterable-style dataset: __iter__ yields samples. With num_workers > 0 every worker
-    iterates its own copy of the dataset: shard with get_worker_info() to avoid duplicates."""
+    """A dataset read as a stream: __iter__ yields the samples. With num_workers > 0 each worker
+    reads its own copy; use get_worker_info() to split the stream between workers. `a + b`
+    chains two streams."""
 
     def __iter__(self):
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
@@ -40,106 +42,97 @@ class IterableDataset(Dataset):
 
 
 class TensorDataset(Dataset):
-    """Samples are the index-th rows of each tensor: tuple(t[index] for t in tensors)."""
+    """Tensors of equal first dimension read together: sample i is (t[i] for each tensor t)."""
 
     def __init__(self, *tensors):
-        if any(tensors[0].size(0) != tensor.size(0) for tensor in tensors):
+        rows = tensors[0].size(0)
+        if any(t.size(0) != rows for t in tensors):
             raise AssertionError("Size mismatch between tensors")
         self.tensors = tensors
 
     def __getitem__(self, index):
-        return tuple(tensor[index] for tensor in self.tensors)
+        return tuple(t[index] for t in self.tensors)
 
     def __len__(self):
         return self.tensors[0].size(0)
 
 
+def _read_batch(dataset, indices):
+    """dataset's samples at `indices`, through its __getitems__ when it has one."""
+    read_many = getattr(dataset, "__getitems__", None)
+    if not callable(read_many):
+        return [dataset[i] for i in indices]
+    samples = read_many(indices)
+    if len(samples) != len(indices):
+        raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, got {len(samples)}")
+    return samples
+
+
 class StackDataset(Dataset):
-    """Several datasets of one length read together: a tuple (positional) or a dict (keywords)."""
+    """Datasets of one length read side by side: StackDataset(a, b)[i] is (a[i], b[i]) and
+    StackDataset(x=a, y=b)[i] is {"x": a[i], "y": b[i]}."""
 
     def __init__(self, *args, **kwargs):
-        if args:
-            if kwargs:
-                raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like "
-                                 "input/output, but both types are given.")
-            self._length = len(args[0])
-            if any(self._length != len(dataset) for dataset in args):
-                raise ValueError("Size mismatch between datasets")
-            self.datasets = args
-        elif kwargs:
-            tmp = list(kwargs.values())
-            self._length = len(tmp[0])
-            if any(self._length != len(dataset) for dataset in tmp):
-                raise ValueError("Size mismatch between datasets")
-            self.datasets = kwargs
-        else:
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like "
+                             "input/output, but both types are given.")
+        if not (args or kwargs):
             raise ValueError("At least one dataset should be passed")
+        self.datasets = args or kwargs
+        parts = args or tuple(kwargs.values())
+        self._length = len(parts[0])
+        if any(len(part) != self._length for part in parts):
+            raise ValueError("Size mismatch between datasets")
+
+    def _named(self):
+        return isinstance(self.datasets, dict)
 
     def __getitem__(self, index):
-        if isinstance(self.datasets, dict):
-            return {k: dataset[index] for k, dataset in self.datasets.items()}
-        return tuple(dataset[index] for dataset in self.datasets)
+        if self._named():
+            return {name: part[index] for name, part in self.datasets.items()}
+        return tuple(part[index] for part in self.datasets)
 
     def __getitems__(self, indices):
-        if isinstance(self.datasets, dict):
-            dict_batch = [{} for _ in indices]
-            for k, dataset in self.datasets.items():
-                for d_sample, data in zip(dict_batch, _items(dataset, indices)):
-                    d_sample[k] = data
-            return dict_batch
-        list_batch = [[] for _ in indices]
-        for dataset in self.datasets:
-            for t_sample, data in zip(list_batch, _items(dataset, indices)):
-                t_sample.append(data)
-        return [tuple(sample) for sample in list_batch]
+        parts = self.datasets.values() if self._named() else self.datasets
+        rows = zip(*(_read_batch(part, indices) for part in parts))
+        if self._named():
+            return [dict(zip(self.datasets, row)) for row in rows]
+        return list(rows)
 
     def __len__(self):
         return self._length
 
 
-def _items(dataset, indices):
-    if callable(getattr(dataset, "__getitems__", None)):
-        items = dataset.__getitems__(indices)
-        if len(items) != len(indices):
-            raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, got {len(items)}")
-        return items
-    return [dataset[idx] for idx in indices]
-
-
 class ConcatDataset(Dataset):
-    """The concatenation of map-style datasets; index i goes to the dataset whose cumulative size
-    range holds it (negative indices count from the end)."""
+    """Map-style datasets one after another: index i falls in the dataset whose range of
+    cumulative sizes holds it (negative indices count from the end)."""
 
     @staticmethod
     def cumsum(sequence):
-        r, s = [], 0
-        for e in sequence:
-            n = len(e)
-            r.append(n + s)
-            s += n
-        return r
+        """Running totals of the lengths of `sequence`'s datasets."""
+        return list(itertools.accumulate(len(part) for part in sequence))
 
     def __init__(self, datasets):
         super().__init__()
         self.datasets = list(datasets)
-        if len(self.datasets) == 0:
+        if not self.datasets:
             raise AssertionError("datasets should not be an empty iterable")
-        for d in self.datasets:
-            if isinstance(d, IterableDataset):
-                raise AssertionError("ConcatDataset does not support IterableDataset")
+        if any(isinstance(part, IterableDataset) for part in self.datasets):
+            raise AssertionError("ConcatDataset does not support IterableDataset")
         self.cumulative_sizes = self.cumsum(self.datasets)
 
     def __len__(self):
         return self.cumulative_sizes[-1]
 
     def __getitem__(self, idx):
+        total = len(self)
         if idx < 0:
-            if -idx > len(self):
+            if idx < -total:
                 raise ValueError("absolute value of index should not exceed dataset length")
-            idx = len(self) + idx
-        dataset_idx = bisect.bisect_right(self.cumulative_sizes, idx)
-        sample_idx = idx if dataset_idx == 0 else idx - self.cumulative_sizes[dataset_idx - 1]
-        return self.datasets[dataset_idx][sample_idx]
+            idx += total
+        part = bisect.bisect_right(self.cumulative_sizes, idx)
+        start = self.cumulative_sizes[part - 1] if part else 0
+        return self.datasets[part][idx - start]
 
     @property
     def cummulative_sizes(self):
@@ -147,26 +140,27 @@ class ConcatDataset(Dataset):
         return self.cumulative_sizes
 
 
+def _iterable_parts(datasets):
+    """`datasets`, each checked to be an IterableDataset (as it is reached)."""
+    for part in datasets:
+        if not isinstance(part, IterableDataset):
+            raise AssertionError("ChainDataset only supports IterableDataset")
+        yield part
+
+
 class ChainDataset(IterableDataset):
-    """Iterable datasets chained one after another (lazily, on iteration)."""
+    """Streams read one after another (each opened only when the previous one ends)."""
 
     def __init__(self, datasets):
         super().__init__()
         self.datasets = datasets
 
     def __iter__(self):
-        for d in self.datasets:
-            if not isinstance(d, IterableDataset):
-                raise AssertionError("ChainDataset only supports IterableDataset")
-            yield from d
+        for part in _iterable_parts(self.datasets):
+            yield from part
 
     def __len__(self):
-        total = 0
-        for d in self.datasets:
-            if not isinstance(d, IterableDataset):
-                raise AssertionError("ChainDataset only supports IterableDataset")
-            total += len(d)
-        return total
+        return sum(len(part) for part in _iterable_parts(self.datasets))
 
 
 class Subset(Dataset):
@@ -175,52 +169,58 @@ class Subset(Dataset):
     def __init__(self, dataset, indices):
         self.dataset = dataset
         self.indices = indices
-        if type(self).__getitem__ is not Subset.__getitem__ and type(self).__getitems__ is Subset.__getitems__:
+        kind = type(self)
+        if kind.__getitem__ is not Subset.__getitem__ and kind.__getitems__ is Subset.__getitems__:
+            # the DataLoader reads a Subset through __getitems__, which would bypass the override
             raise NotImplementedError(
-                f"{type(self).__name__} overrides __getitem__ but not __getitems__. When subclassing Subset and "
+                f"{kind.__name__} overrides __getitem__ but not __getitems__. When subclassing Subset and "
                 "overriding __getitem__, you must also override __getitems__ to ensure DataLoader works correctly "
                 "with your custom logic. A simple implementation:\n\n"
                 "def __getitems__(self, indices):\n    return [self.__getitem__(idx) for idx in indices]")
 
+    def _source_indices(self, positions):
+        return [self.indices[p] for p in positions]
+
     def __getitem__(self, idx):
         if isinstance(idx, list):
-            return self.dataset[[self.indices[i] for i in idx]]
+            return self.dataset[self._source_indices(idx)]
         return self.dataset[self.indices[idx]]
 
     def __getitems__(self, indices):
-        if callable(getattr(self.dataset, "__getitems__", None)):
-            return self.dataset.__getitems__([self.indices[idx] for idx in indices])
-        return [self.dataset[self.indices[idx]] for idx in indices]
+        source = self._source_indices(indices)
+        read_many = getattr(self.dataset, "__getitems__", None)
+        return read_many(source) if callable(read_many) else [self.dataset[i] for i in source]
 
     def __len__(self):
         return len(self.indices)
 
 
+def _split_sizes(total, fractions):
+    """Sizes for splitting `total` items by `fractions` (summing to 1): floor(total * f) each,
+    the items left over given one at a time to the splits in turn. Warns about empty splits."""
+    for position, fraction in enumerate(fractions):
+        if not 0 <= fraction <= 1:
+            raise ValueError(f"Fraction at index {position} is not between 0 and 1")
+    sizes = [math.floor(total * fraction) for fraction in fractions]
+    for extra in range(total - sum(sizes)):
+        sizes[extra % len(sizes)] += 1
+    for position, size in enumerate(sizes):
+        if size == 0:
+            _warn.warn(f"Length of split at index {position} is 0. This might result in an empty dataset.")
+    return sizes
+
+
 def random_split(dataset, lengths, generator=default_generator):
-    """Split `dataset` into non-overlapping Subsets of the given lengths, or of the given
-    fractions (summing to 1: floor(len * frac) each, the remainder handed out round-robin), in an
-    order drawn with randperm from `generator`."""
-    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
-        subset_lengths = []
-        for i, frac in enumerate(lengths):
-            if frac < 0 or frac > 1:
-                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
-            subset_lengths.append(math.floor(len(dataset) * frac))
-        remainder = len(dataset) - sum(subset_lengths)
-        for i in range(remainder):
-            subset_lengths[i % len(subset_lengths)] += 1
-        lengths = subset_lengths
-        for i, length in enumerate(lengths):
-            if length == 0:
-                _warn.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.")
+    """Split `dataset` into non-overlapping Subsets of the given lengths (or of the given fractions
+    of its length, when they sum to 1), over an order drawn with randperm from `generator`."""
+    requested = sum(lengths)
+    if math.isclose(requested, 1) and requested <= 1:
+        lengths = _split_sizes(len(dataset), lengths)
     if sum(lengths) != len(dataset):
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     if generator is not None and not isinstance(generator, Generator):
         raise TypeError(f"random_split(): argument 'generator' must be tensorlab.Generator, not "
                         f"{type(generator).__name__}")
-    indices = randperm(sum(lengths), generator=generator).tolist()
-    return [Subset(dataset, indices[offset - length:offset])
-            for offset, length in zip(itertools.accumulate(lengths), lengths)]
-
-
-del warnings
+    order = randperm(sum(lengths), generator=generator).tolist()
+    ends = itertools.accumulate(lengths)
+    return [Subset(dataset, order[end - size:end]) for end, size in zip(ends, lengths)]

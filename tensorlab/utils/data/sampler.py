@@ -5,8 +5,6 @@ one from the default generator at each iteration (so tl.manual_seed makes every 
 reproducible and consecutive epochs differ), as torch's does."""
 from __future__ import annotations
 
-import itertools
-
 from ... import dtypes
 from ...ops.creation import as_tensor, empty
 from ...ops.random import Generator, rand, randint, randperm
@@ -16,8 +14,8 @@ __all__ = ["BatchSampler", "RandomSampler", "Sampler", "SequentialSampler", "Sub
 
 
 class Sampler:
-    """Base class: __iter__ yields dataset indices (or lists of them for batch samplers); __len__
-    is optional."""
+    """What a sampler is: an iterable of dataset keys (of lists of keys, for a batch sampler),
+    with a __len__ where the count is known."""
 
     def __iter__(self):
         raise NotImplementedError
@@ -42,59 +40,59 @@ class SequentialSampler(Sampler):
 def _fresh_generator():
     """torch's RandomSampler without a generator: a new Generator seeded with a 63-bit integer
     drawn from the default generator."""
-    seed = int(empty((), dtype=dtypes.int64).random_().item())
-    g = Generator()
-    g.manual_seed(seed)
-    return g
+    generator = Generator()
+    generator.manual_seed(int(empty((), dtype=dtypes.int64).random_().item()))
+    return generator
 
 
 class RandomSampler(Sampler):
-    """A random permutation of the indices (num_samples of them: repeated whole permutations and
-    a partial one), or num_samples indices drawn uniformly with replacement."""
+    """The indices in a random order: num_samples of them, as whole permutations followed by the
+    start of one more; or, with replacement, num_samples indices drawn uniformly (in blocks of 32
+    draws, as torch draws them)."""
 
     def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
         self.data_source = data_source
         self.replacement = replacement
         self._num_samples = num_samples
         self.generator = generator
-        if not isinstance(self.replacement, bool):
-            raise TypeError(f"replacement should be a boolean value, but got replacement={self.replacement}")
-        if not isinstance(self.num_samples, int) or self.num_samples <= 0:
-            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={self.num_samples}")
+        if not isinstance(replacement, bool):
+            raise TypeError(f"replacement should be a boolean value, but got replacement={replacement}")
+        count = self.num_samples
+        if not isinstance(count, int) or count <= 0:
+            raise ValueError(f"num_samples should be a positive integer value, but got num_samples={count}")
 
     @property
     def num_samples(self):
-        # the dataset size might change at runtime
-        if self._num_samples is None:
-            return len(self.data_source)
-        return self._num_samples
+        """num_samples as given, else the dataset's length at the time of asking."""
+        return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):
-        n = len(self.data_source)
-        generator = _fresh_generator() if self.generator is None else self.generator
+        size = len(self.data_source)
+        generator = self.generator if self.generator is not None else _fresh_generator()
         if self.replacement:
-            for _ in range(self.num_samples // 32):
-                yield from randint(high=n, size=(32,), dtype=dtypes.int64, generator=generator).tolist()
-            yield from randint(high=n, size=(self.num_samples % 32,), dtype=dtypes.int64, generator=generator).tolist()
-        else:
-            for _ in range(self.num_samples // n):
-                yield from randperm(n, generator=generator).tolist()
-            yield from randperm(n, generator=generator).tolist()[:self.num_samples % n]
+            blocks, last = divmod(self.num_samples, 32)
+            for block in [32] * blocks + [last]:
+                yield from randint(high=size, size=(block,), dtype=dtypes.int64, generator=generator).tolist()
+            return
+        passes, last = divmod(self.num_samples, size)
+        for pass_number in range(passes + 1):  # the final, partial permutation is drawn in full
+            order = randperm(size, generator=generator).tolist()
+            yield from order if pass_number < passes else order[:last]
 
     def __len__(self):
         return self.num_samples
 
 
 class SubsetRandomSampler(Sampler):
-    """The given indices in a random order (a fresh permutation each iteration)."""
+    """The given indices in a random order, a fresh permutation at each pass."""
 
     def __init__(self, indices, generator=None):
         self.indices = indices
         self.generator = generator
 
     def __iter__(self):
-        for i in randperm(len(self.indices), generator=self.generator).tolist():
-            yield self.indices[i]
+        for position in randperm(len(self.indices), generator=self.generator).tolist():
+            yield self.indices[position]
 
     def __len__(self):
         return len(self.indices)
@@ -120,7 +118,7 @@ class WeightedRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        yield from iter(_multinomial(self.weights, self.num_samples, self.replacement, self.generator).tolist())
+        yield from _multinomial(self.weights, self.num_samples, self.replacement, self.generator).tolist()
 
     def __len__(self):
         return self.num_samples
@@ -173,18 +171,15 @@ class BatchSampler(Sampler):
         self.drop_last = drop_last
 
     def __iter__(self):
-        sampler_iter = iter(self.sampler)
-        if self.drop_last:
-            args = [sampler_iter] * self.batch_size
-            for batch_droplast in zip(*args):
-                yield [*batch_droplast]
-        else:
-            batch = [*itertools.islice(sampler_iter, self.batch_size)]
-            while batch:
+        batch = []
+        for index in self.sampler:
+            batch.append(index)
+            if len(batch) == self.batch_size:
                 yield batch
-                batch = [*itertools.islice(sampler_iter, self.batch_size)]
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
 
     def __len__(self):
-        if self.drop_last:
-            return len(self.sampler) // self.batch_size
-        return (len(self.sampler) + self.batch_size - 1) // self.batch_size
+        whole, partial = divmod(len(self.sampler), self.batch_size)
+        return whole + (1 if partial and not self.drop_last else 0)

@@ -1,4 +1,6 @@
-"""Helpers shared by the DataLoader and its worker processes (torch.utils.data._utils)."""
+"""Pieces shared by the DataLoader's main process, its worker processes and its pinning thread
+(laid out as torch.utils.data._utils): the liveness-poll interval, the interpreter-exit flag,
+and ExceptionWrapper, which carries an exception raised elsewhere back to the caller."""
 from __future__ import annotations
 
 import atexit
@@ -8,16 +10,19 @@ import traceback
 IS_WINDOWS = sys.platform == "win32"
 
 MP_STATUS_CHECK_INTERVAL = 5.0
-"""Seconds between checks of the other side's liveness while waiting on a queue (worker <-> main)."""
+"""How long (seconds) either side waits on a queue before checking that the other side still runs.
+Read at each wait, so it can be lowered at run time."""
 
 python_exit_status = False
-"""True once the interpreter is shutting down: workers are then left to the daemon cleanup."""
+"""Set once the interpreter has begun to exit; iterators then leave their workers to the
+daemon-process cleanup instead of joining them."""
 
 try:
     import numpy  # noqa: F401
-    HAS_NUMPY = True
 except ModuleNotFoundError:  # pragma: no cover
     HAS_NUMPY = False
+else:
+    HAS_NUMPY = True
 
 
 def _set_python_exit_flag():
@@ -28,35 +33,46 @@ def _set_python_exit_flag():
 atexit.register(_set_python_exit_flag)
 
 
+def _poll_interval():
+    """MP_STATUS_CHECK_INTERVAL as it is now (the module attribute, not an import-time copy)."""
+    return MP_STATUS_CHECK_INTERVAL
+
+
 class KeyErrorMessage(str):
-    """str subclass that returns itself in repr (a KeyError's message keeps its newlines)."""
+    """A message for KeyError: KeyError shows repr(arg), which would escape the traceback's
+    newlines, so this string is its own repr."""
 
     def __repr__(self):
         return self
 
 
 class ExceptionWrapper:
-    """An exception raised in a worker process (or the pin-memory thread), with its traceback,
-    re-raised in the main process as torch._utils.ExceptionWrapper does."""
+    """An exception caught in a worker process or a helper thread, kept as its type and formatted
+    traceback (both pickle), and raised again by reraise() in the thread that consumes results.
+
+    `where` says where it was caught; the re-raised message reads
+    "Caught <Type> <where>.\\nOriginal Traceback ...". exc_info defaults to the exception being
+    handled."""
 
     def __init__(self, exc_info=None, where="in background"):
-        if exc_info is None:
-            exc_info = sys.exc_info()
-        self.exc_type = exc_info[0]
-        self.exc_msg = "".join(traceback.format_exception(*exc_info))
+        kind, value, tb = sys.exc_info() if exc_info is None else exc_info
+        self.exc_type = kind
+        self.exc_msg = "".join(traceback.format_exception(kind, value, tb))
         self.where = where
 
     def reraise(self):
-        msg = f"Caught {self.exc_type.__name__} {self.where}.\nOriginal {self.exc_msg}"
+        text = f"Caught {self.exc_type.__name__} {self.where}.\nOriginal {self.exc_msg}"
         if self.exc_type is KeyError:
-            msg = KeyErrorMessage(msg)
+            text = KeyErrorMessage(text)
         elif getattr(self.exc_type, "message", None):
-            raise self.exc_type(message=msg)
+            # exception classes whose constructor takes the message by keyword only
+            raise self.exc_type(message=text)
         try:
-            exception = self.exc_type(msg)
+            rebuilt = self.exc_type(text)
         except Exception:
-            raise RuntimeError(msg) from None
-        raise exception
+            # the original type cannot be built from a single message
+            raise RuntimeError(text) from None
+        raise rebuilt
 
 
 from . import collate, fetch, pin_memory, worker  # noqa: E402,F401

@@ -1,50 +1,61 @@
-"""Fetchers: how one index (or list of indices) becomes one sample or batch, for map-style and
-iterable datasets (torch.utils.data._utils.fetch)."""
+"""Fetchers (the module torch.utils.data._utils.fetch): turn what the sampler yields (one key,
+or a list of keys when batching) into a collated sample or batch. A map-style dataset is
+indexed; an iterable dataset is read from one iterator, opened when the fetcher is made."""
 from __future__ import annotations
 
+import itertools
 
-class _BaseDatasetFetcher:
+_MAP_STYLE = 0
+_ITERABLE_STYLE = 1
+
+
+class _Fetcher:
+    """What both kinds of fetcher know: the dataset, whether keys come in batches, the collate_fn,
+    and drop_last."""
+
     def __init__(self, dataset, auto_collation, collate_fn, drop_last):
         self.dataset = dataset
         self.auto_collation = auto_collation
         self.collate_fn = collate_fn
         self.drop_last = drop_last
 
-    def fetch(self, possibly_batched_index):
-        raise NotImplementedError
+
+class _MapStyleFetcher(_Fetcher):
+    """dataset[key] for each key (one __getitems__(keys) call when the dataset has it), collated."""
+
+    def fetch(self, keys):
+        if not self.auto_collation:
+            return self.collate_fn(self.dataset[keys])
+        read_many = getattr(self.dataset, "__getitems__", None)
+        samples = read_many(keys) if read_many else [self.dataset[key] for key in keys]
+        return self.collate_fn(samples)
 
 
-class _IterableDatasetFetcher(_BaseDatasetFetcher):
+class _StreamFetcher(_Fetcher):
+    """The next sample of the dataset's iterator, or the next len(keys) of them when batching (the
+    keys themselves are placeholders). StopIteration once the stream is spent; a short last batch
+    counts as spent under drop_last."""
+
     def __init__(self, dataset, auto_collation, collate_fn, drop_last):
         super().__init__(dataset, auto_collation, collate_fn, drop_last)
-        self.dataset_iter = iter(dataset)
-        self.ended = False
+        self.stream = iter(dataset)
+        self.spent = False
 
-    def fetch(self, possibly_batched_index):
-        if self.ended:
+    def fetch(self, keys):
+        if self.spent:
             raise StopIteration
-        if self.auto_collation:
-            data = []
-            for _ in possibly_batched_index:
-                try:
-                    data.append(next(self.dataset_iter))
-                except StopIteration:
-                    self.ended = True
-                    break
-            if len(data) == 0 or (self.drop_last and len(data) < len(possibly_batched_index)):
+        if not self.auto_collation:
+            return self.collate_fn(next(self.stream))
+        wanted = len(keys)
+        samples = list(itertools.islice(self.stream, wanted))
+        if len(samples) < wanted:
+            self.spent = True
+            if not samples or self.drop_last:
                 raise StopIteration
-        else:
-            data = next(self.dataset_iter)
-        return self.collate_fn(data)
+        return self.collate_fn(samples)
 
 
-class _MapDatasetFetcher(_BaseDatasetFetcher):
-    def fetch(self, possibly_batched_index):
-        if self.auto_collation:
-            if hasattr(self.dataset, "__getitems__") and self.dataset.__getitems__:
-                data = self.dataset.__getitems__(possibly_batched_index)
-            else:
-                data = [self.dataset[idx] for idx in possibly_batched_index]
-        else:
-            data = self.dataset[possibly_batched_index]
-        return self.collate_fn(data)
+def make_fetcher(kind, dataset, auto_collation, collate_fn, drop_last):
+    """The fetcher for a dataset of `kind` (_MAP_STYLE or _ITERABLE_STYLE)."""
+    factory = _StreamFetcher if kind == _ITERABLE_STYLE else _MapStyleFetcher
+    return factory(dataset, auto_collation, collate_fn, drop_last)

@@ -1,69 +1,51 @@
-"""Pinning batches: pin_memory(data) page-locks every tensor in a (nested) batch, and the thread
-loop that does it for batches coming from worker processes (torch.utils.data._utils.pin_memory)."""
+"""Page-locking batches (the module torch.utils.data._utils.pin_memory): pin_memory(data) pins
+every tensor of a nested batch, and _pin_memory_loop is the thread that does it for the results
+of worker processes before the main thread sees them."""
 from __future__ import annotations
 
-import collections
-import copy
+import collections.abc
 import queue
 
-from ....tensor import Tensor
-from . import MP_STATUS_CHECK_INTERVAL, ExceptionWrapper
-
-
-def _pin_memory_loop(in_queue, out_queue, device_id, done_event, device):
-    def do_one_step():
-        try:
-            r = in_queue.get(timeout=MP_STATUS_CHECK_INTERVAL)
-        except queue.Empty:
-            return
-        idx, data = r
-        if not done_event.is_set() and not isinstance(data, ExceptionWrapper):
-            try:
-                data = pin_memory(data, device)
-            except Exception:
-                data = ExceptionWrapper(where=f"in pin memory thread for device {device_id}")
-            r = (idx, data)
-        while not done_event.is_set():
-            try:
-                out_queue.put(r, timeout=MP_STATUS_CHECK_INTERVAL)
-                break
-            except queue.Full:
-                continue
-
-    while not done_event.is_set():
-        do_one_step()
+from . import ExceptionWrapper, _poll_interval
+from . import worker as _worker
+from .collate import _is_namedtuple, _is_text, _rebuild_mapping, _rebuild_sequence
 
 
 def pin_memory(data, device=None):
-    """`data` with every tensor (and every object with a pin_memory() method) pinned, recursing
-    into mappings, named tuples and sequences; other values as they are."""
-    if isinstance(data, Tensor):
+    """`data` with every tensor in it (and every object that has a pin_memory() method) replaced
+    by its pinned copy, through mappings, tuples (named or not, which keep their type) and other
+    sequences; anything else unchanged. `device` is accepted for torch's signature."""
+    if hasattr(data, "pin_memory"):  # tensors, and user types that know how to pin themselves
         return data.pin_memory()
-    if hasattr(data, "pin_memory"):
-        return data.pin_memory()
-    if isinstance(data, (str, bytes)):
+    if _is_text(data):
         return data
     if isinstance(data, collections.abc.Mapping):
-        try:
-            if isinstance(data, collections.abc.MutableMapping):
-                clone = copy.copy(data)
-                clone.update({k: pin_memory(sample, device) for k, sample in data.items()})
-                return clone
-            return type(data)({k: pin_memory(sample, device) for k, sample in data.items()})
-        except TypeError:
-            return {k: pin_memory(sample, device) for k, sample in data.items()}
+        return _rebuild_mapping(data, {key: pin_memory(value, device) for key, value in data.items()})
+    if _is_namedtuple(data):
+        return type(data)(*(pin_memory(item, device) for item in data))
     if isinstance(data, tuple):
-        if hasattr(data, "_fields"):  # namedtuple
-            return type(data)(*(pin_memory(sample, device) for sample in data))
-        return type(data)(pin_memory(sample, device) for sample in data)
+        return type(data)(pin_memory(item, device) for item in data)
     if isinstance(data, collections.abc.Sequence):
-        try:
-            if isinstance(data, collections.abc.MutableSequence):
-                clone = copy.copy(data)
-                for i, item in enumerate(data):
-                    clone[i] = pin_memory(item, device)
-                return clone
-            return type(data)([pin_memory(sample, device) for sample in data])
-        except TypeError:
-            return [pin_memory(sample, device) for sample in data]
+        return _rebuild_sequence(data, [pin_memory(item, device) for item in data])
     return data
+
+
+def _pin_memory_loop(in_queue, out_queue, device_id, done_event, device):
+    """Body of the pinning thread: move each worker reply from `in_queue` to `out_queue`, pinning
+    the batch of every successful fetch (a failure to pin is sent on as the batch's error), until
+    `done_event` is set. Polls so that the event is noticed while the workers are quiet."""
+    while not done_event.is_set():
+        try:
+            reply = in_queue.get(timeout=_poll_interval())
+        except queue.Empty:
+            continue
+        if done_event.is_set():
+            break
+        seq, status, payload = reply
+        if status == _worker._FETCHED:
+            try:
+                reply = (seq, status, pin_memory(payload, device))
+            except Exception:
+                reply = (seq, _worker._FAILED,
+                         ExceptionWrapper(where=f"in pin memory thread for device {device_id}"))
+        out_queue.put(reply)  # an unbounded queue.Queue: never blocks

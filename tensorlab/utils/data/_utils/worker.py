@@ -1,11 +1,24 @@
-"""The worker process of a multiprocessing DataLoader (torch.utils.data._utils.worker): its loop,
-its seeding, and get_worker_info().
+"""Inside a DataLoader worker process (the module torch.utils.data._utils.worker): how a worker
+seeds itself, what get_worker_info() tells the dataset, and the loop that serves fetch orders.
 
-Each worker gets seed = base_seed + worker_id (base_seed drawn by the main process from the
-loader's generator, or the default one, once per iterator); it seeds Python's `random`,
-tensorlab's default generators (tl.manual_seed) and NumPy's global generator (from the same
-SeedSequence-like hash torch uses) before worker_init_fn runs. Results go back through a
-multiprocessing queue: tensors travel pickled (Tensor.__reduce_ex__)."""
+Conversation with the main process
+----------------------------------
+Each worker reads orders from its own index queue:
+  (seq, keys)  fetch the batch (or sample) for `keys` and reply with the same seq;
+  _NEW_EPOCH   (persistent workers) start the dataset over, then acknowledge;
+  _EXIT        leave the loop.
+and writes replies (seq, status, payload) to the queue shared by all workers:
+  _FETCHED     payload is the collated batch (tensors travel pickled);
+  _FAILED      payload is an ExceptionWrapper naming this worker;
+  _EXHAUSTED   the worker's IterableDataset iterator ended (payload: worker id); orders that
+               follow in the same epoch are dropped unanswered;
+  _RESTARTED   acknowledges _NEW_EPOCH (seq is None, payload: worker id).
+
+Seeding: worker k of an iterator gets seed = base_seed + k, where base_seed is drawn once per
+iterator from the loader's generator (or the default one). Before worker_init_fn runs, that seed
+seeds Python's `random` and tensorlab's default generators, and NumPy's global generator gets
+the four 32-bit words torch derives from (base_seed, k) with NumPy's SeedSequence hash.
+"""
 from __future__ import annotations
 
 import os
@@ -13,29 +26,21 @@ import queue
 import random
 from dataclasses import dataclass
 
-from . import HAS_NUMPY, MP_STATUS_CHECK_INTERVAL, ExceptionWrapper
+from . import HAS_NUMPY, ExceptionWrapper, _poll_interval
+from .fetch import _ITERABLE_STYLE, make_fetcher
 
-
-class ManagerWatchdog:
-    """Whether the process that started this worker is still alive (the worker exits if not)."""
-
-    def __init__(self):
-        self.manager_pid = os.getppid()
-        self.manager_dead = False
-
-    def is_alive(self):
-        if not self.manager_dead:
-            self.manager_dead = os.getppid() != self.manager_pid
-        return not self.manager_dead
-
-
-_worker_info = None
+_FETCHED, _FAILED, _EXHAUSTED, _RESTARTED = "fetched", "failed", "exhausted", "restarted"
+_NEW_EPOCH = "new epoch"
+_EXIT = None
 
 
 @dataclass(frozen=True, slots=True)
 class WorkerInfo:
-    """What get_worker_info() returns inside a worker: its id (0..num_workers-1), the number of
-    workers, its seed, and this worker's copy of the dataset."""
+    """Describes the DataLoader worker the calling code runs in (see get_worker_info).
+
+    id: this worker's number, 0 to num_workers - 1; num_workers: how many the loader started;
+    seed: the seed this worker was given; dataset: this worker's own copy of the dataset;
+    rng: an optional RNG state holder; worker_method: how workers run ("multiprocessing")."""
     id: int
     num_workers: int
     seed: int
@@ -44,132 +49,155 @@ class WorkerInfo:
     worker_method: str = "multiprocessing"
 
 
+_worker_info = None
+
+
 def get_worker_info():
-    """In a DataLoader worker process: a WorkerInfo (id, num_workers, seed, dataset). In the main
-    process: None. An IterableDataset uses it to give each worker its own shard."""
+    """The WorkerInfo of the DataLoader worker process calling it; None in the main process.
+    An IterableDataset (or a worker_init_fn) reads it to give each worker its own share."""
     return _worker_info
 
 
-@dataclass(frozen=True)
-class _IterableDatasetStopIteration:
-    """Sent by a worker whose IterableDataset iterator is exhausted."""
-    worker_id: int
+class ManagerWatchdog:
+    """Tells a worker whether the process that started it still runs: once the worker has been
+    re-parented, its loop ends instead of waiting for orders forever."""
+
+    def __init__(self):
+        self._parent_pid = os.getppid()
+        self._orphaned = False
+
+    def is_alive(self):
+        self._orphaned = self._orphaned or os.getppid() != self._parent_pid
+        return not self._orphaned
 
 
-@dataclass(frozen=True)
-class _ResumeIteration:
-    """Sent to persistent workers at the start of each new epoch."""
-    seed: int = None
+# -- seeding --------------------------------------------------------------------------------------
+_WORD = 0xFFFF_FFFF
+
+
+class _ChainedHash:
+    """The hash NumPy's SeedSequence applies to 32-bit words: xor with a running constant, advance
+    the constant by a fixed multiplier, multiply, fold the high half into the low half."""
+
+    def __init__(self, start, step):
+        self._constant = start
+        self._step = step
+
+    def __call__(self, word):
+        word = (word ^ self._constant) & _WORD
+        self._constant = (self._constant * self._step) & _WORD
+        word = (word * self._constant) & _WORD
+        return word ^ (word >> 16)
+
+
+def _mix_words(x, y):
+    mixed = (0xCA01F9DD * x - 0x4973F715 * y) & _WORD
+    return mixed ^ (mixed >> 16)
 
 
 def _generate_state(base_seed, worker_id):
-    """The 4 x 32-bit NumPy seed torch derives for worker `worker_id` (NumPy's SeedSequence hash)."""
-    INIT_A = 0x43b0d7e5
-    MULT_A = 0x931e8875
-    INIT_B = 0x8b51f9dd
-    MULT_B = 0x58f38ded
-    MIX_MULT_L = 0xca01f9dd
-    MIX_MULT_R = 0x4973f715
-    XSHIFT = 4 * 8 // 2
-    MASK32 = 0xFFFFFFFF
-    entropy = [worker_id, base_seed & MASK32, base_seed >> 32, 0]
-    pool = [0] * 4
-    hash_const_A = INIT_A
-
-    def hash(value):
-        nonlocal hash_const_A
-        value = (value ^ hash_const_A) & MASK32
-        hash_const_A = (hash_const_A * MULT_A) & MASK32
-        value = (value * hash_const_A) & MASK32
-        value = (value ^ (value >> XSHIFT)) & MASK32
-        return value
-
-    def mix(x, y):
-        result_x = (MIX_MULT_L * x) & MASK32
-        result_y = (MIX_MULT_R * y) & MASK32
-        result = (result_x - result_y) & MASK32
-        result = (result ^ (result >> XSHIFT)) & MASK32
-        return result
-
-    for i in range(len(pool)):
-        pool[i] = hash(entropy[i])
-    for i_src in range(len(pool)):
-        for i_dst in range(len(pool)):
-            if i_src != i_dst:
-                pool[i_dst] = mix(pool[i_dst], hash(pool[i_src]))
-    hash_const_B = INIT_B
-    state = []
-    for i_dst in range(4):
-        data_val = pool[i_dst]
-        data_val = (data_val ^ hash_const_B) & MASK32
-        hash_const_B = (hash_const_B * MULT_B) & MASK32
-        data_val = (data_val * hash_const_B) & MASK32
-        data_val = (data_val ^ (data_val >> XSHIFT)) & MASK32
-        state.append(data_val)
-    return state
+    """NumPy's global-generator seed for worker `worker_id`: four 32-bit words, the state a
+    SeedSequence with entropy (worker_id, base_seed) and a pool of four words generates."""
+    absorb = _ChainedHash(0x43B0D7E5, 0x931E8875)
+    pool = [absorb(word) for word in (worker_id, base_seed & _WORD, base_seed >> 32, 0)]
+    for source in range(len(pool)):
+        for target in range(len(pool)):
+            if target != source:
+                pool[target] = _mix_words(pool[target], absorb(pool[source]))
+    emit = _ChainedHash(0x8B51F9DD, 0x58F38DED)
+    return [emit(word) for word in pool]
 
 
-def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, auto_collation, collate_fn, drop_last,
-                 base_seed, init_fn, worker_id, num_workers, persistent_workers, shared_seed):
+def _seed_worker(base_seed, worker_id):
+    """Seed every random stream of this process for worker `worker_id`; returns its seed."""
     from ....ops.random import manual_seed
-    try:
-        seed = base_seed + worker_id
-        random.seed(seed)
-        manual_seed(seed)
-        if HAS_NUMPY:
-            import numpy as np
-            np.random.seed(_generate_state(base_seed, worker_id))
+    seed = base_seed + worker_id
+    random.seed(seed)
+    manual_seed(seed)
+    if HAS_NUMPY:
+        import numpy
+        numpy.random.seed(_generate_state(base_seed, worker_id))
+    return seed
 
-        global _worker_info
-        _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)
 
-        from ..dataloader import _DatasetKind
+# -- the worker's loop ----------------------------------------------------------------------------
+@dataclass
+class _WorkerSetup:
+    """Everything a worker needs from its iterator (pickled into it under spawn/forkserver)."""
+    dataset_kind: int
+    dataset: object
+    auto_collation: bool
+    collate_fn: object
+    drop_last: bool
+    base_seed: int
+    init_fn: object
+    worker_id: int
+    num_workers: int
 
-        init_exception = None
+    @property
+    def where(self):
+        return f"in DataLoader worker process {self.worker_id}"
+
+    def open_fetcher(self, run_init):
+        """(fetcher, None), or (None, ExceptionWrapper) when worker_init_fn (run first when
+        `run_init`) or opening the dataset fails: that error then answers every fetch order."""
         try:
-            if init_fn is not None:
-                init_fn(worker_id)
-            fetcher = _DatasetKind.create_fetcher(dataset_kind, dataset, auto_collation, collate_fn, drop_last)
+            if run_init and self.init_fn is not None:
+                self.init_fn(self.worker_id)
+            return make_fetcher(self.dataset_kind, self.dataset, self.auto_collation, self.collate_fn,
+                                self.drop_last), None
         except Exception:
-            init_exception = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
+            return None, ExceptionWrapper(where=self.where)
 
-        # iteration_end: this worker's IterableDataset is exhausted; it waits for the next epoch
-        # (persistent workers) or for the final None
-        iteration_end = False
-        watchdog = ManagerWatchdog()
-        while watchdog.is_alive():
-            try:
-                r = index_queue.get(timeout=MP_STATUS_CHECK_INTERVAL)
-            except queue.Empty:
-                continue
-            if isinstance(r, _ResumeIteration):
-                data_queue.put((r, None))
-                iteration_end = False
-                fetcher = _DatasetKind.create_fetcher(dataset_kind, dataset, auto_collation, collate_fn, drop_last)
-                continue
-            elif r is None:
-                if not done_event.is_set() and not iteration_end:
-                    raise AssertionError("Received final signal but neither done_event nor iteration_end is set")
-                break
-            elif done_event.is_set() or iteration_end:
-                continue
-            idx, index = r
-            if init_exception is not None:
-                data = init_exception
-                init_exception = None
-            else:
-                try:
-                    data = fetcher.fetch(index)
-                except Exception as e:
-                    if isinstance(e, StopIteration) and dataset_kind == _DatasetKind.Iterable:
-                        data = _IterableDatasetStopIteration(worker_id)
-                        iteration_end = True
-                    else:
-                        data = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
-            data_queue.put((idx, data))
-            del data, idx, index, r
+    def answer(self, fetcher, keys):
+        """(status, payload) for one fetch order."""
+        try:
+            return _FETCHED, fetcher.fetch(keys)
+        except StopIteration:
+            if self.dataset_kind == _ITERABLE_STYLE:
+                return _EXHAUSTED, self.worker_id
+            return _FAILED, ExceptionWrapper(where=self.where)
+        except Exception:
+            return _FAILED, ExceptionWrapper(where=self.where)
+
+
+def _serve(setup, index_queue, data_queue, done_event):
+    global _worker_info
+    seed = _seed_worker(setup.base_seed, setup.worker_id)
+    _worker_info = WorkerInfo(id=setup.worker_id, num_workers=setup.num_workers, seed=seed, dataset=setup.dataset)
+    fetcher, broken = setup.open_fetcher(run_init=True)
+    exhausted = False
+    parent = ManagerWatchdog()
+    while parent.is_alive():
+        try:
+            order = index_queue.get(timeout=_poll_interval())
+        except queue.Empty:
+            continue
+        if order is _EXIT:
+            return
+        if order == _NEW_EPOCH:
+            exhausted = False
+            if broken is None:
+                fetcher, broken = setup.open_fetcher(run_init=False)
+            data_queue.put((None, _RESTARTED, setup.worker_id))
+            continue
+        if exhausted or done_event.is_set():
+            continue  # nobody waits for this reply any more
+        seq, keys = order
+        status, payload = (_FAILED, broken) if broken is not None else setup.answer(fetcher, keys)
+        exhausted = status == _EXHAUSTED
+        data_queue.put((seq, status, payload))
+        del payload  # let a large batch go before blocking on the next order
+
+
+def _worker_loop(setup, index_queue, data_queue, done_event):
+    """Entry point of a worker process: serve fetch orders until told to exit or orphaned."""
+    try:
+        _serve(setup, index_queue, data_queue, done_event)
     except KeyboardInterrupt:
-        pass
+        pass  # Ctrl-C reaches the whole process group; the main process decides what to do
     if done_event.is_set():
+        # the main process is shutting down and may no longer read: do not wait at exit for the
+        # queue's feeder thread to flush replies nobody will take
         data_queue.cancel_join_thread()
         data_queue.close()
