@@ -931,3 +931,22 @@ DERIVATIVES.update({
     "to": Derivative(_to, name="ToCopyBackward0"),
     "copy_": Derivative(_copy, name="CopyBackwards", self_saved=_NEVER),
 })
+
+
+# -- convolution and pooling primitives (ops/conv.py): each one's derivative is the other ----------
+def _im2col(ctx, g):
+    from ..ops import conv
+    i = ctx.info
+    return (conv.col2im(g, i["in_hw"], i["kernel"], i["dilation"], i["padding"], i["stride"]),)
+
+
+def _col2im(ctx, g):
+    from ..ops import conv
+    i = ctx.info
+    return (conv.im2col(g, i["kernel"], i["dilation"], i["padding"], i["stride"], tuple(ctx.shape(0)[4:])),)
+
+
+DERIVATIVES.update({
+    "im2col": Derivative(_im2col, name="Im2ColBackward0"),
+    "col2im": Derivative(_col2im, name="Col2ImBackward0"),
+})
