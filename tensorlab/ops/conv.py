@@ -200,16 +200,24 @@ def _conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
 
 
 def _conv2d_core(x, w, kernel, dilation, padding, stride, out_hw, groups):
+    """One (cout/g, K) x (K, B * L) product per group: real GEMMs (the batch folded into the columns,
+    no broadcast batch dim, which NumPy would run without BLAS), then the result put back as
+    (B, cout, oh, ow)."""
     B, C = x.shape[:2]
     cout = w.shape[0]
     L = out_hw[0] * out_hw[1]
     K = C // groups * kernel[0] * kernel[1]
     if kernel == (1, 1) and stride == (1, 1) and padding == (0, 0):  # a 1x1 convolution is a product as it is
-        cols = x.reshape(B, groups, C // groups, L)
+        cols = x.reshape(B, groups, K, L)
     else:
         cols = im2col(x, kernel, dilation, padding, stride, out_hw).reshape(B, groups, K, L)
     wm = w.reshape(groups, cout // groups, K)
-    return wm.matmul(cols).reshape(B, cout, out_hw[0], out_hw[1])
+    if B == 1:
+        y = wm.matmul(cols[0])
+    else:
+        y = wm.matmul(cols.permute(1, 2, 0, 3).reshape(groups, K, B * L))
+        y = y.reshape(groups, cout // groups, B, L).permute(2, 0, 1, 3)
+    return y.reshape(B, cout, out_hw[0], out_hw[1])
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -276,9 +284,14 @@ def _conv_transpose(op, nd, input, weight, bias, stride, padding, output_padding
                                                             (1,) + dilation, (1,) + outs, (1,) + spatial)
     B = x.shape[0]
     hw = spatial[0] * spatial[1]
-    xm = x.reshape(B, groups, cin // groups, hw)
-    wm = weight.reshape(groups, cin // groups, cout_g * kernel[0] * kernel[1]).transpose(1, 2)  # (g, cout/g * kh * kw, cin/g)
-    cols = wm.matmul(xm).reshape((B, cout) + kernel + spatial)
+    kk = kernel[0] * kernel[1]
+    wm = weight.reshape(groups, cin // groups, cout_g * kk).transpose(1, 2)  # (g, cout/g * kh * kw, cin/g)
+    if B == 1:
+        cols = wm.matmul(x.reshape(groups, cin // groups, hw)).reshape((1, cout) + kernel + spatial)
+    else:  # the batch folded into the columns: one real GEMM per group (see _conv2d_core)
+        xm = x.reshape(B, groups, cin // groups, hw).permute(1, 2, 0, 3).reshape(groups, cin // groups, B * hw)
+        cols = wm.matmul(xm).reshape((groups, cout_g * kk, B, hw)).permute(2, 0, 1, 3)
+        cols = cols.reshape((B, cout) + kernel + spatial)
     y = col2im(cols, outs, kernel, dilation, padding, stride)
     if nd == 1:
         y = y.squeeze(2)
