@@ -153,3 +153,7 @@ KERNELS = {
 # floating dtypes (gradients, fold, transposed convolutions)
 KERNELS["conv.cu"] = (_per_dtype("im2col", among=tuple(d for d in dtypes.ALL if d is not dtypes.bool_))
                       + _per_dtype("col2im", among=dtypes.FLOATING))
+
+# pool.cu: max_pool2d for every dtype but bool (torch refuses bool), its backward for the floating dtypes
+KERNELS["pool.cu"] = (_per_dtype("max_pool2d_fwd", among=tuple(d for d in dtypes.ALL if d is not dtypes.bool_))
+                      + _per_dtype("max_pool2d_bwd", among=dtypes.FLOATING))

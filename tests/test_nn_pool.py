@@ -301,3 +301,39 @@ def test_pool_dtype_errors_match_torch(device, torch, fn, dtype):
     x, tx = tl.zeros((1, 2, 4, 4), dtype=getattr(tl, dtype), device=device), torch.zeros(1, 2, 4, 4,
                                                                                          dtype=getattr(torch, dtype))
     _raises_like(lambda: getattr(F, fn)(x, 2), lambda: getattr(torch.nn.functional, fn)(tx, 2))
+
+
+def test_max_pool_double_backward_matches_torch(device, torch):
+    x, tx = _leaf(torch, device, _rand((1, 2, 6, 5), 1))
+    (g,) = tl.autograd.grad(F.max_pool2d(x, 3, 2, 1).pow(2).sum(), (x,), create_graph=True)
+    (tg,) = torch.autograd.grad(torch.nn.functional.max_pool2d(tx, 3, 2, 1).pow(2).sum(), (tx,), create_graph=True)
+    _close(g, tg)
+    (gg,) = tl.autograd.grad((g * g.cos()).sum(), (x,))
+    (tgg,) = torch.autograd.grad((tg * tg.cos()).sum(), (tx,))
+    _close(gg, tgg)
+
+
+def test_max_pool_grad_fn_names_and_overlapping_windows(device, torch):
+    x, tx = _leaf(torch, device, _rand((2, 1, 5, 5), 2))
+    y, ty = F.max_pool2d(x, 3, 1, 1), torch.nn.functional.max_pool2d(tx, 3, 1, 1)  # windows overlap: sums
+    assert y.grad_fn.name() == ty.grad_fn.name()
+    y.sum().backward()
+    ty.sum().backward()
+    _close(x.grad, tx.grad)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_max_pool_kernels_forward_backward_every_floating_dtype(device, index, torch, dtype):
+    arr = _rand((2, 2, 5, 6), 5, "float32")
+    x = tl.tensor(arr, device=device).to(getattr(tl, dtype)).requires_grad_()
+    tx = torch.tensor(arr).to(getattr(torch, dtype)).requires_grad_()
+    kw = dict(kernel_size=(3, 2), stride=(1, 2), padding=1, dilation=(2, 1), return_indices=True)
+    (y, i), (ty, ti) = F.max_pool2d(x, **kw), torch.nn.functional.max_pool2d(tx, **kw)
+    _close(y, ty, rtol=0, atol=0)
+    _close(i, ti)
+    g = _rand(tuple(ty.shape), 6, "float32")
+    y.backward(tl.tensor(g, device=device).to(getattr(tl, dtype)))
+    ty.backward(torch.tensor(g).to(getattr(torch, dtype)))
+    # sums of at most a few terms, accumulated in float32 and rounded once: torch's half kernels may round per term
+    tol = dict(rtol=0, atol=0) if dtype in ("float32", "float64") else dict(rtol=1e-2, atol=1e-2)
+    _close(x.grad, tx.grad, **tol)

@@ -950,3 +950,24 @@ DERIVATIVES.update({
     "im2col": Derivative(_im2col, name="Im2ColBackward0"),
     "col2im": Derivative(_col2im, name="Col2ImBackward0"),
 })
+
+
+def _max_pool2d(ctx, g):
+    from ..ops import pool
+    i = ctx.info
+    return (pool.max_pool2d_backward(g, i["indices"], tuple(ctx.shape(0)[2:]), i["kernel"], i["stride"], i["padding"],
+                                     i["dilation"]),)
+
+
+def _max_pool2d_backward(ctx, g):
+    """max_pool2d_backward is linear in grad_output: its adjoint reads g at each window's index."""
+    idx = ctx.info["indices"]
+    n, c, oh, ow = idx.shape
+    h, w = g.shape[2:]
+    return (g.reshape(n, c, h * w).gather(2, idx.reshape(n, c, oh * ow)).reshape(n, c, oh, ow),)
+
+
+DERIVATIVES.update({
+    "max_pool2d": Derivative(_max_pool2d, name="MaxPool2DWithIndicesBackward0"),
+    "max_pool2d_backward": Derivative(_max_pool2d_backward, name="MaxPool2DWithIndicesBackwardBackward0"),
+})

@@ -10,7 +10,7 @@ import importlib
 
 FAMILIES = ("creation", "copy", "resize", "views", "indexing", "random",
             "elementwise", "reduction", "linalg", "shape", "transfer")
-FAMILIES += ("conv",)
+FAMILIES += ("conv", "pool")
 
 
 def modules():

@@ -15,13 +15,21 @@ Indices follow torch: the flat position in the input plane of the first maximum 
 lowest value (e.g. all -inf) gives its first element inside the input, never a padding position."""
 from __future__ import annotations
 
-import math
-
-from .. import dtypes
+from .. import autograd_hooks, dtypes
 from ..tensor import Tensor
+from . import registry
+from ._common import empty_tensor
 from .conv import expand_param, im2col, type_name
 from .creation import tensor
+from .registry import KEEP, OpDef
 
+_F = "pool"
+registry.register(
+    OpDef("max_pool2d", _F, "max_pool2d", KEEP),
+    OpDef("max_pool2d_backward", _F, "max_pool2d_backward", KEEP),
+)
+# torch's top-level names (torch.max_pool2d, ...), as the functional forms
+FUNCTIONS = ("max_pool1d", "max_pool2d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d")
 _INT64 = dtypes.int64
 
 
@@ -115,64 +123,45 @@ def _as_4d(input, nd):
 def _window_argmax(win, dim):
     """Index along `dim` of torch's pick: the first maximum, or the last NaN."""
     a = win.argmax(dim)
-    if win._dtype.is_floating_point:
+    if win._dtype.is_floating_point:  # no host sync: the NaN rule is applied whether or not there is one
         nan = win.isnan()
-        if nan.any().item():
-            n = win.shape[dim]
-            last_nan = (n - 1) - nan.to(dtypes.uint8).flip([dim]).argmax(dim)
-            a = last_nan.where(nan.any(dim), a)
+        n = win.shape[dim]
+        last_nan = (n - 1) - nan.to(dtypes.uint8).flip([dim]).argmax(dim)
+        a = last_nan.where(nan.any(dim), a)
     return a
 
 
-def _lowest(dt):
-    if dt.is_floating_point:
-        return -math.inf
-    return dtypes.iinfo(dt).min
-
-
 # -- max pooling ---------------------------------------------------------------------------------------------------
-def _first_valid(n_out, size, k, s, p, d):
-    """Per output position: the window index of its first element inside [0, size)."""
-    out = []
-    for o in range(n_out):
-        start = o * s - p
-        i = 0
-        while i < k - 1 and start + i * d < 0:
-            i += 1
-        out.append(i)
-    return out
+def _max_pool_primitive(x, out_hw, kernel, stride, padding, dilation):
+    """(values, indices) of the max_pool2d primitive over a 4-D x, recorded for autograd."""
+    shape = tuple(x.shape[:2]) + tuple(out_hw)
+    vals = empty_tensor(shape, x._dtype, x.device)
+    idx = empty_tensor(shape, _INT64, x.device)
+    if vals.numel():
+        x._backend.max_pool2d(vals, idx, x, kernel, stride, padding, dilation)
+    geo = dict(kernel=kernel, stride=stride, padding=padding, dilation=dilation)
+    return autograd_hooks.record(vals, "max_pool2d", (x,), indices=idx, **geo), idx
+
+
+def max_pool2d_backward(grad_output, indices, in_hw, kernel, stride, padding, dilation):
+    """The gradient of max_pool2d's input: each element gets the sum of the gradients of the windows
+    whose index is that element (a gather per input element: deterministic)."""
+    shape = tuple(grad_output.shape[:2]) + tuple(in_hw)
+    gi = empty_tensor(shape, grad_output._dtype, grad_output.device)
+    if gi.numel():
+        if grad_output.numel():
+            grad_output._backend.max_pool2d_backward(gi, grad_output, indices, kernel, stride, padding, dilation)
+        else:
+            gi.zero_()
+    return autograd_hooks.record(gi, "max_pool2d_backward", (grad_output,), indices=indices)
 
 
 def _max_pool(inp, kernel, stride, padding, dilation, ceil_mode, return_indices):
-    x = inp.x
     oh, ow = _pool2d_geometry(inp, kernel, stride, padding, dilation, ceil_mode)
-    N, C, H, W = x.shape
-    kh, kw = kernel
-    dev = x.device
-    cols = im2col(x, kernel, dilation, padding, stride, (oh, ow), _lowest(x._dtype))
-    win = cols.reshape(N, C, kh * kw, oh, ow)
-    a = _window_argmax(win.detach(), 2)
-    # rows/cols of the picked element in the input; a padding position (every element the lowest
-    # value) moves to the window's first element inside the input, as torch's loop leaves it
-    row0 = tensor([y * stride[0] - padding[0] for y in range(oh)], dtype=_INT64, device=dev).reshape(oh, 1)
-    col0 = tensor([z * stride[1] - padding[1] for z in range(ow)], dtype=_INT64, device=dev)
-    ki = a.div(kw, rounding_mode="floor")
-    kj = a - ki * kw
-    rows = row0 + ki * dilation[0]
-    colsi = col0 + kj * dilation[1]
-    inside = (rows >= 0) & (rows < H) & (colsi >= 0) & (colsi < W)
-    if not inside.all().item():
-        fi = tensor(_first_valid(oh, H, kh, stride[0], padding[0], dilation[0]), dtype=_INT64, device=dev)
-        fj = tensor(_first_valid(ow, W, kw, stride[1], padding[1], dilation[1]), dtype=_INT64, device=dev)
-        ki = ki.where(inside, fi.reshape(oh, 1).expand(oh, ow))
-        kj = kj.where(inside, fj.reshape(1, ow).expand(oh, ow))
-        a = ki * kw + kj
-        rows = row0 + ki * dilation[0]
-        colsi = col0 + kj * dilation[1]
-    vals = win.gather(2, a.unsqueeze(2)).squeeze(2)
+    vals, idx = _max_pool_primitive(inp.x, (oh, ow), tuple(kernel), tuple(stride), tuple(padding), tuple(dilation))
     if not return_indices:
         return inp.back(vals)
-    return inp.back(vals), inp.back(rows * W + colsi)
+    return inp.back(vals), inp.back(idx)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):

@@ -5,6 +5,7 @@ from .elementwise import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
+from .pool import *  # noqa: F401,F403
 from .memory import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
