@@ -462,3 +462,22 @@ def test_small_convnet_trains_like_torch(device, torch):
     assert losses[0] != losses[-1]
     for p, tp in zip(net.params(), tnet.params()):
         np.testing.assert_allclose(_np(p), tp.detach().numpy(), rtol=1e-3, atol=1e-4)
+
+
+def test_channels_last_sources_give_channels_last_results(device, torch):
+    """torch's memory-format rule: a channels-last input (or convolution weight) gives a
+    channels-last result, for convolutions, pools and interpolation alike."""
+    x = tl.tensor(_rand((2, 4, 5, 5), 1), device=device)
+    w = tl.tensor(_rand((6, 4, 3, 3), 2), device=device)
+    xc, wc = x.contiguous(memory_format=tl.channels_last), w.contiguous(memory_format=tl.channels_last)
+    wt = tl.tensor(_rand((4, 3, 3, 3), 3), device=device)
+    cases = [(F.conv2d(xc, w), True), (F.conv2d(x, wc), True), (F.conv2d(x, w), False),
+             (F.conv_transpose2d(xc, wt), True), (F.max_pool2d(xc, 2), True), (F.max_pool2d(xc, 2, return_indices=True)[1], True),
+             (F.avg_pool2d(xc, 2), True), (F.adaptive_avg_pool2d(xc, 2), True), (F.adaptive_max_pool2d(xc, 2), True),
+             (F.interpolate(xc, scale_factor=2), True), (F.interpolate(xc, scale_factor=2, mode="bilinear"), True),
+             (F.max_pool2d(x, 2), False)]
+    for y, cl in cases:
+        assert y.is_contiguous(memory_format=tl.channels_last) is cl or (cl is False and y.is_contiguous())
+        assert y.is_contiguous() is not cl
+    xt = torch.tensor(_rand((2, 4, 5, 5), 1)).contiguous(memory_format=torch.channels_last)
+    _close(F.conv2d(xc, w), torch.nn.functional.conv2d(xt, torch.tensor(_rand((6, 4, 3, 3), 2))))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from .. import autograd_hooks, dtypes
-from ..tensor import Tensor
+from ..tensor import Tensor, channels_last as _CL
 from . import registry
 from ._common import empty_tensor, same_device
 from .registry import KEEP, OpDef
@@ -57,6 +57,18 @@ def col2im(cols, in_hw, kernel, dilation, padding, stride):
         cols._backend.col2im(out, cols, tuple(kernel), tuple(dilation), tuple(padding), tuple(stride))
     return autograd_hooks.record(out, "col2im", (cols,), kernel=tuple(kernel), dilation=tuple(dilation),
                                  padding=tuple(padding), stride=tuple(stride))
+
+
+def _channels_last(t):
+    return t.dim() == 4 and t.is_contiguous(memory_format=_CL) and not t.is_contiguous()
+
+
+def keep_channels_last(y, *sources):
+    """torch's memory-format rule for 4-D convolutions and pools: a channels-last source (input, or a
+    convolution's weight) gives a channels-last result."""
+    if y.dim() == 4 and any(_channels_last(t) for t in sources if t is not None):
+        return y.contiguous(memory_format=_CL)
+    return y
 
 
 # -- argument checks -------------------------------------------------------------------------------------
@@ -118,8 +130,8 @@ def _check_dtypes(x, weight, bias):
         raise RuntimeError(f"Input type ({_C_NAMES[x._dtype.name]}) and bias type ({_C_NAMES[bias._dtype.name]}) "
                            f"should be the same")
     if x._dtype is dtypes.bool_:
-        raise RuntimeError('"slow_conv2d_cpu" not implemented for \'Bool\' (convolutions take numbers; convert '
-                           "the input and weight with .float())")
+        raise NotImplementedError('"slow_conv2d_cpu" not implemented for \'Bool\' (convolutions take numbers; '
+                                  "convert the input and weight with .float())")
 
 
 def _same_padding(kernel, dilation):
@@ -196,6 +208,8 @@ def _conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
         y = y.squeeze(2)
     if bias is not None:
         y = y + bias.reshape((cout,) + (1,) * nd)
+    if nd == 2 and not unbatched:
+        y = keep_channels_last(y, input, weight)
     return y.squeeze(0) if unbatched else y
 
 
@@ -217,7 +231,7 @@ def _conv2d_core(x, w, kernel, dilation, padding, stride, out_hw, groups):
     else:
         y = wm.matmul(cols.permute(1, 2, 0, 3).reshape(groups, K, B * L))
         y = y.reshape(groups, cout // groups, B, L).permute(2, 0, 1, 3)
-    return y.reshape(B, cout, out_hw[0], out_hw[1])
+    return y.reshape(B, cout, out_hw[0], out_hw[1]).contiguous()
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -297,6 +311,8 @@ def _conv_transpose(op, nd, input, weight, bias, stride, padding, output_padding
         y = y.squeeze(2)
     if bias is not None:
         y = y + bias.reshape((cout,) + (1,) * nd)
+    if nd == 2 and not unbatched:
+        y = keep_channels_last(y, input, weight)
     return y.squeeze(0) if unbatched else y
 
 

@@ -19,7 +19,7 @@ from .. import autograd_hooks, dtypes
 from ..tensor import Tensor
 from . import registry
 from ._common import empty_tensor
-from .conv import expand_param, im2col, type_name
+from .conv import expand_param, im2col, keep_channels_last, type_name
 from .creation import tensor
 from .registry import KEEP, OpDef
 
@@ -98,8 +98,9 @@ def _pool2d_geometry(inp, kernel, stride, padding, dilation, ceil_mode):
 class _Input:
     """A 4-D view of a pooling input and how to shape results back (unbatched, 1-D)."""
 
-    def __init__(self, x, unbatched, one_d, shape):
+    def __init__(self, x, unbatched, one_d, shape, source):
         self.x = x
+        self.source = source  # the caller's tensor (its memory format is the result's)
         self.shape = shape  # the caller's
         self.unbatched = unbatched
         self.one_d = one_d
@@ -107,6 +108,8 @@ class _Input:
     def back(self, y):
         if self.one_d:
             y = y.squeeze(2)
+        elif not self.unbatched:
+            y = keep_channels_last(y, self.source)
         return y.squeeze(0) if self.unbatched else y
 
 
@@ -116,7 +119,7 @@ def _as_4d(input, nd):
     x = input.unsqueeze(0) if unbatched else input
     if nd == 1:
         x = x.unsqueeze(2)
-    return _Input(x, unbatched, nd == 1, tuple(input.shape))
+    return _Input(x, unbatched, nd == 1, tuple(input.shape), input)
 
 
 # -- the window-argmax helpers (shared by max and adaptive max) ---------------------------------------------------

@@ -12,7 +12,7 @@ import math
 
 from .. import dtypes
 from ..tensor import Tensor
-from .conv import type_name
+from .conv import keep_channels_last, type_name
 from .creation import tensor
 
 _LINEAR = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4}
@@ -163,7 +163,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             d = 2 + k
             idx = _nearest_index(mode, input.shape[d], sizes[k], scales[k])
             y = y.index_select(d, tensor(idx, dtype=dtypes.int64, device=dev))
-        return y
+        return keep_channels_last(y, input)
     if not dt.is_floating_point:
         raise NotImplementedError(f"\"upsample_{mode}{nsp}d_out_frame\" not implemented for '{type_name(dt)}'")
     acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
@@ -176,5 +176,5 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         m = tensor(_weight_matrix(mode, n_in, sizes[k], scales[k], align_corners, acc is dtypes.float32),
                    dtype=acc, device=dev).reshape(sizes[k], n_in)
         y = y.movedim(d, -1).matmul(m.t()).movedim(-1, d)
-    y = y.contiguous()
+    y = keep_channels_last(y.contiguous(), input)
     return y.to(dt) if acc is not dt else y
