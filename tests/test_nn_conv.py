@@ -481,3 +481,28 @@ def test_channels_last_sources_give_channels_last_results(device, torch):
         assert y.is_contiguous() is not cl
     xt = torch.tensor(_rand((2, 4, 5, 5), 1)).contiguous(memory_format=torch.channels_last)
     _close(F.conv2d(xc, w), torch.nn.functional.conv2d(xt, torch.tensor(_rand((6, 4, 3, 3), 2))))
+
+
+@pytest.mark.parametrize("op", ["conv2d", "conv_transpose2d", "max_pool2d", "fold"])
+def test_injected_faults_leave_inputs_unchanged(device, op):
+    """Every allocation, copy and launch of a layer's forward may fail: the inputs keep their
+    values and metadata, and the same call then succeeds with the same result."""
+    from tensorlab.testing import InjectedFault, assert_unchanged, fault_points, inject_fault, snapshot
+    x = tl.tensor(_rand((1, 2, 4, 5), 1), device=device)
+    w = tl.tensor(_rand((2, 2, 2, 3), 2), device=device)
+    b = tl.tensor(_rand((2,), 3), device=device)
+    fns = {"conv2d": lambda: F.conv2d(x, w, b, padding=1),
+           "conv_transpose2d": lambda: F.conv_transpose2d(x, w, b, stride=2),
+           "max_pool2d": lambda: F.max_pool2d(x, 2, 1, 1, return_indices=True)[1],
+           "fold": lambda: F.fold(x.reshape(1, 4, 10), (3, 6), 2)}
+    fn = fns[op]
+    want = _np(fn())
+    points = fault_points(fn)
+    assert points
+    for kind, n in points:
+        snap = snapshot(x, w, b)
+        with inject_fault(kind, n) as plan, pytest.raises(InjectedFault):
+            fn()
+        assert plan.fired
+        assert_unchanged(snap)
+        np.testing.assert_array_equal(_np(fn()), want)
