@@ -1,6 +1,6 @@
 """F.interpolate and nn.Upsample against torch: nearest, nearest-exact, linear/bilinear/trilinear with
 and without align_corners, bicubic and area, by size or scale factor (recompute_scale_factor
-either way), values and input gradients, half types, integer nearest, and torch's errors."""
+either way), antialiased bilinear/bicubic/lanczos, values and input gradients, half types, integer nearest, and torch's errors."""
 from __future__ import annotations
 
 import numpy as np
@@ -26,6 +26,11 @@ CASES = [
     ((2, 3, 5, 7), dict(size=(9, 4), mode="bicubic")),
     ((2, 3, 5, 7), dict(size=(9, 4), mode="bicubic", align_corners=True)),
     ((2, 3, 6, 7), dict(size=(3, 4), mode="area")),
+    ((2, 3, 7, 8), dict(size=(3, 4), mode="bilinear", antialias=True)),
+    ((2, 3, 7, 8), dict(size=(11, 5), mode="bilinear", antialias=True, align_corners=True)),
+    ((2, 3, 7, 8), dict(scale_factor=0.4, mode="bicubic", antialias=True)),
+    ((2, 3, 7, 8), dict(size=(2, 9), mode="bicubic", antialias=True, align_corners=True)),
+    ((2, 3, 7, 8), dict(size=(3, 11), mode="lanczos", antialias=True)),
 ]
 
 
@@ -83,6 +88,9 @@ ERRORS = [
     ((1, 2, 4, 4), dict(size=2, mode="linear")),
     ((1, 2, 4, 4), dict(size=2, mode="cubic")),
     ((4, 4), dict(size=2)),
+    ((1, 2, 4), dict(size=2, mode="linear", antialias=True)),
+    ((1, 2, 4, 4), dict(size=2, mode="lanczos")),
+    ((1, 2, 4, 4), dict(size=2, mode="lanczos", antialias=True, align_corners=True)),
 ]
 
 

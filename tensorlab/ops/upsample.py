@@ -1,5 +1,5 @@
 """torch.nn.functional.interpolate: nearest, nearest-exact, linear/bilinear/trilinear (align_corners
-either way), bicubic and area, over any of torch's 1-3 spatial dims.
+either way), bicubic, bilinear/bicubic/lanczos with antialias, and area, over any of torch's 1-3 spatial dims.
 
 Resampling is separable: nearest modes are an index_select per spatial dim (an exact copy, any
 dtype); the interpolating modes are a product with a (out, in) weight matrix per spatial dim,
@@ -15,8 +15,9 @@ from ..tensor import Tensor
 from .conv import keep_channels_last, type_name
 from .creation import tensor
 
-_LINEAR = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4}
-_MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
+_LINEAR = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4, "lanczos": 4}
+_MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "lanczos", "area", "nearest-exact")
+_AA_TAPS = {"bilinear": 2, "bicubic": 4, "lanczos": 6}
 
 
 def _scale(in_size, out_size, scale, align_corners, cubic=False):
@@ -78,6 +79,50 @@ def _weight_matrix(mode, n_in, n_out, scale, align_corners, single):
     return rows
 
 
+def _aa_filter(mode):
+    if mode == "bilinear":
+        return lambda x: max(0.0, 1.0 - abs(x))
+    if mode == "lanczos":  # Lanczos-3: a windowed sinc
+        def lanczos(x, a=3.0):
+            if x == 0.0:
+                return 1.0
+            if abs(x) >= a:
+                return 0.0
+            px = math.pi * x
+            return a * math.sin(px) * math.sin(px / a) / (px * px)
+        return lanczos
+
+    def cubic(x, a=-0.5):  # Keys' kernel with a = -0.5, as torch's (and PIL's) antialiasing filter
+        x = abs(x)
+        if x < 1.0:
+            return ((a + 2) * x - (a + 3)) * x * x + 1
+        if x < 2.0:
+            return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+        return 0.0
+    return cubic
+
+
+def _antialias_matrix(mode, n_in, n_out, scale, align_corners):
+    """torch's _compute_weights_aa: a filter widened by the downscale factor, each row normalized."""
+    s = _scale(n_in, n_out, scale, align_corners)
+    interp = _AA_TAPS[mode]
+    support = interp * 0.5 * s if s >= 1.0 else interp * 0.5
+    invscale = 1.0 / s if s >= 1.0 else 1.0
+    f = _aa_filter(mode)
+    rows = []
+    for i in range(n_out):
+        center = s * (i + 0.5)
+        xmin = max(int(center - support + 0.5), 0)
+        xsize = min(int(center + support + 0.5), n_in) - xmin
+        ws = [f((j + xmin - center + 0.5) * invscale) for j in range(xsize)]
+        total = sum(ws)
+        row = [0.0] * n_in
+        for j, w in enumerate(ws):
+            row[xmin + j] = w / total if total != 0.0 else w
+        rows.append(row)
+    return rows
+
+
 def _nearest_index(mode, n_in, n_out, scale):
     s = _float32(1.0 / scale if scale is not None and scale > 0 else n_in / n_out)
     out = []
@@ -126,16 +171,18 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                              "bicubic | trilinear")
     elif align_corners is None:
         align_corners = False
-    if antialias and mode not in ("bilinear", "bicubic"):
-        raise ValueError(f"Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor "
-                         f"as input (interpolate got mode={mode!r})")
-    if antialias:
-        raise RuntimeError("interpolate(antialias=True) is not supported by tensorlab (no anti-aliasing filter); "
-                           "use antialias=False, or smooth with avg_pool2d before downsampling")
     nd = input.dim()
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and nd == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D "
+                         "tensor as input")
+    if mode == "lanczos" and nd == 4:
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
     if mode not in _MODES or nd not in (3, 4, 5):
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {nd}D) for the modes: "
-                                  f"nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact (got "
+                                  f"nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact (got "
                                   f"{mode})")
     need = _LINEAR.get(mode)
     if need is not None and nd != need:
@@ -171,10 +218,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     for k in range(nsp):
         d = 2 + k
         n_in = input.shape[d]
-        if n_in == sizes[k] and not align_corners and scales[k] in (None, 1.0):
+        if n_in == sizes[k] and not align_corners and scales[k] in (None, 1.0) and not antialias:
             continue  # the identity (torch copies)
-        m = tensor(_weight_matrix(mode, n_in, sizes[k], scales[k], align_corners, acc is dtypes.float32),
-                   dtype=acc, device=dev).reshape(sizes[k], n_in)
+        rows = _antialias_matrix(mode, n_in, sizes[k], scales[k], align_corners) if antialias else \
+            _weight_matrix(mode, n_in, sizes[k], scales[k], align_corners, acc is dtypes.float32)
+        m = tensor(rows, dtype=acc, device=dev).reshape(sizes[k], n_in)
         y = y.movedim(d, -1).matmul(m.t()).movedim(-1, d)
     y = keep_channels_last(y.contiguous(), input)
     return y.to(dt) if acc is not dt else y
