@@ -26,6 +26,8 @@ CASES = [
     ((2, 3, 5, 7), dict(size=(9, 4), mode="bicubic")),
     ((2, 3, 5, 7), dict(size=(9, 4), mode="bicubic", align_corners=True)),
     ((2, 3, 6, 7), dict(size=(3, 4), mode="area")),
+    ((1, 2, 5, 6, 7), dict(size=(3, 4, 7), mode="area")),
+    ((2, 3, 9), dict(size=4, mode="area")),
     ((2, 3, 7, 8), dict(size=(3, 4), mode="bilinear", antialias=True)),
     ((2, 3, 7, 8), dict(size=(11, 5), mode="bilinear", antialias=True, align_corners=True)),
     ((2, 3, 7, 8), dict(scale_factor=0.4, mode="bicubic", antialias=True)),

@@ -29,7 +29,7 @@ registry.register(
     OpDef("max_pool2d_backward", _F, "max_pool2d_backward", KEEP),
 )
 # torch's top-level names (torch.max_pool2d, ...), as the functional forms
-FUNCTIONS = ("max_pool1d", "max_pool2d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d")
+FUNCTIONS = ("max_pool1d", "max_pool2d", "avg_pool1d", "adaptive_avg_pool1d")  # torch.adaptive_max_pool1d returns a pair: not exported
 _INT64 = dtypes.int64
 
 

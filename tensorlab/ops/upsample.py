@@ -198,8 +198,14 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             return pool.adaptive_avg_pool1d(input, sizes[0])
         if nsp == 2:
             return pool.adaptive_avg_pool2d(input, tuple(sizes))
-        raise NotImplementedError("interpolate(mode='area') of 5-D input needs adaptive_avg_pool3d, which tensorlab "
-                                  "does not have; resample the 2-D slices with mode='area' instead")
+        if not input._dtype.is_floating_point:
+            raise NotImplementedError(f"\"adaptive_avg_pool3d_cpu\" not implemented for '{type_name(input._dtype)}'")
+        acc = dtypes.float32 if input._dtype in (dtypes.float16, dtypes.bfloat16) else input._dtype
+        y = input.to(acc)
+        for k in range(3):  # adaptive average pooling is separable: one averaging product per dim
+            m = pool._averaging_matrix(input.shape[2 + k], sizes[k], acc, input.device)
+            y = y.movedim(2 + k, -1).matmul(m.t()).movedim(-1, 2 + k)
+        return y.contiguous().to(input._dtype)
     dt = input._dtype
     y = input
     dev = input.device
