@@ -506,3 +506,63 @@ def test_injected_faults_leave_inputs_unchanged(device, op):
         assert plan.fired
         assert_unchanged(snap)
         np.testing.assert_array_equal(_np(fn()), want)
+
+
+def _random_conv_cases(n, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        g = int(rng.choice([1, 1, 2, 3]))
+        cin, cout = g * int(rng.integers(1, 3)), g * int(rng.integers(1, 3))
+        k = tuple(int(v) for v in rng.integers(1, 4, 2))
+        kw = dict(stride=tuple(int(v) for v in rng.integers(1, 4, 2)), dilation=tuple(int(v) for v in rng.integers(1, 3, 2)),
+                  groups=g)
+        kw["padding"] = "same" if rng.random() < 0.15 else tuple(int(v) for v in rng.integers(0, 3, 2))
+        if kw["padding"] == "same":
+            kw["stride"] = (1, 1)
+        shape = (int(rng.integers(0, 3)), cin, int(rng.integers(1, 8)), int(rng.integers(1, 8)))
+        out.append((shape, (cout, cin // g) + k, kw))
+    return out
+
+
+@pytest.mark.parametrize("case", _random_conv_cases(24, 11), ids=str)
+def test_conv2d_random_geometries_match_torch(device, torch, case):
+    """Random shapes, kernels, strides, paddings, dilations and groups: the same result and gradients
+    as torch, or the same exception type where torch refuses (a kernel larger than the padded input)."""
+    xs, ws, kw = case
+    x, tx = _leaf(torch, device, _rand(xs, 1))
+    w, tw = _leaf(torch, device, _rand(ws, 2))
+    b, tb = _leaf(torch, device, _rand((ws[0],), 3))
+    try:
+        ty = torch.nn.functional.conv2d(tx, tw, tb, **kw)
+    except RuntimeError:
+        with pytest.raises(RuntimeError):
+            F.conv2d(x, w, b, **kw)
+        return
+    y = F.conv2d(x, w, b, **kw)
+    _close(y, ty)
+    _backward_both(y, ty)
+    for a, ta in ((x, tx), (w, tw), (b, tb)):
+        _close(a.grad, ta.grad)
+
+
+@pytest.mark.parametrize("case", _random_conv_cases(16, 12), ids=str)
+def test_conv_transpose2d_random_geometries_match_torch(device, torch, case):
+    xs, ws, kw = case
+    if kw["padding"] == "same":
+        kw["padding"] = 0
+    kw["output_padding"] = tuple(min(p, max(s, d) - 1) for p, s, d in zip((1, 1), kw["stride"], kw["dilation"]))
+    ws = (xs[1], ws[0] // kw["groups"]) + ws[2:]
+    x, tx = _leaf(torch, device, _rand(xs, 1))
+    w, tw = _leaf(torch, device, _rand(ws, 2))
+    try:
+        ty = torch.nn.functional.conv_transpose2d(tx, tw, **kw)
+    except RuntimeError:
+        with pytest.raises(RuntimeError):
+            F.conv_transpose2d(x, w, **kw)
+        return
+    y = F.conv_transpose2d(x, w, **kw)
+    _close(y, ty)
+    _backward_both(y, ty)
+    _close(x.grad, tx.grad)
+    _close(w.grad, tw.grad)

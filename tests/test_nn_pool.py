@@ -337,3 +337,32 @@ def test_max_pool_kernels_forward_backward_every_floating_dtype(device, index, t
     # sums of at most a few terms, accumulated in float32 and rounded once: torch's half kernels may round per term
     tol = dict(rtol=0, atol=0) if dtype in ("float32", "float64") else dict(rtol=1e-2, atol=1e-2)
     _close(x.grad, tx.grad, **tol)
+
+
+def _random_pool_cases(n, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        k = tuple(int(v) for v in rng.integers(1, 5, 2))
+        kw = dict(kernel_size=k, stride=tuple(int(v) for v in rng.integers(1, 4, 2)),
+                  padding=tuple(int(rng.integers(0, kk // 2 + 1)) for kk in k), ceil_mode=bool(rng.random() < 0.5))
+        shape = (int(rng.integers(0, 3)), int(rng.integers(1, 3)), int(rng.integers(1, 9)), int(rng.integers(1, 9)))
+        out.append((shape, kw, int(rng.integers(1, 3))))
+    return out
+
+
+@pytest.mark.parametrize("case", _random_pool_cases(24, 21), ids=str)
+def test_pools_random_geometries_match_torch(device, torch, case):
+    """Random shapes, kernels, strides, paddings and ceil_mode: max pooling (with a random dilation,
+    values, indices and gradients) and average pooling (both count_include_pad settings) as torch, or
+    the same exception type where torch refuses."""
+    shape, kw, dil = case
+    for fn, extra in (("max_pool2d", dict(dilation=dil, return_indices=True)),
+                      ("avg_pool2d", dict(count_include_pad=True)), ("avg_pool2d", dict(count_include_pad=False))):
+        try:
+            getattr(torch.nn.functional, fn)(torch.zeros(shape, dtype=torch.float64), **kw, **extra)
+        except RuntimeError:
+            with pytest.raises(RuntimeError):
+                getattr(F, fn)(tl.zeros(shape, dtype=tl.float64, device=device), **kw, **extra)
+            continue
+        _check_with_grad(torch, device, fn, shape, dict(kw, **extra))
