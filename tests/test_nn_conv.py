@@ -279,6 +279,7 @@ def test_conv_modules_match_torch(device, torch, name, args, kw, xs):
     tm = getattr(torch.nn, name)(*args, **kw).double()
     m = getattr(nn, name)(*args, **kw, device=device, dtype=tl.float64)
     assert repr(m) == repr(tm)
+    assert m._reversed_padding_repeated_twice == tm._reversed_padding_repeated_twice
     assert tuple(m.weight.shape) == tuple(tm.weight.shape)
     assert (m.bias is None) == (tm.bias is None)
     _copy_params(m, tm, device)
