@@ -170,15 +170,18 @@ GRAD_SAMPLES.update({
     "max_pool2d": [(lambda m, x: m.nn.functional.max_pool2d(x, 3, 2, 1, ceil_mode=True), Arg((1, 2, 5, 6))),
                    (lambda m, x: m.nn.functional.max_pool1d(x, 2, dilation=2), Arg((2, 7)))],
     "max_pool2d_backward": [(lambda m, x: _max_pool_input_grad(m, x), Arg((1, 2, 5, 5)))],
+    "adaptive_max_pool2d": [(lambda m, x: m.nn.functional.adaptive_max_pool2d(x, (3, 2)), Arg((1, 2, 5, 5))),
+                            (lambda m, x: m.nn.functional.adaptive_max_pool1d(x, 4), Arg((2, 7)))],
+    "adaptive_max_pool2d_backward": [(lambda m, x: _max_pool_input_grad(m, x, adaptive=True), Arg((1, 2, 5, 5)))],
 })
 
 
-def _max_pool_input_grad(m, x):
+def _max_pool_input_grad(m, x, adaptive=False):
     """The input gradient of a max pool, as a function of x (a function of grad_output: the pooled
     values): gradcheck differentiates max_pool2d_backward through it."""
     with m.enable_grad():
         x1 = x if x.requires_grad else x.detach().requires_grad_()
-        y = m.nn.functional.max_pool2d(x1, 3, 2, 1)
+        y = m.nn.functional.adaptive_max_pool2d(x1, (3, 4)) if adaptive else m.nn.functional.max_pool2d(x1, 3, 2, 1)
         return m.autograd.grad(y.pow(2).sum(), x1, create_graph=True)[0] if x.requires_grad else \
             m.autograd.grad(y.pow(2).sum(), x1)[0]
 

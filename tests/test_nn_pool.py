@@ -366,3 +366,29 @@ def test_pools_random_geometries_match_torch(device, torch, case):
                 getattr(F, fn)(tl.zeros(shape, dtype=tl.float64, device=device), **kw, **extra)
             continue
         _check_with_grad(torch, device, fn, shape, dict(kw, **extra))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_adaptive_max_pool_kernels_every_floating_dtype(device, index, torch, dtype):
+    arr = _rand((2, 2, 7, 5), 7, "float32")
+    x = tl.tensor(arr, device=device).to(getattr(tl, dtype)).requires_grad_()
+    tx = torch.tensor(arr).to(getattr(torch, dtype)).requires_grad_()
+    (y, i), (ty, ti) = F.adaptive_max_pool2d(x, (4, 3), True), torch.nn.functional.adaptive_max_pool2d(tx, (4, 3), True)
+    _close(y, ty, rtol=0, atol=0)
+    _close(i, ti)
+    g = _rand(tuple(ty.shape), 8, "float32")
+    y.backward(tl.tensor(g, device=device).to(getattr(tl, dtype)))
+    ty.backward(torch.tensor(g).to(getattr(torch, dtype)))
+    tol = dict(rtol=0, atol=0) if dtype in ("float32", "float64") else dict(rtol=1e-2, atol=1e-2)
+    _close(x.grad, tx.grad, **tol)
+
+
+def test_adaptive_max_pool_double_backward_matches_torch(device, torch):
+    x, tx = _leaf(torch, device, _rand((1, 2, 7, 5), 1))
+    (g,) = tl.autograd.grad(F.adaptive_max_pool2d(x, (3, 4)).pow(2).sum(), (x,), create_graph=True)
+    (tg,) = torch.autograd.grad(torch.nn.functional.adaptive_max_pool2d(tx, (3, 4)).pow(2).sum(), (tx,),
+                                create_graph=True)
+    _close(g, tg)
+    (gg,) = tl.autograd.grad((g * g.cos()).sum(), (x,))
+    (tgg,) = torch.autograd.grad((tg * tg.cos()).sum(), (tx,))
+    _close(gg, tgg)

@@ -971,3 +971,14 @@ DERIVATIVES.update({
     "max_pool2d": Derivative(_max_pool2d, name="MaxPool2DWithIndicesBackward0"),
     "max_pool2d_backward": Derivative(_max_pool2d_backward, name="MaxPool2DWithIndicesBackwardBackward0"),
 })
+
+
+def _adaptive_max_pool2d(ctx, g):
+    from ..ops import pool
+    return (pool.adaptive_max_pool2d_backward(g, ctx.info["indices"], tuple(ctx.shape(0)[2:])),)
+
+
+DERIVATIVES.update({
+    "adaptive_max_pool2d": Derivative(_adaptive_max_pool2d, name="AdaptiveMaxPool2DBackward0"),
+    "adaptive_max_pool2d_backward": Derivative(_max_pool2d_backward, name="AdaptiveMaxPool2DBackwardBackward0"),
+})

@@ -7,8 +7,8 @@ dtype's lowest value for max, zero for average), then reduce over the window dim
 flows back through the gather of the chosen element (max) or the sum (average) and im2col's
 derivative, col2im, which gathers each input element's terms: deterministic, no atomics.
 Adaptive average pooling is two products with averaging matrices (one per spatial dim);
-adaptive max pooling gathers the (variable) windows padded to the largest with repeats of
-their last element, which never changes the maximum or the first index holding it.
+adaptive max pooling is its own primitive pair (adaptive_max_pool2d and its backward, a gather per
+input element over the windows holding it).
 
 Indices follow torch: the flat position in the input plane of the first maximum of the window
 (row-major), or of the last NaN when the window has NaNs; a window whose every element is the
@@ -27,6 +27,8 @@ _F = "pool"
 registry.register(
     OpDef("max_pool2d", _F, "max_pool2d", KEEP),
     OpDef("max_pool2d_backward", _F, "max_pool2d_backward", KEEP),
+    OpDef("adaptive_max_pool2d", _F, "adaptive_max_pool2d", KEEP),
+    OpDef("adaptive_max_pool2d_backward", _F, "adaptive_max_pool2d_backward", KEEP),
 )
 # torch's top-level names (torch.max_pool2d, ...), as the functional forms
 FUNCTIONS = ("max_pool1d", "max_pool2d", "avg_pool1d", "adaptive_avg_pool1d")  # torch.adaptive_max_pool1d returns a pair: not exported
@@ -120,18 +122,6 @@ def _as_4d(input, nd):
     if nd == 1:
         x = x.unsqueeze(2)
     return _Input(x, unbatched, nd == 1, tuple(input.shape), input)
-
-
-# -- the window-argmax helpers (shared by max and adaptive max) ---------------------------------------------------
-def _window_argmax(win, dim):
-    """Index along `dim` of torch's pick: the first maximum, or the last NaN."""
-    a = win.argmax(dim)
-    if win._dtype.is_floating_point:  # no host sync: the NaN rule is applied whether or not there is one
-        nan = win.isnan()
-        n = win.shape[dim]
-        last_nan = (n - 1) - nan.to(dtypes.uint8).flip([dim]).argmax(dim)
-        a = last_nan.where(nan.any(dim), a)
-    return a
 
 
 # -- max pooling ---------------------------------------------------------------------------------------------------
@@ -375,36 +365,34 @@ def adaptive_avg_pool1d(input, output_size):
     return _adaptive_avg(_as_4d(input, 1), (1, n), "adaptive_avg_pool2d")
 
 
-def _gather_table(n_in, n_out, dev):
-    """(n_out, kmax) int64 input positions of each adaptive window, padded with its last element."""
-    wins = _adaptive_windows(n_in, n_out)
-    kmax = max((hi - lo for lo, hi in wins), default=1)
-    rows = [[min(lo + j, hi - 1) for j in range(kmax)] for lo, hi in wins]
-    return tensor(rows, dtype=_INT64, device=dev).reshape(n_out, kmax), kmax
+def adaptive_max_pool2d_backward(grad_output, indices, in_hw):
+    """The gradient of adaptive_max_pool2d's input: a gather per input element over the windows
+    that contain it (deterministic)."""
+    shape = tuple(grad_output.shape[:2]) + tuple(in_hw)
+    gi = empty_tensor(shape, grad_output._dtype, grad_output.device)
+    if gi.numel():
+        if grad_output.numel():
+            grad_output._backend.adaptive_max_pool2d_backward(gi, grad_output, indices)
+        else:
+            gi.zero_()
+    return autograd_hooks.record(gi, "adaptive_max_pool2d_backward", (grad_output,), indices=indices)
 
 
 def _adaptive_max(inp, out_hw, return_indices, op):
     x = inp.x
     dt = x._dtype
-    if dt is dtypes.bool_ or not dt.is_floating_point:
+    if not dt.is_floating_point:
         raise NotImplementedError(f"\"{op}\" not implemented for '{type_name(dt)}' (convert the input with .float() "
                                   "first)")
-    N, C, H, W = x.shape
-    oh, ow = out_hw
-    dev = x.device
-    th, kh = _gather_table(H, oh, dev)
-    tw, kw = _gather_table(W, ow, dev)
-    g = x.index_select(2, th.reshape(-1)).index_select(3, tw.reshape(-1))  # (N, C, oh*kh, ow*kw)
-    win = g.reshape(N, C, oh, kh, ow, kw).permute(0, 1, 2, 4, 3, 5).reshape(N, C, oh, ow, kh * kw)
-    a = _window_argmax(win.detach(), 4)
-    vals = win.gather(4, a.unsqueeze(4)).squeeze(4)
+    shape = tuple(x.shape[:2]) + tuple(out_hw)
+    vals = empty_tensor(shape, dt, x.device)
+    idx = empty_tensor(shape, _INT64, x.device)
+    if vals.numel():
+        x._backend.adaptive_max_pool2d(vals, idx, x)
+    vals = autograd_hooks.record(vals, "adaptive_max_pool2d", (x,), indices=idx)
     if not return_indices:
         return inp.back(vals)
-    ki = a.div(kw, rounding_mode="floor")
-    kj = a - ki * kw
-    rows = th.reshape(1, 1, oh, 1, kh).expand(N, C, oh, ow, kh).gather(4, ki.unsqueeze(4)).squeeze(4)
-    cols = tw.reshape(1, 1, 1, ow, kw).expand(N, C, oh, ow, kw).gather(4, kj.unsqueeze(4)).squeeze(4)
-    return inp.back(vals), inp.back(rows * W + cols)
+    return inp.back(vals), inp.back(idx)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):

@@ -9,7 +9,7 @@ from ... import _faults
 from .memory import array
 from .reduction import HALF
 
-__all__ = ("max_pool2d", "max_pool2d_backward")
+__all__ = ("max_pool2d", "max_pool2d_backward", "adaptive_max_pool2d", "adaptive_max_pool2d_backward")
 
 
 def _lowest(dt):
@@ -58,7 +58,53 @@ def max_pool2d(out, indices, x, kernel, stride, padding, dilation):
     np.copyto(ix, r * W + c)
 
 
+def _last_nan(win, pick, axis):
+    """torch's NaN rule over window axis `axis`: the last NaN wins."""
+    if win.dtype.kind == "f" or win.dtype in HALF:
+        nan = np.isnan(win)
+        if nan.any():
+            n = win.shape[axis]
+            last = n - 1 - np.flip(nan, axis).argmax(axis=axis)
+            pick = np.where(nan.any(axis=axis), last, pick)
+    return pick
+
+
+def _adaptive_table(n_in, n_out):
+    """(n_out, kmax) positions of each adaptive window, padded with its last element (a repeat never
+    changes the first maximum or the last NaN's position)."""
+    lo = np.arange(n_out) * n_in // n_out
+    hi = -(-(np.arange(n_out) + 1) * n_in // n_out)
+    k = int((hi - lo).max())
+    return np.minimum(lo[:, None] + np.arange(k)[None, :], (hi - 1)[:, None]), k
+
+
+def adaptive_max_pool2d(out, indices, x):
+    o = array(out)
+    ix = array(indices)
+    a = array(x)
+    _faults.hit("launch")
+    N, C, H, W = a.shape
+    OH, OW = o.shape[2:]
+    th, kh = _adaptive_table(H, OH)
+    tw, kw = _adaptive_table(W, OW)
+    win = a[:, :, th.reshape(-1)][:, :, :, tw.reshape(-1)].reshape(N, C, OH, kh, OW, kw)
+    win = win.transpose(0, 1, 2, 4, 3, 5).reshape(N, C, OH, OW, kh * kw)
+    pick = _last_nan(win, win.argmax(axis=4), 4)
+    np.copyto(o, np.take_along_axis(win, pick[..., None], 4)[..., 0])
+    r = th[np.arange(OH)[:, None], pick // kw]
+    c = tw[np.arange(OW)[None, :], pick % kw]
+    np.copyto(ix, r * W + c)
+
+
+def adaptive_max_pool2d_backward(grad_input, grad_output, indices):
+    _scatter_by_index(grad_input, grad_output, indices)
+
+
 def max_pool2d_backward(grad_input, grad_output, indices, kernel, stride, padding, dilation):
+    _scatter_by_index(grad_input, grad_output, indices)
+
+
+def _scatter_by_index(grad_input, grad_output, indices):
     """grad_input[b, c, i] = the sum of grad_output[b, c, j] over the windows j whose index is i, in
     window order; float16/bfloat16 accumulate in float32."""
     gi = array(grad_input)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import launch as K
 from .conv import _prepared, _ptr
 
-__all__ = ("max_pool2d", "max_pool2d_backward")
+__all__ = ("max_pool2d", "max_pool2d_backward", "adaptive_max_pool2d", "adaptive_max_pool2d_backward")
 
 
 def _index(n, *ops):
@@ -43,3 +43,30 @@ def max_pool2d_backward(grad_input, grad_output, indices, kernel, stride, paddin
              (_ptr(gi), _ptr(go), _ptr(ix), i(n, it),
               K.strided_layout(tuple(go.layout.shape), tuple(go.layout.stride), it),
               K.strided_layout(tuple(ix.layout.shape), tuple(ix.layout.stride), it), *(i(v, it) for v in geo)), n=n)
+
+
+def adaptive_max_pool2d(out, indices, x):
+    o, a, n = _prepared(out, x)
+    ix, _, _ = _prepared(indices, x)
+    if not n:
+        return
+    it = _index(n, o, a, ix)
+    i = K.index_scalar
+    OH, OW = o.layout.shape[2:]
+    K.launch("pool.cu", f"adaptive_max_pool2d_fwd<{o.dtype.ctype}, {it}>", o.buffer.device,
+             (_ptr(o), _ptr(ix), _ptr(a), i(n, it), K.strided_layout(tuple(a.layout.shape), tuple(a.layout.stride), it),
+              i(OH, it), i(OW, it)), n=n)
+
+
+def adaptive_max_pool2d_backward(grad_input, grad_output, indices):
+    gi, go, n = _prepared(grad_input, grad_output)
+    _, ix, _ = _prepared(grad_input, indices)
+    if not n:
+        return
+    it = _index(n, gi, go, ix)
+    i = K.index_scalar
+    H, W = gi.layout.shape[2:]
+    K.launch("pool.cu", f"adaptive_max_pool2d_bwd<{gi.dtype.ctype}, {it}>", gi.buffer.device,
+             (_ptr(gi), _ptr(go), _ptr(ix), i(n, it),
+              K.strided_layout(tuple(go.layout.shape), tuple(go.layout.stride), it),
+              K.strided_layout(tuple(ix.layout.shape), tuple(ix.layout.stride), it), i(H, it), i(W, it)), n=n)
