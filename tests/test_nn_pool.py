@@ -392,3 +392,34 @@ def test_adaptive_max_pool_double_backward_matches_torch(device, torch):
     (gg,) = tl.autograd.grad((g * g.cos()).sum(), (x,))
     (tgg,) = torch.autograd.grad((tg * tg.cos()).sum(), (tx,))
     _close(gg, tgg)
+
+
+def test_cached_geometry_tensors_work_in_and_out_of_inference_mode(device, torch):
+    """The divisors and averaging matrices are built once per geometry: one first built under
+    inference_mode must still serve a later call that records autograd."""
+    x = tl.tensor(_rand((1, 2, 7, 5), 3), device=device)
+    with tl.inference_mode():
+        F.adaptive_avg_pool2d(x, (3, 2))
+        F.avg_pool2d(x, 3, 2, 1, count_include_pad=False)
+        F.interpolate(x, size=(4, 9), mode="bilinear")
+    for fn, kw in (("adaptive_avg_pool2d", dict(output_size=(3, 2))),
+                   ("avg_pool2d", dict(kernel_size=3, stride=2, padding=1, count_include_pad=False)),
+                   ("interpolate", dict(size=(4, 9), mode="bilinear"))):
+        _check_with_grad(torch, device, fn, (1, 2, 7, 5), kw, seed=3)
+
+
+def test_layers_do_not_wait_for_the_device(device):
+    """Convolutions, pools and bilinear resampling, forward and backward, queue work without a host
+    wait (geometry tensors are built once; indices never need reading back). On the CPU nothing
+    ever waits, so the trace is empty there too."""
+    x = tl.tensor(_rand((2, 3, 8, 8), 1), device=device).requires_grad_()
+    w = tl.tensor(_rand((4, 3, 3, 3), 2), device=device).requires_grad_()
+    calls = [lambda: F.conv2d(x, w, padding=1, stride=2), lambda: F.conv_transpose2d(x, w.transpose(0, 1), stride=2),
+             lambda: F.max_pool2d(x, 3, 2, 1), lambda: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
+             lambda: F.adaptive_avg_pool2d(x, (3, 5)), lambda: F.adaptive_max_pool2d(x, (3, 5)),
+             lambda: F.interpolate(x, scale_factor=1.5, mode="bilinear")]
+    for fn in calls:
+        fn().sum().backward()  # the first call builds the geometry tensors (an upload waits)
+        with tl.cuda.sync_trace() as trace:
+            fn().sum().backward()
+        assert len(trace) == 0, str(trace)

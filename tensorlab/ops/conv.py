@@ -59,6 +59,28 @@ def col2im(cols, in_hw, kernel, dilation, padding, stride):
                                  padding=tuple(padding), stride=tuple(stride))
 
 
+_GEOMETRY_CACHE = {}
+_GEOMETRY_LIMIT = 64
+
+
+def geometry_tensor(key, dtype, device, build):
+    """A small constant tensor that depends only on a layer's geometry (pool divisors, resampling
+    matrices, padding indices), built from `build()` (nested lists) once per (key, dtype, device)
+    and reused: on CUDA an upload is a host wait, which a layer must not repeat on every call. The
+    tensors are internal and never written."""
+    k = (key, dtype, device)
+    t = _GEOMETRY_CACHE.get(k)
+    if t is None:
+        from ..autograd import inference_mode
+        from .creation import tensor
+        with inference_mode(False):  # a normal tensor: autograd may save it, whatever mode built it
+            t = tensor(build(), dtype=dtype, device=device)
+        if len(_GEOMETRY_CACHE) >= _GEOMETRY_LIMIT:
+            _GEOMETRY_CACHE.clear()
+        _GEOMETRY_CACHE[k] = t
+    return t
+
+
 def _channels_last(t):
     return t.dim() == 4 and t.is_contiguous(memory_format=_CL) and not t.is_contiguous()
 
@@ -415,22 +437,24 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 
 # -- padding modes -----------------------------------------------------------------------------------------------
-def _mode_index(n, lo, hi, mode, device):
-    """int64 positions into a dim of size n that a pad of (lo, hi) in `mode` reads."""
-    from .creation import tensor
+def _mode_positions(n, lo, hi, mode):
+    """The positions into a dim of size n that a pad of (lo, hi) in `mode` reads."""
     idx = []
     for i in range(-lo, n + hi):
         if mode == "reflect":
-            j = i
             period = 2 * (n - 1)
-            j = abs(j) % period if period else 0
+            j = abs(i) % period if period else 0
             j = period - j if j >= n else j
         elif mode == "replicate":
             j = min(max(i, 0), n - 1)
         else:  # circular
             j = i % n
         idx.append(j)
-    return tensor(idx, dtype=dtypes.int64, device=device)
+    return idx
+
+
+def _mode_index(n, lo, hi, mode, device):
+    return geometry_tensor(("pad", n, lo, hi, mode), dtypes.int64, device, lambda: _mode_positions(n, lo, hi, mode))
 
 
 def pad_nd(x, pads, mode, op="pad"):

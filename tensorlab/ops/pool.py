@@ -19,8 +19,7 @@ from .. import autograd_hooks, dtypes
 from ..tensor import Tensor
 from . import registry
 from ._common import empty_tensor
-from .conv import expand_param, im2col, keep_channels_last, type_name
-from .creation import tensor
+from .conv import expand_param, geometry_tensor, im2col, keep_channels_last, type_name
 from .registry import KEEP, OpDef
 
 _F = "pool"
@@ -230,21 +229,25 @@ def _avg_pool(inp, kernel, stride, padding, ceil_mode, count_include_pad, diviso
     cols = im2col(x, kernel, (1, 1), padding, stride, (oh, ow))
     win = cols.reshape(N, C, kernel[0] * kernel[1], oh, ow)
     dt = x._dtype
-    if divisor_override is not None:
-        div = [[divisor_override] * ow for _ in range(oh)]
-    else:
-        ih, eh = _avg_divisors(oh, x.shape[2], kernel[0], stride[0], padding[0])
-        iw, ew = _avg_divisors(ow, x.shape[3], kernel[1], stride[1], padding[1])
+    H, W = x.shape[2:]
+
+    def divisors():
+        if divisor_override is not None:
+            return [[divisor_override] * ow for _ in range(oh)]
+        ih, eh = _avg_divisors(oh, H, kernel[0], stride[0], padding[0])
+        iw, ew = _avg_divisors(ow, W, kernel[1], stride[1], padding[1])
         hs, ws = (ih, iw) if count_include_pad else (eh, ew)
-        div = [[a * b for b in ws] for a in hs]
+        return [[a * b for b in ws] for a in hs]
+    key = ("avg_pool", H, W, oh, ow, tuple(kernel), tuple(stride), tuple(padding), bool(count_include_pad),
+           divisor_override)
     if dt.is_floating_point:
         acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
         s = win.sum(2, dtype=acc)
-        y = s / tensor(div, dtype=acc, device=dev)
+        y = s / geometry_tensor(key, acc, dev, divisors)
         y = y.to(dt) if acc is not dt else y
     else:  # integers: the int64 sum truncated by the divisor, as C++ integer division
         s = win.sum(2, dtype=_INT64)
-        y = s.div(tensor(div, dtype=_INT64, device=dev), rounding_mode="trunc").to(dt)
+        y = s.div(geometry_tensor(key, _INT64, dev, divisors), rounding_mode="trunc").to(dt)
     return inp.back(y)
 
 
@@ -319,10 +322,10 @@ def _adaptive_checks(input, nd, op, dims_msg):
 
 
 def _averaging_matrix(n_in, n_out, dt, dev):
-    rows = []
-    for lo, hi in _adaptive_windows(n_in, n_out):
-        rows.append([1.0 / (hi - lo) if lo <= j < hi else 0.0 for j in range(n_in)])
-    return tensor(rows, dtype=dt, device=dev).reshape(n_out, n_in)
+    def rows():
+        return [[1.0 / (hi - lo) if lo <= j < hi else 0.0 for j in range(n_in)]
+                for lo, hi in _adaptive_windows(n_in, n_out)]
+    return geometry_tensor(("adaptive_avg", n_in, n_out), dt, dev, rows).reshape(n_out, n_in)
 
 
 def _adaptive_avg(inp, out_hw, op):

@@ -12,8 +12,7 @@ import math
 
 from .. import dtypes
 from ..tensor import Tensor
-from .conv import keep_channels_last, type_name
-from .creation import tensor
+from .conv import geometry_tensor, keep_channels_last, type_name
 
 _LINEAR = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4, "lanczos": 4}
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "lanczos", "area", "nearest-exact")
@@ -214,8 +213,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             raise RuntimeError(f"\"upsample_{mode.replace('-', '_')}{nsp}d_out_frame\" not implemented for 'Bool'")
         for k in range(nsp):
             d = 2 + k
-            idx = _nearest_index(mode, input.shape[d], sizes[k], scales[k])
-            y = y.index_select(d, tensor(idx, dtype=dtypes.int64, device=dev))
+            n_in, n_out, sc = input.shape[d], sizes[k], scales[k]
+            idx = geometry_tensor(("nearest", mode, n_in, n_out, sc), dtypes.int64, dev,
+                                  lambda: _nearest_index(mode, n_in, n_out, sc))
+            y = y.index_select(d, idx)
         return keep_channels_last(y, input)
     if not dt.is_floating_point:
         raise NotImplementedError(f"\"upsample_{mode}{nsp}d_out_frame\" not implemented for '{type_name(dt)}'")
@@ -226,9 +227,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         n_in = input.shape[d]
         if n_in == sizes[k] and not align_corners and scales[k] in (None, 1.0) and not antialias:
             continue  # the identity (torch copies)
-        rows = _antialias_matrix(mode, n_in, sizes[k], scales[k], align_corners) if antialias else \
-            _weight_matrix(mode, n_in, sizes[k], scales[k], align_corners, acc is dtypes.float32)
-        m = tensor(rows, dtype=acc, device=dev).reshape(sizes[k], n_in)
+        n_out, sc = sizes[k], scales[k]
+        m = geometry_tensor(("resample", mode, n_in, n_out, sc, align_corners, antialias), acc, dev,
+                            lambda: _antialias_matrix(mode, n_in, n_out, sc, align_corners) if antialias else
+                            _weight_matrix(mode, n_in, n_out, sc, align_corners, acc is dtypes.float32))
+        m = m.reshape(n_out, n_in)
         y = y.movedim(d, -1).matmul(m.t()).movedim(-1, d)
     y = keep_channels_last(y.contiguous(), input)
     return y.to(dt) if acc is not dt else y
