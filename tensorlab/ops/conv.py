@@ -9,8 +9,6 @@ followed by col2im. Each primitive is the other's derivative, so every op here i
 to any order through the composite. 1-D ops are the 2-D ones over a height of 1."""
 from __future__ import annotations
 
-import math
-
 from .. import autograd_hooks, dtypes
 from ..tensor import Tensor, channels_last as _CL
 from . import registry
@@ -490,15 +488,3 @@ def conv_padded(op, nd, input, weight, bias, stride, padding, dilation, groups, 
         pads = [(p, p) for p in expand_param(padding, nd, "padding", op)]
     x = pad_nd(x, pads, padding_mode, op)
     return _conv(op, nd, x, weight, bias, stride, 0, dilation, groups)
-
-
-def _fan_in(weight):
-    n = 1
-    for s in weight.shape[1:]:
-        n *= s
-    return n
-
-
-def conv_bias_bound(weight):
-    fan = _fan_in(weight)
-    return 1 / math.sqrt(fan) if fan > 0 else 0
