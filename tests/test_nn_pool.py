@@ -423,3 +423,15 @@ def test_layers_do_not_wait_for_the_device(device):
         with tl.cuda.sync_trace() as trace:
             fn().sum().backward()
         assert len(trace) == 0, str(trace)
+
+
+@pytest.mark.parametrize("fn,args", [("max_pool1d_with_indices", (3, 2, 1)), ("max_pool2d_with_indices", (3, 2, 1)),
+                                     ("adaptive_max_pool1d_with_indices", (4,)),
+                                     ("adaptive_max_pool2d_with_indices", ((3, 2),))])
+def test_with_indices_forms_return_pairs(device, torch, fn, args):
+    shape = (2, 3, 7) if "1d" in fn else (2, 3, 7, 6)
+    a = _rand(shape, 4)
+    y, ty = getattr(F, fn)(tl.tensor(a, device=device), *args), getattr(torch.nn.functional, fn)(torch.tensor(a), *args)
+    assert isinstance(y, tuple) and len(y) == 2
+    _close(y[0], ty[0])
+    _close(y[1], ty[1])

@@ -412,3 +412,22 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
                      f"#1 'self' (while checking arguments for adaptive_max_pool1d)" if isinstance(input, Tensor) else "")
     (n,) = _adaptive_size(output_size, input, 1, op)
     return _adaptive_max(_as_4d(input, 1), (1, n), return_indices, "adaptive_max_pool2d")
+
+
+# torch.nn.functional's *_with_indices forms: (values, indices) whatever return_indices says
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool2d(input, output_size, True)
