@@ -37,21 +37,24 @@ def max_pool2d(out, indices, x, kernel, stride, padding, dilation):
     cols, cin = _taps(OW, W, kw, sw, pw, dw)
     hi_h = max(0, rows.max() + 1 - H)
     hi_w = max(0, cols.max() + 1 - W)
-    padded = np.full((N, C, H + ph + hi_h, W + pw + hi_w), low, dtype=a.dtype)
-    padded[:, :, ph:ph + H, pw:pw + W] = a
+    if ph or pw or hi_h or hi_w:
+        padded = np.full((N, C, H + ph + hi_h, W + pw + hi_w), low, dtype=a.dtype)
+        padded[:, :, ph:ph + H, pw:pw + W] = a
+    else:
+        padded = a
     s = padded.strides
     win = as_strided(padded, (N, C, kh, kw, OH, OW), (s[0], s[1], dh * s[2], dw * s[3], sh * s[2], sw * s[3]),
                      writeable=False).reshape(N, C, kh * kw, OH, OW)
     pick = win.argmax(axis=2)
-    if a.dtype.kind == "f" or a.dtype in HALF:
+    if (a.dtype.kind == "f" or a.dtype in HALF) and np.isnan(a).any():  # the input is the cheaper place to look
         nan = np.isnan(win)
-        if nan.any():
-            last = kh * kw - 1 - nan[:, :, ::-1].argmax(axis=2)
-            pick = np.where(nan.any(axis=2), last, pick)
-    inside = (rin[:, None, :, None] & cin[None, :, None, :]).reshape(kh * kw, OH, OW)
-    first_inside = inside.argmax(axis=0)
-    pick = np.where(np.take_along_axis(np.broadcast_to(inside, (N, C) + inside.shape), pick[:, :, None], 2)[:, :, 0],
-                    pick, first_inside)
+        last = kh * kw - 1 - nan[:, :, ::-1].argmax(axis=2)
+        pick = np.where(nan.any(axis=2), last, pick)
+    if not (rin.all() and cin.all()):  # some taps fall in the padding: never pick one
+        inside = (rin[:, None, :, None] & cin[None, :, None, :]).reshape(kh * kw, OH, OW)
+        first_inside = inside.argmax(axis=0)
+        picked_inside = np.take_along_axis(np.broadcast_to(inside, (N, C) + inside.shape), pick[:, :, None], 2)
+        pick = np.where(picked_inside[:, :, 0], pick, first_inside)
     np.copyto(o, np.take_along_axis(win, pick[:, :, None], 2)[:, :, 0])
     r = rows[pick // kw, np.arange(OH)[:, None]]
     c = cols[pick % kw, np.arange(OW)[None, :]]
