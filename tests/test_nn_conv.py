@@ -569,3 +569,14 @@ def test_conv_transpose2d_random_geometries_match_torch(device, torch, case):
     _backward_both(y, ty)
     _close(x.grad, tx.grad)
     _close(w.grad, tw.grad)
+
+
+def test_operands_on_different_devices_are_refused(device):
+    if device == "cpu":
+        pytest.skip("needs a second device: the cuda parameter checks a CUDA input with CPU weights")
+    x = tl.zeros((1, 2, 4, 4), device=device)
+    w = tl.zeros((3, 2, 2, 2))
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        F.conv2d(x, w)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        F.conv_transpose2d(x, w.transpose(0, 1))
