@@ -173,7 +173,26 @@ GRAD_SAMPLES.update({
     "adaptive_max_pool2d": [(lambda m, x: m.nn.functional.adaptive_max_pool2d(x, (3, 2)), Arg((1, 2, 5, 5))),
                             (lambda m, x: m.nn.functional.adaptive_max_pool1d(x, 4), Arg((2, 7)))],
     "adaptive_max_pool2d_backward": [(lambda m, x: _max_pool_input_grad(m, x, adaptive=True), Arg((1, 2, 5, 5)))],
+    "take_rows": [(lambda m, x: m.nn.functional.interpolate(x, size=(5, 3)), Arg((1, 2, 3, 4))),
+                  (lambda m, x, w: m.nn.functional.conv2d(_reflect_pad(m, x), w), Arg((1, 2, 4, 4)), Arg((3, 2, 2, 2)))],
+    "put_rows": [(lambda m, x: _nearest_input_grad(m, x), Arg((1, 2, 3, 4)))],
 })
+
+
+def _reflect_pad(m, x):
+    """reflect padding as torch's Conv2d(padding_mode='reflect') applies it: (1, 2) rows, (2, 1) cols."""
+    if m.__name__ == "torch":
+        return m.nn.functional.pad(x, (2, 1, 1, 2), mode="reflect")
+    from tensorlab.ops.conv import pad_nd
+    return pad_nd(x, [(1, 2), (2, 1)], "reflect")
+
+
+def _nearest_input_grad(m, x):
+    """The input gradient of nearest upsampling as a function of x: differentiates put_rows."""
+    with m.enable_grad():
+        x1 = x if x.requires_grad else x.detach().requires_grad_()
+        y = m.nn.functional.interpolate(x1, scale_factor=2)
+        return m.autograd.grad(y.pow(2).sum(), x1, create_graph=x.requires_grad)[0]
 
 
 def _max_pool_input_grad(m, x, adaptive=False):

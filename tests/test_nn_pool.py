@@ -409,15 +409,16 @@ def test_cached_geometry_tensors_work_in_and_out_of_inference_mode(device, torch
 
 
 def test_layers_do_not_wait_for_the_device(device):
-    """Convolutions, pools and bilinear resampling, forward and backward, queue work without a host
-    wait (geometry tensors are built once; indices never need reading back). On the CPU nothing
-    ever waits, so the trace is empty there too."""
+    """Convolutions (padding modes too), pools and resampling, forward and backward, queue work
+    without a host wait (geometry tensors are built once; geometry indices are in range by
+    construction and never read back). On the CPU nothing ever waits: the trace is empty there too."""
     x = tl.tensor(_rand((2, 3, 8, 8), 1), device=device).requires_grad_()
     w = tl.tensor(_rand((4, 3, 3, 3), 2), device=device).requires_grad_()
     calls = [lambda: F.conv2d(x, w, padding=1, stride=2), lambda: F.conv_transpose2d(x, w.transpose(0, 1), stride=2),
              lambda: F.max_pool2d(x, 3, 2, 1), lambda: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
              lambda: F.adaptive_avg_pool2d(x, (3, 5)), lambda: F.adaptive_max_pool2d(x, (3, 5)),
-             lambda: F.interpolate(x, scale_factor=1.5, mode="bilinear")]
+             lambda: F.interpolate(x, scale_factor=1.5, mode="bilinear"), lambda: F.interpolate(x, size=(5, 11)),
+             lambda: nn.Conv2d(3, 2, 3, padding=1, padding_mode="reflect", device=device, dtype=tl.float64)(x)]
     for fn in calls:
         fn().sum().backward()  # the first call builds the geometry tensors (an upload waits)
         with tl.cuda.sync_trace() as trace:

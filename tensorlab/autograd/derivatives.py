@@ -982,3 +982,19 @@ DERIVATIVES.update({
     "adaptive_max_pool2d": Derivative(_adaptive_max_pool2d, name="AdaptiveMaxPool2DBackward0"),
     "adaptive_max_pool2d_backward": Derivative(_max_pool2d_backward, name="AdaptiveMaxPool2DBackwardBackward0"),
 })
+
+
+def _take_rows(ctx, g):
+    from ..ops import conv
+    return (conv.put_rows(g, ctx.info["dim"], ctx.info["index"], ctx.shape(0)[ctx.info["dim"]]),)
+
+
+def _put_rows(ctx, g):
+    from ..ops import conv
+    return (conv.take_rows(g, ctx.info["dim"], ctx.info["index"]),)
+
+
+DERIVATIVES.update({
+    "take_rows": Derivative(_take_rows, name="IndexSelectBackward0"),
+    "put_rows": Derivative(_put_rows, name="IndexAddBackward0"),
+})

@@ -19,6 +19,10 @@ _F = "conv"
 registry.register(
     OpDef("im2col", _F, "im2col", KEEP),
     OpDef("col2im", _F, "col2im", KEEP),
+    # index_select / its adjoint with indices built from a layer's geometry (padding modes, nearest
+    # resampling): in range by construction, so the CUDA backend skips the bounds check (a host wait)
+    OpDef("take_rows", _F, "index", KEEP),
+    OpDef("put_rows", _F, "index_put", KEEP),
 )
 
 FUNCTIONS = ("conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d")
@@ -77,6 +81,26 @@ def geometry_tensor(key, dtype, device, build):
             _GEOMETRY_CACHE.clear()
         _GEOMETRY_CACHE[k] = t
     return t
+
+
+def take_rows(x, dim, idx):
+    """x.index_select(dim, idx) for a geometry index (in range by construction: no bounds check)."""
+    shape = tuple(x.shape[:dim]) + (idx.shape[0],) + tuple(x.shape[dim + 1:])
+    out = empty_tensor(shape, x._dtype, x.device)
+    if out.numel():
+        x._backend.index(out, x, tuple(idx if d == dim else None for d in range(x.dim())), True)
+    return autograd_hooks.record(out, "take_rows", (x,), dim=dim, index=idx)
+
+
+def put_rows(g, dim, idx, size):
+    """The adjoint of take_rows: zeros with `size` along dim, g's slices added at the positions idx."""
+    shape = tuple(g.shape[:dim]) + (size,) + tuple(g.shape[dim + 1:])
+    out = empty_tensor(shape, g._dtype, g.device)
+    if out.numel():
+        out._backend.fill(out, 0)
+        if g.numel():
+            out._backend.index_put(out, tuple(idx if d == dim else None for d in range(g.dim())), g, True, True)
+    return autograd_hooks.record(out, "put_rows", (g,), dim=dim, index=idx)
 
 
 def _channels_last(t):
@@ -470,7 +494,7 @@ def pad_nd(x, pads, mode, op="pad"):
         if mode == "replicate" and n == 0 and (lo or hi):
             raise RuntimeError(f"{op}: cannot replicate-pad an empty dimension {d} of input {list(x.shape)}")
         if lo or hi:
-            x = x.index_select(d, _mode_index(n, lo, hi, mode, x.device))
+            x = take_rows(x, d, _mode_index(n, lo, hi, mode, x.device))
     return x
 
 

@@ -12,7 +12,7 @@ import math
 
 from .. import dtypes
 from ..tensor import Tensor
-from .conv import geometry_tensor, keep_channels_last, type_name
+from .conv import geometry_tensor, keep_channels_last, take_rows, type_name
 
 _LINEAR = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4, "lanczos": 4}
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "lanczos", "area", "nearest-exact")
@@ -216,7 +216,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             n_in, n_out, sc = input.shape[d], sizes[k], scales[k]
             idx = geometry_tensor(("nearest", mode, n_in, n_out, sc), dtypes.int64, dev,
                                   lambda: _nearest_index(mode, n_in, n_out, sc))
-            y = y.index_select(d, idx)
+            y = take_rows(y, d, idx)
         return keep_channels_last(y, input)
     if not dt.is_floating_point:
         raise NotImplementedError(f"\"upsample_{mode}{nsp}d_out_frame\" not implemented for '{type_name(dt)}'")
