@@ -148,3 +148,14 @@ KERNELS = {
                         if t.is_floating_point for ix in INDEX_TYPES),
     "elementwise.cu": _elementwise(),
 }
+
+# conv.cu: im2col for every dtype convolutions and pools run on (not bool); col2im, the adjoint, for the
+# floating dtypes (gradients, fold, transposed convolutions)
+KERNELS["conv.cu"] = (_per_dtype("im2col", among=tuple(d for d in dtypes.ALL if d is not dtypes.bool_))
+                      + _per_dtype("col2im", among=dtypes.FLOATING))
+
+# pool.cu: max_pool2d for every dtype but bool (torch refuses bool), its backward for the floating dtypes
+# adaptive_max_pool2d: the floating dtypes (torch refuses integers)
+KERNELS["pool.cu"] = (_per_dtype("max_pool2d_fwd", among=tuple(d for d in dtypes.ALL if d is not dtypes.bool_))
+                      + _per_dtype("max_pool2d_bwd", "adaptive_max_pool2d_fwd", "adaptive_max_pool2d_bwd",
+                                   among=dtypes.FLOATING))

@@ -159,6 +159,52 @@ VIEW_SAMPLES = {
 }
 
 
+# convolution and pooling primitives (ops/conv.py, ops/pool.py), through their functional forms
+GRAD_SAMPLES.update({
+    "im2col": [(lambda m, x: m.nn.functional.unfold(x, (2, 3), padding=1, stride=(2, 1)), Arg((1, 2, 4, 4))),
+               (lambda m, x, w: m.nn.functional.conv2d(x, w, padding=1, dilation=(1, 2)), Arg((2, 2, 4, 5)),
+                Arg((3, 2, 2, 2)))],
+    "col2im": [(lambda m, x: m.nn.functional.fold(x, (4, 5), 2, stride=(2, 1), padding=(1, 0)), Arg((1, 8, 12))),
+               (lambda m, x, w: m.nn.functional.conv_transpose2d(x, w, stride=2, output_padding=1),
+                Arg((1, 2, 3, 3)), Arg((2, 2, 2, 3)))],
+    "max_pool2d": [(lambda m, x: m.nn.functional.max_pool2d(x, 3, 2, 1, ceil_mode=True), Arg((1, 2, 5, 6))),
+                   (lambda m, x: m.nn.functional.max_pool1d(x, 2, dilation=2), Arg((2, 7)))],
+    "max_pool2d_backward": [(lambda m, x: _max_pool_input_grad(m, x), Arg((1, 2, 5, 5)))],
+    "adaptive_max_pool2d": [(lambda m, x: m.nn.functional.adaptive_max_pool2d(x, (3, 2)), Arg((1, 2, 5, 5))),
+                            (lambda m, x: m.nn.functional.adaptive_max_pool1d(x, 4), Arg((2, 7)))],
+    "adaptive_max_pool2d_backward": [(lambda m, x: _max_pool_input_grad(m, x, adaptive=True), Arg((1, 2, 5, 5)))],
+    "take_rows": [(lambda m, x: m.nn.functional.interpolate(x, size=(5, 3)), Arg((1, 2, 3, 4))),
+                  (lambda m, x, w: m.nn.functional.conv2d(_reflect_pad(m, x), w), Arg((1, 2, 4, 4)), Arg((3, 2, 2, 2)))],
+    "put_rows": [(lambda m, x: _nearest_input_grad(m, x), Arg((1, 2, 3, 4)))],
+})
+
+
+def _reflect_pad(m, x):
+    """reflect padding as torch's Conv2d(padding_mode='reflect') applies it: (1, 2) rows, (2, 1) cols."""
+    if m.__name__ == "torch":
+        return m.nn.functional.pad(x, (2, 1, 1, 2), mode="reflect")
+    from tensorlab.ops.conv import pad_nd
+    return pad_nd(x, [(1, 2), (2, 1)], "reflect")
+
+
+def _nearest_input_grad(m, x):
+    """The input gradient of nearest upsampling as a function of x: differentiates put_rows."""
+    with m.enable_grad():
+        x1 = x if x.requires_grad else x.detach().requires_grad_()
+        y = m.nn.functional.interpolate(x1, scale_factor=2)
+        return m.autograd.grad(y.pow(2).sum(), x1, create_graph=x.requires_grad)[0]
+
+
+def _max_pool_input_grad(m, x, adaptive=False):
+    """The input gradient of a max pool, as a function of x (a function of grad_output: the pooled
+    values): gradcheck differentiates max_pool2d_backward through it."""
+    with m.enable_grad():
+        x1 = x if x.requires_grad else x.detach().requires_grad_()
+        y = m.nn.functional.adaptive_max_pool2d(x1, (3, 4)) if adaptive else m.nn.functional.max_pool2d(x1, 3, 2, 1)
+        return m.autograd.grad(y.pow(2).sum(), x1, create_graph=True)[0] if x.requires_grad else \
+            m.autograd.grad(y.pow(2).sum(), x1)[0]
+
+
 # where torch itself cannot produce the gradient, tensorlab's is checked by gradcheck only
 TORCH_FAILS = {("scatter", 1): "torch's scatter backward returns an index-shaped gradient for a larger src"}
 

@@ -95,3 +95,14 @@ def test_pickle_and_deepcopy_roundtrip(device):
     x = tl.tensor([[1.5, 2.0]], dtype=tl.float16, device=device)
     for y in (pickle.loads(pickle.dumps(x)), copy.deepcopy(x)):
         assert y.dtype is tl.float16 and y.tolist() == x.tolist() and y.device == x.device
+
+
+def test_upload_into_a_dense_non_row_major_layout(cuda):
+    """A CPU tensor in channels_last (or any permuted dense) order keeps its values on the way to the
+    GPU: the destination takes the same memory order (preserve_format), so its bytes are not the
+    host array's row-major bytes."""
+    x = tl.arange(2 * 3 * 4 * 5.0).reshape(2, 3, 4, 5).contiguous(memory_format=tl.channels_last)
+    for src in (x, tl.arange(24.0).reshape(2, 3, 4).permute(2, 0, 1)):
+        y = src.to(cuda)
+        assert y.stride() == src.stride()
+        np.testing.assert_array_equal(y.cpu().numpy(), src.numpy())

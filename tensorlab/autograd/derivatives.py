@@ -931,3 +931,70 @@ DERIVATIVES.update({
     "to": Derivative(_to, name="ToCopyBackward0"),
     "copy_": Derivative(_copy, name="CopyBackwards", self_saved=_NEVER),
 })
+
+
+# -- convolution and pooling primitives (ops/conv.py): each one's derivative is the other ----------
+def _im2col(ctx, g):
+    from ..ops import conv
+    i = ctx.info
+    return (conv.col2im(g, i["in_hw"], i["kernel"], i["dilation"], i["padding"], i["stride"]),)
+
+
+def _col2im(ctx, g):
+    from ..ops import conv
+    i = ctx.info
+    return (conv.im2col(g, i["kernel"], i["dilation"], i["padding"], i["stride"], tuple(ctx.shape(0)[4:])),)
+
+
+DERIVATIVES.update({
+    "im2col": Derivative(_im2col, name="Im2ColBackward0"),
+    "col2im": Derivative(_col2im, name="Col2ImBackward0"),
+})
+
+
+def _max_pool2d(ctx, g):
+    from ..ops import pool
+    i = ctx.info
+    return (pool.max_pool2d_backward(g, i["indices"], tuple(ctx.shape(0)[2:]), i["kernel"], i["stride"], i["padding"],
+                                     i["dilation"]),)
+
+
+def _max_pool2d_backward(ctx, g):
+    """max_pool2d_backward is linear in grad_output: its adjoint reads g at each window's index."""
+    idx = ctx.info["indices"]
+    n, c, oh, ow = idx.shape
+    h, w = g.shape[2:]
+    return (g.reshape(n, c, h * w).gather(2, idx.reshape(n, c, oh * ow)).reshape(n, c, oh, ow),)
+
+
+DERIVATIVES.update({
+    "max_pool2d": Derivative(_max_pool2d, name="MaxPool2DWithIndicesBackward0"),
+    "max_pool2d_backward": Derivative(_max_pool2d_backward, name="MaxPool2DWithIndicesBackwardBackward0"),
+})
+
+
+def _adaptive_max_pool2d(ctx, g):
+    from ..ops import pool
+    return (pool.adaptive_max_pool2d_backward(g, ctx.info["indices"], tuple(ctx.shape(0)[2:])),)
+
+
+DERIVATIVES.update({
+    "adaptive_max_pool2d": Derivative(_adaptive_max_pool2d, name="AdaptiveMaxPool2DBackward0"),
+    "adaptive_max_pool2d_backward": Derivative(_max_pool2d_backward, name="AdaptiveMaxPool2DBackwardBackward0"),
+})
+
+
+def _take_rows(ctx, g):
+    from ..ops import conv
+    return (conv.put_rows(g, ctx.info["dim"], ctx.info["index"], ctx.shape(0)[ctx.info["dim"]]),)
+
+
+def _put_rows(ctx, g):
+    from ..ops import conv
+    return (conv.take_rows(g, ctx.info["dim"], ctx.info["index"]),)
+
+
+DERIVATIVES.update({
+    "take_rows": Derivative(_take_rows, name="IndexSelectBackward0"),
+    "put_rows": Derivative(_put_rows, name="IndexAddBackward0"),
+})

@@ -31,5 +31,13 @@ __all__ += ["BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Batch
             "RNN", "RNNBase", "RNNCell", "RNNCellBase", "ReLU6", "SiLU", "SmoothL1Loss", "Softplus", "Softsign",
             "Tanhshrink", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
             "TransformerEncoderLayer", "Unflatten"]
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Fold, Unfold  # noqa: E402
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,  # noqa: E402
+                      AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d)
+__all__ += ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d",
+            "AvgPool2d", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Fold", "MaxPool1d", "MaxPool2d",
+            "Unfold"]
+from .upsampling import Upsample  # noqa: E402
+__all__ += ["Upsample"]
 __all__ += ["Buffer", "ModuleDict", "ModuleList", "ParameterDict", "ParameterList"]
 from . import modules  # noqa: E402,F401  (torch.nn.modules.* paths)

@@ -276,3 +276,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 from .functional_layers import *  # noqa: E402,F401,F403  (norms, embedding, pad, more activations/losses, attention)
+# -- convolution and pooling (ops/conv.py, ops/pool.py) --------------------------------------------
+from ..ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold, unfold  # noqa: E402,F401
+from ..ops.pool import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,  # noqa: E402,F401
+                        adaptive_max_pool1d_with_indices, adaptive_max_pool2d, adaptive_max_pool2d_with_indices,
+                        avg_pool1d, avg_pool2d, max_pool1d, max_pool1d_with_indices, max_pool2d,
+                        max_pool2d_with_indices)
+from ..ops.upsample import interpolate  # noqa: E402,F401

@@ -13,6 +13,7 @@ FAMILIES = ("creation", "copy", "resize", "views", "indexing", "random",
             # tensor functions (composites, plus the CPU LAPACK primitive)
             "constructors", "repeats", "closeness", "index_ops", "combinatorics", "einsum", "distance", "lapack",
             "linalg_legacy", "tensor_algebra")
+FAMILIES += ("conv", "pool")
 
 
 def modules():

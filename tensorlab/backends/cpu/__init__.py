@@ -3,7 +3,9 @@ Each family lives in its own file and lists its primitives in __all__; this modu
 from .creation import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
+from .conv import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
+from .pool import *  # noqa: F401,F403
 from .memory import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403

@@ -8,7 +8,9 @@ from .active import driver  # noqa: F401  (rebinds the name from the driver.py s
 from .creation import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
+from .conv import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
+from .pool import *  # noqa: F401,F403
 from .memory import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403

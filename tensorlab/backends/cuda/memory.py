@@ -7,7 +7,7 @@ import numpy as np
 from ... import _faults, dtypes
 from ...cuda.errors import OutOfMemoryError
 from ...device import Device
-from ...layout import Layout, contiguous_strides
+from ...layout import Layout, contiguous_strides, is_contiguous
 from . import launch as K
 from .active import driver
 from .driver import OutOfMemory, Pointer
@@ -167,7 +167,9 @@ def copy_from_host(dst, host, non_blocking=False):
     dev = d.buffer.device
     stream = driver.current_stream(dev)
     p = K.Plan((d,))
-    if src_dtype is d.dtype and p.contiguous and small.size == n:
+    # one direct copy only when dst's memory order is the compact host array's (row-major): a dense
+    # dst in another order (channels_last, a permutation) also plans as "contiguous"
+    if src_dtype is d.dtype and p.contiguous and small.size == n and is_contiguous(shape, tuple(d.layout.stride)):
         _faults.hit("copy")
         driver.memcpy_htod(p.ptrs[0], small, small.nbytes, stream, asynchronous)
         return

@@ -1,0 +1,158 @@
+// max_pool2d with torch's indices, and its backward. The forward is ATen's loop per output element
+// (the first maximum in row-major window order, or the last NaN; a window whose elements all equal
+// the lowest value keeps its first element inside the input). The backward gathers, per input
+// element, the gradients of the windows whose index is that element, in window order: deterministic,
+// no atomics, and the CPU backend's order. 1-D pools run as 2-D ones over a height of 1.
+#include "tensorlab/reduce.cuh"
+
+namespace {
+template <typename T> struct PoolAcc { using type = float; };  // float16, bfloat16, float32
+template <> struct PoolAcc<double> { using type = double; };
+}  // namespace
+
+// out and indices: contiguous (N, C, OH, OW); xl: x's (N, C, H, W) shape and strides.
+template <typename T, typename Index>
+__global__ void max_pool2d_fwd(T* __restrict__ out, long long* __restrict__ indices, const T* __restrict__ x, Index n,
+                               tl::StridedLayout<Index> xl, Index OH, Index OW, Index kh, Index kw, Index sh, Index sw,
+                               Index ph, Index pw, Index dh, Index dw) {
+  using V = decltype(tl::widen(T()));
+  const Index C = xl.shape[1], H = xl.shape[2], W = xl.shape[3];
+  for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
+    Index q = tl::index_div(i, OW);
+    const Index ow = i - q * OW;
+    Index r = q;
+    q = tl::index_div(r, OH);
+    const Index oh = r - q * OH;
+    r = q;
+    q = tl::index_div(r, C);
+    const Index c = r - q * C, b = q;
+    Index hs = oh * sh - ph, ws = ow * sw - pw;
+    const Index he = min(hs + (kh - 1) * dh + 1, H), we = min(ws + (kw - 1) * dw + 1, W);
+    while (hs < 0) hs += dh;
+    while (ws < 0) ws += dw;
+    const T* base = x + b * xl.stride[0] + c * xl.stride[1];
+    V best = tl::Bounds<V>::lowest();
+    T best_t = tl::cast<T>(best);
+    long long best_i = static_cast<long long>(hs) * W + ws;
+    for (Index h = hs; h < he; h += dh) {
+      for (Index w = ws; w < we; w += dw) {
+        const T t = base[h * xl.stride[2] + w * xl.stride[3]];
+        const V v = tl::widen(t);
+        if (v > best || tl::is_nan(v)) {
+          best = v;
+          best_t = t;
+          best_i = static_cast<long long>(h) * W + w;
+        }
+      }
+    }
+    out[i] = best_t;
+    indices[i] = best_i;
+  }
+}
+
+// grad_input: contiguous (N, C, H, W); gl / il: grad_output's and indices' (N, C, OH, OW) shapes and strides.
+template <typename T, typename Index>
+__global__ void max_pool2d_bwd(T* __restrict__ grad_input, const T* __restrict__ grad_output,
+                               const long long* __restrict__ indices, Index n, tl::StridedLayout<Index> gl,
+                               tl::StridedLayout<Index> il, Index H, Index W, Index kh, Index kw, Index sh, Index sw,
+                               Index ph, Index pw, Index dh, Index dw) {
+  using A = typename PoolAcc<T>::type;
+  const Index C = gl.shape[1], OH = gl.shape[2], OW = gl.shape[3];
+  for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
+    Index q = tl::index_div(i, W);
+    const Index w = i - q * W;
+    Index r = q;
+    q = tl::index_div(r, H);
+    const Index h = r - q * H;
+    r = q;
+    q = tl::index_div(r, C);
+    const Index c = r - q * C, b = q;
+    // the windows whose taps can reach (h, w): oh * sh - ph <= h <= oh * sh - ph + (kh - 1) * dh
+    const Index lh = h + ph - (kh - 1) * dh, lw = w + pw - (kw - 1) * dw;
+    const Index oh0 = lh <= 0 ? 0 : tl::index_div(lh + sh - 1, sh);
+    const Index ow0 = lw <= 0 ? 0 : tl::index_div(lw + sw - 1, sw);
+    const Index oh1 = min(tl::index_div(h + ph, sh), OH - 1), ow1 = min(tl::index_div(w + pw, sw), OW - 1);
+    const long long target = static_cast<long long>(h) * W + w;
+    const T* g = grad_output + b * gl.stride[0] + c * gl.stride[1];
+    const long long* ix = indices + b * il.stride[0] + c * il.stride[1];
+    A sum = A(0);
+    for (Index oh = oh0; oh <= oh1; ++oh) {
+      for (Index ow = ow0; ow <= ow1; ++ow) {
+        if (ix[oh * il.stride[2] + ow * il.stride[3]] == target)
+          sum += static_cast<A>(tl::widen(g[oh * gl.stride[2] + ow * gl.stride[3]]));
+      }
+    }
+    grad_input[i] = tl::cast<T>(sum);
+  }
+}
+
+// adaptive_max_pool2d: output (oh, ow) reduces the window [floor(oh*H/OH), ceil((oh+1)*H/OH)) x (the same for
+// w), in ATen's loop order and with its rule (first maximum, or the last NaN).
+template <typename T, typename Index>
+__global__ void adaptive_max_pool2d_fwd(T* __restrict__ out, long long* __restrict__ indices, const T* __restrict__ x,
+                                        Index n, tl::StridedLayout<Index> xl, Index OH, Index OW) {
+  using V = decltype(tl::widen(T()));
+  const Index C = xl.shape[1], H = xl.shape[2], W = xl.shape[3];
+  for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
+    Index q = tl::index_div(i, OW);
+    const Index ow = i - q * OW;
+    Index r = q;
+    q = tl::index_div(r, OH);
+    const Index oh = r - q * OH;
+    r = q;
+    q = tl::index_div(r, C);
+    const Index c = r - q * C, b = q;
+    const Index hs = tl::index_div(oh * H, OH), he = tl::index_div((oh + 1) * H + OH - 1, OH);
+    const Index ws = tl::index_div(ow * W, OW), we = tl::index_div((ow + 1) * W + OW - 1, OW);
+    const T* base = x + b * xl.stride[0] + c * xl.stride[1];
+    V best = tl::Bounds<V>::lowest();
+    T best_t = tl::cast<T>(best);
+    long long best_i = static_cast<long long>(hs) * W + ws;
+    for (Index h = hs; h < he; ++h) {
+      for (Index w = ws; w < we; ++w) {
+        const T t = base[h * xl.stride[2] + w * xl.stride[3]];
+        const V v = tl::widen(t);
+        if (v > best || tl::is_nan(v)) {
+          best = v;
+          best_t = t;
+          best_i = static_cast<long long>(h) * W + w;
+        }
+      }
+    }
+    out[i] = best_t;
+    indices[i] = best_i;
+  }
+}
+
+// The backward: input (h, w) lies in the windows oh in [floor(h*OH/H), ceil((h+1)*OH/H)) (and the same for w);
+// it gathers the gradients of those whose index is (h, w), in window order.
+template <typename T, typename Index>
+__global__ void adaptive_max_pool2d_bwd(T* __restrict__ grad_input, const T* __restrict__ grad_output,
+                                        const long long* __restrict__ indices, Index n, tl::StridedLayout<Index> gl,
+                                        tl::StridedLayout<Index> il, Index H, Index W) {
+  using A = typename PoolAcc<T>::type;
+  const Index C = gl.shape[1], OH = gl.shape[2], OW = gl.shape[3];
+  for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
+    Index q = tl::index_div(i, W);
+    const Index w = i - q * W;
+    Index r = q;
+    q = tl::index_div(r, H);
+    const Index h = r - q * H;
+    r = q;
+    q = tl::index_div(r, C);
+    const Index c = r - q * C, b = q;
+    const Index oh0 = tl::index_div(h * OH, H), oh1 = tl::index_div((h + 1) * OH + H - 1, H);
+    const Index ow0 = tl::index_div(w * OW, W), ow1 = tl::index_div((w + 1) * OW + W - 1, W);
+    const long long target = static_cast<long long>(h) * W + w;
+    const T* g = grad_output + b * gl.stride[0] + c * gl.stride[1];
+    const long long* ix = indices + b * il.stride[0] + c * il.stride[1];
+    A sum = A(0);
+    for (Index oh = oh0; oh < oh1; ++oh) {
+      for (Index ow = ow0; ow < ow1; ++ow) {
+        if (ix[oh * il.stride[2] + ow * il.stride[3]] == target)
+          sum += static_cast<A>(tl::widen(g[oh * gl.stride[2] + ow * gl.stride[3]]));
+      }
+    }
+    grad_input[i] = tl::cast<T>(sum);
+  }
+}

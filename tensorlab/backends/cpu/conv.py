@@ -1,0 +1,61 @@
+"""CPU convolution primitives: im2col (the sliding windows of a 4-D input laid out as columns, the
+GEMM operand of a convolution) and col2im (its adjoint: the columns summed back into the image).
+Both see a 1-D convolution as a 2-D one of height 1."""
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ... import _faults
+from .memory import array
+from .reduction import HALF
+
+__all__ = ("im2col", "col2im")
+
+
+def im2col(out, x, kernel, dilation, padding, stride, pad_value):
+    """out[b, c, i, j, y, z] = x[b, c, y*sh - ph + i*dh, z*sw - pw + j*dw], pad_value where that
+    position lies outside x. out is (B, C, kh, kw, oh, ow); oh, ow come from out's shape."""
+    o = array(out)
+    a = array(x)
+    _faults.hit("launch")
+    B, C, H, W = a.shape
+    kh, kw, oh, ow = o.shape[2:]
+    (dh, dw), (ph, pw), (sh, sw) = dilation, padding, stride
+    # the padded input must reach the last window's last element
+    need_h = (oh - 1) * sh + (kh - 1) * dh + 1
+    need_w = (ow - 1) * sw + (kw - 1) * dw + 1
+    ph_hi, pw_hi = max(0, need_h - ph - H), max(0, need_w - pw - W)
+    if ph or pw or ph_hi or pw_hi:
+        padded = np.full((B, C, H + ph + ph_hi, W + pw + pw_hi), pad_value, dtype=a.dtype)
+        padded[:, :, ph:ph + H, pw:pw + W] = a
+    else:
+        padded = a
+    s = padded.strides
+    win = as_strided(padded, (B, C, kh, kw, oh, ow), (s[0], s[1], dh * s[2], dw * s[3], sh * s[2], sw * s[3]),
+                     writeable=False)
+    np.copyto(o, win)
+
+
+def col2im(out, cols, kernel, dilation, padding, stride):
+    """The adjoint of im2col: out[b, c, h, w] = the sum of cols[b, c, i, j, y, z] over the window
+    positions (i, j, y, z) that read (h, w), in (i, j) order; float16/bfloat16 accumulate in
+    float32 and round once."""
+    o = array(out)
+    c = array(cols)
+    _faults.hit("launch")
+    B, C, H, W = o.shape
+    kh, kw, oh, ow = c.shape[2:]
+    (dh, dw), (ph, pw), (sh, sw) = dilation, padding, stride
+    acc_t = np.float32 if o.dtype in HALF else o.dtype
+    if not (kh and kw and oh and ow):  # no window reads anything
+        o[...] = 0
+        return
+    need_h = (oh - 1) * sh + (kh - 1) * dh + 1
+    need_w = (ow - 1) * sw + (kw - 1) * dw + 1
+    acc = np.zeros((B, C, max(need_h, ph + H), max(need_w, pw + W)), dtype=acc_t)
+    with np.errstate(all="ignore"):
+        for i in range(kh):
+            for j in range(kw):
+                acc[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw] += c[:, :, i, j]
+        np.copyto(o, acc[:, :, ph:ph + H, pw:pw + W], casting="unsafe")

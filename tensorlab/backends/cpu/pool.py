@@ -1,0 +1,121 @@
+"""CPU pooling primitives: max_pool2d (values and torch's indices) and its backward, for 4-D inputs
+(1-D pools are 2-D ones over a height of 1)."""
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ... import _faults
+from .memory import array
+from .reduction import HALF
+
+__all__ = ("max_pool2d", "max_pool2d_backward", "adaptive_max_pool2d", "adaptive_max_pool2d_backward")
+
+
+def _lowest(dt):
+    return -np.inf if dt.kind == "f" or dt in HALF else np.iinfo(dt).min
+
+
+def _taps(n_out, n_in, k, s, p, d):
+    """(k, n_out) input position of each kernel tap of each window, and whether it is inside."""
+    pos = np.arange(n_out)[None, :] * s - p + np.arange(k)[:, None] * d
+    return pos, (pos >= 0) & (pos < n_in)
+
+
+def max_pool2d(out, indices, x, kernel, stride, padding, dilation):
+    """torch's loop, vectorized: each window's first maximum (row-major), or its last NaN; a window
+    whose inside elements all equal the dtype's lowest value gives its first inside element."""
+    o = array(out)
+    ix = array(indices)
+    a = array(x)
+    _faults.hit("launch")
+    N, C, H, W = a.shape
+    OH, OW = o.shape[2:]
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+    low = _lowest(a.dtype)
+    rows, rin = _taps(OH, H, kh, sh, ph, dh)
+    cols, cin = _taps(OW, W, kw, sw, pw, dw)
+    hi_h = max(0, rows.max() + 1 - H)
+    hi_w = max(0, cols.max() + 1 - W)
+    if ph or pw or hi_h or hi_w:
+        padded = np.full((N, C, H + ph + hi_h, W + pw + hi_w), low, dtype=a.dtype)
+        padded[:, :, ph:ph + H, pw:pw + W] = a
+    else:
+        padded = a
+    s = padded.strides
+    win = as_strided(padded, (N, C, kh, kw, OH, OW), (s[0], s[1], dh * s[2], dw * s[3], sh * s[2], sw * s[3]),
+                     writeable=False).reshape(N, C, kh * kw, OH, OW)
+    pick = win.argmax(axis=2)
+    if (a.dtype.kind == "f" or a.dtype in HALF) and np.isnan(a).any():  # the input is the cheaper place to look
+        nan = np.isnan(win)
+        last = kh * kw - 1 - nan[:, :, ::-1].argmax(axis=2)
+        pick = np.where(nan.any(axis=2), last, pick)
+    if not (rin.all() and cin.all()):  # some taps fall in the padding: never pick one
+        inside = (rin[:, None, :, None] & cin[None, :, None, :]).reshape(kh * kw, OH, OW)
+        first_inside = inside.argmax(axis=0)
+        picked_inside = np.take_along_axis(np.broadcast_to(inside, (N, C) + inside.shape), pick[:, :, None], 2)
+        pick = np.where(picked_inside[:, :, 0], pick, first_inside)
+    np.copyto(o, np.take_along_axis(win, pick[:, :, None], 2)[:, :, 0])
+    r = rows[pick // kw, np.arange(OH)[:, None]]
+    c = cols[pick % kw, np.arange(OW)[None, :]]
+    np.copyto(ix, r * W + c)
+
+
+def _last_nan(win, pick, axis):
+    """torch's NaN rule over window axis `axis`: the last NaN wins."""
+    if win.dtype.kind == "f" or win.dtype in HALF:
+        nan = np.isnan(win)
+        if nan.any():
+            n = win.shape[axis]
+            last = n - 1 - np.flip(nan, axis).argmax(axis=axis)
+            pick = np.where(nan.any(axis=axis), last, pick)
+    return pick
+
+
+def _adaptive_table(n_in, n_out):
+    """(n_out, kmax) positions of each adaptive window, padded with its last element (a repeat never
+    changes the first maximum or the last NaN's position)."""
+    lo = np.arange(n_out) * n_in // n_out
+    hi = -(-(np.arange(n_out) + 1) * n_in // n_out)
+    k = int((hi - lo).max())
+    return np.minimum(lo[:, None] + np.arange(k)[None, :], (hi - 1)[:, None]), k
+
+
+def adaptive_max_pool2d(out, indices, x):
+    o = array(out)
+    ix = array(indices)
+    a = array(x)
+    _faults.hit("launch")
+    N, C, H, W = a.shape
+    OH, OW = o.shape[2:]
+    th, kh = _adaptive_table(H, OH)
+    tw, kw = _adaptive_table(W, OW)
+    win = a[:, :, th.reshape(-1)][:, :, :, tw.reshape(-1)].reshape(N, C, OH, kh, OW, kw)
+    win = win.transpose(0, 1, 2, 4, 3, 5).reshape(N, C, OH, OW, kh * kw)
+    pick = _last_nan(win, win.argmax(axis=4), 4)
+    np.copyto(o, np.take_along_axis(win, pick[..., None], 4)[..., 0])
+    r = th[np.arange(OH)[:, None], pick // kw]
+    c = tw[np.arange(OW)[None, :], pick % kw]
+    np.copyto(ix, r * W + c)
+
+
+def adaptive_max_pool2d_backward(grad_input, grad_output, indices):
+    _scatter_by_index(grad_input, grad_output, indices)
+
+
+def max_pool2d_backward(grad_input, grad_output, indices, kernel, stride, padding, dilation):
+    _scatter_by_index(grad_input, grad_output, indices)
+
+
+def _scatter_by_index(grad_input, grad_output, indices):
+    """grad_input[b, c, i] = the sum of grad_output[b, c, j] over the windows j whose index is i, in
+    window order; float16/bfloat16 accumulate in float32."""
+    gi = array(grad_input)
+    go = array(grad_output)
+    ix = array(indices)
+    _faults.hit("launch")
+    N, C, H, W = gi.shape
+    acc = np.zeros((N * C, H * W), dtype=np.float32 if gi.dtype in HALF else gi.dtype)
+    planes = np.repeat(np.arange(N * C), ix.shape[2] * ix.shape[3])
+    np.add.at(acc, (planes, ix.reshape(-1)), go.reshape(-1).astype(acc.dtype))
+    np.copyto(gi, acc.reshape(gi.shape), casting="unsafe")

@@ -1,0 +1,9 @@
+"""torch.nn.modules.pooling: one line per class tensorlab implements."""
+from ..pooling import AdaptiveAvgPool1d  # noqa: F401
+from ..pooling import AdaptiveAvgPool2d  # noqa: F401
+from ..pooling import AdaptiveMaxPool1d  # noqa: F401
+from ..pooling import AdaptiveMaxPool2d  # noqa: F401
+from ..pooling import AvgPool1d  # noqa: F401
+from ..pooling import AvgPool2d  # noqa: F401
+from ..pooling import MaxPool1d  # noqa: F401
+from ..pooling import MaxPool2d  # noqa: F401
