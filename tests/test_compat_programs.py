@@ -2,7 +2,7 @@
 and GPT language models, a VAE; a convnet once convolutions exist), written as ordinary torch scripts
 in tests/compat_scripts/ and run unchanged through `python -m tensorlab.compat`: every step's loss
 matches torch's at float32 tolerance (torch as the oracle; without it the script must still run and
-learn)."""
+learn). The convnet is pytorch/examples' MNIST net (Conv2d, max_pool2d, Adadelta, StepLR)."""
 from __future__ import annotations
 
 import os
@@ -29,4 +29,13 @@ def test_vae_trains_as_on_torch():
     assert res.returncode == 0, res.stderr
     losses, _ = _split(res.stdout)
     assert len(losses) == 7 and losses[5] < losses[0]
+    _compare_with_torch(script, [], res)
+
+
+def test_mnist_convnet_trains_as_on_torch():
+    script = os.path.join(SCRIPTS, "mnist_convnet.py")
+    res = _run([script])
+    assert res.returncode == 0, res.stderr
+    losses, rest = _split(res.stdout)
+    assert len(losses) == 6 and rest[0] == "<All keys matched successfully>"
     _compare_with_torch(script, [], res)
