@@ -1,5 +1,5 @@
 """Training programs of the kinds real PyTorch users run (char-level MLP, bag-of-words, RNN/GRU/LSTM
-and GPT language models, a VAE; a convnet once convolutions exist), written as ordinary torch scripts
+and GPT language models, a VAE, an MNIST convnet), written as ordinary torch scripts
 in tests/compat_scripts/ and run unchanged through `python -m tensorlab.compat`: every step's loss
 matches torch's at float32 tolerance (torch as the oracle; without it the script must still run and
 learn). The convnet is pytorch/examples' MNIST net (Conv2d, max_pool2d, Adadelta, StepLR)."""
