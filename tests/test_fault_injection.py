@@ -316,6 +316,36 @@ def _std_mean(d):
         values_(res[-1][1]), _MATRIX.mean(1))
 
 
+def _lapack(op):
+    """qr/svd: NumPy's LAPACK on the CPU (a clear error on CUDA, tested in test_linalg_lapack.py)."""
+    def setup(d):
+        if d != "cpu":
+            pytest.skip("tensorlab's factorizations run on the CPU only")
+        x = tl.tensor(_MATRIX.copy(), device=d)
+        res = []
+
+        def check():
+            parts = [values_(t) for t in res[-1]]
+            rebuilt = parts[0] @ parts[1] if op == "qr" else (parts[0] * parts[1]) @ parts[2]
+            np.testing.assert_allclose(rebuilt, _MATRIX, atol=1e-9)
+        return (lambda: res.append(getattr(tl.linalg, op)(x) if op == "qr" else
+                                   tl.linalg.svd(x, full_matrices=False))), (x,), check
+    return setup
+
+
+def _unique_consecutive(d):
+    data = np.array([3, 3, 1, 1, 1, 2, 3, 3])
+    x = tl.tensor(data, device=d)
+    res = []
+
+    def check():
+        v, inv, cnt = (values_(t) for t in res[-1])
+        np.testing.assert_array_equal(v, [3, 1, 2, 3])
+        np.testing.assert_array_equal(inv, [0, 0, 1, 1, 1, 2, 3, 3])
+        np.testing.assert_array_equal(cnt, [2, 3, 1, 2])
+    return (lambda: res.append(tl.unique_consecutive(x, return_inverse=True, return_counts=True))), (x,), check
+
+
 def _fail():
     raise AssertionError("the successful run produced the wrong state")
 
@@ -358,6 +388,9 @@ CASES = [
     Case("matmul_out_grow", _matmul_out_grow, needs=("matmul",)),
     Case("var_mean", _var_mean),
     Case("std_mean", _std_mean),
+    Case("qr", _lapack("qr")),
+    Case("svd", _lapack("svd")),
+    Case("unique_consecutive", _unique_consecutive),
 ] + MULTI_CASES
 
 
