@@ -46,3 +46,4 @@ from . import serialization  # noqa: E402
 from .serialization import load, save  # noqa: E402
 
 __version__ = "0.1.0"
+from . import profiler  # noqa: E402  (tl.profiler: profile, record_function, ProfilerActivity)

@@ -1,0 +1,200 @@
+"""tl.profiler.profile and record_function, with torch.profiler's names and defaults."""
+from __future__ import annotations
+
+import enum
+import functools
+import os
+
+from . import _recording
+
+
+class ProfilerActivity(enum.Enum):
+    """What a profile records: CPU (op dispatches, record_function ranges, host waits, CPU memory)
+    and CUDA (kernels, copies, CUDA allocations, timed with CUDA events)."""
+
+    CPU = "CPU"
+    CUDA = "CUDA"
+
+
+def supported_activities():
+    """The activities this machine can record: CPU always, CUDA where a CUDA device can be used (the
+    emulation driver's included)."""
+    from .. import backends
+    acts = {ProfilerActivity.CPU}
+    if backends.cuda_emulated() or backends.cuda_unavailable_reason() is None:
+        acts.add(ProfilerActivity.CUDA)
+    return acts
+
+
+class profile:
+    """Record a program's ops, kernels, copies, allocations and host waits::
+
+        with tl.profiler.profile(record_shapes=True, with_stack=True) as prof:
+            train_step()
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=20))
+        prof.export_chrome_trace("trace.json")
+        print(prof.pitfalls())
+
+    A profile records the thread that opens it (another thread's work goes to that thread's own
+    profile, if it has one); profiles do not nest on one thread. Kernel and copy device times come
+    from a pair of CUDA events around each, read when the profile closes (one wait per device)."""
+
+    def __init__(self, *, activities=None, on_trace_ready=None, record_shapes=False, profile_memory=False,
+                 with_stack=False, use_cuda=None):
+        acts = set(activities) if activities is not None else supported_activities()
+        if use_cuda:
+            acts.add(ProfilerActivity.CUDA)
+        for a in acts:
+            if not isinstance(a, ProfilerActivity):
+                raise TypeError(f"profile(): activities must be ProfilerActivity members, got {a!r}")
+        self.activities = acts
+        self._cpu = ProfilerActivity.CPU in acts
+        self._cuda = ProfilerActivity.CUDA in acts
+        self.on_trace_ready = on_trace_ready
+        self.record_shapes = bool(record_shapes)
+        self.profile_memory = bool(profile_memory)
+        self.with_stack = bool(with_stack)
+        self._rec = None
+        self._nvtx = None
+
+    # -- recording -------------------------------------------------------------------------------
+    def start(self):
+        if self._rec is not None and self._rec.active:
+            raise RuntimeError("profile.start(): this profile is already recording")
+        self._rec = _recording.Recorder(self)
+        self._nvtx = _nvtx_module() if self._cuda else None
+        _recording.start(self._rec)
+
+    def stop(self):
+        if self._rec is None or not self._rec.active:
+            raise RuntimeError("profile.stop(): this profile is not recording (call start() or use it as a "
+                               "context manager)")
+        _recording.stop(self._rec)
+        if self.on_trace_ready is not None:
+            self.on_trace_ready(self)
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def _done(self, what):
+        if self._rec is None:
+            raise RuntimeError(f"profile.{what}(): nothing was recorded (use the profile as a context manager "
+                               "first)")
+        if self._rec.active:
+            raise RuntimeError(f"profile.{what}(): the profile is still recording; call it after the `with` block")
+        return self._rec
+
+    # -- what was recorded -----------------------------------------------------------------------
+    @property
+    def ops(self):
+        """The op records (tl.profiler records: name, start, end, shapes, kernels, copies, ...)."""
+        return list(self._done("ops").ops)
+
+    @property
+    def ranges(self):
+        return list(self._done("ranges").ranges)
+
+    @property
+    def kernels(self):
+        return list(self._done("kernels").kernels)
+
+    @property
+    def copies(self):
+        return list(self._done("copies").copies)
+
+    @property
+    def memory_records(self):
+        return list(self._done("memory_records").mems)
+
+    @property
+    def waits(self):
+        return list(self._done("waits").waits)
+
+    def events(self):
+        """Every op and record_function range as torch-style FunctionEvents (an EventList)."""
+        from .key_averages import function_events
+        return function_events(self._done("events"))
+
+    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0):
+        """Totals per name (and input shapes / call site when asked): an EventList of FunctionEventAvg
+        with .table(sort_by=..., row_limit=...)."""
+        from .key_averages import key_averages
+        return key_averages(self._done("key_averages"), group_by_input_shape, group_by_stack_n)
+
+    def export_chrome_trace(self, path):
+        """Write the Chrome trace-event JSON (Perfetto, chrome://tracing) to `path`."""
+        from .chrome_trace import export
+        export(self._done("export_chrome_trace"), os.fspath(path))
+        return path
+
+    def pitfalls(self):
+        """What slows the program, with counts, time and the user's lines (a Pitfalls list; str() is
+        the short report)."""
+        from .pitfalls import find
+        return find(self._done("pitfalls"))
+
+    def plot_timeline(self, path=None, *, max_ms=None):
+        """A matplotlib rendering of the timeline (host thread, streams, memory) to `path` (PNG, SVG,
+        ...); returns the matplotlib Figure. Needs matplotlib."""
+        from .plot import plot
+        return plot(self._done("plot_timeline"), path, max_ms)
+
+
+class record_function:
+    """A named range in the profile (and an NVTX range on a real GPU, when `nvtx` is importable);
+    a context manager and a decorator, as torch.profiler.record_function."""
+
+    def __init__(self, name, args=None):
+        if not isinstance(name, str):
+            raise TypeError(f"record_function(): name must be a str, not {type(name).__name__}")
+        self.name = name if args is None else f"{name}({args})"
+        self._range = None
+        self._nvtx = None
+
+    def __enter__(self):
+        r = _recording.current()
+        if r is not None and r.active:
+            self._range = r.push_range(self.name)
+            nv = r.prof._nvtx
+            if nv is not None:
+                nv.push_range(self.name)
+                self._nvtx = nv
+        return self
+
+    def __exit__(self, *exc):
+        if self._nvtx is not None:
+            self._nvtx.pop_range()
+            self._nvtx = None
+        rg, self._range = self._range, None
+        if rg is not None:
+            r = _recording.current()
+            if r is not None and r.active:
+                r.pop_range(rg)
+            elif rg.end is None:
+                from ._recording import _clock
+                rg.end = _clock()
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with record_function(self.name):
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+def _nvtx_module():
+    """The `nvtx` package on a real GPU (never on the emulation driver), else None."""
+    from ..backends.cuda import emulation
+    if emulation.enabled():
+        return None
+    try:
+        import nvtx
+    except ImportError:
+        return None
+    return nvtx
