@@ -99,7 +99,7 @@ class Recorder:
         entry, file, line = _where()
         if name is None:  # a factory (created): named by the function that called the hook's caller
             f = sys._getframe(2)
-            while f is not None and f.f_code.co_name in ("created", "_finish"):
+            while f is not None and (f.f_code.co_name == "created" or f.f_code.co_name.startswith("_")):
                 f = f.f_back
             name = f.f_code.co_name if f is not None else "tensor"
         key = _key(entry)
@@ -115,7 +115,7 @@ class Recorder:
         if self.shapes:
             ts = [t for t in inputs if hasattr(t, "_meta")]
             op.shapes = [list(t._meta.layout.shape) for t in ts]
-            op.dtypes = [t._dtype.torch_name.replace("torch.", "") for t in ts]
+            op.dtypes = [t._dtype.name for t in ts]
             op.devices = [str(t._meta.storage.device) for t in ts]
         self._claim(op, [it[3] for it in mine if it[3] is not None])
         if self.cpu:
