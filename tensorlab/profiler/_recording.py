@@ -76,7 +76,7 @@ class Recorder:
         self.last_work = {}  # device index -> the last Kernel/Copy queued (what a wait waits for)
         self.origins = {}  # device index -> (event, host time) the device times are measured from
         self.cpu_bytes = [0, 0]  # allocated, peak (bytes this profile saw allocated on the CPU)
-        self.finalizers = []
+        self.refs = {}  # id(weakref) -> weakref to a buffer allocated while recording (its callback records the free)
         self.prev_plan = None
         self.tap = None
 
@@ -223,7 +223,18 @@ class Recorder:
             c[1] = max(c[1], c[0])
             stats = (c[0], c[0], c[1])
         self._mem("cpu", nbytes, stats, buf)
-        self.finalizers.append(weakref.finalize(buf, self._cpu_free, nbytes))
+        self._watch(buf, self._cpu_free, (nbytes,))
+
+    def _watch(self, buf, fn, args):
+        """Call fn(*args) when `buf` dies (weakref callbacks: cheaper than weakref.finalize)."""
+        refs = self.refs
+
+        def gone(ref):
+            if refs.pop(id(ref), None) is not None:
+                fn(*args)
+        ref = weakref.ref(buf, gone)
+        refs[id(ref)] = ref
+        return ref
 
     def _cpu_free(self, nbytes):
         if not self.active:
@@ -280,9 +291,9 @@ class Recorder:
     def malloc(self, drv, buf, nbytes, device):
         st = drv.memory_stats(device)
         self._mem(f"cuda:{device}", int(nbytes), (st["allocated"], st["reserved"], st["max_allocated"]), buf)
-        f = weakref.finalize(buf, self._cuda_free, drv, device, int(nbytes), _Freed())
-        self.finalizers.append(f)
-        return f
+        args = (drv, device, int(nbytes), _Freed())
+        self._watch(buf, self._cuda_free, args)
+        return args
 
     def _cuda_free(self, drv, device, nbytes, tracker):
         if tracker.done or not self.active:
@@ -406,14 +417,14 @@ def _wrap_driver(drv):
         buf = orig["malloc"](nbytes, device, stream)
         r = rec()
         if r is not None:
-            _trackers[id(buf)] = (weakref.ref(buf), r.malloc(drv, buf, nbytes, device))
+            _trackers[id(buf)] = (weakref.ref(buf), r, r.malloc(drv, buf, nbytes, device))
         return buf
 
     def free(buffer, stream):
         orig["free"](buffer, stream)
         hit = _trackers.pop(id(buffer), None)
-        if hit is not None and hit[0]() is buffer and hit[1].alive:
-            hit[1]()  # records the free now (the buffer object may live on until its queue ran)
+        if hit is not None and hit[0]() is buffer:
+            hit[1]._cuda_free(*hit[2])  # recorded now (the buffer object may live on until its queue ran)
 
     def empty_cache():
         r = rec()
@@ -513,9 +524,7 @@ def stop(recorder):
                         pass
                 _driver_patch = None
             _trackers.clear()
-    for f in recorder.finalizers:
-        f.detach()
-    recorder.finalizers = []
+    recorder.refs.clear()  # frees after the profile are not its business
     if recorder.origins:
         recorder.finish(drv if drv is not None else _cuda_driver())
 
