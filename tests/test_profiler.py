@@ -332,3 +332,33 @@ def test_waits_rule_ignores_explicit_and_single():
           R.Wait(0, 2e-3, "tolist", tl.device("cpu"), False, "a.py", 3, None)]
     (p,) = P.host_waits_in_loop(ws)
     assert (p.count, p.lines, round(p.time_ms, 6)) == (2, ["a.py:3"], 4.0)
+
+
+def test_nvtx_ranges(device, monkeypatch):
+    """On a real GPU with `nvtx` importable, record_function and each op's work are NVTX ranges (a
+    stand-in module records the calls here); without CUDA activity nothing is emitted."""
+    calls = []
+
+    class FakeNvtx:
+        @staticmethod
+        def push_range(message=None):
+            calls.append(("push", message))
+
+        @staticmethod
+        def pop_range():
+            calls.append(("pop",))
+
+    import sys
+    monkeypatch.setattr(sys.modules["tensorlab.profiler.profile"], "_nvtx_module", lambda: FakeNvtx)
+    x = tl.ones(3, device=device)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        with record_function("region"):
+            y = x * 2
+            x.add_(1)
+    assert calls == [("push", "region"), ("push", "mul"), ("pop",), ("push", "add_"), ("pop",), ("pop",)]
+    assert [o.name for o in prof.ops] == ["mul", "add_"] and y.tolist() == [2.0, 2.0, 2.0]
+    calls.clear()
+    with profile(activities=[ProfilerActivity.CPU]):
+        with record_function("region"):
+            x * 2
+    assert calls == []

@@ -51,6 +51,16 @@ def _where():
     return entry, f.f_code.co_filename, f.f_lineno
 
 
+def _call_name(entry):
+    """The name of the tensorlab function the user called (operators: the op's name)."""
+    name = entry.f_code.co_name
+    if name == "dunder":  # ops/elementwise's operator closures: the op they run
+        loc = entry.f_locals
+        d = loc.get("d")
+        name = getattr(d, "name", None) or getattr(loc.get("fn"), "__name__", None) or "operator"
+    return name
+
+
 def _key(entry):
     return None if entry is None else (id(entry), entry.f_code)
 
@@ -79,6 +89,8 @@ class Recorder:
         self.refs = {}  # id(weakref) -> weakref to a buffer allocated while recording (its callback records the free)
         self.prev_plan = None
         self.tap = None
+        self.nvtx = None  # the nvtx module on a real GPU: op ranges (named by the call) and record_function ranges
+        self.nvtx_key = False  # the key of the open op NVTX range (False: none open)
 
     def next_id(self):
         self.ids += 1
@@ -91,7 +103,16 @@ class Recorder:
             p.hit(kind)
         if self.active:
             entry, _, _ = _where()
-            self.pending.append((_key(entry), entry, _clock(), None))
+            key = _key(entry)
+            if self.nvtx is not None and self.nvtx_key is False:
+                self.nvtx.push_range(message=_call_name(entry) if entry is not None else kind)
+                self.nvtx_key = key
+            self.pending.append((key, entry, _clock(), None))
+
+    def _nvtx_close(self):
+        if self.nvtx_key is not False:
+            self.nvtx_key = False
+            self.nvtx.pop_range()
 
     # -- ops and ranges ----------------------------------------------------------------------------
     def op(self, name, inputs, out):
@@ -103,6 +124,7 @@ class Recorder:
                 f = f.f_back
             name = f.f_code.co_name if f is not None else "tensor"
         key = _key(entry)
+        self._nvtx_close()
         mine, rest = [], []
         for item in self.pending:
             (mine if item[0] == key else rest).append(item)
@@ -164,6 +186,7 @@ class Recorder:
                 self.ops.append(op)
 
     def flush(self):
+        self._nvtx_close()
         items, self.pending = self.pending, []
         if items:
             self._derive(items)

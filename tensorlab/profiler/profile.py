@@ -63,6 +63,7 @@ class profile:
             raise RuntimeError("profile.start(): this profile is already recording")
         self._rec = _recording.Recorder(self)
         self._nvtx = _nvtx_module() if self._cuda else None
+        self._rec.nvtx = self._nvtx
         _recording.start(self._rec)
 
     def stop(self):
@@ -167,17 +168,17 @@ class record_function:
         return self
 
     def __exit__(self, *exc):
-        if self._nvtx is not None:
-            self._nvtx.pop_range()
-            self._nvtx = None
         rg, self._range = self._range, None
         if rg is not None:
             r = _recording.current()
             if r is not None and r.active:
-                r.pop_range(rg)
+                r.pop_range(rg)  # closes an op's NVTX range still open inside this one first
             elif rg.end is None:
                 from ._recording import _clock
                 rg.end = _clock()
+        if self._nvtx is not None:
+            self._nvtx.pop_range()
+            self._nvtx = None
         return False
 
     def __call__(self, fn):
