@@ -362,3 +362,21 @@ def test_nvtx_ranges(device, monkeypatch):
         with record_function("region"):
             x * 2
     assert calls == []
+
+
+def test_schedule_cycles(device):
+    from tensorlab.profiler import ProfilerAction, schedule
+    fn = schedule(wait=1, warmup=1, active=2, repeat=2, skip_first=1)
+    assert [fn(s).name for s in range(10)] == ["NONE", "NONE", "WARMUP", "RECORD", "RECORD_AND_SAVE", "NONE",
+                                               "WARMUP", "RECORD", "RECORD_AND_SAVE", "NONE"]
+    assert fn(100) is ProfilerAction.NONE
+    with pytest.raises(AssertionError, match="Invalid profiler schedule arguments"):
+        schedule(wait=0, warmup=0, active=0)
+    x = tl.ones(2, device=device)
+    traces = []
+    with profile(schedule=schedule(wait=1, warmup=1, active=2, repeat=1),
+                 on_trace_ready=lambda p: traces.append([(o.name, o.shapes) for o in p.ops])) as prof:
+        for k in range(6):
+            x * (k + 1) if k % 2 else x - k  # steps 2 (sub) and 3 (mul) are recorded
+            prof.step()
+    assert traces == [[("sub", None), ("mul", None)]]

@@ -16,6 +16,46 @@ class ProfilerActivity(enum.Enum):
     CUDA = "CUDA"
 
 
+class ProfilerAction(enum.Enum):
+    """What a schedule asks of a profiler step (torch.profiler.ProfilerAction)."""
+
+    NONE = 0
+    WARMUP = 1
+    RECORD = 2
+    RECORD_AND_SAVE = 3
+
+
+def schedule(*, wait, warmup, active, repeat=0, skip_first=0):
+    """torch.profiler.schedule: skip `skip_first` steps, then cycles of `wait` idle steps, `warmup`
+    steps (not recorded: the first calls compile and allocate) and `active` recorded steps, the last
+    of which hands the profile to on_trace_ready; `repeat` cycles (0: until the profile closes)."""
+    if not (wait >= 0 and warmup >= 0 and active > 0 and repeat >= 0 and skip_first >= 0):
+        raise AssertionError("Invalid profiler schedule arguments")
+    if warmup == 0:
+        import warnings
+        warnings.warn("Profiler won't be using warmup, this can skew profiler results", UserWarning, stacklevel=2)
+
+    def schedule_fn(step):
+        if step < 0:
+            raise AssertionError(f"schedule: step must be >= 0, got {step}")
+        if step < skip_first:
+            return ProfilerAction.NONE
+        step -= skip_first
+        num_steps = wait + warmup + active
+        if repeat > 0 and step // num_steps >= repeat:
+            return ProfilerAction.NONE
+        mod = step % num_steps
+        if mod < wait:
+            return ProfilerAction.NONE
+        if mod < wait + warmup:
+            return ProfilerAction.WARMUP
+        return ProfilerAction.RECORD if mod < num_steps - 1 else ProfilerAction.RECORD_AND_SAVE
+    return schedule_fn
+
+
+_RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+
+
 def supported_activities():
     """The activities this machine can record: CPU always, CUDA where a CUDA device can be used (the
     emulation driver's included)."""
@@ -39,8 +79,8 @@ class profile:
     profile, if it has one); profiles do not nest on one thread. Kernel and copy device times come
     from a pair of CUDA events around each, read when the profile closes (one wait per device)."""
 
-    def __init__(self, *, activities=None, on_trace_ready=None, record_shapes=False, profile_memory=False,
-                 with_stack=False, use_cuda=None):
+    def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, record_shapes=False,
+                 profile_memory=False, with_stack=False, use_cuda=None):
         acts = set(activities) if activities is not None else supported_activities()
         if use_cuda:
             acts.add(ProfilerActivity.CUDA)
@@ -50,7 +90,10 @@ class profile:
         self.activities = acts
         self._cpu = ProfilerActivity.CPU in acts
         self._cuda = ProfilerActivity.CUDA in acts
+        self.schedule = schedule
         self.on_trace_ready = on_trace_ready
+        self.step_num = 0
+        self._action = None
         self.record_shapes = bool(record_shapes)
         self.profile_memory = bool(profile_memory)
         self.with_stack = bool(with_stack)
@@ -59,20 +102,47 @@ class profile:
 
     # -- recording -------------------------------------------------------------------------------
     def start(self):
+        if self._action is not None:
+            raise RuntimeError("profile.start(): this profile is already started")
+        self.step_num = 0
+        self._action = ProfilerAction.RECORD if self.schedule is None else self.schedule(0)
+        if self._action in _RECORDING:
+            self._begin()
+
+    def stop(self):
+        if self._action is None:
+            raise RuntimeError("profile.stop(): this profile is not started (call start() or use it as a "
+                               "context manager)")
+        action, self._action = self._action, None
         if self._rec is not None and self._rec.active:
-            raise RuntimeError("profile.start(): this profile is already recording")
+            self._end()
+            if action in _RECORDING and self.on_trace_ready is not None:
+                self.on_trace_ready(self)
+
+    def step(self):
+        """Mark the end of a step for the schedule: recording starts, stops, and hands each finished
+        cycle to on_trace_ready (each cycle's records replace the last)."""
+        if self._action is None:
+            raise RuntimeError("profile.step(): this profile is not started")
+        prev = self._action
+        self.step_num += 1
+        self._action = ProfilerAction.RECORD if self.schedule is None else self.schedule(self.step_num)
+        if prev == ProfilerAction.RECORD_AND_SAVE or (prev in _RECORDING and self._action not in _RECORDING):
+            if self._rec is not None and self._rec.active:
+                self._end()
+                if self.on_trace_ready is not None:
+                    self.on_trace_ready(self)
+        if self._action in _RECORDING and (self._rec is None or not self._rec.active):
+            self._begin()
+
+    def _begin(self):
         self._rec = _recording.Recorder(self)
         self._nvtx = _nvtx_module() if self._cuda else None
         self._rec.nvtx = self._nvtx
         _recording.start(self._rec)
 
-    def stop(self):
-        if self._rec is None or not self._rec.active:
-            raise RuntimeError("profile.stop(): this profile is not recording (call start() or use it as a "
-                               "context manager)")
+    def _end(self):
         _recording.stop(self._rec)
-        if self.on_trace_ready is not None:
-            self.on_trace_ready(self)
 
     def __enter__(self):
         self.start()
