@@ -380,3 +380,31 @@ def test_schedule_cycles(device):
             x * (k + 1) if k % 2 else x - k  # steps 2 (sub) and 3 (mul) are recorded
             prof.step()
     assert traces == [[("sub", None), ("mul", None)]]
+
+
+def test_host_clock_reads_are_noted(device):
+    x = tl.ones(4, device=device)
+    orig = time.perf_counter
+    with profile() as prof:
+        t0 = time.perf_counter()  # CLOCK0
+        x * 2
+        t1 = time.perf_counter()  # CLOCK1
+    assert time.perf_counter is orig and t1 >= t0
+    assert [(c.clock, c.line) for c in prof._rec.clocks] == [("perf_counter", _line("CLOCK0")),
+                                                              ("perf_counter", _line("CLOCK1"))]
+    # the work between them had finished by the second read (CPU; the emulation runs kernels in the call)
+    assert "host clock around async work" not in prof.pitfalls().kinds()
+
+
+def test_plot_timeline(device, tmp_path):
+    prof, _ = _known_program(device)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="plot_timeline\\(\\) needs matplotlib"):
+            prof.plot_timeline(str(tmp_path / "t.png"))
+        return
+    fig = prof.plot_timeline(str(tmp_path / "t.png"))
+    assert (tmp_path / "t.png").stat().st_size > 0
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert "host ops" in labels and (device == "cpu" or any(lb.startswith("cuda:0 stream") for lb in labels))
