@@ -408,3 +408,22 @@ def test_plot_timeline(device, tmp_path):
     assert (tmp_path / "t.png").stat().st_size > 0
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert "host ops" in labels and (device == "cpu" or any(lb.startswith("cuda:0 stream") for lb in labels))
+
+
+def test_ops_of_one_call_are_back_to_back_and_memory_columns(device):
+    x, w, b = tl.ones(4, 3, device=device), tl.ones(2, 3, device=device), tl.ones(2, device=device)
+    with profile(with_stack=True, profile_memory=True) as prof:
+        tl.nn.functional.linear(x, w, b)  # LINEAR
+    ops = prof.ops
+    assert [o.name for o in ops] == ["transpose", "matmul", "add"]
+    assert {o.where for o in ops} == {f"{HERE}:{_line('LINEAR')}"}
+    for a, c in zip(ops, ops[1:]):  # one call: each op starts where the previous one ended
+        assert c.start == a.end
+    table = prof.key_averages().table()
+    mem = "CPU Mem" if device == "cpu" else "CUDA Mem"
+    assert mem in table and f"Self {mem}" in table
+    row = next(ln for ln in table.splitlines() if ln.startswith("matmul"))
+    assert "32 b" in row  # the 4x2 float32 output
+    with profile() as plain:
+        tl.nn.functional.linear(x, w, b)
+    assert "Mem" not in plain.key_averages().table()  # profile_memory=False: torch's columns only

@@ -91,6 +91,7 @@ class Recorder:
         self.tap = None
         self.nvtx = None  # the nvtx module on a real GPU: op ranges (named by the call) and record_function ranges
         self.nvtx_key = False  # the key of the open op NVTX range (False: none open)
+        self.last = (None, 0.0)  # (key, end) of the last op: the next op of the same call starts there
 
     def next_id(self):
         self.ids += 1
@@ -132,6 +133,10 @@ class Recorder:
         if rest:
             self._derive(rest)
         start = min((it[2] for it in mine), default=now)
+        lk, lend = self.last
+        if lk == key and key is not None and not rest and lend < start:
+            start = lend  # an op inside one call (a composite, backward): its front end ran since the last op
+        self.last = (key, now)
         op = R.Op(self.next_id(), name, start, now, self.open[-1].id if self.open else None, self.thread_name,
                   file if self.stack else "", line if self.stack else 0)
         if self.shapes:
@@ -187,6 +192,7 @@ class Recorder:
 
     def flush(self):
         self._nvtx_close()
+        self.last = (None, 0.0)
         items, self.pending = self.pending, []
         if items:
             self._derive(items)

@@ -67,8 +67,9 @@ _SORT_KEYS = ("cpu_time", "cuda_time", "device_time", "cpu_time_total", "cuda_ti
 class EventList(list):
     """A list of FunctionEventAvg rows with torch's table()."""
 
-    def __init__(self, rows=(), self_cpu_total=0.0, self_device_total=0.0, shapes=False):
+    def __init__(self, rows=(), self_cpu_total=0.0, self_device_total=0.0, shapes=False, memory=True):
         super().__init__(rows)
+        self._memory = memory
         self.self_cpu_time_total = self_cpu_total
         self.self_device_time_total = self_device_total
         self._shapes = shapes
@@ -118,8 +119,8 @@ def _pct(x, total):
 def _table(rows, lst, name_w, shapes_w, header):
     cpu_total, dev_total = lst.self_cpu_time_total, lst.self_device_time_total
     has_dev = dev_total > 0 or any(r.device_time_total for r in lst)
-    has_cmem = any(r.cpu_memory_usage for r in lst)
-    has_dmem = any(r.device_memory_usage for r in lst)
+    has_cmem = lst._memory and any(r.self_cpu_memory_usage for r in lst)
+    has_dmem = lst._memory and any(r.self_device_memory_usage for r in lst)
     cols = [("Name", lambda r: r.key if len(r.key) <= name_w else r.key[:name_w - 3] + "...", "<")]
     cols += [("Self CPU %", lambda r: _pct(r.self_cpu_time_total, cpu_total), ">"),
              ("Self CPU", lambda r: _fmt_time(r.self_cpu_time_total), ">"),
@@ -228,4 +229,5 @@ def key_averages(rec, group_by_input_shape=False, group_by_stack_n=0):
         t = (d.dev_dur or 0.0) * 1e6
         row.add(0.0, 0.0, t, t, 0, 0, 0, 0)
         dev_total += t
-    return EventList(rows.values(), self_cpu_total, dev_total, shapes=group_by_input_shape)
+    return EventList(rows.values(), self_cpu_total, dev_total, shapes=group_by_input_shape,
+                     memory=rec.prof.profile_memory)

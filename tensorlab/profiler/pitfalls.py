@@ -23,6 +23,9 @@ _ADVICE = {
     "bool": "compare on the device (torch.where, masks) instead of branching on a tensor",
     "boolean mask indexing": "use a fixed-shape masked op (torch.where, multiplication by the mask)",
     "nonzero": "avoid data-dependent shapes inside the loop",
+    "repr": "print every N steps, or collect the values on the device and print after the loop",
+    "copy to cpu": "copy to pinned memory with non_blocking=True and synchronize once, after the loop",
+    "copy to cuda": "upload from pinned memory with non_blocking=True (DataLoader(pin_memory=True))",
 }
 
 

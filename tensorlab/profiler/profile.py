@@ -76,7 +76,9 @@ class profile:
         print(prof.pitfalls())
 
     A profile records the thread that opens it (another thread's work goes to that thread's own
-    profile, if it has one); profiles do not nest on one thread. Kernel and copy device times come
+    profile, if it has one); profiles do not nest on one thread. Allocations are always recorded (the
+    trace's memory counters, the churn pitfalls); `profile_memory=True` adds the memory columns to
+    key_averages().table(), as in torch. Kernel and copy device times come
     from a pair of CUDA events around each, read when the profile closes (one wait per device)."""
 
     def __init__(self, *, activities=None, schedule=None, on_trace_ready=None, record_shapes=False,
