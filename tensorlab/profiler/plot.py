@@ -6,10 +6,12 @@ from __future__ import annotations
 
 def plot(rec, path=None, max_ms=None):
     try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as e:
-        raise ImportError(f"plot_timeline() needs matplotlib ({e}); install it with `pip install matplotlib`, or "
-                          "open export_chrome_trace()'s file in Perfetto instead") from None
+        from ..backends.diagnosis import DIST
+        raise ImportError(f"plot_timeline() needs matplotlib ({e}); install it with pip install '{DIST}[bench]', "
+                          "or open export_chrome_trace()'s file in Perfetto instead") from None
     t0 = rec.t0
     end = (rec.t1 - t0) * 1e3
     if max_ms is not None:
@@ -25,6 +27,7 @@ def plot(rec, path=None, max_ms=None):
         lanes.append((f"cuda:{dev} stream {s}", items, "#2ecc71"))
     has_mem = bool(rec.mems)
     fig = Figure(figsize=(12, 1.0 + 0.5 * len(lanes) + (1.5 if has_mem else 0)))
+    FigureCanvasAgg(fig)
     if has_mem:
         ax, axm = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [max(len(lanes), 1), 2]})
     else:
