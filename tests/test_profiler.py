@@ -427,3 +427,29 @@ def test_ops_of_one_call_are_back_to_back_and_memory_columns(device):
     with profile() as plain:
         tl.nn.functional.linear(x, w, b)
     assert "Mem" not in plain.key_averages().table()  # profile_memory=False: torch's columns only
+
+
+def test_pitfalls_printing_masks_pinned_and_empty_cache(device):
+    y = tl.arange(6.0, device=device) - 2
+    host = tl.ones(16)
+    pinned = host.pin_memory() if device != "cpu" else host
+    with profile(with_stack=True) as prof:
+        for _ in range(2):
+            repr(y)  # PRINT
+            y[y > 0]  # MASK
+            tl.cuda.empty_cache()  # EMPTY
+        d = pinned.to(device, non_blocking=True)  # PINNED
+    found = prof.pitfalls()
+    if device == "cpu":
+        assert found.kinds() == []  # nothing waits on the CPU; empty_cache is a no-op without CUDA
+        return
+    waits = sorted((p.detail.split("'")[1], p.count, p.lines[0]) for p in found if p.kind == "host wait in a loop")
+    assert waits == [("boolean mask indexing", 2, f"{HERE}:{_line('MASK')}"), ("repr", 2, f"{HERE}:{_line('PRINT')}")]
+    churn = [p for p in found if p.kind == "allocator churn"]
+    assert [(p.count, p.lines) for p in churn] == [(2, [f"{HERE}:{_line('EMPTY')}"])]
+    assert "pageable copy" not in found.kinds()  # the pinned upload is not one
+    (up,) = [c for c in prof.copies if c.direction == "HtoD"]
+    assert (up.pinned, up.blocking, up.nbytes) == (True, False, 64)
+    assert [o.name for o in prof.ops if o.name == "repr" or o.name == "__repr__"] != []
+    tl.cuda.synchronize()
+    assert d.tolist() == [1.0] * 16

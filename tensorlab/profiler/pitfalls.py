@@ -3,8 +3,9 @@
 The rules (each exact over the recorded events, no sampling):
 - "host wait in a loop": one implicit host wait (item, tolist, printing, boolean indexing, ...) at
   the same file:line with the same reason two or more times.
-- "pageable copy": a host<->device copy whose host side is pageable memory (not a host read such as
-  item(), which the waits rule reports): the DMA goes through a staging buffer and cannot overlap.
+- "pageable copy": a host<->device copy whose host side is pageable memory: the DMA goes through a
+  staging buffer and cannot overlap. Not the read-backs of host reads (item(), printing, a mask's
+  count: the waits rule reports them; pinning would not help a blocking read of a few bytes).
 - "launch-bound": three or more consecutive kernels on one stream, each shorter on the device than
   the median host cost of a launch call, with the GPU idle longer than it was busy between them.
 - "allocator churn": empty_cache() calls; the reserved pool shrinking and growing again; a peak of
@@ -75,10 +76,12 @@ def host_waits_in_loop(waits):
     return out
 
 
-def pageable_copies(copies, derived_ops):
+def pageable_copies(copies, reads):
+    """`reads`: ids of the ops whose device-to-host copies are host reads (item, printing, a mask's
+    count, ...): the waits rule reports those."""
     groups = {}
     for c in copies:
-        if c.direction == "DtoD" or c.pinned or c.op in derived_ops:
+        if c.direction == "DtoD" or c.pinned or (c.direction == "DtoH" and c.op in reads):
             continue
         groups.setdefault((c.direction, c.file, c.line), []).append(c)
     out = []
@@ -197,8 +200,9 @@ def host_clock_timing(clocks, work):
 
 def find(rec):
     ops_by_id = {o.id: o for o in rec.ops}
-    derived = {o.id for o in rec.ops if o.derived}
-    found = (host_waits_in_loop(rec.waits) + pageable_copies(rec.copies, derived)
+    reads = {o.id for o in rec.ops if o.derived or any(not w.explicit and not w.reason.startswith("copy ")
+                                                        for w in o.waits)}
+    found = (host_waits_in_loop(rec.waits) + pageable_copies(rec.copies, reads)
              + launch_bound(rec.kernels, ops_by_id) + allocator_churn(rec.mems, rec.empty_caches)
              + host_clock_timing(rec.clocks, [*rec.kernels, *rec.copies]))
     found.sort(key=lambda p: -p.time_ms)
