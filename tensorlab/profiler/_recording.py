@@ -7,7 +7,7 @@
   primitives included).
 - CUDA: the driver instance's launch/memcpy/malloc/free/empty_cache are wrapped while a profiler is
   on (nothing is wrapped, nothing is checked, when none is): each kernel and copy gets a pair of
-  timing events on its stream, read once when the profile ends.
+  timing events on its stream, read once when the profile ends (cuda_events.DeviceClock).
 - CPU allocations: `_faults.alloc_listeners`.
 - Host waits: a listener in `sync._traces`, the list sync.host_wait already reports to.
 - Host clocks: time.perf_counter/time/monotonic called from the user's code are noted, to find
@@ -28,6 +28,7 @@ from threading import get_ident
 
 from .. import _faults, autograd_hooks, sync
 from . import _records as R
+from .cuda_events import DeviceClock
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _clock = time.perf_counter  # captured before any wrapping of the time module
@@ -84,7 +85,7 @@ class Recorder:
         self.open = []  # open record_function ranges, innermost last
         self.pending = []  # (key, entry name, t, record or None) since the last op claimed its events
         self.last_work = {}  # device index -> the last Kernel/Copy queued (what a wait waits for)
-        self.origins = {}  # device index -> (event, host time) the device times are measured from
+        self.clock = DeviceClock()  # CUDA event pairs, read when the profile stops
         self.cpu_bytes = [0, 0]  # allocated, peak (bytes this profile saw allocated on the CPU)
         self.refs = {}  # id(weakref) -> weakref to a buffer allocated while recording (its callback records the free)
         self.prev_plan = None
@@ -275,44 +276,31 @@ class Recorder:
         self._mem("cpu", -nbytes, stats, None)
 
     # -- CUDA (called by the driver wrappers for this thread) --------------------------------------
-    def _origin(self, drv, dev, stream):
-        o = self.origins.get(dev)
-        if o is None:
-            drv.device_synchronize(dev)  # once per device: device times get the host clock's origin
-            e = drv.create_event(True, False)
-            drv.event_record(e, stream)
-            o = self.origins[dev] = (e, _clock())
-        return o
-
     def launch(self, drv, orig, function, grid, block, args, shared_mem, stream):
         dev = stream.device
-        self._origin(drv, dev, stream)
-        e0, e1 = drv.create_event(True, False), drv.create_event(True, False)
-        drv.event_record(e0, stream)
+        e0 = self.clock.begin(drv, dev, stream)
         t0 = _clock()
         orig(function, grid, block, args, shared_mem, stream)
         t1 = _clock()
-        drv.event_record(e1, stream)
         entry, file, line = _where()
         k = R.Kernel(self.next_id(), getattr(function, "name", repr(function)), tuple(grid), tuple(block), dev,
-                     _stream_id(stream), t0, t1, (e0, e1), file, line)
+                     _stream_id(stream), t0, t1, None, file, line)
+        self.clock.end(drv, stream, e0, k)
         self.kernels.append(k)
         self.last_work[dev] = k
         self.pending.append((_key(entry), entry, t0, k))
 
     def copy(self, drv, orig, direction, host, nbytes, stream, non_blocking, args):
         dev = stream.device
-        self._origin(drv, dev, stream)
         pinned = bool(drv.is_pinned(host)) if host is not None else False
-        e0, e1 = drv.create_event(True, False), drv.create_event(True, False)
-        drv.event_record(e0, stream)
+        e0 = self.clock.begin(drv, dev, stream)
         t0 = _clock()
         orig(*args)
         t1 = _clock()
-        drv.event_record(e1, stream)
         entry, file, line = _where()
         c = R.Copy(self.next_id(), direction, int(nbytes), pinned, not non_blocking, dev, _stream_id(stream), t0, t1,
-                   (e0, e1), file, line)
+                   None, file, line)
+        self.clock.end(drv, stream, e0, c)
         self.copies.append(c)
         self.last_work[dev] = c
         self.pending.append((_key(entry), entry, t0, c))
@@ -340,21 +328,6 @@ class Recorder:
 
     def empty_cache(self, file, line):
         self.empty_caches.append(R.EmptyCache(_clock(), file, line))
-
-    # -- the end: device times ---------------------------------------------------------------------
-    def finish(self, drv):
-        """Wait for each device once and turn every event pair into device times."""
-        if drv is None or not self.origins:
-            return
-        for dev in self.origins:
-            drv.device_synchronize(dev)
-        for rec in (*self.kernels, *self.copies):
-            e, t = self.origins[rec.device]
-            e0, e1 = rec.events
-            rec.dev_start = t + drv.event_elapsed_ms(e, e0) / 1e3
-            rec.dev_end = t + drv.event_elapsed_ms(e, e1) / 1e3
-            rec.events = None
-
 
 class _Freed:
     __slots__ = ("done",)
@@ -554,8 +527,8 @@ def stop(recorder):
                 _driver_patch = None
             _trackers.clear()
     recorder.refs.clear()  # frees after the profile are not its business
-    if recorder.origins:
-        recorder.finish(drv if drv is not None else _cuda_driver())
+    if recorder.clock:
+        recorder.clock.resolve(drv if drv is not None else _cuda_driver())
 
 
 def current():
