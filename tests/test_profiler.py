@@ -453,3 +453,18 @@ def test_pitfalls_printing_masks_pinned_and_empty_cache(device):
     assert [o.name for o in prof.ops if o.name == "repr" or o.name == "__repr__"] != []
     tl.cuda.synchronize()
     assert d.tolist() == [1.0] * 16
+
+
+def test_cuda_activity_only_and_sync_trace_alongside(device):
+    x = tl.ones(5, device=device)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with tl.cuda.sync_trace() as trace:
+            for _ in range(2):
+                (x + 1).sum().item()
+    assert prof.ops == [] and prof.ranges == []  # CPU activity off: no op rows
+    assert [(w.reason, w.line) for w in prof.waits] == [(r.reason, r.line) for r in trace]
+    if device == "cpu":
+        assert prof.kernels == [] and len(trace) == 0
+    else:
+        assert len(trace) == 2 and [k.name.split("<")[0] for k in prof.kernels] == ["binary_vec", "reduce_kernel"] * 2
+        assert all(k.dev_dur is not None for k in prof.kernels)
