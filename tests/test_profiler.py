@@ -441,7 +441,10 @@ def test_pitfalls_printing_masks_pinned_and_empty_cache(device):
         d = pinned.to(device, non_blocking=True)  # PINNED
     found = prof.pitfalls()
     if device == "cpu":
-        assert found.kinds() == []  # nothing waits on the CPU; empty_cache is a no-op without CUDA
+        # nothing waits on the CPU; empty_cache() is still a real call where CUDA can be used
+        from tensorlab import backends
+        cuda_usable = backends.cuda_emulated() or tl.cuda.is_available()
+        assert found.kinds() == (["allocator churn"] if cuda_usable else [])
         return
     waits = sorted((p.detail.split("'")[1], p.count, p.lines[0]) for p in found if p.kind == "host wait in a loop")
     assert waits == [("boolean mask indexing", 2, f"{HERE}:{_line('MASK')}"), ("repr", 2, f"{HERE}:{_line('PRINT')}")]
