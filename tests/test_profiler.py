@@ -471,3 +471,12 @@ def test_cuda_activity_only_and_sync_trace_alongside(device):
     else:
         assert len(trace) == 2 and [k.name.split("<")[0] for k in prof.kernels] == ["binary_vec", "reduce_kernel"] * 2
         assert all(k.dev_dur is not None for k in prof.kernels)
+
+
+def test_events_in_order(device):
+    prof, _ = _known_program(device)
+    evs = prof.events()
+    assert [e.key for e in evs] == ["step"] + [o.name for o in prof.ops]
+    assert all(e.count == 1 for e in evs) and evs[1].input_shapes == [[4, 3]]
+    assert [e.start_us for e in evs] == sorted(e.start_us for e in evs)
+    assert "Input Shapes" in evs.table()

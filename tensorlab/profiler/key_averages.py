@@ -231,3 +231,16 @@ def key_averages(rec, group_by_input_shape=False, group_by_stack_n=0):
         dev_total += t
     return EventList(rows.values(), self_cpu_total, dev_total, shapes=group_by_input_shape,
                      memory=rec.prof.profile_memory)
+
+
+def events(rec):
+    rows, self_cpu_total = [], 0.0
+    for x, cpu, self_cpu, dev, self_dev, cm, scm, dm, sdm in function_events(rec):
+        row = FunctionEventAvg(x.name, x.kind, getattr(x, "shapes", None) if x.kind == "op" else None,
+                               [f"{os.path.basename(x.file)}:{x.line}"] if x.file else [])
+        row.add(cpu, self_cpu, dev, self_dev, cm, scm, dm, sdm)
+        row.id, row.start_us, row.parent = x.id, (x.start - rec.t0) * 1e6, x.parent
+        rows.append(row)
+        self_cpu_total += self_cpu
+    dev_total = sum((d.dev_dur or 0.0) for d in (*rec.kernels, *rec.copies)) * 1e6
+    return EventList(rows, self_cpu_total, dev_total, shapes=rec.prof.record_shapes, memory=rec.prof.profile_memory)

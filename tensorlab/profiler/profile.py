@@ -189,9 +189,10 @@ class profile:
         return list(self._done("waits").waits)
 
     def events(self):
-        """Every op and record_function range as torch-style FunctionEvents (an EventList)."""
-        from .key_averages import function_events
-        return function_events(self._done("events"))
+        """Every op and record_function range in start order, each a row of its own (an EventList of
+        count-1 rows with .key, .cpu_time_total, .device_time_total, ..., and .table())."""
+        from .key_averages import events
+        return events(self._done("events"))
 
     def key_averages(self, group_by_input_shape=False, group_by_stack_n=0):
         """Totals per name (and input shapes / call site when asked): an EventList of FunctionEventAvg
