@@ -480,3 +480,23 @@ def test_events_in_order(device):
     assert all(e.count == 1 for e in evs) and evs[1].input_shapes == [[4, 3]]
     assert [e.start_us for e in evs] == sorted(e.start_us for e in evs)
     assert "Input Shapes" in evs.table()
+
+
+@pytest.mark.parametrize("call, names", [
+    (lambda x, m: x.argmax(), ["argmax"]),
+    (lambda x, m: x.argmin(1), ["argmin"]),
+    (lambda x, m: x.nonzero(), ["nonzero"]),
+    (lambda x, m: x.softmax(1), ["softmax"]),
+    (lambda x, m: tl.cat([x, x]), ["cat"]),
+    (lambda x, m: x.permute(1, 0), ["permute"]),
+    (lambda x, m: x.masked_fill(m, 0), ["masked_fill"]),
+    (lambda x, m: x.sort(1), ["sort"]),
+    (lambda x, m: x.cumsum(1), ["cumsum"]),
+    (lambda x, m: x.to(tl.float64), ["to"]),
+])
+def test_every_op_has_a_row(device, call, names):
+    x = tl.arange(20.0, device=device).reshape(4, 5) - 7
+    m = x > 0
+    with profile() as prof:
+        call(x, m)
+    assert [o.name for o in prof.ops if not o.derived] == names
