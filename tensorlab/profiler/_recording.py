@@ -480,7 +480,8 @@ def start(recorder):
         if len(_recorders) == 1:
             autograd_hooks.profiler = _on_op
             from ..autograd import grad_mode
-            grad_mode._refresh_slow()
+            with grad_mode._lock:  # inference_mode recomputes _slow under this lock too
+                grad_mode._refresh_slow()
             _time_patch = _wrap_time()
         if drv is not None and _driver_patch is None:
             _driver_patch = (drv, _wrap_driver(drv))
@@ -513,7 +514,8 @@ def stop(recorder):
         if not _recorders:
             autograd_hooks.profiler = None
             from ..autograd import grad_mode
-            grad_mode._refresh_slow()
+            with grad_mode._lock:  # inference_mode recomputes _slow under this lock too
+                grad_mode._refresh_slow()
             if _time_patch is not None:
                 for n, fn in _time_patch.items():
                     setattr(time, n, fn)
