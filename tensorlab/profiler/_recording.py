@@ -62,6 +62,10 @@ def _call_name(entry):
     return name
 
 
+def _name(entry):
+    return None if entry is None else entry.f_code.co_name
+
+
 def _key(entry):
     return None if entry is None else (id(entry), entry.f_code)
 
@@ -83,7 +87,8 @@ class Recorder:
         self.ranges, self.ops, self.kernels, self.copies, self.mems, self.waits = [], [], [], [], [], []
         self.clocks, self.empty_caches = [], []
         self.open = []  # open record_function ranges, innermost last
-        self.pending = []  # (key, entry name, t, record or None) since the last op claimed its events
+        self.pending = []  # (key, entry's name, t, record or None) since the last op claimed its events
+        # (names, not frames: a frame kept here would keep its locals, tensors included, alive)
         self.last_work = {}  # device index -> the last Kernel/Copy queued (what a wait waits for)
         self.clock = DeviceClock()  # CUDA event pairs, read when the profile stops
         self.cpu_bytes = [0, 0]  # allocated, peak (bytes this profile saw allocated on the CPU)
@@ -109,7 +114,7 @@ class Recorder:
             if self.nvtx is not None and self.nvtx_key is False:
                 self.nvtx.push_range(message=_call_name(entry) if entry is not None else kind)
                 self.nvtx_key = key
-            self.pending.append((key, entry, _clock(), None))
+            self.pending.append((key, _name(entry), _clock(), None))
 
     def _nvtx_close(self):
         if self.nvtx_key is not False:
@@ -180,8 +185,7 @@ class Recorder:
             recs = [it[3] for it in run if it[3] is not None]
             if not any(r.kind in ("kernel", "copy", "wait") for r in recs):
                 continue
-            entry = run[0][1]
-            name = entry.f_code.co_name if entry is not None else "<host>"
+            name = run[0][1] or "<host>"
             ends = [getattr(r, "end", None) or getattr(r, "t", None) for r in recs]
             file, line = next(((r.file, r.line) for r in recs if r.file), ("", 0))
             op = R.Op(self.next_id(), name, run[0][2], max([run[-1][2], *ends]),
@@ -228,7 +232,7 @@ class Recorder:
         w = R.Wait(end - rec.blocked_ms / 1e3, end, rec.reason, dev, rec.explicit, rec.file, rec.line,
                    target.id if target is not None else None)
         self.waits.append(w)
-        self.pending.append((_key(entry), entry, w.start, w))
+        self.pending.append((_key(entry), _name(entry), w.start, w))
 
     # -- memory ------------------------------------------------------------------------------------
     def _mem(self, device, nbytes, stats, buf):
@@ -239,7 +243,7 @@ class Recorder:
         with self.lock:
             self.mems.append(m)
         if mine and nbytes > 0:
-            self.pending.append((_key(entry), entry, t, m))
+            self.pending.append((_key(entry), _name(entry), t, m))
         elif mine and self.pending:
             self.pending.append((self.pending[-1][0], self.pending[-1][1], t, m))
         return m
@@ -288,7 +292,7 @@ class Recorder:
         self.clock.end(drv, stream, e0, k)
         self.kernels.append(k)
         self.last_work[dev] = k
-        self.pending.append((_key(entry), entry, t0, k))
+        self.pending.append((_key(entry), _name(entry), t0, k))
 
     def copy(self, drv, orig, direction, host, nbytes, stream, non_blocking, args):
         dev = stream.device
@@ -303,7 +307,7 @@ class Recorder:
         self.clock.end(drv, stream, e0, c)
         self.copies.append(c)
         self.last_work[dev] = c
-        self.pending.append((_key(entry), entry, t0, c))
+        self.pending.append((_key(entry), _name(entry), t0, c))
 
     def malloc(self, drv, buf, nbytes, device):
         st = drv.memory_stats(device)
