@@ -191,3 +191,52 @@ def test_overhead(benchmark, inputs, results, workload, device, lib):
         results.median[device, workload, lib] = stats.stats.median
         if lib == "tensorlab":
             results.fixtures[device, workload] = benchmark
+
+
+# -- tl.profiler's cost -------------------------------------------------------------------------------
+# Off, the profiler adds nothing to the CUDA dispatch path (it wraps the driver's methods only while a
+# profile is open) and one dict truth test per CPU allocation (`_faults.alloc_listeners`); the op hooks
+# sit behind autograd's existing `_slow` flag. The rows below run the same 100 tiny ops with the
+# profiler off and on; extra_info["per_op_us"] is the median per op, and the "on" row's
+# extra_info["added_us_per_op"] / ["added_us_per_launch"] is what recording adds to each op / each
+# kernel launch (the event pair, the stack walk that finds the user's line, the records).
+PROFILER_OPS = 100
+_profiler_rows = {}
+
+
+@pytest.mark.parametrize("device", [pytest.param("cpu", id="cpu"), pytest.param(
+    "cuda", id="cuda", marks=pytest.mark.skipif(not tl.cuda.is_available(), reason="no CUDA GPU"))])
+@pytest.mark.parametrize("workload", ["add", "sum_all", "add_inplace"])
+@pytest.mark.parametrize("mode", ["off", "on"])
+def test_profiler_cost(benchmark, inputs, workload, device, mode):
+    mod, x = inputs("tensorlab", device)
+    fn = WORKLOADS[workload](mod)
+    fn(x)
+    launches = []
+
+    def off():
+        for _ in range(PROFILER_OPS):
+            fn(x)
+
+    def on():
+        with tl.profiler.profile() as prof:
+            for _ in range(PROFILER_OPS):
+                fn(x)
+        launches.append(len(prof.kernels))
+
+    benchmark.group = f"profiler cost: {workload} on {device}"
+    benchmark.extra_info.update(library="tensorlab", device=device, profiler=mode, ops=PROFILER_OPS)
+    benchmark.pedantic(on if mode == "on" else off, rounds=30, iterations=1, warmup_rounds=2)
+    stats = getattr(benchmark, "stats", None)
+    if stats is None:
+        return
+    per_op = stats.stats.median / PROFILER_OPS
+    benchmark.extra_info["per_op_us"] = round(per_op * 1e6, 3)
+    _profiler_rows[workload, device, mode] = per_op
+    base = _profiler_rows.get((workload, device, "off"))
+    if mode == "on" and base is not None:
+        added = per_op - base
+        benchmark.extra_info["added_us_per_op"] = round(added * 1e6, 3)
+        per_launch = launches[-1] / PROFILER_OPS if launches and launches[-1] else 0
+        if per_launch:
+            benchmark.extra_info["added_us_per_launch"] = round(added / per_launch * 1e6, 3)

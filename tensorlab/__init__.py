@@ -56,3 +56,4 @@ from .global_settings import (are_deterministic_algorithms_enabled, get_float32_
 from .legacy_tensors import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor,  # noqa: E402
                              HalfTensor, IntTensor, LongTensor, ShortTensor)
 from math import e, inf, nan, pi  # noqa: E402  (torch.e, torch.inf, torch.nan, torch.pi)
+from . import profiler  # noqa: E402  (tl.profiler: profile, record_function, ProfilerActivity)

@@ -5,15 +5,18 @@ tensor (inference tensors). tensorlab.autograd installs `_impl`.
 
 Every op calls these, so each starts with a check that costs a few attribute reads: nothing
 else runs unless an input requires grad, or `_slow` is set (anomaly detection on, or some
-thread in inference mode)."""
+thread in inference mode, or a tl.profiler profile open: then `profiler` hears every op's record)."""
 from __future__ import annotations
 
 _impl = None   # tensorlab.autograd.graph, once imported
 _slow = False  # set by tensorlab.autograd while every op must take the slow path
+profiler = None  # tensorlab.profiler's op listener, callable(op name or None, inputs, out), while one is on
 
 
 def record(out, op, inputs, **info):
     if _slow:
+        if profiler is not None:
+            profiler(op, inputs, out)
         impl = _impl
         return out if impl is None else impl.record(out, op, inputs, info)
     for t in inputs:
@@ -36,6 +39,8 @@ def record_op(out, op, inputs, operands, kernel, params):
 
 
 def _record_op(out, op, inputs, operands, kernel, params):
+    if profiler is not None:
+        profiler(op, inputs, out)
     impl = _impl
     if impl is None:
         return out
@@ -63,6 +68,8 @@ def check_inplace(t, op, inputs=()):
 
 def record_inplace(t, op, inputs, **info):
     if t._requires_grad or _slow or (t._base is not None and t._base._requires_grad):
+        if profiler is not None:
+            profiler(op, inputs, t)
         impl = _impl
         if impl is not None:
             impl.record_inplace(t, op, inputs, info)
@@ -87,6 +94,8 @@ def record_inplace_op(t, op, inputs, operands, kernel, params):
 
 
 def _record_inplace_op(t, op, inputs, operands, kernel, params):
+    if profiler is not None:
+        profiler(op, inputs, t)
     impl = _impl
     if impl is not None:
         info = dict(params)
@@ -98,6 +107,8 @@ def _record_inplace_op(t, op, inputs, operands, kernel, params):
 def created(t):
     """A factory's result (zeros, tensor, randn, ...): an inference tensor in inference mode."""
     if _slow:
+        if profiler is not None:
+            profiler(None, (), t)
         impl = _impl
         if impl is not None:
             impl.created(t)

@@ -44,6 +44,7 @@ GPU_ONLY_OUTPUT = {
         "sync-and-tim-15": ["clipped_update: caught - called a synchronizing CUDA operation: bool on cuda:0",
                             "clipped_update_no_sync: no implicit sync"],
         "sync-and-tim-19": ["Measurement on cuda:0"],
+        "sync-and-tim-20b": ["Self CUDA time total:", "host wait in a loop", "for 'item'"],
     },
 }
 # what the CPU branches print (and no GPU branch does)

@@ -259,12 +259,12 @@ def _arg(op, name, x, dim, keepdim, out):
         shape = (1,) * nd if keepdim else ()
         o = output(out, shape, dtypes.int64, x.device, name, (x,))
         x._backend.arg_reduce(None, o.tensor, x, op, None)
-        return o.finish()
+        return autograd_hooks.record(o.finish(), name, (x,))
     dims = reduce_dims(x, operator.index(dim))
     check_nonempty(x, dims, name, False)
     o = output(out, reduced_shape(x._meta.layout.shape, dims, keepdim), dtypes.int64, x.device, name, (x,))
     x._backend.arg_reduce(None, o.tensor, x, op, dims[0] if dims else 0)
-    return o.finish()
+    return autograd_hooks.record(o.finish(), name, (x,))
 
 
 def argmax(input, dim=None, keepdim=False, *, out=None):

@@ -443,7 +443,7 @@ def nonzero(input, *, out=None, as_tuple=False):
     o = output(out, (n, nd), dtypes.int64, x.device, "nonzero", (x,))
     if n and nd:
         x._backend.nonzero(o.tensor, x)
-    res = o.finish()
+    res = autograd_hooks.record(o.finish(), "nonzero", (x,))
     if not as_tuple:
         return res
     off = res._meta.layout.offset

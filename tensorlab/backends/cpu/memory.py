@@ -17,9 +17,12 @@ _EMPTY_BUF = np.empty(0, dtype=np.uint8)
 def allocate(nbytes, device=None):
     _faults.hit("alloc")
     try:
-        return np.empty(nbytes, dtype=np.uint8)
+        buf = np.empty(nbytes, dtype=np.uint8)
     except MemoryError:
         raise RuntimeError(f"DefaultCPUAllocator: not enough memory: you tried to allocate {nbytes} bytes.") from None
+    if _faults.alloc_listeners:  # tl.profiler's memory records
+        _faults.allocated(buf, nbytes)
+    return buf
 
 
 def contiguous_view(buf, shape, np_dtype):
