@@ -98,7 +98,11 @@ def test_sort_kernels_every_dtype(dtype, indexing):
     with indexing:
         _same(*_both(lambda a: tl.sort(a, 1, descending=True), short, dtype=dtype))
         _same(*_both(lambda a: tl.sort(a.t(), 0), long, dtype=dtype))
-        _same(*_both(lambda a: tl.topk(a, 5, 1, largest=False), long, dtype=dtype))
+        if dtype is tl.bool:  # torch has no topk for bool: refused on both devices
+            with pytest.raises(RuntimeError, match="topk does not support bool"):
+                tl.topk(tl.tensor(long, device="cuda"), 5, 1)
+        else:
+            _same(*_both(lambda a: tl.topk(a, 5, 1, largest=False), long, dtype=dtype))
 
 
 @pytest.mark.parametrize("descending", [False, True])
