@@ -293,3 +293,39 @@ def test_embedding_forward_backward_has_no_host_wait_in_backward(device):
     with tl.cuda.sync_trace() as trace:
         out.backward(tl.ones_like(out))
     assert [t.reason for t in trace] == []
+
+
+# -- group_norm over the fused statistics ------------------------------------------------------------
+@pytest.mark.parametrize("dtype,affine", [("float32", True), ("float16", False), ("bfloat16", False)])
+def test_group_norm_fused_statistics_match_composite(device, dtype, affine, composite):
+    dt = DTYPES[dtype]
+    rng = np.random.default_rng(5)
+    x = tl.tensor(rng.standard_normal((2, 6, 5)).astype(np.float32), device=device).to(dt)
+    w = tl.tensor(rng.standard_normal(6).astype(np.float32), device=device) if affine else None
+    b = tl.tensor(rng.standard_normal(6).astype(np.float32), device=device) if affine else None
+    gy = tl.tensor(rng.standard_normal((2, 6, 5)).astype(np.float32), device=device).to(dt)
+
+    def run():
+        ts = [t.detach().clone().requires_grad_(True) if t is not None else None for t in (x, w, b)]
+        y = F.group_norm(ts[0], 3, ts[1], ts[2])
+        y.backward(gy)
+        return [y] + [t.grad for t in ts if t is not None]
+
+    fused, ref = run(), composite(run)
+    for a, r in zip(fused, ref):
+        _close(_np(a), _np(r), dt, scale=10)
+
+
+def test_group_norm_matches_torch(device, torch):
+    rng = np.random.default_rng(6)
+    x, gy = (rng.standard_normal((3, 4, 7)).astype(np.float32) for _ in range(2))
+    w, b = (rng.standard_normal(4).astype(np.float32) for _ in range(2))
+    ts = [tl.tensor(a, device=device, requires_grad=True) for a in (x, w, b)]
+    y = F.group_norm(ts[0], 2, ts[1], ts[2])
+    y.backward(tl.tensor(gy, device=device))
+    tt = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+    ty = torch.nn.functional.group_norm(tt[0], 2, tt[1], tt[2])
+    ty.backward(torch.tensor(gy))
+    _close(_np(y), ty.detach().numpy(), tl.float32)
+    for a, t in zip(ts, tt):
+        _close(_np(a.grad), t.grad.numpy(), tl.float32, scale=5)
