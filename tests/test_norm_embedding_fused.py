@@ -329,3 +329,21 @@ def test_group_norm_matches_torch(device, torch):
     _close(_np(y), ty.detach().numpy(), tl.float32)
     for a, t in zip(ts, tt):
         _close(_np(a.grad), t.grad.numpy(), tl.float32, scale=5)
+
+
+def test_fused_backwards_run_under_deterministic_algorithms(device, composite):
+    """No atomics: the fused backwards never alert under tl.use_deterministic_algorithms(True), where
+    the composite embedding backward (an accumulating scatter) refuses on CUDA."""
+    w = tl.randn(6, 3, device=device, requires_grad=True)
+    x = tl.randn(4, 3, device=device, requires_grad=True)
+    ix = tl.tensor([1, 1, 5, 2], device=device)
+    tl.use_deterministic_algorithms(True)
+    try:
+        F.embedding(ix, w).sum().backward()
+        F.layer_norm(x, (3,)).sum().backward()
+        np.testing.assert_array_equal(_np(w.grad)[:, 0], [0, 2, 1, 0, 0, 1])
+        if device != "cpu":
+            with pytest.raises(RuntimeError, match="deterministic"):
+                composite(lambda: F.embedding(ix, w).sum().backward())
+    finally:
+        tl.use_deterministic_algorithms(False)
