@@ -286,13 +286,24 @@ def test_embedding_double_backward(device, composite):
     np.testing.assert_allclose(_np(gg), ref, rtol=1e-6)
 
 
-def test_embedding_forward_backward_has_no_host_wait_in_backward(device):
+def test_embedding_forward_backward_host_waits(device):
+    """The backward (sort + segmented sum) never waits; the forward has the one named bounds check of
+    index_select on CUDA (where torch has a device-side assert), nothing on the CPU."""
     w = tl.randn(8, 4, device=device, requires_grad=True)
     ix = tl.tensor([[1, 7, 1], [0, 3, 3]], device=device)
-    out = F.embedding(ix, w, padding_idx=0, scale_grad_by_freq=True)
+    with tl.cuda.sync_trace() as trace:
+        out = F.embedding(ix, w, padding_idx=0, scale_grad_by_freq=True)
+    assert [t.reason for t in trace] == ([] if device == "cpu" else ["index bounds check"])
     with tl.cuda.sync_trace() as trace:
         out.backward(tl.ones_like(out))
     assert [t.reason for t in trace] == []
+    np.testing.assert_array_equal(_np(w.grad)[:, 0], [0, 1, 0, 1, 0, 0, 0, 1])
+
+
+def test_embedding_out_of_range_index_raises(device):
+    w = tl.randn(4, 2, device=device, requires_grad=True)
+    with pytest.raises(IndexError, match="index 4 is out of"):
+        F.embedding(tl.tensor([1, 4], device=device), w)
 
 
 # -- group_norm over the fused statistics ------------------------------------------------------------
