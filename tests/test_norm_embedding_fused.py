@@ -132,6 +132,25 @@ def test_layer_norm_module_and_many_rows(device):
     np.testing.assert_allclose(_np(m.bias.grad), [130.0] * 3)
 
 
+@pytest.mark.parametrize("which", ["weight_only", "bias_only", "input_only"])
+def test_layer_norm_partial_gradients(device, which, composite):
+    """Only some of input, weight, bias want a gradient: the backward computes just those."""
+    x, w, b, gy = _leaves(device, tl.float32, (5, 6), (6,), True)
+
+    def run():
+        xx = x.detach().clone().requires_grad_(which == "input_only")
+        ww = w.detach().clone().requires_grad_(which == "weight_only")
+        bb = b.detach().clone().requires_grad_(which == "bias_only")
+        F.layer_norm(xx, (6,), ww, bb).backward(gy)
+        return xx.grad, ww.grad, bb.grad
+
+    got, ref = run(), composite(run)
+    for g, r in zip(got, ref):
+        assert (g is None) == (r is None)
+        if g is not None:
+            _close(_np(g), _np(r), tl.float32, scale=20)
+
+
 def test_layer_norm_empty_batch(device, composite):
     x = tl.zeros(0, 5, device=device, requires_grad=True)
     w = tl.ones(5, device=device, requires_grad=True)
@@ -160,19 +179,21 @@ def test_layer_norm_backward_is_bit_identical_across_runs(device):
         assert np.array_equal(_np(g0), _np(g1))
 
 
-def test_layer_norm_double_backward_uses_differentiable_formulas(device, composite):
+@pytest.mark.parametrize("rms", [False, True], ids=["layer_norm", "rms_norm"])
+def test_layer_norm_double_backward_uses_differentiable_formulas(device, composite, rms):
     """create_graph: the fused node's backward runs the composite formulas, so second derivatives
     match the composite path's."""
     x, w, b, gy = _leaves(device, tl.float32, (3, 6), (6,), True)
 
     def second(fn):
         xx, ww = x.detach().clone().requires_grad_(True), w.detach().clone().requires_grad_(True)
-        y = fn(xx, (6,), ww, b)
+        y = fn(xx, (6,), ww) if rms else fn(xx, (6,), ww, b)
         gx, gw = tl.autograd.grad((y * gy).sum(), (xx, ww), create_graph=True)
         return tl.autograd.grad((gx * gx).sum() + (gw * gw).sum(), (xx, ww))
 
-    fused = second(F.layer_norm)
-    ref = composite(second, F.layer_norm)
+    fn = F.rms_norm if rms else F.layer_norm
+    fused = second(fn)
+    ref = composite(second, fn)
     for a, r in zip(fused, ref):
         _close(_np(a), _np(r), tl.float32, scale=50)
 
