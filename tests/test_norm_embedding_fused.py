@@ -117,8 +117,14 @@ def test_rms_norm_matches_torch(device, torch):
     _close(_np(grads[1]), tw.grad.numpy(), tl.float32, scale=5)
 
 
-def test_layer_norm_module_and_many_rows(device):
-    """More rows than the backward's 128 partial blocks: each block sums several rows."""
+@pytest.mark.parametrize("parts", [4, None])
+def test_layer_norm_module_and_many_rows(device, parts, monkeypatch):
+    """Many rows; on CUDA also with 4 backward blocks, each summing 32 or 33 rows into its partial row."""
+    if parts is not None:
+        if device == "cpu":
+            pytest.skip("the number of backward blocks is a CUDA launch choice")
+        from tensorlab.backends.cuda import norm as cuda_norm
+        monkeypatch.setattr(cuda_norm, "_PARTS", parts)
     m = tl.nn.LayerNorm(3).to(device)
     with tl.no_grad():
         m.weight.copy_(tl.tensor([1.0, -2.0, 0.5]))
