@@ -82,8 +82,8 @@ def _cases():
                 marks = cuda_marks if device == "cuda" else ()
                 if device == "cuda" and CUDA_EMULATED and MODE != "tiny":
                     marks = marks + [pytest.mark.skip(reason="the emulation driver runs only the tiny size")]
-                out.append(pytest.param(device, size, impl, id=f"{device}-layer_norm_fwd_bwd-{'x'.join(map(str, size))}-"
-                                                               f"{impl}", marks=marks))
+                name = f"{device}-layer_norm_fwd_bwd-{'x'.join(map(str, size))}-{impl}"
+                out.append(pytest.param(device, size, impl, id=name, marks=marks))
     return out
 
 
