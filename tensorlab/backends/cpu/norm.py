@@ -81,7 +81,9 @@ def embedding_bwd(grad_weight, grad_output, sorted_indices, order, padding_idx, 
         if scale_grad_by_freq:
             counts = np.diff(np.concatenate((starts, [s.size])))
             sums = sums / counts.astype(acc)[:, None]
-        out[s[starts]] = sums
+        keys = s[starts]
+        inside = (keys >= 0) & (keys < gw.shape[0])  # as the kernel: never write outside grad_weight
+        out[keys[inside]] = sums[inside]
         if padding_idx >= 0:
             out[padding_idx] = 0
     np.copyto(gw, out.astype(gw.dtype))

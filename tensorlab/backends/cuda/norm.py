@@ -87,13 +87,16 @@ def layer_norm_bwd(grad_input, grad_weight, grad_bias, grad_output, x, mean, rst
 
 
 def embedding_bwd(grad_weight, grad_output, sorted_indices, order, padding_idx, scale_grad_by_freq):
+    """Zero-fill grad_weight, then one thread per (sorted position, column) sums each segment."""
+    from .memory import fill
+    fill(grad_weight, 0)
     (gw, go, si, oi), dev = _ops(grad_weight, grad_output, sorted_indices, order)
     num, dim = gw.layout.shape
-    n = num * dim
+    n_idx = si.layout.shape[0]
+    n = n_idx * dim
     if not n:
         return
-    n_idx = si.layout.shape[0]
-    it = _index(n, n_idx * dim)
+    it = _index(n, num * dim)
     i = K.index_scalar
     K.launch("embedding.cu", f"embedding_bwd<{gw.dtype.ctype}, {it}>", dev,
              (_ptr(gw), _ptr(go), _ptr(si), _ptr(oi), i(num, it), i(dim, it), i(n_idx, it),
