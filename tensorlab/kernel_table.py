@@ -159,3 +159,10 @@ KERNELS["conv.cu"] = (_per_dtype("im2col", among=tuple(d for d in dtypes.ALL if 
 KERNELS["pool.cu"] = (_per_dtype("max_pool2d_fwd", among=tuple(d for d in dtypes.ALL if d is not dtypes.bool_))
                       + _per_dtype("max_pool2d_bwd", "adaptive_max_pool2d_fwd", "adaptive_max_pool2d_bwd",
                                    among=dtypes.FLOATING))
+
+# norm.cu: fused layer norm / RMSNorm forward, backward (dx and per-block float partials of dweight/dbias)
+# and the fixed-order sum of the partials, for the dtypes torch computes in float (float16, bfloat16, float32)
+KERNELS["norm.cu"] = _per_dtype("layer_norm_fwd", "layer_norm_bwd", "layer_norm_bwd_reduce",
+                                among=(dtypes.float16, dtypes.bfloat16, dtypes.float32))
+# embedding.cu: embedding's weight gradient as a segmented sum over the sorted indices, the floating dtypes
+KERNELS["embedding.cu"] = _per_dtype("embedding_bwd", among=dtypes.FLOATING)

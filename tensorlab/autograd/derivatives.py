@@ -998,3 +998,48 @@ DERIVATIVES.update({
     "take_rows": Derivative(_take_rows, name="IndexSelectBackward0"),
     "put_rows": Derivative(_put_rows, name="IndexAddBackward0"),
 })
+
+
+# -- fused layer norm / RMSNorm and embedding (ops/norm_fused.py) --------------------------------------
+def _native_norm(rms):
+    def backward(ctx, g):
+        from ..ops import norm_fused
+        i = ctx.info
+        x = ctx.saved(0)
+        w = ctx.saved(1) if i["has_weight"] else None
+        pos_b = 2 if i["has_weight"] else 1
+        needs = (ctx.needs(0), i["has_weight"] and ctx.needs(1), i["has_bias"] and ctx.needs(pos_b))
+        if _grad_mode_on():  # create_graph: gradients that are themselves differentiable
+            gi, gw, gb = norm_fused.layer_norm_backward_composite(g, x, w, i["eps"], rms, i["n_norm"], needs)
+        else:
+            gi, gw, gb = norm_fused.layer_norm_backward(g, x, i["mean"], i["rstd"], w, rms, i["n_norm"], needs)
+        out = [gi]
+        if i["has_weight"]:
+            out.append(gw)
+        if i["has_bias"]:
+            out.append(gb)
+        return tuple(out)
+    return backward
+
+
+def _grad_mode_on():
+    from .grad_mode import is_grad_enabled
+    return is_grad_enabled()
+
+
+def _norm_saves(ctx):
+    return (0, 1) if ctx.info["has_weight"] else (0,)
+
+
+def _embedding(ctx, g):
+    from ..ops import norm_fused
+    i = ctx.info
+    f = norm_fused.embedding_backward_composite if _grad_mode_on() else norm_fused.embedding_backward
+    return (f(g, i["indices"], ctx.shape(0)[0], i["padding_idx"], i["scale_grad_by_freq"]),)
+
+
+DERIVATIVES.update({
+    "native_layer_norm": Derivative(_native_norm(False), save=_norm_saves, name="NativeLayerNormBackward0"),
+    "native_rms_norm": Derivative(_native_norm(True), save=_norm_saves, name="FusedRmsNormBackward0"),
+    "embedding": Derivative(_embedding, name="EmbeddingBackward0"),
+})

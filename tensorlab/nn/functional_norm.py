@@ -9,6 +9,7 @@ from .. import dtypes
 import tensorlab as _tl
 from ..tensor import Tensor
 from ._grad import no_grad
+from ..ops import norm_fused as _fused
 
 _LOW = (dtypes.float16, dtypes.bfloat16)
 
@@ -55,6 +56,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     biased variance (torch's layer_norm)."""
     _check_tensor(input, "layer_norm", "input")
     dims = _check_normalized("layer_norm", input, normalized_shape, weight, bias)
+    if _fused.supported(input, weight, bias):
+        return _fused.layer_norm(input, weight, bias, eps, False, len(dims))
     x = _opmath(input)
     mean = x.mean(dims, keepdim=True)
     var = x.var(dims, correction=0, keepdim=True)
@@ -69,6 +72,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     dims = _check_normalized("rms_norm", input, normalized_shape, weight, None)
     if eps is None:
         eps = dtypes.finfo(input.dtype).eps
+    if _fused.supported(input, weight):
+        return _fused.layer_norm(input, weight, None, eps, True, len(dims))
     x = _opmath(input)
     y = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
     return _affine(y, weight, None).to(input.dtype)
@@ -91,6 +96,16 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         if t is not None and (t.dim() != 1 or t.numel() != c):
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
                                f"but got {name} of shape {list(t.shape)} and input of shape {list(input.shape)}")
+    if input.numel() and _fused.supported(input, weight, bias) and (
+            input.dtype is dtypes.float32 or (weight is None and bias is None)):
+        # the fused statistics over each (sample, group) row; the per-channel affine as ops (float32 only,
+        # so that reduced precision never rounds the normalized values before the affine)
+        y = _fused.layer_norm(input.reshape(n, num_groups, -1), None, None, eps, False, 1).reshape(input.shape)
+        if weight is not None:
+            y = y * _channel_view(weight, input.dim())
+        if bias is not None:
+            y = y + _channel_view(bias, input.dim())
+        return y
     x = _opmath(input)
     g = x.reshape(n, num_groups, input.numel() // n // num_groups if n else 0)
     mean = g.mean(-1, keepdim=True)
@@ -238,6 +253,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     flat = input.reshape(-1)
     if flat.dtype is not dtypes.int64:
         flat = flat.long()
+    if _fused.supported_embedding(flat, weight):
+        return _fused.embedding(flat, weight, padding_idx, scale_grad_by_freq, list(input.shape) + [weight.shape[1]])
     out = weight.index_select(0, flat)
     if padding_idx is not None and out.requires_grad:
         pad = (flat == padding_idx).unsqueeze(-1)

@@ -10,3 +10,4 @@ from .memory import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
+from .norm import *  # noqa: F401,F403
