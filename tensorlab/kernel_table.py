@@ -159,3 +159,9 @@ KERNELS["conv.cu"] = (_per_dtype("im2col", among=tuple(d for d in dtypes.ALL if 
 KERNELS["pool.cu"] = (_per_dtype("max_pool2d_fwd", among=tuple(d for d in dtypes.ALL if d is not dtypes.bool_))
                       + _per_dtype("max_pool2d_bwd", "adaptive_max_pool2d_fwd", "adaptive_max_pool2d_bwd",
                                    among=dtypes.FLOATING))
+
+# attention.cu: the fused scaled_dot_product_attention forward and its backward (delta, dK/dV per key
+# block, dQ per query block) for the dtypes it accumulates in float; 64-bit offsets throughout
+KERNELS["attention.cu"] = tuple(f"{k}<{d.ctype}>" for k in ("attention_fwd", "attention_bwd_delta",
+                                                             "attention_bwd_dkdv", "attention_bwd_dq")
+                                for d in (dtypes.float16, dtypes.bfloat16, dtypes.float32))
