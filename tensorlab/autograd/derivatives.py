@@ -998,3 +998,17 @@ DERIVATIVES.update({
     "take_rows": Derivative(_take_rows, name="IndexSelectBackward0"),
     "put_rows": Derivative(_put_rows, name="IndexAddBackward0"),
 })
+
+
+# -- fused attention (ops/attention.py): the backward recomputes the probabilities from the saved lse --
+def _attention_fwd(ctx, g):
+    from ..ops import attention
+    i = ctx.info
+    float_mask = len(ctx._metas) == 4
+    dq, dk, dv, dm = attention.attention_backward(g, ctx.saved(0), ctx.saved(1), ctx.saved(2), ctx.result(), i["lse"],
+                                                  i["mask"], i["is_causal"], i["scale"], float_mask and ctx.needs(3))
+    return (dq, dk, dv, dm) if float_mask else (dq, dk, dv)
+
+
+DERIVATIVES["attention_fwd"] = Derivative(_attention_fwd, save=(0, 1, 2), result=True,
+                                          name="ScaledDotProductFlashAttentionBackward0")

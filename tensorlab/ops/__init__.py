@@ -14,6 +14,7 @@ FAMILIES = ("creation", "copy", "resize", "views", "indexing", "random",
             "constructors", "repeats", "closeness", "index_ops", "combinatorics", "einsum", "distance", "lapack",
             "linalg_legacy", "tensor_algebra")
 FAMILIES += ("conv", "pool")
+FAMILIES += ("attention",)
 
 
 def modules():
