@@ -19,7 +19,7 @@
 //
 // Geometry: 128 threads per block, tiles of kBM = 16 query rows by kBN = 16 keys, head dims up to
 // kMaxE = 128. Thread t works on row (or key) t / 8 and on columns t % 8 + 8 i. Tiles are kept in
-// float in static shared memory (under 48 KB), accumulators in float registers.
+// float in static shared memory (rows padded by one float against bank conflicts) (under 48 KB), accumulators in float registers.
 #include "tensorlab/reduce.cuh"
 
 namespace {
@@ -27,6 +27,7 @@ constexpr int kThreads = 128;
 constexpr int kBM = 16;
 constexpr int kBN = 16;
 constexpr int kMaxE = 128;
+constexpr int kLd = kMaxE + 1;          // row pitch of the shared tiles: rows fall in different banks
 constexpr int kLanes = 8;                 // threads per row
 constexpr int kCols = kMaxE / kLanes;      // head-dim columns per thread
 constexpr int kTile = kBM * kBN / kThreads;  // score-tile entries per thread
@@ -60,7 +61,7 @@ __device__ __forceinline__ float masked(float dot, float scale, long long i, lon
 
 // rows x n elements of a contiguous [*, n] matrix starting at row r0 (rows past `limit` read 0)
 template <typename T>
-__device__ __forceinline__ void load_tile(float (*dst)[kMaxE], const T* src, long long r0, long long limit, int rows,
+__device__ __forceinline__ void load_tile(float (*dst)[kLd], const T* src, long long r0, long long limit, int rows,
                                           int n) {
   for (int idx = threadIdx.x; idx < rows * n; idx += kThreads) {
     const int r = idx / n, c = idx - r * n;
@@ -77,9 +78,9 @@ __global__ void __launch_bounds__(kThreads, 1) attention_fwd(T* __restrict__ out
                                                           const T* __restrict__ fmask, long long L, long long S, int E,
                                                           int Ev, int group, int Hq, float scale, MaskArgs mk,
                                                           tl::StridedLayout<long long> ml) {
-  __shared__ float sq[kBM][kMaxE];
-  __shared__ float sk[kBN][kMaxE];
-  __shared__ float sv[kBN][kMaxE];
+  __shared__ float sq[kBM][kLd];
+  __shared__ float sk[kBN][kLd];
+  __shared__ float sv[kBN][kLd];
   __shared__ float sp[kBM][kBN];
   const long long bh = blockIdx.y, i0 = static_cast<long long>(blockIdx.x) * kBM;
   const long long kvh = (bh / Hq) * (Hq / group) + (bh % Hq) / group;
@@ -165,9 +166,9 @@ __global__ void attention_bwd_delta(float* __restrict__ delta, const T* __restri
 
 // P and dS of one (kBM rows) x (kBN keys) tile into sp / sds; rows and keys out of range give 0.
 template <typename T>
-__device__ __forceinline__ void probs_tile(float (*sp)[kBN], float (*sds)[kBN], const float (*sq)[kMaxE],
-                                           const float (*sk)[kMaxE], const float (*sdo)[kMaxE],
-                                           const float (*sv)[kMaxE], const float* slse, const float* sdelta,
+__device__ __forceinline__ void probs_tile(float (*sp)[kBN], float (*sds)[kBN], const float (*sq)[kLd],
+                                           const float (*sk)[kLd], const float (*sdo)[kLd],
+                                           const float (*sv)[kLd], const float* slse, const float* sdelta,
                                            long long i0, long long j0, long long L, long long S, int E, int Ev,
                                            float scale, MaskArgs mk, const bool* bmask, const T* fmask,
                                            long long mb) {
@@ -202,10 +203,10 @@ __global__ void __launch_bounds__(kThreads, 1) attention_bwd_dkdv(
     const float* __restrict__ delta, const bool* __restrict__ bmask, const T* __restrict__ fmask, long long L,
     long long S, int E, int Ev, int group, int Hq, float scale, MaskArgs mk, tl::StridedLayout<long long> ml,
     int want_dmask) {
-  __shared__ float sq[kBM][kMaxE];
-  __shared__ float sdo[kBM][kMaxE];
-  __shared__ float sk[kBN][kMaxE];
-  __shared__ float sv[kBN][kMaxE];
+  __shared__ float sq[kBM][kLd];
+  __shared__ float sdo[kBM][kLd];
+  __shared__ float sk[kBN][kLd];
+  __shared__ float sv[kBN][kLd];
   __shared__ float sp[kBM][kBN];
   __shared__ float sds[kBM][kBN];
   __shared__ float slse[kBM], sdelta[kBM];
@@ -239,17 +240,14 @@ __global__ void __launch_bounds__(kThreads, 1) attention_bwd_dkdv(
           if (i0 + ii < L && j0 + jj < S) dmask[(bh * L + i0 + ii) * S + j0 + jj] = tl::cast<T>(sds[ii][jj]);
         }
       }
+      for (int ii = 0; ii < kBM; ++ii) {
+        const float p = sp[ii][r], ds = sds[ii][r];
 #pragma unroll
-      for (int x = 0; x < kCols; ++x) {
-        const int d = c + kLanes * x;
-        float a = adv[x], b2 = adk[x];
-#pragma unroll
-        for (int ii = 0; ii < kBM; ++ii) {
-          if (d < Ev) a += sp[ii][r] * sdo[ii][d];
-          if (d < E) b2 += sds[ii][r] * sq[ii][d];
+        for (int x = 0; x < kCols; ++x) {
+          const int d = c + kLanes * x;
+          if (d < Ev) adv[x] += p * sdo[ii][d];
+          if (d < E) adk[x] += ds * sq[ii][d];
         }
-        adv[x] = a;
-        adk[x] = b2;
       }
     }
   }
@@ -272,10 +270,10 @@ __global__ void __launch_bounds__(kThreads, 1) attention_bwd_dq(
     const T* __restrict__ dout, const float* __restrict__ lse, const float* __restrict__ delta,
     const bool* __restrict__ bmask, const T* __restrict__ fmask, long long L, long long S, int E, int Ev, int group,
     int Hq, float scale, MaskArgs mk, tl::StridedLayout<long long> ml) {
-  __shared__ float sq[kBM][kMaxE];
-  __shared__ float sdo[kBM][kMaxE];
-  __shared__ float sk[kBN][kMaxE];
-  __shared__ float sv[kBN][kMaxE];
+  __shared__ float sq[kBM][kLd];
+  __shared__ float sdo[kBM][kLd];
+  __shared__ float sk[kBN][kLd];
+  __shared__ float sv[kBN][kLd];
   __shared__ float sp[kBM][kBN];
   __shared__ float sds[kBM][kBN];
   __shared__ float slse[kBM], sdelta[kBM];
