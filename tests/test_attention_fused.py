@@ -101,6 +101,8 @@ CASES = {
     "value_dim_differs": (dict(qs=(1, 2, 9, 8), ks=(1, 2, 10, 8), vs=(1, 2, 10, 24)), {}),
     "negative_scale": (dict(qs=(2, 11, 8), ks=(2, 13, 8), vs=(2, 13, 8)), dict(scale=-0.4)),
     "two_dims": (dict(qs=(7, 8), ks=(33, 8), vs=(33, 8)), {}),
+    "long_keys": (dict(qs=(1, 2, 20, 8), ks=(1, 2, 300, 8), vs=(1, 2, 300, 8), mask=_rand((20, 300), 13)), {}),
+    "causal_long": (dict(qs=(1, 1, 150, 8), ks=(1, 1, 150, 8), vs=(1, 1, 150, 8)), dict(is_causal=True)),
     "batch_dims": (dict(qs=(2, 1, 2, 5, 8), ks=(2, 1, 2, 6, 8), vs=(2, 1, 2, 6, 8), mask=_rand((2, 1, 1, 5, 6), 12)),
                    {}),
 }
@@ -140,6 +142,33 @@ def test_fused_half_precision(device, name, dtype, tol):
     assert fused[0].dtype is dtype and all(g.dtype is dtype for g in fused[1])
     ref = _run("cpu", arrays, mask, grad_mask, tl.float32, "composite", **kw)
     _compare([fused[0]] + fused[1], [ref[0]] + ref[1], tol, 4 * tol, f"{name} {dtype}")
+
+
+def test_noncontiguous_inputs_and_partial_requires_grad(device):
+    """q, k, v as transposed views of (B, L, H, E) tensors (how models split heads), a transposed mask,
+    and only v and k requiring grad."""
+    arrays = [_rand((2, 13, 2, 8), s) for s in range(3)] + [_rand((2, 2, 13, 8), 3)]
+    mask = _rand((13, 13), 4)
+    outs = []
+    for path in ("fused", "composite"):
+        q0, k0, v0 = (tl.tensor(a, device=device) for a in arrays[:3])
+        k0.requires_grad_()
+        v0.requires_grad_()
+        q, k, v = (t.transpose(1, 2) for t in (q0, k0, v0))
+        m = tl.tensor(mask, device=device).t()
+        assert not q.is_contiguous() and not m.is_contiguous()
+        if path == "fused":
+            assert A.fused_supported(q, k, v, m, devices=(device,))
+            out = A.attention(q, k, v, m) if device == "cpu" else F.scaled_dot_product_attention(q, k, v, m)
+        else:
+            saved, A.fused_supported = A.fused_supported, lambda *a, **k: False
+            try:
+                out = F.scaled_dot_product_attention(q, k, v, m)
+            finally:
+                A.fused_supported = saved
+        out.backward(tl.tensor(arrays[3], device=device))
+        outs.append([out, k0.grad, v0.grad])
+    _compare(outs[0], outs[1], 2e-5, 2e-5, "transposed")
 
 
 def test_fused_is_deterministic(device):
@@ -249,6 +278,30 @@ def test_cpu_keeps_the_composite(monkeypatch):
     q = tl.tensor(_rand((1, 2, 5, 8), 0))
     assert A.fused_supported(q, q, q, devices=("cpu",)) and not A.fused_supported(q, q, q)
     assert tuple(F.scaled_dot_product_attention(q, q, q).shape) == (1, 2, 5, 8)
+
+
+def test_cpu_runs_the_blocked_primitives_for_long_sequences(monkeypatch):
+    """From CPU_BLOCKED_MIN_SCORES scores on, the CPU's F.scaled_dot_product_attention runs the blocked
+    primitives (lowered here so that a small case gets there), with the composite's results."""
+    from tensorlab.backends import cpu
+    calls = []
+    real = cpu.attention_fwd
+
+    def counted(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+    spec, kw = CASES["gqa_mask"]
+    arrays, mask = _case(**spec)
+    comp = _run("cpu", arrays, mask, True, tl.float32, "composite", **kw)
+    monkeypatch.setattr(cpu, "attention_fwd", counted)
+    monkeypatch.setattr(A, "CPU_BLOCKED_MIN_SCORES", 6 * 9 * 11)
+    q, k, v = (tl.tensor(a, requires_grad=True) for a in arrays[:3])
+    m = tl.tensor(mask, requires_grad=True)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True)
+    out.backward(tl.tensor(arrays[3]))
+    assert calls == [1]
+    _compare([out, q.grad, k.grad, v.grad, m.grad], [comp[0]] + comp[1], 2e-5, 2e-5, "cpu blocked")
+    assert not A.fused_supported(q[..., :8, :], k, v, m[..., :8, :], enable_gqa=True)  # below the threshold
 
 
 def _peak_bytes(device, n, path):

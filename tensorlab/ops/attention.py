@@ -5,7 +5,9 @@ front end that prepares their operands, records the autograd node and runs the d
 nn/functional_attention.py's composite (matmul, softmax) stays the reference and the fallback:
 `fused_supported` says when the fused path applies (CUDA, float16/bfloat16/float32, head dims
 1..128, no dropout, q/k/v with one batch shape, equal heads or enable_gqa with a multiple, a
-mask broadcastable to the scores without growing them). The forward keeps the output and the
+mask broadcastable to the scores without growing them); on the CPU it runs from
+CPU_BLOCKED_MIN_SCORES scores on, where the blocked NumPy primitives hold one key block of
+scores at a time instead of the composite's L x S matrices. The forward keeps the output and the
 per-row log-sum-exp (float32), never the L x S probabilities; the backward recomputes them tile by
 tile. A float mask that requires grad gets dS, written once per (row, key) (its gradient is as
 large as the scores anyway). Under create_graph (double backward) the derivative is written with
@@ -28,6 +30,7 @@ registry.register(
 
 MAX_HEAD_DIM = 128
 FUSED_DTYPES = (dtypes.float16, dtypes.bfloat16, dtypes.float32)
+CPU_BLOCKED_MIN_SCORES = 1 << 24  # B * H * L * S from which the CPU runs the blocked primitives
 _MAX_LEAD_DIMS = 8  # the kernels' StridedLayout of the mask's (batch..., head) dims
 
 
@@ -43,8 +46,13 @@ def _broadcastable(mask_shape, target):
     return all(m in (1, t) for m, t in zip(reversed(mask_shape), reversed(target)))
 
 
-def fused_supported(query, key, value, attn_mask=None, dropout_p=0.0, enable_gqa=False, devices=("cuda",)):
-    """Whether the fused kernels run this call (else the composite does, with the same result)."""
+def fused_supported(query, key, value, attn_mask=None, dropout_p=0.0, enable_gqa=False, devices=None):
+    """Whether the fused kernels run this call (else the composite does, with the same result).
+    `devices`: the device types to run it on; by default CUDA, and the CPU from
+    CPU_BLOCKED_MIN_SCORES scores on (where the composite's L x S matrices grow large)."""
+    if devices is None:
+        devices = ("cuda", "cpu") if query.numel() // max(query.shape[-1], 1) * key.shape[-2] >= \
+            CPU_BLOCKED_MIN_SCORES else ("cuda",)
     if dropout_p > 0.0 or query.device.type not in devices:
         return False
     if query.dtype not in FUSED_DTYPES or not (query.dtype == key.dtype == value.dtype):
