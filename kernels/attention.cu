@@ -1,7 +1,7 @@
 // Fused scaled-dot-product attention (flash-attention style): forward and backward.
 //
 // Layout (the host makes every operand contiguous): q [BH, L, E], k [BHk, S, E], v [BHk, S, Ev],
-// out/dout [BH, L, Ev], lse/delta [BH, L] (float), with BH = batch * Hq and BHk = batch * Hk; the
+// out/dout [BH, L, Ev], lse/delta [BH, L] (float; double for double), with BH = batch * Hq and BHk = batch * Hk; the
 // query head h of batch b reads key/value head b * Hk + h / group (group = Hq / Hk: GQA). The
 // mask (mode 1 bool keeps True, 2 additive float of type T) is read through its broadcast strides:
 // `ml` is the layout of its leading (batch..., head) dims expanded to (batch..., Hq), ms_l and
@@ -18,20 +18,42 @@
 // want_dmask, attention_bwd_dkdv also stores dS (the float mask's gradient) per (row, key).
 //
 // Geometry: 128 threads per block, tiles of kBM = 16 query rows by kBN = 16 keys, head dims up to
-// kMaxE = 128. Thread t works on row (or key) t / 8 and on columns t % 8 + 8 i. Tiles are kept in
-// float in static shared memory (rows padded by one float against bank conflicts) (under 48 KB), accumulators in float registers.
+// Acc<T>::kMaxE (128; 64 for double, whose tiles are twice as wide). Thread t works on row (or key)
+// t / 8 and on columns t % 8 + 8 i. Tiles are kept in the accumulation type A (float; double for
+// double) in static shared memory under 48 KB (rows padded by one element against bank conflicts),
+// accumulators in A registers.
 #include "tensorlab/reduce.cuh"
 
 namespace {
 constexpr int kThreads = 128;
 constexpr int kBM = 16;
 constexpr int kBN = 16;
-constexpr int kMaxE = 128;
-constexpr int kLd = kMaxE + 1;          // row pitch of the shared tiles: rows fall in different banks
-constexpr int kLanes = 8;                 // threads per row
-constexpr int kCols = kMaxE / kLanes;      // head-dim columns per thread
+constexpr int kLanes = 8;                    // threads per row
 constexpr int kTile = kBM * kBN / kThreads;  // score-tile entries per thread
-#define kNegInf (-tl::Bounds<float>::highest())
+
+// Accumulation type and head-dim limit per element type; kLd is the tiles' padded row pitch.
+template <typename T> struct Acc {
+  using A = float;
+  static constexpr int kMaxE = 128;
+};
+template <> struct Acc<double> {
+  using A = double;
+  static constexpr int kMaxE = 64;
+};
+#define TL_ATTN_TYPES                        \
+  using A = typename Acc<T>::A;              \
+  constexpr int kMaxE = Acc<T>::kMaxE;       \
+  constexpr int kLd = kMaxE + 1;             \
+  constexpr int kCols = kMaxE / kLanes;      \
+  const A kNegInf = -tl::Bounds<A>::highest()
+
+template <typename T> using AccT = typename Acc<T>::A;
+
+template <typename A>
+__device__ __forceinline__ A neg_inf() { return -tl::Bounds<A>::highest(); }
+
+template <typename A>
+__device__ __forceinline__ A amax(A a, A b) { return b > a ? b : a; }
 
 struct MaskArgs {
   int mode;        // 0 none, 1 bool (keep True), 2 additive float
@@ -46,42 +68,42 @@ __device__ __forceinline__ long long mask_base(long long bh, const tl::StridedLa
 }
 
 // The masked, scaled score of query i and key j (both in range), given the raw dot product.
-template <typename T>
-__device__ __forceinline__ float masked(float dot, float scale, long long i, long long j, MaskArgs m,
-                                        const bool* bmask, const T* fmask, long long mb) {
-  float s = dot * scale;
-  if (m.causal && j > i) return kNegInf;
+template <typename T, typename A>
+__device__ __forceinline__ A masked(A dot, A scale, long long i, long long j, MaskArgs m, const bool* bmask,
+                                    const T* fmask, long long mb) {
+  A s = dot * scale;
+  if (m.causal && j > i) return neg_inf<A>();
   if (m.mode == 1) {
-    if (!bmask[mb + i * m.ms_l + j * m.ms_s]) return kNegInf;
+    if (!bmask[mb + i * m.ms_l + j * m.ms_s]) return neg_inf<A>();
   } else if (m.mode == 2) {
-    s += static_cast<float>(tl::widen(fmask[mb + i * m.ms_l + j * m.ms_s]));
+    s += static_cast<A>(tl::widen(fmask[mb + i * m.ms_l + j * m.ms_s]));
   }
   return s;
 }
 
 // rows x n elements of a contiguous [*, n] matrix starting at row r0 (rows past `limit` read 0)
-template <typename T>
-__device__ __forceinline__ void load_tile(float (*dst)[kLd], const T* src, long long r0, long long limit, int rows,
-                                          int n) {
+template <typename T, typename A, int kLd>
+__device__ __forceinline__ void load_tile(A (*dst)[kLd], const T* src, long long r0, long long limit, int rows, int n) {
   for (int idx = threadIdx.x; idx < rows * n; idx += kThreads) {
     const int r = idx / n, c = idx - r * n;
-    dst[r][c] = r0 + r < limit ? static_cast<float>(tl::widen(src[(r0 + r) * n + c])) : 0.0f;
+    dst[r][c] = r0 + r < limit ? static_cast<A>(tl::widen(src[(r0 + r) * n + c])) : A(0);
   }
 }
 }  // namespace
 
 // grid (ceil(L / kBM), BH)
 template <typename T>
-__global__ void __launch_bounds__(kThreads, 1) attention_fwd(T* __restrict__ out, float* __restrict__ lse,
+__global__ void __launch_bounds__(kThreads, 1) attention_fwd(T* __restrict__ out, AccT<T>* __restrict__ lse,
                                                           const T* __restrict__ q, const T* __restrict__ k,
                                                           const T* __restrict__ v, const bool* __restrict__ bmask,
                                                           const T* __restrict__ fmask, long long L, long long S, int E,
-                                                          int Ev, int group, int Hq, float scale, MaskArgs mk,
+                                                          int Ev, int group, int Hq, AccT<T> scale, MaskArgs mk,
                                                           tl::StridedLayout<long long> ml) {
-  __shared__ float sq[kBM][kLd];
-  __shared__ float sk[kBN][kLd];
-  __shared__ float sv[kBN][kLd];
-  __shared__ float sp[kBM][kBN];
+  TL_ATTN_TYPES;
+  __shared__ A sq[kBM][kLd];
+  __shared__ A sk[kBN][kLd];
+  __shared__ A sv[kBN][kLd];
+  __shared__ A sp[kBM][kBN];
   const long long bh = blockIdx.y, i0 = static_cast<long long>(blockIdx.x) * kBM;
   const long long kvh = (bh / Hq) * (Hq / group) + (bh % Hq) / group;
   const int t = threadIdx.x, r = t / kLanes, c = t % kLanes;
@@ -91,10 +113,10 @@ __global__ void __launch_bounds__(kThreads, 1) attention_fwd(T* __restrict__ out
   const T* kb = k + kvh * S * E;
   const T* vb = v + kvh * S * Ev;
   load_tile(sq, qb, i0, L, kBM, E);
-  float acc[kCols];
+  A acc[kCols];
 #pragma unroll
-  for (int x = 0; x < kCols; ++x) acc[x] = 0.0f;
-  float m = kNegInf, l = 0.0f;
+  for (int x = 0; x < kCols; ++x) acc[x] = A(0);
+  A m = kNegInf, l = A(0);
   const long long s_end = mk.causal ? (i0 + kBM < S ? i0 + kBM : S) : S;
   for (long long j0 = 0; j0 < s_end; j0 += kBN) {
     __syncthreads();  // the previous tile's readers are done
@@ -105,25 +127,25 @@ __global__ void __launch_bounds__(kThreads, 1) attention_fwd(T* __restrict__ out
     for (int x = 0; x < kTile; ++x) {
       const int jj = c + kLanes * x;
       const long long j = j0 + jj;
-      float s = kNegInf;
+      A s = kNegInf;
       if (i < L && j < S) {
-        float dot = 0.0f;
+        A dot = A(0);
         for (int e = 0; e < E; ++e) dot += sq[r][e] * sk[jj][e];
         s = masked(dot, scale, i, j, mk, bmask, fmask, mb);
       }
       sp[r][jj] = s;
     }
     __syncthreads();
-    float tmax = kNegInf;
-    for (int jj = 0; jj < kBN; ++jj) tmax = fmaxf(tmax, sp[r][jj]);
-    const float m_new = fmaxf(m, tmax);
+    A tmax = kNegInf;
+    for (int jj = 0; jj < kBN; ++jj) tmax = amax(tmax, sp[r][jj]);
+    const A m_new = amax(m, tmax);
     if (m_new != kNegInf) {  // else every key so far is masked out: nothing to add
-      const float alpha = m == kNegInf ? 0.0f : expf(m - m_new);
-      float psum = 0.0f;
-      float p[kBN];
+      const A alpha = m == kNegInf ? A(0) : tl::m_exp(m - m_new);
+      A psum = A(0);
+      A p[kBN];
 #pragma unroll
       for (int jj = 0; jj < kBN; ++jj) {
-        p[jj] = expf(sp[r][jj] - m_new);
+        p[jj] = tl::m_exp(sp[r][jj] - m_new);
         psum += p[jj];
       }
       l = l * alpha + psum;
@@ -131,7 +153,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_fwd(T* __restrict__ out
       for (int x = 0; x < kCols; ++x) {
         const int d = c + kLanes * x;
         if (d < Ev) {
-          float a = acc[x] * alpha;
+          A a = acc[x] * alpha;
 #pragma unroll
           for (int jj = 0; jj < kBN; ++jj) a += p[jj] * sv[jj][d];
           acc[x] = a;
@@ -141,50 +163,52 @@ __global__ void __launch_bounds__(kThreads, 1) attention_fwd(T* __restrict__ out
     }
   }
   if (i < L) {
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    const A inv = l > A(0) ? A(1) / l : A(0);
     T* ob = out + (bh * L + i) * Ev;
 #pragma unroll
     for (int x = 0; x < kCols; ++x) {
       const int d = c + kLanes * x;
       if (d < Ev) ob[d] = tl::cast<T>(acc[x] * inv);
     }
-    if (c == 0) lse[bh * L + i] = l > 0.0f ? m + logf(l) : kNegInf;
+    if (c == 0) lse[bh * L + i] = l > A(0) ? m + tl::m_log(l) : kNegInf;
   }
 }
 
 // delta[row] = sum(dout[row] * out[row]) over Ev, one thread per row (grid-stride over n rows)
 template <typename T>
-__global__ void attention_bwd_delta(float* __restrict__ delta, const T* __restrict__ dout, const T* __restrict__ out,
+__global__ void attention_bwd_delta(AccT<T>* __restrict__ delta, const T* __restrict__ dout, const T* __restrict__ out,
                                     long long n, int Ev) {
+  using A = AccT<T>;
   for (long long row = tl::global_thread<long long>(); row < n; row += tl::grid_stride<long long>()) {
-    float s = 0.0f;
+    A s = A(0);
     for (int d = 0; d < Ev; ++d)
-      s += static_cast<float>(tl::widen(dout[row * Ev + d])) * static_cast<float>(tl::widen(out[row * Ev + d]));
+      s += static_cast<A>(tl::widen(dout[row * Ev + d])) * static_cast<A>(tl::widen(out[row * Ev + d]));
     delta[row] = s;
   }
 }
 
 // P and dS of one (kBM rows) x (kBN keys) tile into sp / sds; rows and keys out of range give 0.
-template <typename T>
-__device__ __forceinline__ void probs_tile(float (*sp)[kBN], float (*sds)[kBN], const float (*sq)[kLd],
-                                           const float (*sk)[kLd], const float (*sdo)[kLd],
-                                           const float (*sv)[kLd], const float* slse, const float* sdelta,
+template <typename T, typename A, int kLd>
+__device__ __forceinline__ void probs_tile(A (*sp)[kBN], A (*sds)[kBN], const A (*sq)[kLd],
+                                           const A (*sk)[kLd], const A (*sdo)[kLd],
+                                           const A (*sv)[kLd], const A* slse, const A* sdelta,
                                            long long i0, long long j0, long long L, long long S, int E, int Ev,
-                                           float scale, MaskArgs mk, const bool* bmask, const T* fmask,
+                                           AccT<T> scale, MaskArgs mk, const bool* bmask, const T* fmask,
                                            long long mb) {
+  const A kNegInf = neg_inf<A>();
   const int t = threadIdx.x;
 #pragma unroll
   for (int x = 0; x < kTile; ++x) {
     const int idx = t + kThreads * x, ii = idx / kBN, jj = idx % kBN;
     const long long i = i0 + ii, j = j0 + jj;
-    float p = 0.0f, ds = 0.0f;
+    A p = A(0), ds = A(0);
     if (i < L && j < S && slse[ii] != kNegInf) {
-      float dot = 0.0f;
+      A dot = A(0);
       for (int e = 0; e < E; ++e) dot += sq[ii][e] * sk[jj][e];
-      const float s = masked(dot, scale, i, j, mk, bmask, fmask, mb);
+      const A s = masked(dot, scale, i, j, mk, bmask, fmask, mb);
       if (s != kNegInf) {
-        p = expf(s - slse[ii]);
-        float dp = 0.0f;
+        p = tl::m_exp(s - slse[ii]);
+        A dp = A(0);
         for (int e = 0; e < Ev; ++e) dp += sdo[ii][e] * sv[jj][e];
         ds = p * (dp - sdelta[ii]);
       }
@@ -199,26 +223,27 @@ __device__ __forceinline__ void probs_tile(float (*sp)[kBN], float (*sds)[kBN], 
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1) attention_bwd_dkdv(
     T* __restrict__ dk, T* __restrict__ dv, T* __restrict__ dmask, const T* __restrict__ q, const T* __restrict__ k,
-    const T* __restrict__ v, const T* __restrict__ dout, const float* __restrict__ lse,
-    const float* __restrict__ delta, const bool* __restrict__ bmask, const T* __restrict__ fmask, long long L,
-    long long S, int E, int Ev, int group, int Hq, float scale, MaskArgs mk, tl::StridedLayout<long long> ml,
+    const T* __restrict__ v, const T* __restrict__ dout, const AccT<T>* __restrict__ lse,
+    const AccT<T>* __restrict__ delta, const bool* __restrict__ bmask, const T* __restrict__ fmask, long long L,
+    long long S, int E, int Ev, int group, int Hq, AccT<T> scale, MaskArgs mk, tl::StridedLayout<long long> ml,
     int want_dmask) {
-  __shared__ float sq[kBM][kLd];
-  __shared__ float sdo[kBM][kLd];
-  __shared__ float sk[kBN][kLd];
-  __shared__ float sv[kBN][kLd];
-  __shared__ float sp[kBM][kBN];
-  __shared__ float sds[kBM][kBN];
-  __shared__ float slse[kBM], sdelta[kBM];
+  TL_ATTN_TYPES;
+  __shared__ A sq[kBM][kLd];
+  __shared__ A sdo[kBM][kLd];
+  __shared__ A sk[kBN][kLd];
+  __shared__ A sv[kBN][kLd];
+  __shared__ A sp[kBM][kBN];
+  __shared__ A sds[kBM][kBN];
+  __shared__ A slse[kBM], sdelta[kBM];
   const long long kvh = blockIdx.y, j0 = static_cast<long long>(blockIdx.x) * kBN;
   const int Hk = Hq / group;
   const long long b = kvh / Hk, hk = kvh % Hk;
   const int t = threadIdx.x, r = t / kLanes, c = t % kLanes;  // r: the key row of the block this thread sums
   load_tile(sk, k + kvh * S * E, j0, S, kBN, E);
   load_tile(sv, v + kvh * S * Ev, j0, S, kBN, Ev);
-  float adk[kCols], adv[kCols];
+  A adk[kCols], adv[kCols];
 #pragma unroll
-  for (int x = 0; x < kCols; ++x) adk[x] = adv[x] = 0.0f;
+  for (int x = 0; x < kCols; ++x) adk[x] = adv[x] = A(0);
   const long long i_start = mk.causal ? (j0 / kBM) * kBM : 0;
   for (int g = 0; g < group; ++g) {
     const long long bh = b * Hq + hk * group + g;
@@ -229,7 +254,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_bwd_dkdv(
       load_tile(sdo, dout + bh * L * Ev, i0, L, kBM, Ev);
       if (t < kBM) {
         slse[t] = i0 + t < L ? lse[bh * L + i0 + t] : kNegInf;
-        sdelta[t] = i0 + t < L ? delta[bh * L + i0 + t] : 0.0f;
+        sdelta[t] = i0 + t < L ? delta[bh * L + i0 + t] : A(0);
       }
       __syncthreads();
       probs_tile(sp, sds, sq, sk, sdo, sv, slse, sdelta, i0, j0, L, S, E, Ev, scale, mk, bmask, fmask, mb);
@@ -241,7 +266,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_bwd_dkdv(
         }
       }
       for (int ii = 0; ii < kBM; ++ii) {
-        const float p = sp[ii][r], ds = sds[ii][r];
+        const A p = sp[ii][r], ds = sds[ii][r];
 #pragma unroll
         for (int x = 0; x < kCols; ++x) {
           const int d = c + kLanes * x;
@@ -267,16 +292,17 @@ __global__ void __launch_bounds__(kThreads, 1) attention_bwd_dkdv(
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1) attention_bwd_dq(
     T* __restrict__ dq, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
-    const T* __restrict__ dout, const float* __restrict__ lse, const float* __restrict__ delta,
+    const T* __restrict__ dout, const AccT<T>* __restrict__ lse, const AccT<T>* __restrict__ delta,
     const bool* __restrict__ bmask, const T* __restrict__ fmask, long long L, long long S, int E, int Ev, int group,
-    int Hq, float scale, MaskArgs mk, tl::StridedLayout<long long> ml) {
-  __shared__ float sq[kBM][kLd];
-  __shared__ float sdo[kBM][kLd];
-  __shared__ float sk[kBN][kLd];
-  __shared__ float sv[kBN][kLd];
-  __shared__ float sp[kBM][kBN];
-  __shared__ float sds[kBM][kBN];
-  __shared__ float slse[kBM], sdelta[kBM];
+    int Hq, AccT<T> scale, MaskArgs mk, tl::StridedLayout<long long> ml) {
+  TL_ATTN_TYPES;
+  __shared__ A sq[kBM][kLd];
+  __shared__ A sdo[kBM][kLd];
+  __shared__ A sk[kBN][kLd];
+  __shared__ A sv[kBN][kLd];
+  __shared__ A sp[kBM][kBN];
+  __shared__ A sds[kBM][kBN];
+  __shared__ A slse[kBM], sdelta[kBM];
   const long long bh = blockIdx.y, i0 = static_cast<long long>(blockIdx.x) * kBM;
   const long long kvh = (bh / Hq) * (Hq / group) + (bh % Hq) / group;
   const int t = threadIdx.x, r = t / kLanes, c = t % kLanes;
@@ -285,11 +311,11 @@ __global__ void __launch_bounds__(kThreads, 1) attention_bwd_dq(
   load_tile(sdo, dout + bh * L * Ev, i0, L, kBM, Ev);
   if (t < kBM) {
     slse[t] = i0 + t < L ? lse[bh * L + i0 + t] : kNegInf;
-    sdelta[t] = i0 + t < L ? delta[bh * L + i0 + t] : 0.0f;
+    sdelta[t] = i0 + t < L ? delta[bh * L + i0 + t] : A(0);
   }
-  float adq[kCols];
+  A adq[kCols];
 #pragma unroll
-  for (int x = 0; x < kCols; ++x) adq[x] = 0.0f;
+  for (int x = 0; x < kCols; ++x) adq[x] = A(0);
   const long long s_end = mk.causal ? (i0 + kBM < S ? i0 + kBM : S) : S;
   for (long long j0 = 0; j0 < s_end; j0 += kBN) {
     __syncthreads();
@@ -299,7 +325,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_bwd_dq(
     probs_tile(sp, sds, sq, sk, sdo, sv, slse, sdelta, i0, j0, L, S, E, Ev, scale, mk, bmask, fmask, mb);
     __syncthreads();
     for (int jj = 0; jj < kBN; ++jj) {
-      const float ds = sds[r][jj];
+      const A ds = sds[r][jj];
 #pragma unroll
       for (int x = 0; x < kCols; ++x) {
         const int d = c + kLanes * x;

@@ -161,7 +161,8 @@ KERNELS["pool.cu"] = (_per_dtype("max_pool2d_fwd", among=tuple(d for d in dtypes
                                    among=dtypes.FLOATING))
 
 # attention.cu: the fused scaled_dot_product_attention forward and its backward (delta, dK/dV per key
-# block, dQ per query block) for the dtypes it accumulates in float; 64-bit offsets throughout
+# block, dQ per query block) for the floating dtypes (float accumulation; double for double); 64-bit
+# offsets throughout
 KERNELS["attention.cu"] = tuple(f"{k}<{d.ctype}>" for k in ("attention_fwd", "attention_bwd_delta",
                                                              "attention_bwd_dkdv", "attention_bwd_dq")
-                                for d in (dtypes.float16, dtypes.bfloat16, dtypes.float32))
+                                for d in dtypes.FLOATING)

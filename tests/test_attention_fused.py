@@ -2,7 +2,7 @@
 NumPy primitives on the CPU) against the composite (nn/functional_attention.py's matmul/softmax path,
 the reference) and torch: outputs and gradients of q, k, v and a float mask, for sequence lengths
 that are not multiples of the 16-row tiles, causal, bool and float masks (broadcast), GQA, head dims
-8/64/128, float16/bfloat16; the cases that fall back to the composite; double backward; and peak
+8/64/128, float16/bfloat16/float64; the cases that fall back to the composite; double backward; and peak
 memory that grows linearly, not quadratically, with the sequence length on CUDA."""
 from __future__ import annotations
 
@@ -171,6 +171,19 @@ def test_noncontiguous_inputs_and_partial_requires_grad(device):
     _compare(outs[0], outs[1], 2e-5, 2e-5, "transposed")
 
 
+@pytest.mark.parametrize("name", ["float_mask_heads", "gqa_causal", "long_keys"])
+def test_fused_float64(device, name):
+    """float64 accumulates in double (head dims up to 64): the composite's results to double rounding."""
+    spec, kw = CASES[name]
+    arrays, mask = _case(**spec)
+    grad_mask = mask is not None
+    fused = _run(device, arrays, mask, grad_mask, tl.float64, "fused", **kw)
+    assert fused[0].dtype is tl.float64
+    comp = _run(device, arrays, mask, grad_mask, tl.float64, "composite", **kw)
+    for x, y in zip([fused[0]] + fused[1], [comp[0]] + comp[1]):
+        np.testing.assert_allclose(x.detach().cpu().numpy(), y.detach().cpu().numpy(), rtol=1e-11, atol=1e-12)
+
+
 def test_fused_is_deterministic(device):
     spec, kw = CASES["gqa_causal"]
     arrays, mask = _case(**spec)
@@ -227,7 +240,7 @@ def test_double_backward_matches_composite(device):
         np.testing.assert_allclose(_np(x), _np(y), rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("why", ["dropout", "float64", "head_dim_160", "broadcast_batch", "gqa_off"])
+@pytest.mark.parametrize("why", ["dropout", "float64_head_dim_96", "head_dim_160", "broadcast_batch", "gqa_off"])
 def test_fallback_to_composite(device, why, request):
     """What the kernels do not support runs the composite, with its (torch's) result."""
     qs, ks, dtype, kw = (1, 2, 5, 8), (1, 2, 6, 8), tl.float32, {}
@@ -238,8 +251,8 @@ def test_fallback_to_composite(device, why, request):
         qs = (3, 5, 8)
     elif why == "gqa_off":
         qs = (1, 4, 5, 8)
-    elif why == "float64":
-        dtype = tl.float64
+    elif why == "float64_head_dim_96":
+        qs, ks, dtype = (1, 1, 5, 96), (1, 1, 6, 96), tl.float64
     q = tl.tensor(_rand(qs, 0), device=device, dtype=dtype)
     k = tl.tensor(_rand(ks, 1), device=device, dtype=dtype)
     v = tl.tensor(_rand(ks, 2), device=device, dtype=dtype)

@@ -3,15 +3,15 @@
 front end that prepares their operands, records the autograd node and runs the derivative.
 
 nn/functional_attention.py's composite (matmul, softmax) stays the reference and the fallback:
-`fused_supported` says when the fused path applies (CUDA, float16/bfloat16/float32, head dims
-1..128, no dropout, q/k/v with one batch shape, equal heads or enable_gqa with a multiple, a
-mask broadcastable to the scores without growing them); on the CPU it runs from
-CPU_BLOCKED_MIN_SCORES scores on, where the blocked NumPy primitives hold one key block of
-scores at a time instead of the composite's L x S matrices. The forward keeps the output and the
-per-row log-sum-exp (float32), never the L x S probabilities; the backward recomputes them tile by
-tile. A float mask that requires grad gets dS, written once per (row, key) (its gradient is as
-large as the scores anyway). Under create_graph (double backward) the derivative is written with
-differentiable ops instead (the composite's memory, torch's math)."""
+`fused_supported` says when the fused path applies (CUDA; float16/bfloat16/float32/float64; head
+dims 1..128, 1..64 for float64; no dropout; q/k/v with one batch shape; equal heads or enable_gqa
+with a multiple; a mask broadcastable to the scores without growing them); on the CPU it runs from
+CPU_BLOCKED_MIN_SCORES scores on, where the blocked NumPy primitives hold one key block of scores
+at a time instead of the composite's L x S matrices. The forward keeps the output and the per-row
+log-sum-exp (float32; float64 for float64), never the L x S probabilities; the backward recomputes
+them tile by tile. A float mask that requires grad gets dS, written once per (row, key) (its
+gradient is as large as the scores anyway). Under create_graph (double backward) the derivative
+is written with differentiable ops instead (the composite's memory, torch's math)."""
 from __future__ import annotations
 
 import math
@@ -29,7 +29,8 @@ registry.register(
 )
 
 MAX_HEAD_DIM = 128
-FUSED_DTYPES = (dtypes.float16, dtypes.bfloat16, dtypes.float32)
+MAX_HEAD_DIM_FLOAT64 = 64  # double tiles are twice as wide in the kernels' shared memory
+FUSED_DTYPES = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
 CPU_BLOCKED_MIN_SCORES = 1 << 24  # B * H * L * S from which the CPU runs the blocked primitives
 _MAX_LEAD_DIMS = 8  # the kernels' StridedLayout of the mask's (batch..., head) dims
 
@@ -60,7 +61,8 @@ def fused_supported(query, key, value, attn_mask=None, dropout_p=0.0, enable_gqa
     if not (query.device == key.device == value.device) or not (query.dim() == key.dim() == value.dim() >= 2):
         return False
     E, Ev = query.shape[-1], value.shape[-1]
-    if not (1 <= E <= MAX_HEAD_DIM and 1 <= Ev <= MAX_HEAD_DIM) or key.shape[-1] != E:
+    most = MAX_HEAD_DIM_FLOAT64 if query.dtype is dtypes.float64 else MAX_HEAD_DIM
+    if not (1 <= E <= most and 1 <= Ev <= most) or key.shape[-1] != E:
         return False
     (bq, hq), (bk, hk), (bv, hv) = _lead(query), _lead(key), _lead(value)
     if not (bq == bk == bv) or key.shape[-2] != value.shape[-2] or hk != hv:
@@ -88,7 +90,8 @@ def attention(query, key, value, attn_mask=None, is_causal=False, scale=None):
     v = value.contiguous().reshape(B, hk, S, Ev)
     mask = None if attn_mask is None else attn_mask.expand(*batch, hq, L, S)
     out = empty_tensor((B, hq, L, Ev), query.dtype, query.device)
-    lse = empty_tensor((B, hq, L), dtypes.float32, query.device)
+    lse = empty_tensor((B, hq, L), dtypes.float64 if query.dtype is dtypes.float64 else dtypes.float32,
+                       query.device)
     q._backend.attention_fwd(out, lse, q, k, v, mask, bool(is_causal), s)
     float_mask = mask is not None and mask.dtype is not dtypes.bool
     inputs = (q, k, v, mask) if float_mask else (q, k, v)

@@ -4,7 +4,7 @@ math (online softmax, backward from the saved per-row log-sum-exp), so no L x S 
 held: each step holds one [B, Hq, L, block] tile. float16/bfloat16 accumulate in float32.
 
 Operands as ops/attention.py prepares them: q [B, Hq, L, E], k [B, Hk, S, E], v [B, Hk, S, Ev],
-out / dout [B, Hq, L, Ev], lse [B, Hq, L] float32; `mask` None or a bool / float tensor of shape
+out / dout [B, Hq, L, Ev], lse [B, Hq, L] float32 (float64 for float64); `mask` None or a bool / float tensor of shape
 (*batch, Hq, L, S) with broadcast strides (read one key block at a time)."""
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def attention_fwd(out, lse, q, k, v, mask, is_causal, scale):
     np.copyto(array(out), np.where(dead, 0.0, o / np.where(dead, 1.0, sm)).astype(array(out).dtype))
     with np.errstate(divide="ignore"):
         np.copyto(array(lse), np.where(dead, -np.inf, mx + np.log(np.where(dead, 1.0, sm)))[..., 0]
-                  .astype(np.float32))
+                  .astype(array(lse).dtype))
 
 
 def attention_bwd(dq, dk, dv, dmask, dout, q, k, v, out, lse, mask, is_causal, scale):

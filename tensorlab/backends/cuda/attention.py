@@ -2,7 +2,7 @@
 scaled_dot_product_attention forward and backward of kernels/attention.cu.
 
 Operands (the front end, ops/attention.py, prepares them): q [B, Hq, L, E], k [B, Hk, S, E],
-v [B, Hk, S, Ev], out / dout [B, Hq, L, Ev] contiguous, lse [B, Hq, L] float32; `mask` None or a
+v [B, Hk, S, Ev], out / dout [B, Hq, L, Ev] contiguous, lse [B, Hq, L] float32 (float64 for float64); `mask` None or a
 bool / float tensor of shape (*batch, Hq, L, S) with broadcast (zero) strides, read in place."""
 from __future__ import annotations
 
@@ -49,6 +49,11 @@ def _mask_args(mask, is_causal, q_op):
     return (p, _ptr(q_op), rec[()], lead) if rec["mode"] == 1 else (_ptr(q_op), p, rec[()], lead)
 
 
+def _acc_scalar(x, q_op):
+    """A value of the kernels' accumulation type (AccT<T>: double for double, else float)."""
+    return np.float64(x) if q_op.dtype.name == "float64" else np.float32(x)
+
+
 def _geometry(q, k, v):
     B, Hq, L, E = q.layout.shape
     Hk, S = k.layout.shape[1], k.layout.shape[2]
@@ -64,13 +69,13 @@ def attention_fwd(out, lse, q, k, v, mask, is_causal, scale):
     bm, fm, margs, lead = _mask_args(mask, is_causal, a)
     K.launch("attention.cu", f"attention_fwd<{o.dtype.ctype}>", dev,
              (_ptr(o), _ptr(ls), _ptr(a), _ptr(b), _ptr(c), bm, fm, np.int64(L), np.int64(S), np.int32(E),
-              np.int32(Ev), np.int32(Hq // Hk), np.int32(Hq), np.float32(scale), margs, lead),
+              np.int32(Ev), np.int32(Hq // Hk), np.int32(Hq), _acc_scalar(scale, a), margs, lead),
              grid=(-(-L // _BM), B * Hq), block=_THREADS)
 
 
 def attention_bwd(dq, dk, dv, dmask, dout, q, k, v, out, lse, mask, is_causal, scale):
     """dq, dk, dv (and dmask, the float mask's gradient [B, Hq, L, S], unless None) of the fused
-    forward; delta = rowsum(dout * out) goes through a float32 scratch of [B, Hq, L]."""
+    forward; delta = rowsum(dout * out) goes through a scratch like lse."""
     from ...ops._common import empty_tensor
     (gq, gk, gv, go, a, b, c, o, ls), dev = _ops(dq, dk, dv, dout, q, k, v, out, lse)
     B, Hq, Hk, L, S, E, Ev = _geometry(a, b, c)
@@ -83,7 +88,7 @@ def attention_bwd(dq, dk, dv, dmask, dout, q, k, v, out, lse, mask, is_causal, s
                                                                      np.int32(Ev)), n=rows)
     bm, fm, margs, lead = _mask_args(mask, is_causal, a)
     common = (np.int64(L), np.int64(S), np.int32(E), np.int32(Ev), np.int32(Hq // Hk), np.int32(Hq),
-              np.float32(scale), margs, lead)
+              _acc_scalar(scale, a), margs, lead)
     if S and B * Hk:
         if dmask is not None:
             (gm,), _ = _ops(dmask)
