@@ -91,7 +91,7 @@ __device__ __forceinline__ void load_tile(A (*dst)[kLd], const T* src, long long
 }
 }  // namespace
 
-// grid (ceil(L / kBM), BH)
+// grid (BH, ceil(L / kBM))
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1) attention_fwd(T* __restrict__ out, AccT<T>* __restrict__ lse,
                                                           const T* __restrict__ q, const T* __restrict__ k,
@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_fwd(T* __restrict__ out
   __shared__ A sk[kBN][kLd];
   __shared__ A sv[kBN][kLd];
   __shared__ A sp[kBM][kBN];
-  const long long bh = blockIdx.y, i0 = static_cast<long long>(blockIdx.x) * kBM;
+  const long long bh = blockIdx.x, i0 = static_cast<long long>(blockIdx.y) * kBM;
   const long long kvh = (bh / Hq) * (Hq / group) + (bh % Hq) / group;
   const int t = threadIdx.x, r = t / kLanes, c = t % kLanes;
   const long long i = i0 + r;
@@ -218,7 +218,7 @@ __device__ __forceinline__ void probs_tile(A (*sp)[kBN], A (*sds)[kBN], const A 
   }
 }
 
-// grid (ceil(S / kBN), BHk): dK and dV of one key block of one key/value head, summed over the
+// grid (BHk, ceil(S / kBN)): dK and dV of one key block of one key/value head, summed over the
 // group's query heads and every query block in order. dmask (if want_dmask): contiguous [BH, L, S].
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1) attention_bwd_dkdv(
@@ -235,7 +235,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_bwd_dkdv(
   __shared__ A sp[kBM][kBN];
   __shared__ A sds[kBM][kBN];
   __shared__ A slse[kBM], sdelta[kBM];
-  const long long kvh = blockIdx.y, j0 = static_cast<long long>(blockIdx.x) * kBN;
+  const long long kvh = blockIdx.x, j0 = static_cast<long long>(blockIdx.y) * kBN;
   const int Hk = Hq / group;
   const long long b = kvh / Hk, hk = kvh % Hk;
   const int t = threadIdx.x, r = t / kLanes, c = t % kLanes;  // r: the key row of the block this thread sums
@@ -288,7 +288,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_bwd_dkdv(
   }
 }
 
-// grid (ceil(L / kBM), BH): dQ of one query block, summed over the key blocks in order.
+// grid (BH, ceil(L / kBM)): dQ of one query block, summed over the key blocks in order.
 template <typename T>
 __global__ void __launch_bounds__(kThreads, 1) attention_bwd_dq(
     T* __restrict__ dq, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
@@ -303,7 +303,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_bwd_dq(
   __shared__ A sp[kBM][kBN];
   __shared__ A sds[kBM][kBN];
   __shared__ A slse[kBM], sdelta[kBM];
-  const long long bh = blockIdx.y, i0 = static_cast<long long>(blockIdx.x) * kBM;
+  const long long bh = blockIdx.x, i0 = static_cast<long long>(blockIdx.y) * kBM;
   const long long kvh = (bh / Hq) * (Hq / group) + (bh % Hq) / group;
   const int t = threadIdx.x, r = t / kLanes, c = t % kLanes;
   const long long mb = mk.mode ? mask_base(bh, ml) : 0;

@@ -32,7 +32,8 @@ MAX_HEAD_DIM = 128
 MAX_HEAD_DIM_FLOAT64 = 64  # double tiles are twice as wide in the kernels' shared memory
 FUSED_DTYPES = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
 CPU_BLOCKED_MIN_SCORES = 1 << 24  # B * H * L * S from which the CPU runs the blocked primitives
-_MAX_LEAD_DIMS = 8  # the kernels' StridedLayout of the mask's (batch..., head) dims
+_MAX_LEAD_DIMS = 8
+_MAX_SEQ = 65535 * 16  # the kernels' grid: 16-row blocks along gridDim.y  # the kernels' StridedLayout of the mask's (batch..., head) dims
 
 
 def _lead(t):
@@ -68,6 +69,8 @@ def fused_supported(query, key, value, attn_mask=None, dropout_p=0.0, enable_gqa
     if not (bq == bk == bv) or key.shape[-2] != value.shape[-2] or hk != hv:
         return False
     if hq != hk and not (enable_gqa and hq % hk == 0):
+        return False
+    if max(query.shape[-2], key.shape[-2]) > _MAX_SEQ:
         return False
     if attn_mask is not None:
         if attn_mask.device != query.device or (attn_mask.dtype is not dtypes.bool and attn_mask.dtype != query.dtype):

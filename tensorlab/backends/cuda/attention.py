@@ -70,7 +70,7 @@ def attention_fwd(out, lse, q, k, v, mask, is_causal, scale):
     K.launch("attention.cu", f"attention_fwd<{o.dtype.ctype}>", dev,
              (_ptr(o), _ptr(ls), _ptr(a), _ptr(b), _ptr(c), bm, fm, np.int64(L), np.int64(S), np.int32(E),
               np.int32(Ev), np.int32(Hq // Hk), np.int32(Hq), _acc_scalar(scale, a), margs, lead),
-             grid=(-(-L // _BM), B * Hq), block=_THREADS)
+             grid=(B * Hq, -(-L // _BM)), block=_THREADS)
 
 
 def attention_bwd(dq, dk, dv, dmask, dout, q, k, v, out, lse, mask, is_causal, scale):
@@ -97,8 +97,8 @@ def attention_bwd(dq, dk, dv, dmask, dout, q, k, v, out, lse, mask, is_causal, s
             gmp, want = _ptr(gk), 0
         K.launch("attention.cu", f"attention_bwd_dkdv<{ct}>", dev,
                  (_ptr(gk), _ptr(gv), gmp, _ptr(a), _ptr(b), _ptr(c), _ptr(go), _ptr(ls), _ptr(dl), bm, fm)
-                 + common + (np.int32(want),), grid=(-(-S // _BN), B * Hk), block=_THREADS)
+                 + common + (np.int32(want),), grid=(B * Hk, -(-S // _BN)), block=_THREADS)
     if rows:
         K.launch("attention.cu", f"attention_bwd_dq<{ct}>", dev,
                  (_ptr(gq), _ptr(a), _ptr(b), _ptr(c), _ptr(go), _ptr(ls), _ptr(dl), bm, fm) + common,
-                 grid=(-(-L // _BM), B * Hq), block=_THREADS)
+                 grid=(B * Hq, -(-L // _BM)), block=_THREADS)
