@@ -44,7 +44,7 @@ def _run(device, arrays, mask, grad_mask, dtype, path, **kw):
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=enable_gqa, **kw)
             assert _launches("attention_fwd") == before + 1, "F.scaled_dot_product_attention did not run the kernel"
         else:  # the CPU's F.scaled_dot_product_attention stays the composite: call the fused path itself
-            out = A.attention(q, k, v, m, kw.get("is_causal", False), kw.get("scale"))
+            out = A.attention(q, k, v, m, kw.get("is_causal", False), kw.get("scale"), enable_gqa)
     else:
         import tensorlab.nn.functional_attention as FA
         saved, A.fused_supported = A.fused_supported, lambda *a, **k: False
@@ -184,6 +184,19 @@ def test_fused_float64(device, name):
         np.testing.assert_allclose(x.detach().cpu().numpy(), y.detach().cpu().numpy(), rtol=1e-11, atol=1e-12)
 
 
+def test_fused_path_does_not_wait_for_the_device(device):
+    """Forward and backward queue their kernels without a host wait (causal, float mask, GQA)."""
+    arrays = [_rand((1, 4, 9, 8), 0), _rand((1, 2, 11, 8), 1), _rand((1, 2, 11, 8), 2)]
+    q, k, v = (tl.tensor(a, device=device, requires_grad=True) for a in arrays)
+    m = tl.tensor(_rand((9, 11), 3), device=device, requires_grad=True)
+    fn = F.scaled_dot_product_attention if device == "cuda" else A.attention
+    fn(q, k, v, m, enable_gqa=True).sum().backward()  # first use: module loads
+    with tl.cuda.sync_trace() as trace:
+        fn(q, k, v, m, enable_gqa=True).sum().backward()
+        fn(q, k[:, :, :9], v[:, :, :9], is_causal=True, enable_gqa=True).sum().backward()
+    assert len(trace) == 0, str(trace)
+
+
 def test_fused_is_deterministic(device):
     spec, kw = CASES["gqa_causal"]
     arrays, mask = _case(**spec)
@@ -224,7 +237,7 @@ def test_double_backward_matches_composite(device):
         q, k, v = (tl.tensor(a, device=device, requires_grad=True) for a in arrays[:3])
         m = tl.tensor(mask, device=device)
         if path == "fused" and device == "cpu":
-            out = A.attention(q, k, v, m)
+            out = A.attention(q, k, v, m, enable_gqa=True)
         elif path == "fused":
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True)
         else:

@@ -187,7 +187,7 @@ def _fused_sdpa(m, q, k, v, mask=None, **kw):
         return m.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, **kw)
     from tensorlab.ops import attention
     assert attention.fused_supported(q, k, v, mask, 0.0, kw.get("enable_gqa", False), devices=(q.device.type,))
-    return attention.attention(q, k, v, mask, kw.get("is_causal", False), kw.get("scale"))
+    return attention.attention(q, k, v, mask, kw.get("is_causal", False), kw.get("scale"), kw.get("enable_gqa", False))
 
 
 # the fused scaled_dot_product_attention (ops/attention.py): q, k, v and float-mask gradients

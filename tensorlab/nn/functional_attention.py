@@ -68,7 +68,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         _check_tensor(attn_mask, "scaled_dot_product_attention", "attn_mask")
         _check_mask_dtype(attn_mask, query)
     if _attn.fused_supported(query, key, value, attn_mask, dropout_p, enable_gqa):
-        return _attn.attention(query, key, value, attn_mask, is_causal, scale)
+        return _attn.attention(query, key, value, attn_mask, is_causal, scale, enable_gqa)
     if enable_gqa and query.dim() >= 3 and key.dim() >= 3:
         hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
         if hq % hk or hq % hv:

@@ -81,10 +81,14 @@ def fused_supported(query, key, value, attn_mask=None, dropout_p=0.0, enable_gqa
     return True
 
 
-def attention(query, key, value, attn_mask=None, is_causal=False, scale=None):
-    """softmax(q k^T scale + mask) v by the fused primitives; the caller checked fused_supported."""
+def attention(query, key, value, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
+    """softmax(q k^T scale + mask) v by the fused primitives (F.scaled_dot_product_attention's
+    arguments but dropout); the caller checked fused_supported."""
     batch, hq = _lead(query)
     _, hk = _lead(key)
+    if hq != hk and not enable_gqa:
+        raise RuntimeError(f"scaled_dot_product_attention: query has {hq} heads and key/value {hk}: pass "
+                           f"enable_gqa=True to share each key/value head among {hq // max(hk, 1)} query heads")
     L, E, S, Ev = query.shape[-2], query.shape[-1], key.shape[-2], value.shape[-1]
     B = math.prod(batch)
     s = 1.0 / math.sqrt(E) if scale is None else float(scale)
