@@ -357,3 +357,32 @@ def test_fused_memory_grows_linearly_with_sequence_length(device):
     # the composite holds the scores: at the longer length it needs several L x S float32 matrices
     comp = _peak_bytes(device, 144, "composite")
     assert comp > large + 2 * 144 * 144 * 4, (comp, large)
+
+
+def test_injected_faults_leave_inputs_unchanged(device):
+    """Every allocation, copy and launch of the fused forward + backward may fail: q, k, v and the
+    mask keep their values and metadata, and the same call then succeeds with the same gradients.
+    (Gradients already accumulated into other leaves' .grad when a later step fails are the
+    engine's affair, as in torch.)"""
+    from tensorlab.testing import InjectedFault, assert_unchanged, fault_points, inject_fault, snapshot
+    q, k, v = (tl.tensor(_rand(s, i), device=device, requires_grad=True)
+               for i, s in enumerate([(1, 2, 5, 8), (1, 1, 6, 8), (1, 1, 6, 8)]))
+    m = tl.tensor(_rand((5, 6), 3), device=device, requires_grad=True)
+    sdpa = F.scaled_dot_product_attention if device == "cuda" else A.attention
+
+    def fn():
+        for t in (q, k, v, m):
+            t.grad = None
+        sdpa(q, k, v, m, enable_gqa=True).sum().backward()
+        return [_np(t.grad) for t in (q, k, v, m)]
+    want = fn()
+    points = fault_points(fn)
+    assert points
+    for kind, n in points:
+        snap = snapshot(q, k, v, m)
+        with inject_fault(kind, n) as plan, pytest.raises(InjectedFault):
+            fn()
+        assert plan.fired
+        assert_unchanged(snap)
+    for got, ref in zip(fn(), want):
+        np.testing.assert_array_equal(got, ref)
