@@ -126,6 +126,37 @@ def test_fused_matches_composite_and_torch(device, name, request):
     _compare([fused[0]] + fused[1], [ref[0]] + ref[1], 2e-5, 2e-5, f"{name} fused vs torch")
 
 
+def _random_cases(n, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        L, S = (int(x) for x in rng.integers(1, 41, 2))
+        E, Ev = int(rng.choice([1, 3, 8, 16, 33])), int(rng.choice([1, 5, 8, 24]))
+        hk = int(rng.integers(1, 3))
+        hq = hk * int(rng.integers(1, 3))
+        b = int(rng.integers(1, 3))
+        kind = str(rng.choice(["none", "causal", "bool", "float"]))
+        out.append(pytest.param((b, hq, hk, L, S, E, Ev, kind, int(rng.integers(1 << 30))),
+                                id=f"b{b}h{hq}/{hk}L{L}S{S}E{E}Ev{Ev}-{kind}"))
+    return out
+
+
+@pytest.mark.parametrize("case", _random_cases(12, 2024))
+def test_fused_random_shapes(device, case):
+    """Random small geometries (sequence lengths 1..40, head dims 1..33, GQA, every mask kind):
+    fused and composite agree on outputs and every gradient."""
+    b, hq, hk, L, S, E, Ev, kind, seed = case
+    arrays = [_rand((b, hq, L, E), seed), _rand((b, hk, S, E), seed + 1), _rand((b, hk, S, Ev), seed + 2),
+              _rand((b, hq, L, Ev), seed + 3)]
+    rng = np.random.default_rng(seed)
+    mask = {"bool": rng.random((hq, 1, S)) > 0.3, "float": _rand((L, S), seed + 4)}.get(kind)
+    kw = dict(is_causal=kind == "causal", enable_gqa=hq != hk)
+    grad_mask = kind == "float"
+    fused = _run(device, arrays, mask, grad_mask, tl.float32, "fused", **kw)
+    comp = _run(device, arrays, mask, grad_mask, tl.float32, "composite", **kw)
+    _compare([fused[0]] + fused[1], [comp[0]] + comp[1], 3e-5, 3e-5, str(case))
+
+
 @pytest.mark.parametrize("dtype,tol", [(tl.float16, 2e-3), (tl.bfloat16, 2e-2)])
 @pytest.mark.parametrize("name", ["causal", "float_mask_heads", "gqa_causal"])
 def test_fused_half_precision(device, name, dtype, tol):
