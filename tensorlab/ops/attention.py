@@ -32,8 +32,8 @@ MAX_HEAD_DIM = 128
 MAX_HEAD_DIM_FLOAT64 = 64  # double tiles are twice as wide in the kernels' shared memory
 FUSED_DTYPES = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
 CPU_BLOCKED_MIN_SCORES = 1 << 24  # B * H * L * S from which the CPU runs the blocked primitives
-_MAX_LEAD_DIMS = 8
-_MAX_SEQ = 65535 * 16  # the kernels' grid: 16-row blocks along gridDim.y  # the kernels' StridedLayout of the mask's (batch..., head) dims
+_MAX_LEAD_DIMS = 8  # the kernels' StridedLayout of the mask's (batch..., head) dims
+_MAX_SEQ = 65535 * 16  # the kernels' grid: 16-row blocks along gridDim.y
 
 
 def _lead(t):
