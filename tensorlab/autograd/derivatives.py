@@ -1004,7 +1004,7 @@ DERIVATIVES.update({
 def _attention_fwd(ctx, g):
     from ..ops import attention
     i = ctx.info
-    float_mask = len(ctx._metas) == 4
+    float_mask = i["float_mask"]  # the mask is input 3
     dq, dk, dv, dm = attention.attention_backward(g, ctx.saved(0), ctx.saved(1), ctx.saved(2), ctx.result(), i["lse"],
                                                   i["mask"], i["is_causal"], i["scale"], float_mask and ctx.needs(3))
     return (dq, dk, dv, dm) if float_mask else (dq, dk, dv)

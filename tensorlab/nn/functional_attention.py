@@ -1,4 +1,5 @@
-"""Attention as compositions of matmul and softmax: scaled_dot_product_attention (torch's math
+"""Attention as compositions of matmul and softmax (on CUDA, scaled_dot_product_attention runs
+ops/attention.py's fused kernels where they apply): scaled_dot_product_attention (torch's math
 reference path: q and k each scaled by sqrt(scale), rows that mask out every key give zeros,
 as torch's _safe_softmax) and multi_head_attention_forward (torch.nn.functional's, sequence-first)."""
 from __future__ import annotations

@@ -103,7 +103,7 @@ def attention(query, key, value, attn_mask=None, is_causal=False, scale=None, en
     float_mask = mask is not None and mask.dtype is not dtypes.bool
     inputs = (q, k, v, mask) if float_mask else (q, k, v)
     out = autograd_hooks.record(out, "attention_fwd", inputs, lse=lse, mask=mask, is_causal=bool(is_causal),
-                                scale=s)
+                                scale=s, float_mask=float_mask)
     return out.reshape(*batch, hq, L, Ev) if len(query.shape) >= 3 else out.reshape(L, Ev)
 
 
