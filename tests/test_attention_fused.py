@@ -2,7 +2,8 @@
 NumPy primitives on the CPU) against the composite (nn/functional_attention.py's matmul/softmax path,
 the reference) and torch: outputs and gradients of q, k, v and a float mask, for sequence lengths
 that are not multiples of the 16-row tiles, causal, bool and float masks (broadcast), GQA, head dims
-8/64/128, float16/bfloat16/float64; the cases that fall back to the composite; double backward; and peak
+8/64/128, random small geometries, float16/bfloat16/float64, transposed inputs; the cases that fall
+back to the composite; double backward; determinism; no host waits; injected faults; and peak
 memory that grows linearly, not quadratically, with the sequence length on CUDA."""
 from __future__ import annotations
 
