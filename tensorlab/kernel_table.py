@@ -166,3 +166,9 @@ KERNELS["norm.cu"] = _per_dtype("layer_norm_fwd", "layer_norm_bwd", "layer_norm_
                                 among=(dtypes.float16, dtypes.bfloat16, dtypes.float32))
 # embedding.cu: embedding's weight gradient as a segmented sum over the sorted indices, the floating dtypes
 KERNELS["embedding.cu"] = _per_dtype("embedding_bwd", among=dtypes.FLOATING)
+# attention.cu: the fused scaled_dot_product_attention forward and its backward (delta, dK/dV per key
+# block, dQ per query block) for the floating dtypes (float accumulation; double for double); 64-bit
+# offsets throughout
+KERNELS["attention.cu"] = tuple(f"{k}<{d.ctype}>" for k in ("attention_fwd", "attention_bwd_delta",
+                                                             "attention_bwd_dkdv", "attention_bwd_dq")
+                                for d in dtypes.FLOATING)

@@ -1043,3 +1043,15 @@ DERIVATIVES.update({
     "native_rms_norm": Derivative(_native_norm(True), save=_norm_saves, name="FusedRmsNormBackward0"),
     "embedding": Derivative(_embedding, name="EmbeddingBackward0"),
 })
+# -- fused attention (ops/attention.py): the backward recomputes the probabilities from the saved lse --
+def _attention_fwd(ctx, g):
+    from ..ops import attention
+    i = ctx.info
+    float_mask = i["float_mask"]  # the mask is input 3
+    dq, dk, dv, dm = attention.attention_backward(g, ctx.saved(0), ctx.saved(1), ctx.saved(2), ctx.result(), i["lse"],
+                                                  i["mask"], i["is_causal"], i["scale"], float_mask and ctx.needs(3))
+    return (dq, dk, dv, dm) if float_mask else (dq, dk, dv)
+
+
+DERIVATIVES["attention_fwd"] = Derivative(_attention_fwd, save=(0, 1, 2), result=True,
+                                          name="ScaledDotProductFlashAttentionBackward0")

@@ -1,4 +1,5 @@
-"""Attention as compositions of matmul and softmax: scaled_dot_product_attention (torch's math
+"""Attention as compositions of matmul and softmax (on CUDA, scaled_dot_product_attention runs
+ops/attention.py's fused kernels where they apply): scaled_dot_product_attention (torch's math
 reference path: q and k each scaled by sqrt(scale), rows that mask out every key give zeros,
 as torch's _safe_softmax) and multi_head_attention_forward (torch.nn.functional's, sequence-first)."""
 from __future__ import annotations
@@ -8,6 +9,7 @@ import math
 import tensorlab as _tl
 
 from .. import dtypes
+from ..ops import attention as _attn
 from .functional import _check_tensor, dropout, linear, softmax
 
 
@@ -66,6 +68,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if attn_mask is not None:
         _check_tensor(attn_mask, "scaled_dot_product_attention", "attn_mask")
         _check_mask_dtype(attn_mask, query)
+    if _attn.fused_supported(query, key, value, attn_mask, dropout_p, enable_gqa):
+        return _attn.attention(query, key, value, attn_mask, is_causal, scale, enable_gqa)
     if enable_gqa and query.dim() >= 3 and key.dim() >= 3:
         hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
         if hq % hk or hq % hv:

@@ -15,6 +15,7 @@ FAMILIES = ("creation", "copy", "resize", "views", "indexing", "random",
             "linalg_legacy", "tensor_algebra")
 FAMILIES += ("conv", "pool")
 FAMILIES += ("norm_fused",)
+FAMILIES += ("attention",)
 
 
 def modules():

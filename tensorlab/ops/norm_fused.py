@@ -28,8 +28,9 @@ _F = "norm_fused"
 registry.register(
     OpDef("native_layer_norm", _F, "layer_norm_fwd", KEEP),
     OpDef("native_rms_norm", _F, "layer_norm_fwd", KEEP),
-    OpDef("native_layer_norm_backward", _F, "layer_norm_bwd", KEEP),
-    OpDef("embedding_dense_backward", _F, "embedding_bwd", KEEP),
+    # the backward ops are not recorded: a double backward goes through the composites (see above)
+    OpDef("native_layer_norm_backward", _F, "layer_norm_bwd", KEEP, differentiable=False),
+    OpDef("embedding_dense_backward", _F, "embedding_bwd", KEEP, differentiable=False),
 )
 FUNCTIONS = ()
 

@@ -4,6 +4,7 @@ from .creation import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
+from .attention import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .pool import *  # noqa: F401,F403
 from .memory import *  # noqa: F401,F403

@@ -1,0 +1,344 @@
+// Fused scaled-dot-product attention (flash-attention style): forward and backward.
+//
+// Layout (the host makes every operand contiguous): q [BH, L, E], k [BHk, S, E], v [BHk, S, Ev],
+// out/dout [BH, L, Ev], lse/delta [BH, L] (float; double for double), with BH = batch * Hq and BHk = batch * Hk; the
+// query head h of batch b reads key/value head b * Hk + h / group (group = Hq / Hk: GQA). The
+// mask (mode 1 bool keeps True, 2 additive float of type T) is read through its broadcast strides:
+// `ml` is the layout of its leading (batch..., head) dims expanded to (batch..., Hq), ms_l and
+// ms_s the strides of its last two dims (0 where broadcast).
+//
+// The forward walks key blocks of kBN with an online softmax (running max m and sum l per row),
+// so no L x S matrix exists anywhere; it stores out and the row's log-sum-exp lse = m + log(l)
+// (-inf for a row whose every key is masked out: its output is 0, as the composite's
+// _safe_softmax gives). The backward recomputes P = exp(s - lse) per tile: attention_bwd_dkdv owns
+// one key block of one key/value head and loops over every query row of the group's heads
+// (dV = P^T dO, dK = scale dS^T Q with dS = P (dO V^T - delta), delta = rowsum(dO * out) from
+// attention_bwd_delta), attention_bwd_dq owns one query block (dQ = scale dS K). Each gradient
+// element is written by one thread after a fixed-order sum: deterministic, no atomics. With
+// want_dmask, attention_bwd_dkdv also stores dS (the float mask's gradient) per (row, key).
+//
+// Geometry: 128 threads per block, tiles of kBM = 16 query rows by kBN = 16 keys, head dims up to
+// Acc<T>::kMaxE (128; 64 for double, whose tiles are twice as wide). Thread t works on row (or key)
+// t / 8 and on columns t % 8 + 8 i. Tiles are kept in the accumulation type A (float; double for
+// double) in static shared memory under 48 KB (rows padded by one element against bank conflicts),
+// accumulators in A registers.
+#include "tensorlab/reduce.cuh"
+
+namespace {
+constexpr int kThreads = 128;
+constexpr int kBM = 16;
+constexpr int kBN = 16;
+constexpr int kLanes = 8;                    // threads per row
+constexpr int kTile = kBM * kBN / kThreads;  // score-tile entries per thread
+
+// Accumulation type and head-dim limit per element type; kLd is the tiles' padded row pitch.
+template <typename T> struct Acc {
+  using A = float;
+  static constexpr int kMaxE = 128;
+};
+template <> struct Acc<double> {
+  using A = double;
+  static constexpr int kMaxE = 64;
+};
+#define TL_ATTN_TYPES                        \
+  using A = typename Acc<T>::A;              \
+  constexpr int kMaxE = Acc<T>::kMaxE;       \
+  constexpr int kLd = kMaxE + 1;             \
+  constexpr int kCols = kMaxE / kLanes;      \
+  const A kNegInf = -tl::Bounds<A>::highest()
+
+template <typename T> using AccT = typename Acc<T>::A;
+
+template <typename A>
+__device__ __forceinline__ A neg_inf() { return -tl::Bounds<A>::highest(); }
+
+template <typename A>
+__device__ __forceinline__ A amax(A a, A b) { return b > a ? b : a; }
+
+struct MaskArgs {
+  int mode;        // 0 none, 1 bool (keep True), 2 additive float
+  int causal;      // keep key j <= query i (top-left aligned, as tril on (L, S))
+  long long ms_l;  // mask strides of the query and key dims
+  long long ms_s;
+};
+
+// Offset of the mask's (batch..., head) `bh` in elements.
+__device__ __forceinline__ long long mask_base(long long bh, const tl::StridedLayout<long long>& ml) {
+  return tl::offset_of(bh, ml);
+}
+
+// The masked, scaled score of query i and key j (both in range), given the raw dot product.
+template <typename T, typename A>
+__device__ __forceinline__ A masked(A dot, A scale, long long i, long long j, MaskArgs m, const bool* bmask,
+                                    const T* fmask, long long mb) {
+  A s = dot * scale;
+  if (m.causal && j > i) return neg_inf<A>();
+  if (m.mode == 1) {
+    if (!bmask[mb + i * m.ms_l + j * m.ms_s]) return neg_inf<A>();
+  } else if (m.mode == 2) {
+    s += static_cast<A>(tl::widen(fmask[mb + i * m.ms_l + j * m.ms_s]));
+  }
+  return s;
+}
+
+// rows x n elements of a contiguous [*, n] matrix starting at row r0 (rows past `limit` read 0)
+template <typename T, typename A, int kLd>
+__device__ __forceinline__ void load_tile(A (*dst)[kLd], const T* src, long long r0, long long limit, int rows, int n) {
+  for (int idx = threadIdx.x; idx < rows * n; idx += kThreads) {
+    const int r = idx / n, c = idx - r * n;
+    dst[r][c] = r0 + r < limit ? static_cast<A>(tl::widen(src[(r0 + r) * n + c])) : A(0);
+  }
+}
+}  // namespace
+
+// grid (BH, ceil(L / kBM))
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 1) attention_fwd(T* __restrict__ out, AccT<T>* __restrict__ lse,
+                                                          const T* __restrict__ q, const T* __restrict__ k,
+                                                          const T* __restrict__ v, const bool* __restrict__ bmask,
+                                                          const T* __restrict__ fmask, long long L, long long S, int E,
+                                                          int Ev, int group, int Hq, AccT<T> scale, MaskArgs mk,
+                                                          tl::StridedLayout<long long> ml) {
+  TL_ATTN_TYPES;
+  __shared__ A sq[kBM][kLd];
+  __shared__ A sk[kBN][kLd];
+  __shared__ A sv[kBN][kLd];
+  __shared__ A sp[kBM][kBN];
+  const long long bh = blockIdx.x, i0 = static_cast<long long>(blockIdx.y) * kBM;
+  const long long kvh = (bh / Hq) * (Hq / group) + (bh % Hq) / group;
+  const int t = threadIdx.x, r = t / kLanes, c = t % kLanes;
+  const long long i = i0 + r;
+  const long long mb = mk.mode ? mask_base(bh, ml) : 0;
+  const T* qb = q + bh * L * E;
+  const T* kb = k + kvh * S * E;
+  const T* vb = v + kvh * S * Ev;
+  load_tile(sq, qb, i0, L, kBM, E);
+  A acc[kCols];
+#pragma unroll
+  for (int x = 0; x < kCols; ++x) acc[x] = A(0);
+  A m = kNegInf, l = A(0);
+  const long long s_end = mk.causal ? (i0 + kBM < S ? i0 + kBM : S) : S;
+  for (long long j0 = 0; j0 < s_end; j0 += kBN) {
+    __syncthreads();  // the previous tile's readers are done
+    load_tile(sk, kb, j0, S, kBN, E);
+    load_tile(sv, vb, j0, S, kBN, Ev);
+    __syncthreads();
+#pragma unroll
+    for (int x = 0; x < kTile; ++x) {
+      const int jj = c + kLanes * x;
+      const long long j = j0 + jj;
+      A s = kNegInf;
+      if (i < L && j < S) {
+        A dot = A(0);
+        for (int e = 0; e < E; ++e) dot += sq[r][e] * sk[jj][e];
+        s = masked(dot, scale, i, j, mk, bmask, fmask, mb);
+      }
+      sp[r][jj] = s;
+    }
+    __syncthreads();
+    A tmax = kNegInf;
+    for (int jj = 0; jj < kBN; ++jj) tmax = amax(tmax, sp[r][jj]);
+    const A m_new = amax(m, tmax);
+    if (m_new != kNegInf) {  // else every key so far is masked out: nothing to add
+      const A alpha = m == kNegInf ? A(0) : tl::m_exp(m - m_new);
+      A psum = A(0);
+      A p[kBN];
+#pragma unroll
+      for (int jj = 0; jj < kBN; ++jj) {
+        p[jj] = tl::m_exp(sp[r][jj] - m_new);
+        psum += p[jj];
+      }
+      l = l * alpha + psum;
+#pragma unroll
+      for (int x = 0; x < kCols; ++x) {
+        const int d = c + kLanes * x;
+        if (d < Ev) {
+          A a = acc[x] * alpha;
+#pragma unroll
+          for (int jj = 0; jj < kBN; ++jj) a += p[jj] * sv[jj][d];
+          acc[x] = a;
+        }
+      }
+      m = m_new;
+    }
+  }
+  if (i < L) {
+    const A inv = l > A(0) ? A(1) / l : A(0);
+    T* ob = out + (bh * L + i) * Ev;
+#pragma unroll
+    for (int x = 0; x < kCols; ++x) {
+      const int d = c + kLanes * x;
+      if (d < Ev) ob[d] = tl::cast<T>(acc[x] * inv);
+    }
+    if (c == 0) lse[bh * L + i] = l > A(0) ? m + tl::m_log(l) : kNegInf;
+  }
+}
+
+// delta[row] = sum(dout[row] * out[row]) over Ev, one thread per row (grid-stride over n rows)
+template <typename T>
+__global__ void attention_bwd_delta(AccT<T>* __restrict__ delta, const T* __restrict__ dout, const T* __restrict__ out,
+                                    long long n, int Ev) {
+  using A = AccT<T>;
+  for (long long row = tl::global_thread<long long>(); row < n; row += tl::grid_stride<long long>()) {
+    A s = A(0);
+    for (int d = 0; d < Ev; ++d)
+      s += static_cast<A>(tl::widen(dout[row * Ev + d])) * static_cast<A>(tl::widen(out[row * Ev + d]));
+    delta[row] = s;
+  }
+}
+
+// P and dS of one (kBM rows) x (kBN keys) tile into sp / sds; rows and keys out of range give 0.
+template <typename T, typename A, int kLd>
+__device__ __forceinline__ void probs_tile(A (*sp)[kBN], A (*sds)[kBN], const A (*sq)[kLd],
+                                           const A (*sk)[kLd], const A (*sdo)[kLd],
+                                           const A (*sv)[kLd], const A* slse, const A* sdelta,
+                                           long long i0, long long j0, long long L, long long S, int E, int Ev,
+                                           AccT<T> scale, MaskArgs mk, const bool* bmask, const T* fmask,
+                                           long long mb) {
+  const A kNegInf = neg_inf<A>();
+  const int t = threadIdx.x;
+#pragma unroll
+  for (int x = 0; x < kTile; ++x) {
+    const int idx = t + kThreads * x, ii = idx / kBN, jj = idx % kBN;
+    const long long i = i0 + ii, j = j0 + jj;
+    A p = A(0), ds = A(0);
+    if (i < L && j < S && slse[ii] != kNegInf) {
+      A dot = A(0);
+      for (int e = 0; e < E; ++e) dot += sq[ii][e] * sk[jj][e];
+      const A s = masked(dot, scale, i, j, mk, bmask, fmask, mb);
+      if (s != kNegInf) {
+        p = tl::m_exp(s - slse[ii]);
+        A dp = A(0);
+        for (int e = 0; e < Ev; ++e) dp += sdo[ii][e] * sv[jj][e];
+        ds = p * (dp - sdelta[ii]);
+      }
+    }
+    sp[ii][jj] = p;
+    sds[ii][jj] = ds;
+  }
+}
+
+// grid (BHk, ceil(S / kBN)): dK and dV of one key block of one key/value head, summed over the
+// group's query heads and every query block in order. dmask (if want_dmask): contiguous [BH, L, S].
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 1) attention_bwd_dkdv(
+    T* __restrict__ dk, T* __restrict__ dv, T* __restrict__ dmask, const T* __restrict__ q, const T* __restrict__ k,
+    const T* __restrict__ v, const T* __restrict__ dout, const AccT<T>* __restrict__ lse,
+    const AccT<T>* __restrict__ delta, const bool* __restrict__ bmask, const T* __restrict__ fmask, long long L,
+    long long S, int E, int Ev, int group, int Hq, AccT<T> scale, MaskArgs mk, tl::StridedLayout<long long> ml,
+    int want_dmask) {
+  TL_ATTN_TYPES;
+  __shared__ A sq[kBM][kLd];
+  __shared__ A sdo[kBM][kLd];
+  __shared__ A sk[kBN][kLd];
+  __shared__ A sv[kBN][kLd];
+  __shared__ A sp[kBM][kBN];
+  __shared__ A sds[kBM][kBN];
+  __shared__ A slse[kBM], sdelta[kBM];
+  const long long kvh = blockIdx.x, j0 = static_cast<long long>(blockIdx.y) * kBN;
+  const int Hk = Hq / group;
+  const long long b = kvh / Hk, hk = kvh % Hk;
+  const int t = threadIdx.x, r = t / kLanes, c = t % kLanes;  // r: the key row of the block this thread sums
+  load_tile(sk, k + kvh * S * E, j0, S, kBN, E);
+  load_tile(sv, v + kvh * S * Ev, j0, S, kBN, Ev);
+  A adk[kCols], adv[kCols];
+#pragma unroll
+  for (int x = 0; x < kCols; ++x) adk[x] = adv[x] = A(0);
+  const long long i_start = mk.causal ? (j0 / kBM) * kBM : 0;
+  for (int g = 0; g < group; ++g) {
+    const long long bh = b * Hq + hk * group + g;
+    const long long mb = mk.mode ? mask_base(bh, ml) : 0;
+    for (long long i0 = i_start; i0 < L; i0 += kBM) {
+      __syncthreads();
+      load_tile(sq, q + bh * L * E, i0, L, kBM, E);
+      load_tile(sdo, dout + bh * L * Ev, i0, L, kBM, Ev);
+      if (t < kBM) {
+        slse[t] = i0 + t < L ? lse[bh * L + i0 + t] : kNegInf;
+        sdelta[t] = i0 + t < L ? delta[bh * L + i0 + t] : A(0);
+      }
+      __syncthreads();
+      probs_tile(sp, sds, sq, sk, sdo, sv, slse, sdelta, i0, j0, L, S, E, Ev, scale, mk, bmask, fmask, mb);
+      __syncthreads();
+      if (want_dmask) {
+        for (int idx = t; idx < kBM * kBN; idx += kThreads) {
+          const int ii = idx / kBN, jj = idx % kBN;
+          if (i0 + ii < L && j0 + jj < S) dmask[(bh * L + i0 + ii) * S + j0 + jj] = tl::cast<T>(sds[ii][jj]);
+        }
+      }
+      for (int ii = 0; ii < kBM; ++ii) {
+        const A p = sp[ii][r], ds = sds[ii][r];
+#pragma unroll
+        for (int x = 0; x < kCols; ++x) {
+          const int d = c + kLanes * x;
+          if (d < Ev) adv[x] += p * sdo[ii][d];
+          if (d < E) adk[x] += ds * sq[ii][d];
+        }
+      }
+    }
+  }
+  if (j0 + r < S) {
+    T* dkb = dk + (kvh * S + j0 + r) * E;
+    T* dvb = dv + (kvh * S + j0 + r) * Ev;
+#pragma unroll
+    for (int x = 0; x < kCols; ++x) {
+      const int d = c + kLanes * x;
+      if (d < E) dkb[d] = tl::cast<T>(adk[x] * scale);
+      if (d < Ev) dvb[d] = tl::cast<T>(adv[x]);
+    }
+  }
+}
+
+// grid (BH, ceil(L / kBM)): dQ of one query block, summed over the key blocks in order.
+template <typename T>
+__global__ void __launch_bounds__(kThreads, 1) attention_bwd_dq(
+    T* __restrict__ dq, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+    const T* __restrict__ dout, const AccT<T>* __restrict__ lse, const AccT<T>* __restrict__ delta,
+    const bool* __restrict__ bmask, const T* __restrict__ fmask, long long L, long long S, int E, int Ev, int group,
+    int Hq, AccT<T> scale, MaskArgs mk, tl::StridedLayout<long long> ml) {
+  TL_ATTN_TYPES;
+  __shared__ A sq[kBM][kLd];
+  __shared__ A sdo[kBM][kLd];
+  __shared__ A sk[kBN][kLd];
+  __shared__ A sv[kBN][kLd];
+  __shared__ A sp[kBM][kBN];
+  __shared__ A sds[kBM][kBN];
+  __shared__ A slse[kBM], sdelta[kBM];
+  const long long bh = blockIdx.x, i0 = static_cast<long long>(blockIdx.y) * kBM;
+  const long long kvh = (bh / Hq) * (Hq / group) + (bh % Hq) / group;
+  const int t = threadIdx.x, r = t / kLanes, c = t % kLanes;
+  const long long mb = mk.mode ? mask_base(bh, ml) : 0;
+  load_tile(sq, q + bh * L * E, i0, L, kBM, E);
+  load_tile(sdo, dout + bh * L * Ev, i0, L, kBM, Ev);
+  if (t < kBM) {
+    slse[t] = i0 + t < L ? lse[bh * L + i0 + t] : kNegInf;
+    sdelta[t] = i0 + t < L ? delta[bh * L + i0 + t] : A(0);
+  }
+  A adq[kCols];
+#pragma unroll
+  for (int x = 0; x < kCols; ++x) adq[x] = A(0);
+  const long long s_end = mk.causal ? (i0 + kBM < S ? i0 + kBM : S) : S;
+  for (long long j0 = 0; j0 < s_end; j0 += kBN) {
+    __syncthreads();
+    load_tile(sk, k + kvh * S * E, j0, S, kBN, E);
+    load_tile(sv, v + kvh * S * Ev, j0, S, kBN, Ev);
+    __syncthreads();
+    probs_tile(sp, sds, sq, sk, sdo, sv, slse, sdelta, i0, j0, L, S, E, Ev, scale, mk, bmask, fmask, mb);
+    __syncthreads();
+    for (int jj = 0; jj < kBN; ++jj) {
+      const A ds = sds[r][jj];
+#pragma unroll
+      for (int x = 0; x < kCols; ++x) {
+        const int d = c + kLanes * x;
+        if (d < E) adq[x] += ds * sk[jj][d];
+      }
+    }
+  }
+  if (i0 + r < L) {
+    T* dqb = dq + (bh * L + i0 + r) * E;
+#pragma unroll
+    for (int x = 0; x < kCols; ++x) {
+      const int d = c + kLanes * x;
+      if (d < E) dqb[d] = tl::cast<T>(adq[x] * scale);
+    }
+  }
+}

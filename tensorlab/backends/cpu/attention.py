@@ -1,0 +1,108 @@
+"""CPU attention primitives (the names of backends/cuda/attention.py): the fused
+scaled_dot_product_attention forward and backward, blocked over keys in NumPy with the kernels'
+math (online softmax, backward from the saved per-row log-sum-exp), so no L x S matrix is ever
+held: each step holds one [B, Hq, L, block] tile. float16/bfloat16 accumulate in float32.
+
+Operands as ops/attention.py prepares them: q [B, Hq, L, E], k [B, Hk, S, E], v [B, Hk, S, Ev],
+out / dout [B, Hq, L, Ev], lse [B, Hq, L] float32 (float64 for float64); `mask` None or a bool / float tensor of shape
+(*batch, Hq, L, S) with broadcast strides (read one key block at a time)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import _faults
+from .memory import array
+from .reduction import HALF
+
+__all__ = ("attention_fwd", "attention_bwd")
+
+BLOCK = 128  # keys per step
+
+
+def _acc(dt):
+    return np.dtype(np.float32) if dt in HALF or dt == np.float32 else np.dtype(np.float64)
+
+
+def _heads(x, hq):
+    """[B, Hk, ...] repeated to [B, Hq, ...] (head h reads head h // (Hq / Hk))."""
+    hk = x.shape[1]
+    return x if hk == hq else np.repeat(x, hq // hk, axis=1)
+
+
+def _scores(q, kb, j0, mask, is_causal, scale, L, B, H):
+    """Masked, scaled scores of every query against keys j0 .. j0 + kb.shape[2]: [B, H, L, n]."""
+    n = kb.shape[2]
+    s = np.matmul(q, kb.swapaxes(-1, -2)) * scale
+    if is_causal:
+        s = np.where(np.arange(j0, j0 + n)[None, :] > np.arange(L)[:, None], -np.inf, s)
+    elif mask is not None:
+        m = mask[..., j0:j0 + n].reshape(B, H, L, n)
+        s = np.where(m, s, -np.inf) if m.dtype == np.bool_ else s + m.astype(s.dtype)
+    return s
+
+
+def _inputs(q, k, v, mask):
+    a = array(q)
+    acc = _acc(a.dtype)
+    B, H = a.shape[:2]
+    m = None if mask is None else array(mask)
+    return a.astype(acc), _heads(array(k).astype(acc), H), _heads(array(v).astype(acc), H), m, acc
+
+
+def attention_fwd(out, lse, q, k, v, mask, is_causal, scale):
+    _faults.hit("launch")
+    qa, ka, va, m, acc = _inputs(q, k, v, mask)
+    B, H, L, _ = qa.shape
+    S = ka.shape[2]
+    o = np.zeros(qa.shape[:3] + (va.shape[3],), acc)
+    mx = np.full((B, H, L, 1), -np.inf, acc)
+    sm = np.zeros((B, H, L, 1), acc)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for j0 in range(0, S, BLOCK):
+            s = _scores(qa, ka[:, :, j0:j0 + BLOCK], j0, m, is_causal, scale, L, B, H)
+            new = np.maximum(mx, s.max(-1, keepdims=True))
+            live = new != -np.inf  # rows with some key kept so far
+            alpha = np.where(live & (mx != -np.inf), np.exp(mx - new), 0.0)
+            p = np.where(live, np.exp(s - np.where(live, new, 0.0)), 0.0)
+            sm = sm * alpha + p.sum(-1, keepdims=True)
+            o = o * alpha + np.matmul(p, va[:, :, j0:j0 + BLOCK])
+            mx = np.where(live, new, mx)
+    dead = sm == 0
+    np.copyto(array(out), np.where(dead, 0.0, o / np.where(dead, 1.0, sm)).astype(array(out).dtype))
+    with np.errstate(divide="ignore"):
+        np.copyto(array(lse), np.where(dead, -np.inf, mx + np.log(np.where(dead, 1.0, sm)))[..., 0]
+                  .astype(array(lse).dtype))
+
+
+def attention_bwd(dq, dk, dv, dmask, dout, q, k, v, out, lse, mask, is_causal, scale):
+    _faults.hit("launch")
+    qa, ka, va, m, acc = _inputs(q, k, v, mask)
+    B, H, L, _ = qa.shape
+    S = ka.shape[2]
+    hk = array(k).shape[1]
+    go = array(dout).astype(acc)
+    ls = array(lse).astype(acc)[..., None]
+    delta = (go * array(out).astype(acc)).sum(-1, keepdims=True)
+    dead = ls == -np.inf
+    ls = np.where(dead, 0.0, ls)
+    gq = np.zeros(qa.shape, acc)
+    gk = np.zeros(ka.shape, acc)
+    gv = np.zeros(va.shape, acc)
+    gm = None if dmask is None else array(dmask)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for j0 in range(0, S, BLOCK):
+            kb, vb = ka[:, :, j0:j0 + BLOCK], va[:, :, j0:j0 + BLOCK]
+            s = _scores(qa, kb, j0, m, is_causal, scale, L, B, H)
+            p = np.where(dead | (s == -np.inf), 0.0, np.exp(s - ls))
+            ds = p * (np.matmul(go, vb.swapaxes(-1, -2)) - delta)
+            gv[:, :, j0:j0 + BLOCK] = np.matmul(p.swapaxes(-1, -2), go)
+            gk[:, :, j0:j0 + BLOCK] = np.matmul(ds.swapaxes(-1, -2), qa) * scale
+            gq += np.matmul(ds, kb) * scale
+            if gm is not None:
+                gm[..., j0:j0 + BLOCK] = ds.astype(gm.dtype)
+    if hk != H:  # GQA: a key/value head's gradient sums its group of query heads
+        gk = gk.reshape(B, hk, H // hk, S, -1).sum(2)
+        gv = gv.reshape(B, hk, H // hk, S, -1).sum(2)
+    for dst, src in ((dq, gq), (dk, gk), (dv, gv)):
+        a = array(dst)
+        np.copyto(a, src.astype(a.dtype))
