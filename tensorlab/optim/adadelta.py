@@ -1,9 +1,8 @@
 """Adadelta; torch's update, term by term (torch.optim.adadelta._single_tensor_adadelta)."""
 from __future__ import annotations
 
-from ..ops.creation import zeros_like
-from .optimizer import (Optimizer, _check_capturable, _check_lr, _check_nonnegative, _grad_mode, _group_defaults,
-                        _params_and_grads, _scalar_state, _value)
+from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _count_step, _decay, _first_state, _grad_mode,
+                        _group_defaults, _params_and_grads, _value)
 
 
 class Adadelta(Optimizer):
@@ -30,16 +29,10 @@ class Adadelta(Optimizer):
                 lr, rho, eps, weight_decay = _value(group["lr"]), group["rho"], group["eps"], group["weight_decay"]
                 for p, param, grad in _params_and_grads(group):
                     state = self.state[p]
-                    if not state:
-                        state["step"] = _scalar_state(p, group, 0.0)
-                        state["square_avg"] = zeros_like(p)
-                        state["acc_delta"] = zeros_like(p)
+                    _first_state(state, p, group, "square_avg", "acc_delta")
                     square_avg, acc_delta, step = state["square_avg"], state["acc_delta"], state["step"]
-                    if group["capturable"]:
-                        _check_capturable(p, step)
-                    step.add_(1)
-                    if weight_decay != 0:
-                        grad = grad.add(param, alpha=weight_decay)
+                    _count_step(p, group, step)
+                    grad = _decay(grad, param, weight_decay)
                     square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
                     std = square_avg.add(eps).sqrt_()
                     delta = acc_delta.add(eps).sqrt_()

@@ -4,8 +4,8 @@ created by the constructor (step 0, sum filled with initial_accumulator_value)."
 from __future__ import annotations
 
 from ..ops.creation import full_like
-from .optimizer import (Optimizer, _check_fused_flags, _check_fused_param, _check_lr, _check_nonnegative, _grad_mode,
-                        _group_defaults, _params_and_grads, _scalar_state, _value)
+from .optimizer import (Optimizer, _check_fused_flags, _check_fused_param, _check_lr, _check_nonnegative, _decay,
+                        _grad_mode, _group_defaults, _params_and_grads, _scalar_state, _value)
 
 
 class Adagrad(Optimizer):
@@ -48,8 +48,7 @@ class Adagrad(Optimizer):
                     state_sum, step_t = state["sum"], state["step"]
                     step_t.add_(1)
                     step = step_t.item()
-                    if weight_decay != 0:
-                        grad = grad.add(param, alpha=weight_decay)
+                    grad = _decay(grad, param, weight_decay)
                     clr = lr / (1 + (step - 1) * lr_decay)
                     state_sum.addcmul_(grad, grad, value=1)
                     std = state_sum.sqrt() + eps if group["differentiable"] else state_sum.sqrt().add_(eps)

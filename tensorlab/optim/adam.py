@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from ..ops.creation import zeros_like
 from ..ops.elementwise import maximum
-from .optimizer import (Optimizer, _check_betas, _check_capturable, _check_fused_flags, _check_fused_param, _check_lr,
-                        _check_nonnegative, _grad_mode, _group_defaults, _params_and_grads, _scalar_state)
+from .optimizer import (Optimizer, _adam_moments, _check_betas, _check_fused_flags, _check_fused_param, _check_lr,
+                        _check_nonnegative, _count_step, _decay, _grad_mode, _group_defaults, _params_and_grads,
+                        _scalar_state)
 
 
 class Adam(Optimizer):
@@ -24,7 +25,8 @@ class Adam(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        _group_defaults(self, amsgrad=False, maximize=False, decoupled_weight_decay=False, foreach=None, capturable=False, differentiable=False, fused=None)
+        _group_defaults(self, amsgrad=False, maximize=False, decoupled_weight_decay=False, foreach=None,
+                              capturable=False, differentiable=False, fused=None)
 
     def _state_for(self, p, amsgrad, group=None):
         state = self.state[p]
@@ -54,16 +56,9 @@ class Adam(Optimizer):
                 for p, param, grad in _params_and_grads(group):
                     state = self._state_for(p, amsgrad, group)
                     step_t, exp_avg, exp_avg_sq = state["step"], state["exp_avg"], state["exp_avg_sq"]
-                    if group["capturable"]:
-                        _check_capturable(p, step_t)
-                    step_t.add_(1)
-                    if weight_decay != 0:
-                        if decoupled:
-                            param.mul_(1 - lr * weight_decay)
-                        else:
-                            grad = grad.add(param, alpha=weight_decay)
-                    exp_avg.lerp_(grad, 1 - beta1)
-                    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                    _count_step(p, group, step_t)
+                    grad = _decay(grad, param, weight_decay, lr, decoupled)
+                    _adam_moments(exp_avg, exp_avg_sq, grad, beta1, beta2)
                     if group["capturable"] or group["differentiable"] or step_t.device.type != "cpu":
                         # (a fused group's step lives on the parameter's device: read as a tensor, not synced)
                         _tensor_step_update(param, state, step_t, exp_avg, exp_avg_sq, group)

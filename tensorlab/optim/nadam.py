@@ -3,8 +3,8 @@ torch's update, term by term (torch.optim.nadam._single_tensor_nadam)."""
 from __future__ import annotations
 
 from ..ops.creation import zeros_like
-from .optimizer import (Optimizer, _check_betas, _check_capturable, _check_lr, _check_nonnegative, _grad_mode,
-                        _group_defaults, _params_and_grads, _scalar_state, _value)
+from .optimizer import (Optimizer, _adam_moments, _check_betas, _check_capturable, _check_lr, _check_nonnegative,
+                        _decay, _grad_mode, _group_defaults, _params_and_grads, _scalar_state, _value)
 
 
 class NAdam(Optimizer):
@@ -23,7 +23,8 @@ class NAdam(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        _group_defaults(self, maximize=False, foreach=None, capturable=False, differentiable=False, decoupled_weight_decay=False)
+        _group_defaults(self, maximize=False, foreach=None, capturable=False, differentiable=False,
+                              decoupled_weight_decay=False)
 
     def step(self, closure=None):
         """mu_t = beta1 (1 - 0.96^(t psi) / 2) (psi = momentum_decay), mu_product *= mu_t; Adam's
@@ -50,16 +51,11 @@ class NAdam(Optimizer):
                     # capturable: the step stays a tensor (no host read), as in torch
                     step = step_t if group["capturable"] else step_t.item()
                     bias_correction2 = 1 - beta2 ** step
-                    if weight_decay != 0:
-                        if decoupled:
-                            param.mul_(1 - lr * weight_decay)
-                        else:
-                            grad = grad.add(param, alpha=weight_decay)
+                    grad = _decay(grad, param, weight_decay, lr, decoupled)
                     mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
                     mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
                     mu_product.mul_(mu)
-                    exp_avg.lerp_(grad, 1 - beta1)
-                    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                    _adam_moments(exp_avg, exp_avg_sq, grad, beta1, beta2)
                     denom = exp_avg_sq.div(bias_correction2).sqrt()
                     if group["differentiable"] or group["capturable"]:
                         denom = denom.add(eps)

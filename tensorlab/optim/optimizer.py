@@ -8,6 +8,7 @@ from itertools import chain
 
 from .. import _warn
 from ..nn._grad import enable_grad, typename, zero_grads
+from ..ops.creation import zeros_like
 from ..tensor import Tensor
 
 
@@ -258,6 +259,37 @@ def _group_defaults(optimizer, **defaults):
     for group in optimizer.param_groups:
         for k, v in defaults.items():
             group.setdefault(k, v)
+
+
+def _first_state(state, p, group, *buffers):
+    """A parameter's state at its first step: the step counter and zero buffers named `buffers`."""
+    if not state:
+        state["step"] = _scalar_state(p, group, 0.0)
+        for name in buffers:
+            state[name] = zeros_like(p)
+
+
+def _count_step(p, group, step):
+    """step += 1 (a capturable group's step must live with its parameter first)."""
+    if group["capturable"]:
+        _check_capturable(p, step)
+    step.add_(1)
+
+
+def _decay(grad, param, weight_decay, lr=None, decoupled=False):
+    """L2 weight decay as torch adds it to the gradient, or decoupled (AdamW's) on the parameter."""
+    if weight_decay == 0:
+        return grad
+    if decoupled:
+        param.mul_(1 - lr * weight_decay)
+        return grad
+    return grad.add(param, alpha=weight_decay)
+
+
+def _adam_moments(exp_avg, exp_avg_sq, grad, beta1, beta2):
+    """Adam's running first and second moments of the gradient, in place."""
+    exp_avg.lerp_(grad, 1 - beta1)
+    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
 
 
 def _check_lr(lr):

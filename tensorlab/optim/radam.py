@@ -2,10 +2,9 @@
 update, term by term (torch.optim.radam._single_tensor_radam)."""
 from __future__ import annotations
 
-from ..ops.creation import zeros_like
 from ..ops.elementwise import where
-from .optimizer import (Optimizer, _check_betas, _check_capturable, _check_lr, _check_nonnegative, _grad_mode,
-                        _group_defaults, _params_and_grads, _scalar_state, _value)
+from .optimizer import (Optimizer, _adam_moments, _check_betas, _check_lr, _check_nonnegative, _count_step, _decay,
+                        _first_state, _grad_mode, _group_defaults, _params_and_grads, _value)
 
 
 class RAdam(Optimizer):
@@ -22,7 +21,8 @@ class RAdam(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        _group_defaults(self, foreach=None, maximize=False, differentiable=False, decoupled_weight_decay=False, capturable=False)
+        _group_defaults(self, foreach=None, maximize=False, differentiable=False, decoupled_weight_decay=False,
+                              capturable=False)
 
     def step(self, closure=None):
         """Adam's moments; rho_t = rho_inf - 2 t beta2^t / (1 - beta2^t), rho_inf = 2 / (1 - beta2) - 1;
@@ -36,23 +36,13 @@ class RAdam(Optimizer):
                 decoupled = group["decoupled_weight_decay"]
                 for p, param, grad in _params_and_grads(group):
                     state = self.state[p]
-                    if not state:
-                        state["step"] = _scalar_state(p, group, 0.0)
-                        state["exp_avg"] = zeros_like(p)
-                        state["exp_avg_sq"] = zeros_like(p)
+                    _first_state(state, p, group, "exp_avg", "exp_avg_sq")
                     exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
-                    if group["capturable"]:
-                        _check_capturable(p, step_t)
-                    step_t.add_(1)
+                    _count_step(p, group, step_t)
                     # capturable: the step stays a tensor (no host read), as in torch
                     step = step_t if group["capturable"] else step_t.item()
-                    if weight_decay != 0:
-                        if decoupled:
-                            param.mul_(1 - lr * weight_decay)
-                        else:
-                            grad = grad.add(param, alpha=weight_decay)
-                    exp_avg.lerp_(grad, 1 - beta1)
-                    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                    grad = _decay(grad, param, weight_decay, lr, decoupled)
+                    _adam_moments(exp_avg, exp_avg_sq, grad, beta1, beta2)
                     bias_correction1 = 1 - beta1 ** step
                     bias_correction2 = 1 - beta2 ** step
                     bias_corrected_exp_avg = exp_avg / bias_correction1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..ops.creation import zeros_like
-from .optimizer import (Optimizer, _check_capturable, _check_lr, _check_nonnegative, _grad_mode, _group_defaults,
+from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _count_step, _decay, _grad_mode, _group_defaults,
                         _params_and_grads, _scalar_state, _value)
 
 
@@ -19,7 +19,8 @@ class RMSprop(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        _group_defaults(self, momentum=0, centered=False, foreach=None, maximize=False, differentiable=False, capturable=False)
+        _group_defaults(self, momentum=0, centered=False, foreach=None, maximize=False, differentiable=False,
+                              capturable=False)
 
     def step(self, closure=None):
         """v = alpha v + (1 - alpha) g^2; avg = sqrt(v - gbar^2) (centered, gbar the running mean
@@ -40,11 +41,8 @@ class RMSprop(Optimizer):
                         if centered:
                             state["grad_avg"] = zeros_like(p)
                     step, square_avg = state["step"], state["square_avg"]
-                    if group["capturable"]:
-                        _check_capturable(p, step)
-                    step.add_(1)
-                    if weight_decay != 0:
-                        grad = grad.add(param, alpha=weight_decay)
+                    _count_step(p, group, step)
+                    grad = _decay(grad, param, weight_decay)
                     square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
                     if centered:
                         grad_avg = state["grad_avg"]

@@ -2,8 +2,8 @@
 update, term by term (torch.optim.sgd._single_tensor_sgd)."""
 from __future__ import annotations
 
-from .optimizer import (Optimizer, _check_fused_flags, _check_fused_param, _check_lr, _grad_mode, _params_and_grads,
-                        _value)
+from .optimizer import (Optimizer, _check_fused_flags, _check_fused_param, _check_lr, _decay, _grad_mode,
+                        _params_and_grads, _value)
 
 
 class SGD(Optimizer):
@@ -43,8 +43,7 @@ class SGD(Optimizer):
                 for p, param, grad in _params_and_grads(group):
                     if group["fused"]:
                         _check_fused_param(p)
-                    if weight_decay != 0:
-                        grad = grad.add(param, alpha=weight_decay)
+                    grad = _decay(grad, param, weight_decay)
                     if momentum != 0:
                         state = self.state[p]
                         buf = state.get("momentum_buffer")
