@@ -982,7 +982,7 @@ def _clamp_overload(op, input, lo, hi):
                         f"Tensor max = None); pass both bounds as numbers or both as tensors")
     if isinstance(input, Tensor) and input._dtype is _BOOL and (lo is None) != (hi is None) \
             and isinstance(lo if hi is None else hi, Tensor):
-        return maximum if hi is None else minimum, lo if hi is None else hi
+        return _GENERATED["maximum" if hi is None else "minimum"], lo if hi is None else hi
     return None
 
 
