@@ -7,32 +7,17 @@ board as test_kernels.py (its terminal summary).
 
 Sizes follow TENSORLAB_BENCH_MODE like test_layers.py: "tiny" (a smoke run), "quick" (default) or
 "full". CUDA rows use the CUDA event clock and run on a GPU or on the emulation driver (tiny only
-there: it runs the kernels on the host)."""
+there: it runs the kernels on the host). The row plumbing is _layer_bench.py's."""
 from __future__ import annotations
-
-import os
 
 import numpy as np
 import pytest
 
-import tensorlab as tl
-from tensorlab import backends
+from _layer_bench import bench_fwd_bwd, cases
 
-pytest.importorskip("pytest_benchmark")
-
-MODE = os.environ.get("TENSORLAB_BENCH_MODE", "quick")
 # (rows, len) per mode
-SIZES = {"tiny": [(8, 33)], "quick": [(4096, 1024)], "full": [(4096, 1024), (16384, 4096)]}[MODE]
+SIZES = {"tiny": [(8, 33)], "quick": [(4096, 1024)], "full": [(4096, 1024), (16384, 4096)]}
 EPS = 1e-5
-
-
-def _cuda_runs():
-    if tl.cuda.is_available():
-        return True, False
-    return backends.cuda_emulated(), backends.cuda_emulated()
-
-
-CUDA_RUNS, CUDA_EMULATED = _cuda_runs()
 
 
 def _reference(x, w, b):
@@ -41,53 +26,11 @@ def _reference(x, w, b):
     return xh * w + b
 
 
-def _tensorlab(device, x, w, b, g):
-    xt, wt, bt = (tl.tensor(a, device=device, requires_grad=True) for a in (x, w, b))
-    gt = tl.tensor(g, device=device)
-
-    def run():
-        xt.grad = wt.grad = bt.grad = None
-        y = tl.nn.functional.layer_norm(xt, (x.shape[-1],), wt, bt, EPS)
-        y.backward(gt)
-        return y
-    return run, lambda y: y.detach().cpu().numpy()
+def _layer_norm(F, x, w, b):
+    return F.layer_norm(x, (x.shape[-1],), w, b, EPS)
 
 
-def _torch(device, x, w, b, g):
-    torch = pytest.importorskip("torch")
-    if device != "cpu" and not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA here")
-    dev = "cpu" if device == "cpu" else "cuda"
-    xt, wt, bt = (torch.tensor(a, device=dev, requires_grad=True) for a in (x, w, b))
-    gt = torch.tensor(g, device=dev)
-
-    def run():
-        xt.grad = wt.grad = bt.grad = None
-        y = torch.nn.functional.layer_norm(xt, (x.shape[-1],), wt, bt, EPS)
-        y.backward(gt)
-        return y
-    return run, lambda y: y.detach().cpu().numpy()
-
-
-IMPLS = {"tensorlab": _tensorlab, "torch": _torch}
-
-
-def _cases():
-    cuda_marks = [pytest.mark.benchmark(timer=tl.benchmark.cuda_event_clock),
-                  pytest.mark.skipif(not CUDA_RUNS, reason="no CUDA GPU and the emulation driver is off")]
-    out = []
-    for device in ("cpu", "cuda"):
-        for size in SIZES:
-            for impl in IMPLS:
-                marks = cuda_marks if device == "cuda" else ()
-                if device == "cuda" and CUDA_EMULATED and MODE != "tiny":
-                    marks = marks + [pytest.mark.skip(reason="the emulation driver runs only the tiny size")]
-                name = f"{device}-layer_norm_fwd_bwd-{'x'.join(map(str, size))}-{impl}"
-                out.append(pytest.param(device, size, impl, id=name, marks=marks))
-    return out
-
-
-@pytest.mark.parametrize("device, size, impl", _cases())
+@pytest.mark.parametrize("device, size, impl", cases("layer_norm", SIZES))
 def test_layer_norm_forward_backward(benchmark, ratio_board, device, size, impl):
     rows, length = size
     rng = np.random.default_rng(0)
@@ -95,20 +38,7 @@ def test_layer_norm_forward_backward(benchmark, ratio_board, device, size, impl)
     w = rng.standard_normal(length, dtype=np.float32)
     b = rng.standard_normal(length, dtype=np.float32)
     g = rng.standard_normal((rows, length), dtype=np.float32)
-    run, to_np = IMPLS[impl](device, x, w, b, g)
-    np.testing.assert_allclose(to_np(run()), _reference(x, w, b), rtol=1e-4, atol=1e-4)
-    shape = f"{rows}x{length}"
-    where = device + (" (emulated)" if device == "cuda" and CUDA_EMULATED else "")
     work = 4 * 5 * rows * length  # bytes: forward reads x, writes y; backward reads dy, x, writes dx (float32)
-    benchmark.group = f"layer_norm fwd+bwd {shape} on {where}"
-    benchmark.extra_info.update(library=impl, device=device, workload="layer_norm_fwd_bwd", shape=shape, unit="GB/s",
-                                work=work, emulated=device == "cuda" and CUDA_EMULATED)
-    benchmark(run)
-    stats = getattr(benchmark, "stats", None)
-    if stats is None:  # --benchmark-disable
-        return
-    median = stats.stats.median
-    rate = work / median / 1e9
-    benchmark.extra_info["throughput"] = rate
-    ratio_board.post((where, "layer_norm_fwd_bwd", size), f"{where} layer_norm fwd+bwd {shape}", impl, median, rate,
-                     "GB/s", benchmark)
+    bench_fwd_bwd(benchmark, ratio_board, device=device, size=size, impl=impl, name="layer_norm",
+                  forward=_layer_norm, inputs=(x, w, b), grad=g, reference=_reference(x, w, b), atol=1e-4,
+                  shape=f"{rows}x{length}", unit="GB/s", work=work)
