@@ -219,6 +219,14 @@ def _detect_is_causal_mask(mask, is_causal=None, size=None):
     return make_causal
 
 
+def _seq_len(layers, x):
+    """The sequence length of x for a stack of layers (dim 1 of a batched input when the first
+    layer is batch_first, else dim 0)."""
+    first = layers[0] if len(layers) else None
+    batch_first = first.self_attn.batch_first if first is not None else False
+    return x.shape[1 if batch_first and x.dim() == 3 else 0]
+
+
 class TransformerEncoder(Module):
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
         super().__init__()
@@ -231,9 +239,7 @@ class TransformerEncoder(Module):
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         output = src
-        first = self.layers[0] if len(self.layers) else None
-        batch_first = first.self_attn.batch_first if first is not None else False
-        seq_len = src.shape[1 if batch_first and src.dim() == 3 else 0]
+        seq_len = _seq_len(self.layers, src)
         is_causal = _detect_is_causal_mask(mask, is_causal, seq_len)
         for mod in self.layers:
             output = mod(output, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
@@ -252,9 +258,7 @@ class TransformerDecoder(Module):
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
         output = tgt
-        first = self.layers[0] if len(self.layers) else None
-        batch_first = first.self_attn.batch_first if first is not None else False
-        seq_len = tgt.shape[1 if batch_first and tgt.dim() == 3 else 0]
+        seq_len = _seq_len(self.layers, tgt)
         tgt_is_causal = _detect_is_causal_mask(tgt_mask, tgt_is_causal, seq_len)
         for mod in self.layers:
             output = mod(output, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
@@ -271,20 +275,20 @@ class Transformer(Module):
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
         kw = {"device": device, "dtype": dtype}
+
+        def stack(stack_cls, layer_cls, num_layers):
+            layer = layer_cls(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                              norm_first, bias, **kw)
+            return stack_cls(layer, num_layers, LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+
         if custom_encoder is not None:
             self.encoder = custom_encoder
         else:
-            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
-                                            batch_first, norm_first, bias, **kw)
-            self.encoder = TransformerEncoder(layer, num_encoder_layers,
-                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+            self.encoder = stack(TransformerEncoder, TransformerEncoderLayer, num_encoder_layers)
         if custom_decoder is not None:
             self.decoder = custom_decoder
         else:
-            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
-                                            batch_first, norm_first, bias, **kw)
-            self.decoder = TransformerDecoder(layer, num_decoder_layers,
-                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+            self.decoder = stack(TransformerDecoder, TransformerDecoderLayer, num_decoder_layers)
         self._reset_parameters()
         self.d_model = d_model
         self.nhead = nhead
