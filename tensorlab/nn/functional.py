@@ -110,22 +110,29 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 
 # -- losses -------------------------------------------------------------------------------------
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    _check_tensor(input, "mse_loss", "input")
-    _check_tensor(target, "mse_loss", "target")
+def _size_warning(input, target):
     if target.shape != input.shape:
         _warn.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
                    "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
                    "same size.")
-    reduction = _reduction(reduction, size_average, reduce)
-    diff = input - target
-    sq = diff * diff
+
+
+def _weighted(loss, weight, reduction, input):
     if weight is None:
-        return _reduce(sq, reduction)
+        return _reduce(loss, reduction)
     if weight.shape != input.shape:
         raise ValueError("Weights and input must have the same size.")
-    sq = sq * weight
-    return sq.sum() / weight.sum() if reduction == "mean" else _reduce(sq, reduction)
+    loss = loss * weight
+    return loss.sum() / weight.sum() if reduction == "mean" else _reduce(loss, reduction)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    _check_tensor(input, "mse_loss", "input")
+    _check_tensor(target, "mse_loss", "target")
+    _size_warning(input, target)
+    reduction = _reduction(reduction, size_average, reduce)
+    diff = input - target
+    return _weighted(diff * diff, weight, reduction, input)
 
 
 def _class_dim(input):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import tensorlab as _tl
 
 from .. import _warn
-from .functional import _check_tensor, _reduce, _reduction
+from .functional import _check_tensor, _reduce, _reduction, _size_warning, _weighted
 
 
 # -- activations ------------------------------------------------------------------------------------
@@ -84,22 +84,6 @@ def tanhshrink(input):
 
 
 # -- losses -------------------------------------------------------------------------------------------
-def _size_warning(input, target):
-    if target.shape != input.shape:
-        _warn.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
-                   "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
-                   "same size.")
-
-
-def _weighted(loss, weight, reduction, input):
-    if weight is None:
-        return _reduce(loss, reduction)
-    if weight.shape != input.shape:
-        raise ValueError("Weights and input must have the same size.")
-    loss = loss * weight
-    return loss.sum() / weight.sum() if reduction == "mean" else _reduce(loss, reduction)
-
-
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     _check_tensor(input, "l1_loss", "input")
     _check_tensor(target, "l1_loss", "target")

@@ -227,6 +227,17 @@ def _embedding_renorm_(weight, input, max_norm, norm_type):
         w.index_put_((idx,), (sel * scale).to(w.dtype))
 
 
+def _padding_index(padding_idx, n):
+    """torch's check of padding_idx against n embeddings, made non-negative (None stays None)."""
+    if padding_idx is not None:
+        if padding_idx > 0:
+            assert padding_idx < n, "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -n, "Padding_idx must be within num_embeddings"
+            padding_idx = n + padding_idx
+    return padding_idx
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
     """weight's rows picked by the integer indices in input (output input.shape + [embedding_dim]).
     The row at padding_idx gets no gradient; max_norm renormalizes the referenced rows of weight
@@ -242,12 +253,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         raise RuntimeError("embedding: sparse=True asks for a sparse gradient, and tensorlab has no sparse tensors; "
                            "pass sparse=False (the gradient of weight is then dense)")
     n = weight.shape[0]
-    if padding_idx is not None:
-        if padding_idx > 0:
-            assert padding_idx < n, "Padding_idx must be within num_embeddings"
-        elif padding_idx < 0:
-            assert padding_idx >= -n, "Padding_idx must be within num_embeddings"
-            padding_idx = n + padding_idx
+    padding_idx = _padding_index(padding_idx, n)
     if max_norm is not None:
         _embedding_renorm_(weight, input.contiguous(), max_norm, norm_type)
     flat = input.reshape(-1)

@@ -74,6 +74,16 @@ def _run_direction(step, x, state, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, is_lst
     return _tl.stack(outs, 0), state
 
 
+def _check_hx_dims(hx, is_lstm, n, kind):
+    """torch's check that the initial state has the input's rank (n = 2 unbatched, 3 batched)."""
+    hs = hx if is_lstm else (hx,)
+    if any(h.dim() != n for h in hs):
+        if is_lstm:
+            raise RuntimeError(f"For {kind} {n}-D input, hx and cx should also be {n}-D but got "
+                               f"({hs[0].dim()}-D, {hs[1].dim()}-D) tensors")
+        raise RuntimeError(f"For {kind} {n}-D input, hx should also be {n}-D but got {hx.dim()}-D tensor")
+
+
 class RNNBase(Module):
     def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
                  bidirectional=False, proj_size=0, device=None, dtype=None):
@@ -219,20 +229,10 @@ class RNNBase(Module):
         if not batched:
             input = input.unsqueeze(batch_dim)
             if hx is not None:
-                hs = hx if is_lstm else (hx,)
-                if any(h.dim() != 2 for h in hs):
-                    if is_lstm:
-                        raise RuntimeError(f"For unbatched 2-D input, hx and cx should also be 2-D but got "
-                                           f"({hs[0].dim()}-D, {hs[1].dim()}-D) tensors")
-                    raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {hx.dim()}-D tensor")
+                _check_hx_dims(hx, is_lstm, 2, "unbatched")
                 hx = tuple(h.unsqueeze(1) for h in hx) if is_lstm else hx.unsqueeze(1)
         elif hx is not None:
-            hs = hx if is_lstm else (hx,)
-            if any(h.dim() != 3 for h in hs):
-                if is_lstm:
-                    raise RuntimeError(f"For batched 3-D input, hx and cx should also be 3-D but got "
-                                       f"({hs[0].dim()}-D, {hs[1].dim()}-D) tensors")
-                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor")
+            _check_hx_dims(hx, is_lstm, 3, "batched")
         x = input.transpose(0, 1) if self.batch_first else input
         if x.shape[0] == 0:
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")

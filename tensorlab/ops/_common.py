@@ -161,6 +161,15 @@ def same_device(op, *tensors):
     return dev
 
 
+def strictly_same_device(first, others, where=None):
+    """Every tensor of `others` on first's device, with no zero-dim CPU exception (the ops that
+    check this way in torch); `where` names the op at the message's end, in parentheses."""
+    for t in others:
+        if t.device != first.device:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{first.device} and {t.device}!" + (f" ({where})" if where else ""))
+
+
 def check_writable(t, op, overlap_ok=False):
     """Refuse writes through a layout whose elements alias each other (expand, as_strided), and
     into memory borrowed read-only (from_numpy of a non-writable array). `overlap_ok`: the op

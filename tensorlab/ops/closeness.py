@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..tensor import Tensor
+from ._common import strictly_same_device
 
 
 def _tensor(x, op, name, pos):
@@ -18,9 +19,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     if input.dtype is not other.dtype:
         raise RuntimeError(f"{input.dtype.torch_name} did not match {other.dtype.torch_name} (isclose compares "
                            f"tensors of one dtype; convert one with .to())")
-    if input.device != other.device:
-        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                           f"{input.device} and {other.device}!")
+    strictly_same_device(input, (other,))
     if rtol < 0:
         raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
     if atol < 0:
@@ -50,9 +49,7 @@ def equal(input, other):
     """True when both tensors have the same shape and equal elements (NaN is never equal)."""
     _tensor(input, "equal", "input", 1)
     _tensor(other, "equal", "other", 2)
-    if input.device != other.device:
-        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                           f"{input.device} and {other.device}!")
+    strictly_same_device(input, (other,))
     if tuple(input.shape) != tuple(other.shape):
         return False
     return bool((input.detach() == other.detach()).all().item())

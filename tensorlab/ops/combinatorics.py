@@ -13,8 +13,9 @@ import math
 
 from .. import dtypes
 from ..tensor import Tensor
+from ._common import strictly_same_device
 from . import creation
-from .repeats import _wrap
+from .repeats import _to_out, _wrap
 from .shape import cat, stack
 
 _INTS = (dtypes.uint8, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
@@ -24,15 +25,6 @@ def _tensor(x, op, name="input", pos=1):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not {type(x).__name__}")
     return x
-
-
-def _to_out(r, out):
-    if out is None:
-        return r
-    from .copy import copy_
-    out.resize_(r.shape)
-    copy_(out, r)
-    return out
 
 
 # -- searchsorted / bucketize ----------------------------------------------------------------------
@@ -74,9 +66,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                                f"dimension is 1, but we got boundaries tensor dim({seq.dim()}) and input value's "
                                f"dim(0) numel(1)")
         input = creation.tensor(input, device=seq.device)
-    if seq.device != input.device:
-        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                           f"{seq.device} and {input.device}! (searchsorted)")
+    strictly_same_device(seq, (input,), "searchsorted")
     if seq.dim() == 0:
         raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 "
                            "dimension")

@@ -8,6 +8,7 @@ import math
 
 from .. import dtypes, layout as L
 from ..tensor import Tensor
+from ._common import strictly_same_device
 from .shape import cat
 
 _MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
@@ -27,9 +28,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     if x1.dtype is not x2.dtype:
         raise RuntimeError(f"expected scalar type {x1.dtype.torch_name} but found {x2.dtype.torch_name} (cdist "
                            f"takes X1 and X2 of one dtype)")
-    if x1.device != x2.device:
-        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                           f"{x1.device} and {x2.device}! (cdist)")
+    strictly_same_device(x1, (x2,), "cdist")
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
     p = float(p)

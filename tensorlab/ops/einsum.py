@@ -11,6 +11,7 @@ einsum allows. Every step is a differentiable op, so einsum needs no derivative 
 from __future__ import annotations
 
 from ..tensor import Tensor
+from ._common import strictly_same_device
 
 _LETTERS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
@@ -93,11 +94,7 @@ def einsum(*args):
         raise RuntimeError("einsum(): fewer operands were provided than specified in the equation")
     if len(terms) < len(operands):
         raise RuntimeError("einsum(): more operands were provided than specified in the equation")
-    dev = operands[0].device
-    for t in operands[1:]:
-        if t.device != dev:
-            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                               f"{dev} and {t.device}! (einsum)")
+    strictly_same_device(operands[0], operands[1:], "einsum")
 
     # per operand: one label per dim; ellipsis dims become ("...", k) counted from the right
     ops, labs = [], []

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from .. import dtypes, layout as L
 from ..tensor import Tensor
-from .repeats import _wrap
+from ._common import strictly_same_device
+from .repeats import _to_out, _wrap
 
 
 def _tensor(x, op, name, pos):
@@ -25,10 +26,7 @@ def _index_args(self, dim, index, source, op):
     if self._dtype is not source._dtype:
         raise RuntimeError(f"{op}(): self ({self._dtype.torch_name}) and source ({source._dtype.torch_name}) must "
                            f"have the same scalar type")
-    for t in (index, source):
-        if t.device != self.device:
-            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                               f"{self.device} and {t.device}! ({op})")
+    strictly_same_device(self, (index, source), op)
     n = index.numel()
     if op == "index_add_":
         if source.dim() == 0 and n != 1:
@@ -125,10 +123,7 @@ def masked_scatter_(self, mask, source):
     if self._dtype is not source._dtype:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got "
                            f"{self._dtype.torch_name} and {source._dtype.torch_name}")
-    for t in (mask, source):
-        if t.device != self.device:
-            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                               f"{self.device} and {t.device}! (masked_scatter_)")
+    strictly_same_device(self, (mask, source), "masked_scatter_")
     L.broadcast_shapes(tuple(mask.shape), tuple(self.shape))  # torch's error when they do not broadcast
     m = mask.expand(self.shape)
     k = int(m.sum().item())
@@ -146,15 +141,6 @@ def masked_scatter(input, mask, source):
     _tensor(mask, "masked_scatter", "mask", 2)
     shape = L.broadcast_shapes(tuple(mask.shape), tuple(input.shape))
     return masked_scatter_(input.expand(shape).clone(), mask, source)
-
-
-def _to_out(r, out):
-    if out is None:
-        return r
-    from .copy import copy_
-    out.resize_(r.shape)
-    copy_(out, r)
-    return out
 
 
 FUNCTIONS = ("index_add", "index_copy", "masked_scatter")

@@ -13,6 +13,7 @@ from collections import namedtuple
 
 from .. import dtypes
 from ..tensor import Tensor
+from ._common import strictly_same_device
 from . import creation, registry
 from .registry import NONE, OpDef
 
@@ -78,6 +79,16 @@ def _batch_prefix(A, i):
     return f"(Batch element {i}): " if A.dim() > 2 else ""
 
 
+def _run_checked(kind, name, args, outs, A, check, why):
+    """_run, then (with check) torch's LinAlgError for the first batch element whose info is
+    nonzero: "{name}: (Batch element i): " + why(info)."""
+    res, info = _run(kind, name, args, outs)
+    for i, k in enumerate(info):
+        if k and check:
+            raise LinAlgError(f"{name}: {_batch_prefix(A, i)}" + why(k))
+    return res, info
+
+
 def _out(res, out):
     if out is None:
         return res
@@ -108,11 +119,9 @@ def _functions():
     class LinalgInv(Function):
         @staticmethod
         def forward(ctx, A, name, check):
-            (r,), info = _run("inv", name, [A], [(A.shape, A.dtype)])
-            for i, k in enumerate(info):
-                if k and check:
-                    raise LinAlgError(f"{name}: {_batch_prefix(A, i)}The diagonal element {k} is zero, the "
-                                      f"inversion could not be completed because the input matrix is singular.")
+            (r,), info = _run_checked("inv", name, [A], [(A.shape, A.dtype)], A, check,
+                                      lambda k: f"The diagonal element {k} is zero, the inversion could not be "
+                                                f"completed because the input matrix is singular.")
             ctx.save_for_backward(r)
             return r, _info(info, A)
 
@@ -125,11 +134,8 @@ def _functions():
     class LinalgSolve(Function):
         @staticmethod
         def forward(ctx, A, B, name, check):
-            (x,), info = _run("solve", name, [A, B], [(B.shape, B.dtype)])
-            for i, k in enumerate(info):
-                if k and check:
-                    raise LinAlgError(f"{name}: {_batch_prefix(A, i)}The solver failed because the input "
-                                      f"matrix is singular.")
+            (x,), info = _run_checked("solve", name, [A, B], [(B.shape, B.dtype)], A, check,
+                                      lambda k: "The solver failed because the input matrix is singular.")
             ctx.save_for_backward(A, x)
             return x, _info(info, A)
 
@@ -175,12 +181,10 @@ def _functions():
     class LinalgCholesky(Function):
         @staticmethod
         def forward(ctx, A, name, check):
-            (L,), info = _run("cholesky", name, [A], [(A.shape, A.dtype)])
-            for i, k in enumerate(info):
-                if k and check:
-                    raise LinAlgError(f"{name}: {_batch_prefix(A, i)}The factorization could not be "
-                                      f"completed because the input is not positive-definite (the leading minor of "
-                                      f"order {k} is not positive-definite).")
+            (L,), info = _run_checked("cholesky", name, [A], [(A.shape, A.dtype)], A, check,
+                                      lambda k: f"The factorization could not be completed because the input is not "
+                                                f"positive-definite (the leading minor of order {k} is not "
+                                                f"positive-definite).")
             ctx.save_for_backward(L)
             return L, _info(info, A)
 
@@ -381,9 +385,7 @@ def _solve(A, B, left, name, check):
     if A.dtype is not B.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
                            f"{A.dtype.torch_name} and B of type {B.dtype.torch_name} instead")
-    if A.device != B.device:
-        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                           f"{A.device} and {B.device}! (linalg.solve)")
+    strictly_same_device(A, (B,), "linalg.solve")
     vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     Bm = B.unsqueeze(-1) if vector else B
     n = A.shape[-1]

@@ -21,6 +21,16 @@ def _wrap(d, n, op):
     return d + m if d < 0 else d
 
 
+def _to_out(r, out):
+    """r, or r copied into out (resized to r's shape) when an out= tensor is given."""
+    if out is None:
+        return r
+    from .copy import copy_
+    out.resize_(r.shape)
+    copy_(out, r)
+    return out
+
+
 def _int_sizes(sizes, op):
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, L.Size)):
         sizes = tuple(sizes[0])

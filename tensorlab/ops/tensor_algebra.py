@@ -8,7 +8,7 @@ from __future__ import annotations
 from .. import _warn, dtypes
 from ..tensor import Tensor
 from . import creation
-from .repeats import _wrap
+from .repeats import _to_out, _wrap
 
 
 def _tensor(x, op, name="input", pos=1):
@@ -264,15 +264,6 @@ def matrix_exp(A):
     for _ in range(s):
         P = P @ P
     return P.to(A.dtype) if low else P
-
-
-def _to_out(r, out):
-    if out is None:
-        return r
-    from .copy import copy_
-    out.resize_(r.shape)
-    copy_(out, r)
-    return out
 
 
 FUNCTIONS = ("tensordot", "kron", "cross", "vander", "block_diag", "cartesian_prod", "tril_indices", "triu_indices",

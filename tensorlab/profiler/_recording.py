@@ -399,19 +399,19 @@ def _wrap_driver(drv):
             return orig["launch"](function, grid, block, args, shared_mem, stream)
         r.launch(drv, orig["launch"], function, grid, block, args, shared_mem, stream)
 
-    def memcpy_htod(dst, host, nbytes, stream, non_blocking):
-        r = rec()
-        if r is None:
-            return orig["memcpy_htod"](dst, host, nbytes, stream, non_blocking)
-        r.copy(drv, orig["memcpy_htod"], "HtoD", host, nbytes, stream, non_blocking,
-               (dst, host, nbytes, stream, non_blocking))
+    def host_copy(name, kind, host_at):
+        """memcpy_htod(dst, host, ...) / memcpy_dtoh(host, src, ...): recorded with its host array."""
+        def copy(a, b, nbytes, stream, non_blocking):
+            r = rec()
+            if r is None:
+                return orig[name](a, b, nbytes, stream, non_blocking)
+            r.copy(drv, orig[name], kind, (a, b)[host_at], nbytes, stream, non_blocking,
+                   (a, b, nbytes, stream, non_blocking))
+        copy.__name__ = name
+        return copy
 
-    def memcpy_dtoh(host, src, nbytes, stream, non_blocking):
-        r = rec()
-        if r is None:
-            return orig["memcpy_dtoh"](host, src, nbytes, stream, non_blocking)
-        r.copy(drv, orig["memcpy_dtoh"], "DtoH", host, nbytes, stream, non_blocking,
-               (host, src, nbytes, stream, non_blocking))
+    memcpy_htod = host_copy("memcpy_htod", "HtoD", 1)
+    memcpy_dtoh = host_copy("memcpy_dtoh", "DtoH", 0)
 
     def memcpy_dtod(dst, src, nbytes, stream):
         r = rec()
