@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ... import _faults
+from .conv import windows
 from .memory import array
 from .reduction import HALF
 
@@ -35,16 +35,7 @@ def max_pool2d(out, indices, x, kernel, stride, padding, dilation):
     low = _lowest(a.dtype)
     rows, rin = _taps(OH, H, kh, sh, ph, dh)
     cols, cin = _taps(OW, W, kw, sw, pw, dw)
-    hi_h = max(0, rows.max() + 1 - H)
-    hi_w = max(0, cols.max() + 1 - W)
-    if ph or pw or hi_h or hi_w:
-        padded = np.full((N, C, H + ph + hi_h, W + pw + hi_w), low, dtype=a.dtype)
-        padded[:, :, ph:ph + H, pw:pw + W] = a
-    else:
-        padded = a
-    s = padded.strides
-    win = as_strided(padded, (N, C, kh, kw, OH, OW), (s[0], s[1], dh * s[2], dw * s[3], sh * s[2], sw * s[3]),
-                     writeable=False).reshape(N, C, kh * kw, OH, OW)
+    win = windows(a, kernel, dilation, padding, stride, (OH, OW), low).reshape(N, C, kh * kw, OH, OW)
     pick = win.argmax(axis=2)
     if (a.dtype.kind == "f" or a.dtype in HALF) and np.isnan(a).any():  # the input is the cheaper place to look
         nan = np.isnan(win)
