@@ -51,3 +51,19 @@ def close_grads(torch_module, module, **tol):
 
 def randn(*shape, scale=1.0, seed=0, dtype="float32"):
     return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(dtype)
+
+
+def raises_like(ours, theirs):
+    """`ours()` raises what `theirs()` (torch) raises: the same exception type, and a message that
+    starts as torch's (ours may append a hint in parentheses)."""
+    import pytest
+
+    try:
+        theirs()
+    except Exception as e:  # noqa: BLE001
+        expected = e
+    else:
+        raise AssertionError("torch did not raise")
+    with pytest.raises(type(expected)) as got:
+        ours()
+    assert str(got.value).startswith(str(expected).split(" (")[0][:60]), (str(got.value), str(expected))
