@@ -11,7 +11,7 @@ import tensorlab as tl
 import tensorlab.nn as nn
 import tensorlab.nn.functional as F
 
-from layers_oracle import raises_like
+from layers_oracle import leaf as _leaf, rand as _rand, raises_like
 
 F64 = dict(rtol=1e-10, atol=1e-10)
 
@@ -29,17 +29,6 @@ def _close(ours, theirs, **tol):
         np.testing.assert_array_equal(got, want)
     else:
         np.testing.assert_allclose(got, want, equal_nan=True, **(tol or F64))
-
-
-def _rand(shape, seed=0, dtype="float64"):
-    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
-
-
-def _leaf(torch, device, arr, channels_last=False):
-    x = tl.tensor(arr, device=device)
-    if channels_last:
-        x = x.contiguous(memory_format=tl.channels_last)
-    return x.requires_grad_(), torch.tensor(arr, requires_grad=True)
 
 
 def _check_with_grad(torch, device, fn, shape, kw, seed=1, channels_last=False):

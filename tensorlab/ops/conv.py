@@ -166,6 +166,16 @@ def _batched(x, nd, op):
                        f"{list(x.shape)}")
 
 
+def _checked_operands(op, nd, input, weight, bias):
+    """A convolution's operand checks (tensors, one device) and its input as a batch: (x, unbatched)."""
+    _check_tensor(input, op, "input", 1)
+    _check_tensor(weight, op, "weight", 2)
+    if bias is not None:
+        _check_tensor(bias, op, "bias", 3)
+    same_device(op, input, weight, bias)
+    return _batched(input, nd, op)
+
+
 def _check_dtypes(x, weight, bias):
     if weight._dtype is not x._dtype:
         raise RuntimeError(f"expected scalar type {type_name(x._dtype)} but found {type_name(weight._dtype)} "
@@ -193,12 +203,7 @@ def _out_size(n, k, s, p_lo, p_hi, d):
 
 # -- convolution ---------------------------------------------------------------------------------------------
 def _conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
-    _check_tensor(input, op, "input", 1)
-    _check_tensor(weight, op, "weight", 2)
-    if bias is not None:
-        _check_tensor(bias, op, "bias", 3)
-    same_device(op, input, weight, bias)
-    x, unbatched = _batched(input, nd, op)
+    x, unbatched = _checked_operands(op, nd, input, weight, bias)
     stride = expand_param(stride, nd, "stride", op)
     dilation = expand_param(dilation, nd, "dilation", op)
     if isinstance(padding, str):
@@ -288,12 +293,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 # -- transposed convolution -------------------------------------------------------------------------------------
 def _conv_transpose(op, nd, input, weight, bias, stride, padding, output_padding, groups, dilation):
-    _check_tensor(input, op, "input", 1)
-    _check_tensor(weight, op, "weight", 2)
-    if bias is not None:
-        _check_tensor(bias, op, "bias", 3)
-    same_device(op, input, weight, bias)
-    x, unbatched = _batched(input, nd, op)
+    x, unbatched = _checked_operands(op, nd, input, weight, bias)
     if isinstance(padding, str):
         raise TypeError(f"{op}(): argument 'padding' must be tuple of ints, not str")
     stride = expand_param(stride, nd, "stride", op)

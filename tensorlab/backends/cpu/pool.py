@@ -16,6 +16,13 @@ def _lowest(dt):
     return -np.inf if dt.kind == "f" or dt in HALF else np.iinfo(dt).min
 
 
+def _arrays(*tensors):
+    """The tensors' NumPy arrays, at the launch (where the fault injector may fail it)."""
+    arrays = tuple(array(t) for t in tensors)
+    _faults.hit("launch")
+    return arrays
+
+
 def _taps(n_out, n_in, k, s, p, d):
     """(k, n_out) input position of each kernel tap of each window, and whether it is inside."""
     pos = np.arange(n_out)[None, :] * s - p + np.arange(k)[:, None] * d
@@ -25,10 +32,7 @@ def _taps(n_out, n_in, k, s, p, d):
 def max_pool2d(out, indices, x, kernel, stride, padding, dilation):
     """torch's loop, vectorized: each window's first maximum (row-major), or its last NaN; a window
     whose inside elements all equal the dtype's lowest value gives its first inside element."""
-    o = array(out)
-    ix = array(indices)
-    a = array(x)
-    _faults.hit("launch")
+    o, ix, a = _arrays(out, indices, x)
     N, C, H, W = a.shape
     OH, OW = o.shape[2:]
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
@@ -73,10 +77,7 @@ def _adaptive_table(n_in, n_out):
 
 
 def adaptive_max_pool2d(out, indices, x):
-    o = array(out)
-    ix = array(indices)
-    a = array(x)
-    _faults.hit("launch")
+    o, ix, a = _arrays(out, indices, x)
     N, C, H, W = a.shape
     OH, OW = o.shape[2:]
     th, kh = _adaptive_table(H, OH)
@@ -101,10 +102,7 @@ def max_pool2d_backward(grad_input, grad_output, indices, kernel, stride, paddin
 def _scatter_by_index(grad_input, grad_output, indices):
     """grad_input[b, c, i] = the sum of grad_output[b, c, j] over the windows j whose index is i, in
     window order; float16/bfloat16 accumulate in float32."""
-    gi = array(grad_input)
-    go = array(grad_output)
-    ix = array(indices)
-    _faults.hit("launch")
+    gi, go, ix = _arrays(grad_input, grad_output, indices)
     N, C, H, W = gi.shape
     acc = np.zeros((N * C, H * W), dtype=np.float32 if gi.dtype in HALF else gi.dtype)
     planes = np.repeat(np.arange(N * C), ix.shape[2] * ix.shape[3])
