@@ -8,6 +8,14 @@
 namespace {
 template <typename T> struct Acc { using type = float; };  // float16, bfloat16, float32
 template <> struct Acc<double> { using type = double; };
+
+// The coordinate of the linear index r along an inner dim of size n; r becomes the index of the outer dims.
+template <typename Index>
+__device__ __forceinline__ Index pop_coord(Index& r, Index n) {
+  const Index q = tl::index_div(r, n), c = r - q * n;
+  r = q;
+  return c;
+}
 }  // namespace
 
 // out[i] for i over the contiguous (B, C, kh, kw, oh, ow) result; `xl` is x's (B, C, H, W) shape and
@@ -19,20 +27,8 @@ __global__ void im2col(T* __restrict__ out, const T* __restrict__ x, Index n, tl
   const Index C = xl.shape[1], H = xl.shape[2], W = xl.shape[3];
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
     Index r = i;
-    Index q = tl::index_div(r, ow);
-    const Index z = r - q * ow;
-    r = q;
-    q = tl::index_div(r, oh);
-    const Index y = r - q * oh;
-    r = q;
-    q = tl::index_div(r, kw);
-    const Index j = r - q * kw;
-    r = q;
-    q = tl::index_div(r, kh);
-    const Index k = r - q * kh;
-    r = q;
-    q = tl::index_div(r, C);
-    const Index c = r - q * C, b = q;
+    const Index z = pop_coord(r, ow), y = pop_coord(r, oh), j = pop_coord(r, kw), k = pop_coord(r, kh);
+    const Index c = pop_coord(r, C), b = r;
     const Index h = y * sh - ph + k * dh, w = z * sw - pw + j * dw;
     out[i] = (h >= 0 && h < H && w >= 0 && w < W)
                  ? x[b * xl.stride[0] + c * xl.stride[1] + h * xl.stride[2] + w * xl.stride[3]]
@@ -50,14 +46,7 @@ __global__ void col2im(T* __restrict__ out, const T* __restrict__ cols, Index n,
   const Index C = cl.shape[1], kh = cl.shape[2], kw = cl.shape[3], oh = cl.shape[4], ow = cl.shape[5];
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
     Index r = i;
-    Index q = tl::index_div(r, W);
-    const Index w = r - q * W;
-    r = q;
-    q = tl::index_div(r, H);
-    const Index h = r - q * H;
-    r = q;
-    q = tl::index_div(r, C);
-    const Index c = r - q * C, b = q;
+    const Index w = pop_coord(r, W), h = pop_coord(r, H), c = pop_coord(r, C), b = r;
     const T* base = cols + b * cl.stride[0] + c * cl.stride[1];
     A sum = A(0);
     for (Index k = 0; k < kh; ++k) {

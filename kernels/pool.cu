@@ -8,6 +8,54 @@
 namespace {
 template <typename T> struct PoolAcc { using type = float; };  // float16, bfloat16, float32
 template <> struct PoolAcc<double> { using type = double; };
+
+// The coordinate of the linear index r along an inner dim of size n; r becomes the index of the outer dims.
+template <typename Index>
+__device__ __forceinline__ Index pop_coord(Index& r, Index n) {
+  const Index q = tl::index_div(r, n), c = r - q * n;
+  r = q;
+  return c;
+}
+
+// ATen's max over the window rows [hs, he) step dh x cols [ws, we) step dw of the plane `base`: the first
+// maximum in row-major order, or the last NaN; the window's first element where every one is the lowest value.
+template <typename T, typename Index>
+__device__ __forceinline__ void window_max(const T* base, Index s_h, Index s_w, Index W, Index hs, Index he, Index dh,
+                                           Index ws, Index we, Index dw, T& out, long long& index) {
+  using V = decltype(tl::widen(T()));
+  V best = tl::Bounds<V>::lowest();
+  T best_t = tl::cast<T>(best);
+  long long best_i = static_cast<long long>(hs) * W + ws;
+  for (Index h = hs; h < he; h += dh) {
+    for (Index w = ws; w < we; w += dw) {
+      const T t = base[h * s_h + w * s_w];
+      const V v = tl::widen(t);
+      if (v > best || tl::is_nan(v)) {
+        best = v;
+        best_t = t;
+        best_i = static_cast<long long>(h) * W + w;
+      }
+    }
+  }
+  out = best_t;
+  index = best_i;
+}
+
+// The sum, in window order, of the gradients of the windows [oh0, oh_end) x [ow0, ow_end) whose index is target;
+// g and ix point at one (b, c) plane of grad_output and indices.
+template <typename A, typename T, typename Index>
+__device__ __forceinline__ A gather_by_index(const T* g, const long long* ix, const tl::StridedLayout<Index>& gl,
+                                             const tl::StridedLayout<Index>& il, Index oh0, Index oh_end, Index ow0,
+                                             Index ow_end, long long target) {
+  A sum = A(0);
+  for (Index oh = oh0; oh < oh_end; ++oh) {
+    for (Index ow = ow0; ow < ow_end; ++ow) {
+      if (ix[oh * il.stride[2] + ow * il.stride[3]] == target)
+        sum += static_cast<A>(tl::widen(g[oh * gl.stride[2] + ow * gl.stride[3]]));
+    }
+  }
+  return sum;
+}
 }  // namespace
 
 // out and indices: contiguous (N, C, OH, OW); xl: x's (N, C, H, W) shape and strides.
@@ -15,38 +63,16 @@ template <typename T, typename Index>
 __global__ void max_pool2d_fwd(T* __restrict__ out, long long* __restrict__ indices, const T* __restrict__ x, Index n,
                                tl::StridedLayout<Index> xl, Index OH, Index OW, Index kh, Index kw, Index sh, Index sw,
                                Index ph, Index pw, Index dh, Index dw) {
-  using V = decltype(tl::widen(T()));
   const Index C = xl.shape[1], H = xl.shape[2], W = xl.shape[3];
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
-    Index q = tl::index_div(i, OW);
-    const Index ow = i - q * OW;
-    Index r = q;
-    q = tl::index_div(r, OH);
-    const Index oh = r - q * OH;
-    r = q;
-    q = tl::index_div(r, C);
-    const Index c = r - q * C, b = q;
+    Index r = i;
+    const Index ow = pop_coord(r, OW), oh = pop_coord(r, OH), c = pop_coord(r, C), b = r;
     Index hs = oh * sh - ph, ws = ow * sw - pw;
     const Index he = min(hs + (kh - 1) * dh + 1, H), we = min(ws + (kw - 1) * dw + 1, W);
     while (hs < 0) hs += dh;
     while (ws < 0) ws += dw;
     const T* base = x + b * xl.stride[0] + c * xl.stride[1];
-    V best = tl::Bounds<V>::lowest();
-    T best_t = tl::cast<T>(best);
-    long long best_i = static_cast<long long>(hs) * W + ws;
-    for (Index h = hs; h < he; h += dh) {
-      for (Index w = ws; w < we; w += dw) {
-        const T t = base[h * xl.stride[2] + w * xl.stride[3]];
-        const V v = tl::widen(t);
-        if (v > best || tl::is_nan(v)) {
-          best = v;
-          best_t = t;
-          best_i = static_cast<long long>(h) * W + w;
-        }
-      }
-    }
-    out[i] = best_t;
-    indices[i] = best_i;
+    window_max(base, xl.stride[2], xl.stride[3], W, hs, he, dh, ws, we, dw, out[i], indices[i]);
   }
 }
 
@@ -59,14 +85,8 @@ __global__ void max_pool2d_bwd(T* __restrict__ grad_input, const T* __restrict__
   using A = typename PoolAcc<T>::type;
   const Index C = gl.shape[1], OH = gl.shape[2], OW = gl.shape[3];
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
-    Index q = tl::index_div(i, W);
-    const Index w = i - q * W;
-    Index r = q;
-    q = tl::index_div(r, H);
-    const Index h = r - q * H;
-    r = q;
-    q = tl::index_div(r, C);
-    const Index c = r - q * C, b = q;
+    Index r = i;
+    const Index w = pop_coord(r, W), h = pop_coord(r, H), c = pop_coord(r, C), b = r;
     // the windows whose taps can reach (h, w): oh * sh - ph <= h <= oh * sh - ph + (kh - 1) * dh
     const Index lh = h + ph - (kh - 1) * dh, lw = w + pw - (kw - 1) * dw;
     const Index oh0 = lh <= 0 ? 0 : tl::index_div(lh + sh - 1, sh);
@@ -75,14 +95,7 @@ __global__ void max_pool2d_bwd(T* __restrict__ grad_input, const T* __restrict__
     const long long target = static_cast<long long>(h) * W + w;
     const T* g = grad_output + b * gl.stride[0] + c * gl.stride[1];
     const long long* ix = indices + b * il.stride[0] + c * il.stride[1];
-    A sum = A(0);
-    for (Index oh = oh0; oh <= oh1; ++oh) {
-      for (Index ow = ow0; ow <= ow1; ++ow) {
-        if (ix[oh * il.stride[2] + ow * il.stride[3]] == target)
-          sum += static_cast<A>(tl::widen(g[oh * gl.stride[2] + ow * gl.stride[3]]));
-      }
-    }
-    grad_input[i] = tl::cast<T>(sum);
+    grad_input[i] = tl::cast<T>(gather_by_index<A>(g, ix, gl, il, oh0, oh1 + 1, ow0, ow1 + 1, target));
   }
 }
 
@@ -91,36 +104,14 @@ __global__ void max_pool2d_bwd(T* __restrict__ grad_input, const T* __restrict__
 template <typename T, typename Index>
 __global__ void adaptive_max_pool2d_fwd(T* __restrict__ out, long long* __restrict__ indices, const T* __restrict__ x,
                                         Index n, tl::StridedLayout<Index> xl, Index OH, Index OW) {
-  using V = decltype(tl::widen(T()));
   const Index C = xl.shape[1], H = xl.shape[2], W = xl.shape[3];
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
-    Index q = tl::index_div(i, OW);
-    const Index ow = i - q * OW;
-    Index r = q;
-    q = tl::index_div(r, OH);
-    const Index oh = r - q * OH;
-    r = q;
-    q = tl::index_div(r, C);
-    const Index c = r - q * C, b = q;
+    Index r = i;
+    const Index ow = pop_coord(r, OW), oh = pop_coord(r, OH), c = pop_coord(r, C), b = r;
     const Index hs = tl::index_div(oh * H, OH), he = tl::index_div((oh + 1) * H + OH - 1, OH);
     const Index ws = tl::index_div(ow * W, OW), we = tl::index_div((ow + 1) * W + OW - 1, OW);
     const T* base = x + b * xl.stride[0] + c * xl.stride[1];
-    V best = tl::Bounds<V>::lowest();
-    T best_t = tl::cast<T>(best);
-    long long best_i = static_cast<long long>(hs) * W + ws;
-    for (Index h = hs; h < he; ++h) {
-      for (Index w = ws; w < we; ++w) {
-        const T t = base[h * xl.stride[2] + w * xl.stride[3]];
-        const V v = tl::widen(t);
-        if (v > best || tl::is_nan(v)) {
-          best = v;
-          best_t = t;
-          best_i = static_cast<long long>(h) * W + w;
-        }
-      }
-    }
-    out[i] = best_t;
-    indices[i] = best_i;
+    window_max(base, xl.stride[2], xl.stride[3], W, hs, he, Index(1), ws, we, Index(1), out[i], indices[i]);
   }
 }
 
@@ -133,26 +124,13 @@ __global__ void adaptive_max_pool2d_bwd(T* __restrict__ grad_input, const T* __r
   using A = typename PoolAcc<T>::type;
   const Index C = gl.shape[1], OH = gl.shape[2], OW = gl.shape[3];
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
-    Index q = tl::index_div(i, W);
-    const Index w = i - q * W;
-    Index r = q;
-    q = tl::index_div(r, H);
-    const Index h = r - q * H;
-    r = q;
-    q = tl::index_div(r, C);
-    const Index c = r - q * C, b = q;
+    Index r = i;
+    const Index w = pop_coord(r, W), h = pop_coord(r, H), c = pop_coord(r, C), b = r;
     const Index oh0 = tl::index_div(h * OH, H), oh1 = tl::index_div((h + 1) * OH + H - 1, H);
     const Index ow0 = tl::index_div(w * OW, W), ow1 = tl::index_div((w + 1) * OW + W - 1, W);
     const long long target = static_cast<long long>(h) * W + w;
     const T* g = grad_output + b * gl.stride[0] + c * gl.stride[1];
     const long long* ix = indices + b * il.stride[0] + c * il.stride[1];
-    A sum = A(0);
-    for (Index oh = oh0; oh < oh1; ++oh) {
-      for (Index ow = ow0; ow < ow1; ++ow) {
-        if (ix[oh * il.stride[2] + ow * il.stride[3]] == target)
-          sum += static_cast<A>(tl::widen(g[oh * gl.stride[2] + ow * gl.stride[3]]));
-      }
-    }
-    grad_input[i] = tl::cast<T>(sum);
+    grad_input[i] = tl::cast<T>(gather_by_index<A>(g, ix, gl, il, oh0, oh1, ow0, ow1, target));
   }
 }

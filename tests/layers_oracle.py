@@ -51,3 +51,32 @@ def close_grads(torch_module, module, **tol):
 
 def randn(*shape, scale=1.0, seed=0, dtype="float32"):
     return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(dtype)
+
+
+def raises_like(ours, theirs):
+    """`ours()` raises what `theirs()` (torch) raises: the same exception type, and a message that
+    starts as torch's (ours may append a hint in parentheses)."""
+    import pytest
+
+    try:
+        theirs()
+    except Exception as e:  # noqa: BLE001
+        expected = e
+    else:
+        raise AssertionError("torch did not raise")
+    with pytest.raises(type(expected)) as got:
+        ours()
+    assert str(got.value).startswith(str(expected).split(" (")[0][:60]), (str(got.value), str(expected))
+
+
+def rand(shape, seed=0, dtype="float64"):
+    """A standard-normal NumPy array of `shape`, reproducible by seed."""
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def leaf(torch, device, arr, channels_last=False):
+    """(ours, torch's) leaf tensors holding arr that require grad; ours channels-last if asked."""
+    x = tl.tensor(arr, device=device)
+    if channels_last:
+        x = x.contiguous(memory_format=tl.channels_last)
+    return x.requires_grad_(), torch.tensor(arr, requires_grad=True)

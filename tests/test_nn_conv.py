@@ -15,6 +15,8 @@ import tensorlab as tl
 import tensorlab.nn as nn
 import tensorlab.nn.functional as F
 
+from layers_oracle import leaf as _leaf, rand as _rand, raises_like
+
 F64 = dict(rtol=1e-10, atol=1e-10)
 
 
@@ -29,17 +31,6 @@ def _close(ours, theirs, **tol):
         theirs.detach().numpy()
     assert got.shape == want.shape, (got.shape, want.shape)
     np.testing.assert_allclose(got, want, **tol)
-
-
-def _rand(shape, seed=0, dtype="float64"):
-    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
-
-
-def _leaf(torch, device, arr, channels_last=False):
-    x = tl.tensor(arr, device=device)
-    if channels_last:
-        x = x.contiguous(memory_format=tl.channels_last)
-    return x.requires_grad_(), torch.tensor(arr, requires_grad=True)
 
 
 def _backward_both(y, ty, seed=9):
@@ -365,33 +356,20 @@ ERRORS = [  # (function, input shape, weight shape, kwargs, input dtype, weight 
 ]
 
 
-def _raises_like(torch, ours, theirs):
-    try:
-        theirs()
-    except Exception as e:  # noqa: BLE001
-        expected = e
-    else:
-        raise AssertionError("torch did not raise")
-    with pytest.raises(type(expected)) as got:
-        ours()
-    # our message is torch's, sometimes with a hint appended
-    assert str(got.value).startswith(str(expected).split(" (")[0][:60]), (str(got.value), str(expected))
-
-
 @pytest.mark.parametrize("case", ERRORS, ids=str)
 def test_conv_errors_match_torch(device, torch, case):
     fn, xs, ws, kw, xd, wd = case
     x, w = tl.zeros(xs, dtype=getattr(tl, xd), device=device), tl.zeros(ws, dtype=getattr(tl, wd), device=device)
     tx, tw = torch.zeros(xs, dtype=getattr(torch, xd)), torch.zeros(ws, dtype=getattr(torch, wd))
-    _raises_like(torch, lambda: getattr(F, fn)(x, w, **kw), lambda: getattr(torch.nn.functional, fn)(tx, tw, **kw))
+    raises_like(lambda: getattr(F, fn)(x, w, **kw), lambda: getattr(torch.nn.functional, fn)(tx, tw, **kw))
 
 
 def test_conv_bias_errors_match_torch(device, torch):
     x, w = tl.zeros((2, 4, 5, 5), device=device), tl.zeros((6, 4, 3, 3), device=device)
     tx, tw = torch.zeros(2, 4, 5, 5), torch.zeros(6, 4, 3, 3)
-    _raises_like(torch, lambda: F.conv2d(x, w, tl.zeros(5, device=device)),
+    raises_like(lambda: F.conv2d(x, w, tl.zeros(5, device=device)),
                  lambda: torch.nn.functional.conv2d(tx, tw, torch.zeros(5)))
-    _raises_like(torch, lambda: F.conv2d(x, w, tl.zeros(6, dtype=tl.float64, device=device)),
+    raises_like(lambda: F.conv2d(x, w, tl.zeros(6, dtype=tl.float64, device=device)),
                  lambda: torch.nn.functional.conv2d(tx, tw, torch.zeros(6, dtype=torch.float64)))
 
 
@@ -408,11 +386,11 @@ UNFOLD_ERRORS = [
 def test_unfold_fold_errors_match_torch(device, torch, case):
     fn, shape, kw = case
     x, tx = tl.zeros(shape, device=device), torch.zeros(shape)
-    _raises_like(torch, lambda: getattr(F, fn)(x, **kw), lambda: getattr(torch.nn.functional, fn)(tx, **kw))
+    raises_like(lambda: getattr(F, fn)(x, **kw), lambda: getattr(torch.nn.functional, fn)(tx, **kw))
 
 
 def test_unfold_refuses_integers_as_torch(device, torch):
-    _raises_like(torch, lambda: F.unfold(tl.zeros((1, 2, 3, 3), dtype=tl.int64, device=device), 2),
+    raises_like(lambda: F.unfold(tl.zeros((1, 2, 3, 3), dtype=tl.int64, device=device), 2),
                  lambda: torch.nn.functional.unfold(torch.zeros(1, 2, 3, 3, dtype=torch.int64), 2))
 
 

@@ -11,6 +11,8 @@ import tensorlab as tl
 import tensorlab.nn as nn
 import tensorlab.nn.functional as F
 
+from layers_oracle import leaf as _leaf, rand as _rand, raises_like
+
 F64 = dict(rtol=1e-10, atol=1e-10)
 
 
@@ -27,17 +29,6 @@ def _close(ours, theirs, **tol):
         np.testing.assert_array_equal(got, want)
     else:
         np.testing.assert_allclose(got, want, equal_nan=True, **(tol or F64))
-
-
-def _rand(shape, seed=0, dtype="float64"):
-    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
-
-
-def _leaf(torch, device, arr, channels_last=False):
-    x = tl.tensor(arr, device=device)
-    if channels_last:
-        x = x.contiguous(memory_format=tl.channels_last)
-    return x.requires_grad_(), torch.tensor(arr, requires_grad=True)
 
 
 def _check_with_grad(torch, device, fn, shape, kw, seed=1, channels_last=False):
@@ -275,24 +266,11 @@ ERRORS = [
 ]
 
 
-def _raises_like(ours, theirs):
-    try:
-        theirs()
-    except Exception as e:  # noqa: BLE001
-        expected = e
-    else:
-        raise AssertionError("torch did not raise")
-    with pytest.raises(type(expected)) as got:
-        ours()
-    # our message is torch's, sometimes with a hint appended
-    assert str(got.value).startswith(str(expected).split(" (")[0][:60]), (str(got.value), str(expected))
-
-
 @pytest.mark.parametrize("case", ERRORS, ids=str)
 def test_pool_errors_match_torch(device, torch, case):
     fn, shape, kw = case
     x, tx = tl.zeros(shape, device=device), torch.zeros(shape)
-    _raises_like(lambda: getattr(F, fn)(x, **kw), lambda: getattr(torch.nn.functional, fn)(tx, **kw))
+    raises_like(lambda: getattr(F, fn)(x, **kw), lambda: getattr(torch.nn.functional, fn)(tx, **kw))
 
 
 @pytest.mark.parametrize("fn,dtype", [("max_pool2d", "bool"), ("avg_pool2d", "bool"),
@@ -300,7 +278,7 @@ def test_pool_errors_match_torch(device, torch, case):
 def test_pool_dtype_errors_match_torch(device, torch, fn, dtype):
     x, tx = tl.zeros((1, 2, 4, 4), dtype=getattr(tl, dtype), device=device), torch.zeros(1, 2, 4, 4,
                                                                                          dtype=getattr(torch, dtype))
-    _raises_like(lambda: getattr(F, fn)(x, 2), lambda: getattr(torch.nn.functional, fn)(tx, 2))
+    raises_like(lambda: getattr(F, fn)(x, 2), lambda: getattr(torch.nn.functional, fn)(tx, 2))
 
 
 def test_max_pool_double_backward_matches_torch(device, torch):
@@ -322,21 +300,28 @@ def test_max_pool_grad_fn_names_and_overlapping_windows(device, torch):
     _close(x.grad, tx.grad)
 
 
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
-def test_max_pool_kernels_forward_backward_every_floating_dtype(device, index, torch, dtype):
-    arr = _rand((2, 2, 5, 6), 5, "float32")
+def _check_max_kernels_in_dtype(torch, device, dtype, shape, seed, fn, *args, **kw):
+    """F.<fn>(x, *args, return_indices=True, **kw) in `dtype`: values and indices exactly torch's, and
+    the gradient of a random upstream gradient."""
+    arr = _rand(shape, seed, "float32")
     x = tl.tensor(arr, device=device).to(getattr(tl, dtype)).requires_grad_()
     tx = torch.tensor(arr).to(getattr(torch, dtype)).requires_grad_()
-    kw = dict(kernel_size=(3, 2), stride=(1, 2), padding=1, dilation=(2, 1), return_indices=True)
-    (y, i), (ty, ti) = F.max_pool2d(x, **kw), torch.nn.functional.max_pool2d(tx, **kw)
+    (y, i), (ty, ti) = getattr(F, fn)(x, *args, return_indices=True, **kw), \
+        getattr(torch.nn.functional, fn)(tx, *args, return_indices=True, **kw)
     _close(y, ty, rtol=0, atol=0)
     _close(i, ti)
-    g = _rand(tuple(ty.shape), 6, "float32")
+    g = _rand(tuple(ty.shape), seed + 1, "float32")
     y.backward(tl.tensor(g, device=device).to(getattr(tl, dtype)))
     ty.backward(torch.tensor(g).to(getattr(torch, dtype)))
     # sums of at most a few terms, accumulated in float32 and rounded once: torch's half kernels may round per term
     tol = dict(rtol=0, atol=0) if dtype in ("float32", "float64") else dict(rtol=1e-2, atol=1e-2)
     _close(x.grad, tx.grad, **tol)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_max_pool_kernels_forward_backward_every_floating_dtype(device, index, torch, dtype):
+    _check_max_kernels_in_dtype(torch, device, dtype, (2, 2, 5, 6), 5, "max_pool2d", kernel_size=(3, 2),
+                                stride=(1, 2), padding=1, dilation=(2, 1))
 
 
 def _random_pool_cases(n, seed):
@@ -370,17 +355,7 @@ def test_pools_random_geometries_match_torch(device, torch, case):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
 def test_adaptive_max_pool_kernels_every_floating_dtype(device, index, torch, dtype):
-    arr = _rand((2, 2, 7, 5), 7, "float32")
-    x = tl.tensor(arr, device=device).to(getattr(tl, dtype)).requires_grad_()
-    tx = torch.tensor(arr).to(getattr(torch, dtype)).requires_grad_()
-    (y, i), (ty, ti) = F.adaptive_max_pool2d(x, (4, 3), True), torch.nn.functional.adaptive_max_pool2d(tx, (4, 3), True)
-    _close(y, ty, rtol=0, atol=0)
-    _close(i, ti)
-    g = _rand(tuple(ty.shape), 8, "float32")
-    y.backward(tl.tensor(g, device=device).to(getattr(tl, dtype)))
-    ty.backward(torch.tensor(g).to(getattr(torch, dtype)))
-    tol = dict(rtol=0, atol=0) if dtype in ("float32", "float64") else dict(rtol=1e-2, atol=1e-2)
-    _close(x.grad, tx.grad, **tol)
+    _check_max_kernels_in_dtype(torch, device, dtype, (2, 2, 7, 5), 7, "adaptive_max_pool2d", (4, 3))
 
 
 def test_adaptive_max_pool_double_backward_matches_torch(device, torch):

@@ -2,8 +2,6 @@
 initialization and repr), and Unfold / Fold."""
 from __future__ import annotations
 
-import math
-
 from ..ops import conv as _conv
 from ..ops.creation import empty
 from . import init
@@ -72,13 +70,7 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        # kaiming_uniform_(a=sqrt(5)) gives U(-1/sqrt(fan_in), 1/sqrt(fan_in)), torch's default
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        init._default_layer_init_(self.weight, self.bias, zero_bias_without_fan_in=False)
 
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
@@ -108,33 +100,37 @@ class _ConvNd(Module):
         return self._conv_forward(input, self.weight, self.bias)
 
 
-class Conv1d(_ConvNd):
+class _ConvForwardNd(_ConvNd):
+    """Conv1d's and Conv2d's constructor (torch's signature): ints expanded to the class's _nd."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        nd = self._nd
+        padding = padding if isinstance(padding, str) else _ntuple(padding, nd)
+        super().__init__(in_channels, out_channels, _ntuple(kernel_size, nd), _ntuple(stride, nd), padding,
+                         _ntuple(dilation, nd), False, (0,) * nd, groups, bias, padding_mode, device, dtype)
+
+
+class Conv1d(_ConvForwardNd):
     _nd = 1
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
-                 padding_mode="zeros", device=None, dtype=None):
-        padding = padding if isinstance(padding, str) else _ntuple(padding, 1)
-        super().__init__(in_channels, out_channels, _ntuple(kernel_size, 1), _ntuple(stride, 1), padding,
-                         _ntuple(dilation, 1), False, (0,), groups, bias, padding_mode, device, dtype)
 
-
-class Conv2d(_ConvNd):
+class Conv2d(_ConvForwardNd):
     _nd = 2
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
-                 padding_mode="zeros", device=None, dtype=None):
-        padding = padding if isinstance(padding, str) else _ntuple(padding, 2)
-        super().__init__(in_channels, out_channels, _ntuple(kernel_size, 2), _ntuple(stride, 2), padding,
-                         _ntuple(dilation, 2), False, (0, 0), groups, bias, padding_mode, device, dtype)
 
 
 class _ConvTransposeNd(_ConvNd):
-    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, output_padding, groups, bias,
-                 padding_mode, device, dtype):
+    """ConvTranspose1d's and ConvTranspose2d's constructor (torch's signature): ints expanded to the
+    class's _nd."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
         if padding_mode != "zeros":
             raise ValueError(f'Only "zeros" padding mode is supported for {self.__class__.__name__}')
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, True, output_padding,
-                         groups, bias, padding_mode, device, dtype)
+        nd = self._nd
+        super().__init__(in_channels, out_channels, _ntuple(kernel_size, nd), _ntuple(stride, nd),
+                         _ntuple(padding, nd), _ntuple(dilation, nd), True, _ntuple(output_padding, nd), groups, bias,
+                         padding_mode, device, dtype)
 
     def _output_padding(self, input, output_size, stride, padding, kernel_size, num_spatial_dims, dilation=None):
         """torch's rule: the output_padding that makes the result output_size (which may include
@@ -174,19 +170,9 @@ class _ConvTransposeNd(_ConvNd):
 class ConvTranspose1d(_ConvTransposeNd):
     _nd = 1
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
-                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, _ntuple(kernel_size, 1), _ntuple(stride, 1), _ntuple(padding, 1),
-                         _ntuple(dilation, 1), _ntuple(output_padding, 1), groups, bias, padding_mode, device, dtype)
-
 
 class ConvTranspose2d(_ConvTransposeNd):
     _nd = 2
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
-                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, _ntuple(kernel_size, 2), _ntuple(stride, 2), _ntuple(padding, 2),
-                         _ntuple(dilation, 2), _ntuple(output_padding, 2), groups, bias, padding_mode, device, dtype)
 
 
 class Unfold(Module):

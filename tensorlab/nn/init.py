@@ -111,3 +111,18 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
         _warn.warn("Initializing zero-element tensors is a no-op")
         return tensor
     return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
+
+
+def _default_layer_init_(weight, bias, zero_bias_without_fan_in):
+    """torch's default reset_parameters of Linear and the Conv layers: kaiming_uniform_(a=sqrt(5)),
+    i.e. weight ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias (when there is one) with the same
+    bound. Where fan_in is 0, Linear draws the bias from U(0, 0) (zero_bias_without_fan_in) and the
+    Conv layers leave it as it is, as torch does."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = _calculate_fan_in_and_fan_out(weight)
+        if fan_in > 0:
+            bound = 1 / math.sqrt(fan_in)
+            uniform_(bias, -bound, bound)
+        elif zero_bias_without_fan_in:
+            uniform_(bias, 0, 0)

@@ -1,8 +1,6 @@
 """Linear (y = x W^T + b, torch's default init) and Identity."""
 from __future__ import annotations
 
-import math
-
 from ..ops.creation import empty
 from . import functional as F, init
 from .module import Module
@@ -30,12 +28,7 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        # kaiming_uniform_(a=sqrt(5)) gives U(-1/sqrt(fan_in), 1/sqrt(fan_in)), torch's default
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        init._default_layer_init_(self.weight, self.bias, zero_bias_without_fan_in=True)
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)

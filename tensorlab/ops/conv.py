@@ -166,6 +166,16 @@ def _batched(x, nd, op):
                        f"{list(x.shape)}")
 
 
+def _checked_operands(op, nd, input, weight, bias):
+    """A convolution's operand checks (tensors, one device) and its input as a batch: (x, unbatched)."""
+    _check_tensor(input, op, "input", 1)
+    _check_tensor(weight, op, "weight", 2)
+    if bias is not None:
+        _check_tensor(bias, op, "bias", 3)
+    same_device(op, input, weight, bias)
+    return _batched(input, nd, op)
+
+
 def _check_dtypes(x, weight, bias):
     if weight._dtype is not x._dtype:
         raise RuntimeError(f"expected scalar type {type_name(x._dtype)} but found {type_name(weight._dtype)} "
@@ -193,12 +203,7 @@ def _out_size(n, k, s, p_lo, p_hi, d):
 
 # -- convolution ---------------------------------------------------------------------------------------------
 def _conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
-    _check_tensor(input, op, "input", 1)
-    _check_tensor(weight, op, "weight", 2)
-    if bias is not None:
-        _check_tensor(bias, op, "bias", 3)
-    same_device(op, input, weight, bias)
-    x, unbatched = _batched(input, nd, op)
+    x, unbatched = _checked_operands(op, nd, input, weight, bias)
     stride = expand_param(stride, nd, "stride", op)
     dilation = expand_param(dilation, nd, "dilation", op)
     if isinstance(padding, str):
@@ -288,12 +293,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 # -- transposed convolution -------------------------------------------------------------------------------------
 def _conv_transpose(op, nd, input, weight, bias, stride, padding, output_padding, groups, dilation):
-    _check_tensor(input, op, "input", 1)
-    _check_tensor(weight, op, "weight", 2)
-    if bias is not None:
-        _check_tensor(bias, op, "bias", 3)
-    same_device(op, input, weight, bias)
-    x, unbatched = _batched(input, nd, op)
+    x, unbatched = _checked_operands(op, nd, input, weight, bias)
     if isinstance(padding, str):
         raise TypeError(f"{op}(): argument 'padding' must be tuple of ints, not str")
     stride = expand_param(stride, nd, "stride", op)
@@ -377,19 +377,14 @@ def _floating_only(x, kernel_name):
                                   "input with .float() first)")
 
 
-def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
-    """torch.nn.functional.unfold: (N, C, H, W) -> (N, C * kh * kw, L) (unbatched (C, H, W) too)."""
-    _check_tensor(input, "unfold", "input", 1)
-    kernel = expand_param(kernel_size, 2, "kernel_size", "unfold")
-    dilation = expand_param(dilation, 2, "dilation", "unfold")
-    padding = expand_param(padding, 2, "padding", "unfold")
-    stride = expand_param(stride, 2, "stride", "unfold")
-    if input.dim() < 3:
-        n = max(input.dim(), 1)
-        raise IndexError(f"Dimension out of range (expected to be in range of [-{n}, {n - 1}], but got 2)")
-    if input.dim() > 4 or 0 in tuple(input.shape[-3:]):
-        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:"
-                           f"{list(input.shape)} (unfold takes (N, C, H, W) or (C, H, W) with non-zero C, H, W)")
+def _sliding_window(op, kernel_size, dilation, padding, stride):
+    """unfold's and fold's (kernel, dilation, padding, stride) pairs, expanded in torch's order."""
+    return tuple(expand_param(v, 2, name, op) for v, name in
+                 ((kernel_size, "kernel_size"), (dilation, "dilation"), (padding, "padding"), (stride, "stride")))
+
+
+def _check_sliding_window(kernel, stride, dilation, padding):
+    """im2col's / col2im's shape checks on the window parameters, in torch's order and words."""
     if any(k <= 0 for k in kernel):
         raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {kernel[0]} kernel_width: "
                            f"{kernel[1]}")
@@ -401,6 +396,19 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
                            f"dilation_width: {dilation[1]}")
     if any(p < 0 for p in padding):
         raise RuntimeError(f"padding should be non-negative, but got pad_height: {padding[0]} pad_width: {padding[1]}")
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """torch.nn.functional.unfold: (N, C, H, W) -> (N, C * kh * kw, L) (unbatched (C, H, W) too)."""
+    _check_tensor(input, "unfold", "input", 1)
+    kernel, dilation, padding, stride = _sliding_window("unfold", kernel_size, dilation, padding, stride)
+    if input.dim() < 3:
+        n = max(input.dim(), 1)
+        raise IndexError(f"Dimension out of range (expected to be in range of [-{n}, {n - 1}], but got 2)")
+    if input.dim() > 4 or 0 in tuple(input.shape[-3:]):
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:"
+                           f"{list(input.shape)} (unfold takes (N, C, H, W) or (C, H, W) with non-zero C, H, W)")
+    _check_sliding_window(kernel, stride, dilation, padding)
     _floating_only(input, "im2col_out_cpu")
     x, unbatched = (input.unsqueeze(0), True) if input.dim() == 3 else (input, False)
     H, W = x.shape[2:]
@@ -419,27 +427,14 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     """torch.nn.functional.fold: (N, C * kh * kw, L) -> (N, C, H, W), overlapping values summed."""
     _check_tensor(input, "fold", "input", 1)
     size = expand_param(output_size, 2, "output_size", "fold")
-    kernel = expand_param(kernel_size, 2, "kernel_size", "fold")
-    dilation = expand_param(dilation, 2, "dilation", "fold")
-    padding = expand_param(padding, 2, "padding", "fold")
-    stride = expand_param(stride, 2, "stride", "fold")
+    kernel, dilation, padding, stride = _sliding_window("fold", kernel_size, dilation, padding, stride)
     if input.dim() not in (2, 3) or 0 in tuple(input.shape[-2:]):
         raise RuntimeError(f"Expected 2D or 3D (batch mode) input tensor with possibly 0 batch size and non-zero "
                            f"dimensions for input, but got: {list(input.shape)}")
     if any(s <= 0 for s in size):
         raise RuntimeError(f"output size should be greater than zero, but got output_height: {size[0]} output_width: "
                            f"{size[1]}")
-    if any(k <= 0 for k in kernel):
-        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {kernel[0]} kernel_width: "
-                           f"{kernel[1]}")
-    if any(s <= 0 for s in stride):
-        raise RuntimeError(f"stride should be greater than zero, but got stride_height: {stride[0]} stride_width: "
-                           f"{stride[1]}")
-    if any(d <= 0 for d in dilation):
-        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {dilation[0]} "
-                           f"dilation_width: {dilation[1]}")
-    if any(p < 0 for p in padding):
-        raise RuntimeError(f"padding should be non-negative, but got pad_height: {padding[0]} pad_width: {padding[1]}")
+    _check_sliding_window(kernel, stride, dilation, padding)
     x, unbatched = (input.unsqueeze(0), True) if input.dim() == 2 else (input, False)
     kk = kernel[0] * kernel[1]
     if x.shape[1] % kk:

@@ -159,10 +159,7 @@ def _max_pool(inp, kernel, stride, padding, dilation, ceil_mode, return_indices)
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     op = "max_pool2d"
     _check_tensor(input, op)
-    kernel = _pair(kernel_size, op, "kernel_size")
-    stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and not stride) else \
-        _pair(stride, op, "stride", True)
-    padding = _pair(padding, op, "padding")
+    kernel, stride, padding = _window_2d(op, kernel_size, stride, padding)
     dilation = _pair(dilation, op, "dilation")
     if input.dim() not in (3, 4):
         raise RuntimeError(f"non-empty 3D or 4D (batch mode) tensor expected for input (max_pool2d got "
@@ -174,10 +171,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     op = "max_pool1d"
     _check_tensor(input, op)
-    (k,) = _single(kernel_size, op, "kernel_size")
-    (s,) = (k,) if stride is None or (isinstance(stride, (list, tuple)) and not stride) else \
-        _single(stride, op, "stride")
-    (p,) = _single(padding, op, "padding")
+    k, s, p = _window_1d(op, kernel_size, stride, padding)
     (d,) = _single(dilation, op, "dilation")
     if input.dim() not in (2, 3) or 0 in tuple(input.shape[1:]) and input.dim() == 3 or \
             input.dim() == 2 and 0 in tuple(input.shape):
@@ -199,6 +193,26 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         raise RuntimeError(f"max_pool1d() Invalid computed output size: {n}")
     _no_bool(input, "max_pool1d")
     return _max_pool(_as_4d(input, 1), (1, k), (1, s), (0, p), (1, d), ceil_mode, return_indices)
+
+
+def _stride_defaults_to_kernel(stride):
+    """torch's pools: stride None or an empty list means stride = kernel_size."""
+    return stride is None or (isinstance(stride, (list, tuple)) and not stride)
+
+
+def _window_2d(op, kernel_size, stride, padding):
+    """A 2-D pool's (kernel, stride, padding) pairs, checked in torch's order."""
+    kernel = _pair(kernel_size, op, "kernel_size")
+    stride = kernel if _stride_defaults_to_kernel(stride) else _pair(stride, op, "stride", True)
+    return kernel, stride, _pair(padding, op, "padding")
+
+
+def _window_1d(op, kernel_size, stride, padding):
+    """A 1-D pool's kernel, stride and padding ints, checked in torch's order."""
+    (k,) = _single(kernel_size, op, "kernel_size")
+    (s,) = (k,) if _stride_defaults_to_kernel(stride) else _single(stride, op, "stride")
+    (p,) = _single(padding, op, "padding")
+    return k, s, p
 
 
 def _single(value, op, name):
@@ -255,10 +269,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                divisor_override=None):
     op = "avg_pool2d"
     _check_tensor(input, op)
-    kernel = _pair(kernel_size, op, "kernel_size")
-    stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and not stride) else \
-        _pair(stride, op, "stride", True)
-    padding = _pair(padding, op, "padding")
+    kernel, stride, padding = _window_2d(op, kernel_size, stride, padding)
     if input.dim() < 3:
         n = max(input.dim(), 1)
         raise IndexError(f"Dimension out of range (expected to be in range of [-{n}, {n - 1}], but got -3)")
@@ -272,10 +283,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
     op = "avg_pool1d"
     _check_tensor(input, op)
-    (k,) = _single(kernel_size, op, "kernel_size")
-    (s,) = (k,) if stride is None or (isinstance(stride, (list, tuple)) and not stride) else \
-        _single(stride, op, "stride")
-    (p,) = _single(padding, op, "padding")
+    k, s, p = _window_1d(op, kernel_size, stride, padding)
     if input.dim() not in (2, 3):
         raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor for argument #1 "
                            f"'self' (while checking arguments for avg_pool1d)")

@@ -10,7 +10,7 @@ from ... import _faults
 from .memory import array
 from .reduction import HALF
 
-__all__ = ("im2col", "col2im")
+__all__ = ("im2col", "col2im")  # windows: also the pools' (backends/cpu/pool.py)
 
 
 def im2col(out, x, kernel, dilation, padding, stride, pad_value):
@@ -19,22 +19,30 @@ def im2col(out, x, kernel, dilation, padding, stride, pad_value):
     o = array(out)
     a = array(x)
     _faults.hit("launch")
+    np.copyto(o, windows(a, o.shape[2:4], dilation, padding, stride, o.shape[4:], pad_value))
+
+
+def _reach(n_out, k, s, d):
+    """How far into the padded input a dim's last window's last element lies, plus one."""
+    return (n_out - 1) * s + (k - 1) * d + 1
+
+
+def windows(a, kernel, dilation, padding, stride, out_hw, pad_value):
+    """The read-only (B, C, kh, kw, oh, ow) view of the 4-D array `a`'s sliding windows:
+    [b, c, i, j, y, z] = a[b, c, y*sh - ph + i*dh, z*sw - pw + j*dw], pad_value outside a."""
     B, C, H, W = a.shape
-    kh, kw, oh, ow = o.shape[2:]
+    (kh, kw), (oh, ow) = kernel, out_hw
     (dh, dw), (ph, pw), (sh, sw) = dilation, padding, stride
     # the padded input must reach the last window's last element
-    need_h = (oh - 1) * sh + (kh - 1) * dh + 1
-    need_w = (ow - 1) * sw + (kw - 1) * dw + 1
-    ph_hi, pw_hi = max(0, need_h - ph - H), max(0, need_w - pw - W)
+    ph_hi, pw_hi = max(0, _reach(oh, kh, sh, dh) - ph - H), max(0, _reach(ow, kw, sw, dw) - pw - W)
     if ph or pw or ph_hi or pw_hi:
         padded = np.full((B, C, H + ph + ph_hi, W + pw + pw_hi), pad_value, dtype=a.dtype)
         padded[:, :, ph:ph + H, pw:pw + W] = a
     else:
         padded = a
     s = padded.strides
-    win = as_strided(padded, (B, C, kh, kw, oh, ow), (s[0], s[1], dh * s[2], dw * s[3], sh * s[2], sw * s[3]),
-                     writeable=False)
-    np.copyto(o, win)
+    return as_strided(padded, (B, C, kh, kw, oh, ow), (s[0], s[1], dh * s[2], dw * s[3], sh * s[2], sw * s[3]),
+                      writeable=False)
 
 
 def col2im(out, cols, kernel, dilation, padding, stride):
@@ -51,9 +59,7 @@ def col2im(out, cols, kernel, dilation, padding, stride):
     if not (kh and kw and oh and ow):  # no window reads anything
         o[...] = 0
         return
-    need_h = (oh - 1) * sh + (kh - 1) * dh + 1
-    need_w = (ow - 1) * sw + (kw - 1) * dw + 1
-    acc = np.zeros((B, C, max(need_h, ph + H), max(need_w, pw + W)), dtype=acc_t)
+    acc = np.zeros((B, C, max(_reach(oh, kh, sh, dh), ph + H), max(_reach(ow, kw, sw, dw), pw + W)), dtype=acc_t)
     with np.errstate(all="ignore"):
         for i in range(kh):
             for j in range(kw):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ... import _faults
+from .conv import windows
 from .memory import array
 from .reduction import HALF
 
@@ -14,6 +14,13 @@ __all__ = ("max_pool2d", "max_pool2d_backward", "adaptive_max_pool2d", "adaptive
 
 def _lowest(dt):
     return -np.inf if dt.kind == "f" or dt in HALF else np.iinfo(dt).min
+
+
+def _arrays(*tensors):
+    """The tensors' NumPy arrays, at the launch (where the fault injector may fail it)."""
+    arrays = tuple(array(t) for t in tensors)
+    _faults.hit("launch")
+    return arrays
 
 
 def _taps(n_out, n_in, k, s, p, d):
@@ -25,26 +32,14 @@ def _taps(n_out, n_in, k, s, p, d):
 def max_pool2d(out, indices, x, kernel, stride, padding, dilation):
     """torch's loop, vectorized: each window's first maximum (row-major), or its last NaN; a window
     whose inside elements all equal the dtype's lowest value gives its first inside element."""
-    o = array(out)
-    ix = array(indices)
-    a = array(x)
-    _faults.hit("launch")
+    o, ix, a = _arrays(out, indices, x)
     N, C, H, W = a.shape
     OH, OW = o.shape[2:]
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
     low = _lowest(a.dtype)
     rows, rin = _taps(OH, H, kh, sh, ph, dh)
     cols, cin = _taps(OW, W, kw, sw, pw, dw)
-    hi_h = max(0, rows.max() + 1 - H)
-    hi_w = max(0, cols.max() + 1 - W)
-    if ph or pw or hi_h or hi_w:
-        padded = np.full((N, C, H + ph + hi_h, W + pw + hi_w), low, dtype=a.dtype)
-        padded[:, :, ph:ph + H, pw:pw + W] = a
-    else:
-        padded = a
-    s = padded.strides
-    win = as_strided(padded, (N, C, kh, kw, OH, OW), (s[0], s[1], dh * s[2], dw * s[3], sh * s[2], sw * s[3]),
-                     writeable=False).reshape(N, C, kh * kw, OH, OW)
+    win = windows(a, kernel, dilation, padding, stride, (OH, OW), low).reshape(N, C, kh * kw, OH, OW)
     pick = win.argmax(axis=2)
     if (a.dtype.kind == "f" or a.dtype in HALF) and np.isnan(a).any():  # the input is the cheaper place to look
         nan = np.isnan(win)
@@ -82,10 +77,7 @@ def _adaptive_table(n_in, n_out):
 
 
 def adaptive_max_pool2d(out, indices, x):
-    o = array(out)
-    ix = array(indices)
-    a = array(x)
-    _faults.hit("launch")
+    o, ix, a = _arrays(out, indices, x)
     N, C, H, W = a.shape
     OH, OW = o.shape[2:]
     th, kh = _adaptive_table(H, OH)
@@ -110,10 +102,7 @@ def max_pool2d_backward(grad_input, grad_output, indices, kernel, stride, paddin
 def _scatter_by_index(grad_input, grad_output, indices):
     """grad_input[b, c, i] = the sum of grad_output[b, c, j] over the windows j whose index is i, in
     window order; float16/bfloat16 accumulate in float32."""
-    gi = array(grad_input)
-    go = array(grad_output)
-    ix = array(indices)
-    _faults.hit("launch")
+    gi, go, ix = _arrays(grad_input, grad_output, indices)
     N, C, H, W = gi.shape
     acc = np.zeros((N * C, H * W), dtype=np.float32 if gi.dtype in HALF else gi.dtype)
     planes = np.repeat(np.arange(N * C), ix.shape[2] * ix.shape[3])

@@ -18,55 +18,50 @@ def _index(n, *ops):
     return "int"
 
 
-def max_pool2d(out, indices, x, kernel, stride, padding, dilation):
+def _layout(t, it):
+    return K.strided_layout(tuple(t.layout.shape), tuple(t.layout.stride), it)
+
+
+def _forward(kernel_name, out, indices, x, geometry=()):
+    """A forward pool kernel: (out, indices, x, n, x's layout, out's H, W, *geometry), a thread an output."""
     o, a, n = _prepared(out, x)
     ix, _, _ = _prepared(indices, x)
     if not n:
         return
     it = _index(n, o, a, ix)
     i = K.index_scalar
-    geo = tuple(o.layout.shape[2:]) + tuple(kernel) + tuple(stride) + tuple(padding) + tuple(dilation)
-    K.launch("pool.cu", f"max_pool2d_fwd<{o.dtype.ctype}, {it}>", o.buffer.device,
-             (_ptr(o), _ptr(ix), _ptr(a), i(n, it), K.strided_layout(tuple(a.layout.shape), tuple(a.layout.stride), it),
-              *(i(v, it) for v in geo)), n=n)
+    sizes = tuple(o.layout.shape[2:]) + tuple(geometry)
+    K.launch("pool.cu", f"{kernel_name}<{o.dtype.ctype}, {it}>", o.buffer.device,
+             (_ptr(o), _ptr(ix), _ptr(a), i(n, it), _layout(a, it), *(i(v, it) for v in sizes)), n=n)
+
+
+def _backward(kernel_name, grad_input, grad_output, indices, geometry=()):
+    """A backward pool kernel: (gi, go, indices, n, go's and indices' layouts, gi's H, W, *geometry),
+    a thread an input element."""
+    gi, go, n = _prepared(grad_input, grad_output)
+    _, ix, _ = _prepared(grad_input, indices)
+    if not n:
+        return
+    it = _index(n, gi, go, ix)
+    i = K.index_scalar
+    sizes = tuple(gi.layout.shape[2:]) + tuple(geometry)
+    K.launch("pool.cu", f"{kernel_name}<{gi.dtype.ctype}, {it}>", gi.buffer.device,
+             (_ptr(gi), _ptr(go), _ptr(ix), i(n, it), _layout(go, it), _layout(ix, it), *(i(v, it) for v in sizes)),
+             n=n)
+
+
+def max_pool2d(out, indices, x, kernel, stride, padding, dilation):
+    _forward("max_pool2d_fwd", out, indices, x, tuple(kernel) + tuple(stride) + tuple(padding) + tuple(dilation))
 
 
 def max_pool2d_backward(grad_input, grad_output, indices, kernel, stride, padding, dilation):
-    gi, go, n = _prepared(grad_input, grad_output)
-    _, ix, _ = _prepared(grad_input, indices)
-    if not n:
-        return
-    it = _index(n, gi, go, ix)
-    i = K.index_scalar
-    geo = tuple(gi.layout.shape[2:]) + tuple(kernel) + tuple(stride) + tuple(padding) + tuple(dilation)
-    K.launch("pool.cu", f"max_pool2d_bwd<{gi.dtype.ctype}, {it}>", gi.buffer.device,
-             (_ptr(gi), _ptr(go), _ptr(ix), i(n, it),
-              K.strided_layout(tuple(go.layout.shape), tuple(go.layout.stride), it),
-              K.strided_layout(tuple(ix.layout.shape), tuple(ix.layout.stride), it), *(i(v, it) for v in geo)), n=n)
+    _backward("max_pool2d_bwd", grad_input, grad_output, indices,
+              tuple(kernel) + tuple(stride) + tuple(padding) + tuple(dilation))
 
 
 def adaptive_max_pool2d(out, indices, x):
-    o, a, n = _prepared(out, x)
-    ix, _, _ = _prepared(indices, x)
-    if not n:
-        return
-    it = _index(n, o, a, ix)
-    i = K.index_scalar
-    OH, OW = o.layout.shape[2:]
-    K.launch("pool.cu", f"adaptive_max_pool2d_fwd<{o.dtype.ctype}, {it}>", o.buffer.device,
-             (_ptr(o), _ptr(ix), _ptr(a), i(n, it), K.strided_layout(tuple(a.layout.shape), tuple(a.layout.stride), it),
-              i(OH, it), i(OW, it)), n=n)
+    _forward("adaptive_max_pool2d_fwd", out, indices, x)
 
 
 def adaptive_max_pool2d_backward(grad_input, grad_output, indices):
-    gi, go, n = _prepared(grad_input, grad_output)
-    _, ix, _ = _prepared(grad_input, indices)
-    if not n:
-        return
-    it = _index(n, gi, go, ix)
-    i = K.index_scalar
-    H, W = gi.layout.shape[2:]
-    K.launch("pool.cu", f"adaptive_max_pool2d_bwd<{gi.dtype.ctype}, {it}>", gi.buffer.device,
-             (_ptr(gi), _ptr(go), _ptr(ix), i(n, it),
-              K.strided_layout(tuple(go.layout.shape), tuple(go.layout.stride), it),
-              K.strided_layout(tuple(ix.layout.shape), tuple(ix.layout.stride), it), i(H, it), i(W, it)), n=n)
+    _backward("adaptive_max_pool2d_bwd", grad_input, grad_output, indices)
