@@ -296,22 +296,22 @@ class Module:
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
 
-    def get_parameter(self, target):
+    def _attribute_at(self, target):
+        """(owning submodule, name, value) for a dotted path such as "encoder.layers.0.weight"."""
         module_path, _, name = target.rpartition(".")
         mod = self.get_submodule(module_path)
         if not hasattr(mod, name):
             raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
-        param = getattr(mod, name)
+        return mod, name, getattr(mod, name)
+
+    def get_parameter(self, target):
+        _, name, param = self._attribute_at(target)
         if not isinstance(param, Parameter):
             raise AttributeError("`" + name + "` is not an nn.Parameter")
         return param
 
     def get_buffer(self, target):
-        module_path, _, name = target.rpartition(".")
-        mod = self.get_submodule(module_path)
-        if not hasattr(mod, name):
-            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
-        buffer = getattr(mod, name)
+        mod, name, buffer = self._attribute_at(target)
         if name not in mod._buffers:
             raise AttributeError("`" + name + "` is not a buffer")
         return buffer
