@@ -44,7 +44,10 @@ _TAG_LOCAL_GROUP = 0x7E112
 # -- availability ------------------------------------------------------------------------------------------------------
 def is_available():
     """True when the MPI engine can be used (mpi4py is installed); never initializes MPI."""
-    return importlib.util.find_spec("mpi4py") is not None
+    try:
+        return importlib.util.find_spec("mpi4py") is not None
+    except (ImportError, ValueError):  # sys.modules["mpi4py"] = None (blocked) and the like
+        return False
 
 
 def is_mpi_available():
