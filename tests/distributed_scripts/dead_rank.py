@@ -1,0 +1,30 @@
+"""The last rank exits right after init_process_group; the others' next collective raises
+DistBackendError within the timeout (argv[1] seconds), their tensors untouched, and the group
+refuses further work. Prints "RAISED <rank> <message>" and "OK <rank>" on each survivor."""
+import datetime
+import sys
+
+import tensorlab as tl
+import tensorlab.distributed as dist
+
+dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=float(sys.argv[1])))
+R, N = dist.get_rank(), dist.get_world_size()
+if R == N - 1:
+    sys.exit(0)
+t = tl.arange(4, dtype=tl.float32) + R
+v = t._version
+try:
+    dist.all_reduce(t)
+except dist.DistBackendError as e:
+    print("RAISED", R, str(e).replace("\n", " "), flush=True)
+    assert isinstance(e, RuntimeError)
+else:
+    raise AssertionError("all_reduce with a dead rank did not raise")
+assert t.tolist() == [float(k + R) for k in range(4)] and t._version == v, "a failed collective changed its tensor"
+try:
+    dist.broadcast(t, src=0)
+except dist.DistBackendError as e:
+    assert "unusable" in str(e), e
+else:
+    raise AssertionError("a timed-out group accepted more work")
+print("OK", R, flush=True)
