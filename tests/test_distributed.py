@@ -240,3 +240,24 @@ def test_rank_environment_from_the_mpi_launcher():
     env = _rank.torchrun_env(hydra)
     assert (env["RANK"], env["WORLD_SIZE"], env["LOCAL_RANK"], env["GROUP_RANK"], env["MASTER_PORT"]) == \
         ("2", "4", "0", "1", "1234")
+
+
+# -- gpu_check's NCCL section ----------------------------------------------------------------------------------------------
+def test_nccl_section_skips_with_the_reason_without_a_gpu():
+    from tensorlab.distributed import nccl_check
+    reason = nccl_check.skip_reason()
+    if reason is None:
+        pytest.skip("NCCL is available: gpu_check runs the section for real")
+    sec = nccl_check.section(timeout=30)
+    assert sec["skipped"] == reason and sec["passed"] is None
+    assert nccl_check.markdown(sec) == f"## NCCL\n\nskipped: {reason}\n"
+
+
+@needs_mpi
+def test_nccl_section_rank_body_over_mpi_on_cpu():
+    """The body gpu_check runs over NCCL, checked here over MPI on CPU tensors (its checks can fail)."""
+    p = _launch([sys.executable, "-m", "tensorlab.distributed.run", "--nproc-per-node", "2", "-m",
+                 "tensorlab.distributed.nccl_check", "--body", "--backend", "mpi", "--device", "cpu"])
+    assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
+    assert "NCCL CHECK OK 0 (mpi, cpu, 2 rank(s), 17 checks)" in p.stdout, p.stdout
+    assert "NCCL CHECK OK 1 (mpi, cpu, 2 rank(s), 15 checks)" in p.stdout, p.stdout

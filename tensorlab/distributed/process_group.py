@@ -71,7 +71,9 @@ def nccl_unavailable_reason():
                 "(TENSORLAB_CUDA_EMULATION=1): use backend 'mpi', which stages CUDA tensors through the host")
     import tensorlab as tl
     if not tl.cuda.is_available():
-        return "ProcessGroupNCCL is only supported with GPUs, no GPUs found!"
+        from .. import backends
+        why = backends.cuda_unavailable_reason()
+        return "ProcessGroupNCCL is only supported with GPUs, no GPUs found!" + (f" ({why})" if why else "")
     mod = _nccl_module()
     if mod is None:
         return ("NCCL is not installed: pip install 'tensorlab-rt[cuda12]' (or [cuda13]), which brings "
