@@ -380,3 +380,36 @@ def recv(tensor, src=None, group=None, tag=0, group_src=None):
         return -1
     work._wait(None, explicit=False)
     return work.source_rank()
+
+
+class P2POp:
+    """One operation of batch_isend_irecv: `op` is isend or irecv (torch.distributed.P2POp)."""
+
+    __slots__ = ("op", "tensor", "peer", "group", "tag", "group_peer")
+
+    def __init__(self, op, tensor, peer=None, group=None, tag=0, group_peer=None):
+        if op not in (isend, irecv):
+            raise ValueError("Invalid ``op``. Expected ``op`` to be of type ``torch.distributed.isend`` or "
+                             "``torch.distributed.irecv``.")
+        _check_single_tensor(tensor, "tensor")
+        self.op, self.tensor, self.peer, self.group, self.tag, self.group_peer = op, tensor, peer, group, tag, group_peer
+
+    def __repr__(self):
+        return f"P2POp({self.op.__name__}, peer={self.peer}, group_peer={self.group_peer}, tag={self.tag})"
+
+
+def batch_isend_irecv(p2p_op_list):
+    """Post every send and receive of the list together and return their works. Over NCCL they are issued as
+    one NCCL group, so rings and exchanges where every rank both sends and receives cannot deadlock."""
+    if not isinstance(p2p_op_list, list) or not p2p_op_list or not all(isinstance(p, P2POp) for p in p2p_op_list):
+        raise ValueError("Invalid ``p2p_op_list``. Each op is expected to to be of type ``torch.distributed.P2POp``.")
+    groups = {id(p.group) for p in p2p_op_list}
+    if len(groups) > 1:
+        raise ValueError("All ops need to use the same group.")
+    works = []
+    for p in p2p_op_list:
+        if p.op is isend:
+            works.append(isend(p.tensor, p.peer, p.group, p.tag, p.group_peer))
+        else:
+            works.append(irecv(p.tensor, p.peer, p.group, p.tag, p.group_peer))
+    return works

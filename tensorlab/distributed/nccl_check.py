@@ -78,52 +78,60 @@ def body(backend, device):
         if not np.allclose(got, want, rtol=tol, atol=tol):
             raise AssertionError(f"rank {r}: {what}: got {got.ravel()[:6]}..., want {np.asarray(want).ravel()[:6]}...")
 
-    checks = []  # (tensor, expected, what): read after the trace, so the trace holds the collectives alone
+    # inputs first (creating a CUDA tensor from host data waits for the copy): the trace then holds the
+    # collectives alone
+    big = [np.concatenate([v + k for k in range(n)]) for v in vals]
+    a2a = [np.stack([v[0] * 0 + 10 * src + dst for dst in range(n)]).astype(np.float32) for src, v in enumerate(vals)]
+    ins = {name: t(a) for name, a in (("sum", vals[r]), ("avg", vals[r]), ("min", vals[r]), ("max", vals[r]),
+                                      ("int", ints[r]), ("f64", vals[r].astype(np.float64)), ("bcast", vals[r]),
+                                      ("reduce", vals[r]), ("gather_in", vals[r]), ("big", big[r]), ("a2a", a2a[r]),
+                                      ("send", vals[r]), ("send2", vals[r]))}
+    scatter_in = [t(v) for v in vals] if r == 0 else None
+    outs = [tl.zeros((4, 8), device=dev) for _ in range(n)]
+    cat = tl.zeros((4 * n, 8), device=dev)
+    rs = tl.zeros((4, 8), device=dev)
+    gl = [tl.zeros((4, 8), device=dev) for _ in range(n)] if r == 0 else None
+    sc = tl.zeros((4, 8), device=dev)
+    a2a_out = tl.zeros((n, 8), device=dev)
+    got, got2 = tl.zeros((4, 8), device=dev), tl.zeros((4, 8), device=dev)
+    stacked = np.stack(vals)
+    checks = []  # (tensor, expected, what): read after the trace
     with tl.cuda.sync_trace() as trace:
         for op, ref in (("SUM", np.sum), ("AVG", np.mean), ("MIN", np.min), ("MAX", np.max)):
-            x = t(vals[r])
+            x = ins[op.lower()]
             dist.all_reduce(x, op=getattr(dist.ReduceOp, op))
-            checks.append((x, ref(np.stack(vals), 0), f"all_reduce {op} float32"))
-        x = t(ints[r])
-        dist.all_reduce(x)
-        checks.append((x, np.sum(ints, 0), "all_reduce SUM int64"))
-        x = t(vals[r].astype(np.float64))
-        w = dist.all_reduce(x, op=dist.ReduceOp.PRODUCT, async_op=True)
+            checks.append((x, ref(stacked, 0), f"all_reduce {op} float32"))
+        dist.all_reduce(ins["int"])
+        checks.append((ins["int"], np.sum(ints, 0), "all_reduce SUM int64"))
+        w = dist.all_reduce(ins["f64"], op=dist.ReduceOp.PRODUCT, async_op=True)
         w.wait()
-        checks.append((x, np.prod(np.stack(vals).astype(np.float64), 0), "async all_reduce PRODUCT float64"))
-        x = t(vals[r])
-        dist.broadcast(x, src=n - 1)
-        checks.append((x, vals[n - 1], "broadcast"))
-        x = t(vals[r])
-        dist.reduce(x, dst=0)
-        checks.append((x, np.sum(vals, 0) if r == 0 else vals[r], "reduce"))
-        outs = [tl.zeros((4, 8), device=dev) for _ in range(n)]
-        dist.all_gather(outs, t(vals[r]))
+        checks.append((ins["f64"], np.prod(stacked.astype(np.float64), 0), "async all_reduce PRODUCT float64"))
+        dist.broadcast(ins["bcast"], src=n - 1)
+        checks.append((ins["bcast"], vals[n - 1], "broadcast"))
+        dist.reduce(ins["reduce"], dst=0)
+        checks.append((ins["reduce"], np.sum(vals, 0) if r == 0 else vals[r], "reduce"))
+        dist.all_gather(outs, ins["gather_in"])
         checks += [(outs[k], vals[k], f"all_gather[{k}]") for k in range(n)]
-        cat = tl.zeros((4 * n, 8), device=dev)
-        dist.all_gather_into_tensor(cat, t(vals[r]))
+        dist.all_gather_into_tensor(cat, ins["gather_in"])
         checks.append((cat, np.concatenate(vals), "all_gather_into_tensor"))
-        big = [np.concatenate([v + k for k in range(n)]) for v in vals]
-        out = tl.zeros((4, 8), device=dev)
-        dist.reduce_scatter_tensor(out, t(big[r]))
-        checks.append((out, np.sum(big, 0)[4 * r:4 * r + 4], "reduce_scatter_tensor"))
-        gl = [tl.zeros((4, 8), device=dev) for _ in range(n)] if r == 0 else None
-        dist.gather(t(vals[r]), gl, dst=0)
+        dist.reduce_scatter_tensor(rs, ins["big"])
+        checks.append((rs, np.sum(big, 0)[4 * r:4 * r + 4], "reduce_scatter_tensor"))
+        dist.gather(ins["gather_in"], gl, dst=0)
         if r == 0:
             checks += [(gl[k], vals[k], f"gather[{k}]") for k in range(n)]
-        out = tl.zeros((4, 8), device=dev)
-        dist.scatter(out, [t(v) for v in vals] if r == 0 else None, src=0)
-        checks.append((out, vals[r], "scatter"))
-        a2a = [np.stack([v[0] * 0 + 10 * src + dst for dst in range(n)]) for src, v in enumerate(vals)]
-        out = tl.zeros((n, 8), device=dev)
-        dist.all_to_all_single(out, t(a2a[r].astype(np.float32)))
-        checks.append((out, np.stack([a2a[k][r] for k in range(n)]), "all_to_all_single"))
+        dist.scatter(sc, scatter_in, src=0)
+        checks.append((sc, vals[r], "scatter"))
+        dist.all_to_all_single(a2a_out, ins["a2a"])
+        checks.append((a2a_out, np.stack([a2a[k][r] for k in range(n)]), "all_to_all_single"))
         if n > 1:
-            got = tl.zeros((4, 8), device=dev)
-            ws = [dist.isend(t(vals[r]), dst=(r + 1) % n), dist.irecv(got, src=(r - 1) % n)]
+            ws = [dist.isend(ins["send"], dst=(r + 1) % n), dist.irecv(got, src=(r - 1) % n)]
             for w in ws:
                 w.wait()
             checks.append((got, vals[(r - 1) % n], "isend/irecv ring"))
+            ops = [dist.P2POp(dist.irecv, got2, (r + 1) % n), dist.P2POp(dist.isend, ins["send2"], (r - 1) % n)]
+            for w in dist.batch_isend_irecv(ops):
+                w.wait()
+            checks.append((got2, vals[(r + 1) % n], "batch_isend_irecv ring"))
     implicit = [rec for rec in trace if not rec.explicit and device == "cuda"]
     if backend == "nccl" and implicit:
         raise AssertionError(f"rank {r}: NCCL collectives made the host wait: {[str(x) for x in implicit]}")
