@@ -99,12 +99,14 @@ def test_nccl_engine_on_the_emulation_driver(device):
 
 
 @needs_mpi
-def test_dead_rank_raises_on_the_others_within_the_timeout():
+def test_dead_rank_and_mismatched_sizes_raise_on_the_others_within_the_timeout():
     p = _run(3, "dead_rank.py", "2", via="mpiexec")
     _oks(p, [0, 1])
     for r in (0, 1):
         (line,) = _raised(p, r)
         assert "all_reduce timed out after 2 s" in line and "global ranks [0, 1, 2]" in line, line
+        (line,) = [ln for ln in p.stdout.splitlines() if ln.startswith(f"MISMATCH {r} ")]
+        assert "global ranks [0, 1]" in line and ("failed in MPI" in line or "timed out" in line), line
 
 
 @needs_mpi

@@ -272,6 +272,14 @@ class ProcessGroup:
         self._abandoned.append(keep)
         return DistBackendError(msg)
 
+    def _failed(self, op, err, keep):
+        """The DistBackendError for an operation MPI reported failed; the group is unusable afterwards."""
+        self._broken = f"{op} failed in MPI"
+        self._abandoned.append(keep)
+        return DistBackendError(f"[Rank {get_rank()}] {op} failed in MPI on process group {self._name!r} (global ranks "
+                                f"{self._ranks}): {err}. The ranks probably called it with different sizes or dtypes "
+                                f"(TORCH_DISTRIBUTED_DEBUG=DETAIL names them). The process group is unusable now")
+
     def _wait_control(self, reqs, op, keep=()):
         """Wait for tensorlab's own control requests within the timeout (used by rendezvous steps)."""
         self._check_usable(op)

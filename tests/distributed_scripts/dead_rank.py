@@ -1,6 +1,8 @@
-"""The last rank exits right after init_process_group; the others' next collective raises
-DistBackendError within the timeout (argv[1] seconds), their tensors untouched, and the group
-refuses further work. Prints "RAISED <rank> <message>" and "OK <rank>" on each survivor."""
+"""Ranks 0 and 1 first call all_reduce with different sizes on a group of their own (no debug mode):
+both raise DistBackendError (MPI's error, or the timeout), their tensors untouched. Then the last
+rank exits; the others' next collective on the default group raises DistBackendError within the
+timeout (argv[1] seconds), their tensors untouched, and the group refuses further work. Prints
+"RAISED <rank> <message>" and "OK <rank>" on each survivor."""
 import datetime
 import sys
 
@@ -9,8 +11,24 @@ import tensorlab.distributed as dist
 
 dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=float(sys.argv[1])))
 R, N = dist.get_rank(), dist.get_world_size()
+pair = dist.new_group([0, 1])
 if R == N - 1:
     sys.exit(0)
+m = tl.full((4 + R,), 2.0)
+try:
+    dist.all_reduce(m, group=pair)
+except dist.DistBackendError as e:
+    print("MISMATCH", R, str(e).replace("\n", " "), flush=True)
+    assert "failed in MPI" in str(e) or "timed out" in str(e), e
+else:
+    raise AssertionError("all_reduce of different sizes did not raise")
+assert m.tolist() == [2.0] * (4 + R), "a failed collective changed its tensor"
+try:
+    dist.all_reduce(m, group=pair)
+except dist.DistBackendError as e:
+    assert "unusable" in str(e), e
+else:
+    raise AssertionError("a failed group accepted more work")
 t = tl.arange(4, dtype=tl.float32) + R
 v = t._version
 try:
