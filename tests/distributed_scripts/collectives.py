@@ -241,6 +241,40 @@ if R in first:
     dist.destroy_process_group(g2)
 dist.barrier()
 
+# -- objects, the list forms, monitored_barrier ------------------------------------------------------------------------
+seed[0] = 1000  # the group section drew inputs on some ranks only: line the seeds up again
+objs = [None] * N
+dist.all_gather_object(objs, {"rank": R, "data": list(range(R + 1))})
+assert objs == [{"rank": k, "data": list(range(k + 1))} for k in range(N)], objs
+blist = [("from", R), None, 3.5] if R == N - 1 else [None, None, None]
+dist.broadcast_object_list(blist, src=N - 1)
+assert blist == [("from", N - 1), None, 3.5], blist
+gathered = [None] * N if R == 0 else None
+dist.gather_object("x" * (R + 1), gathered, dst=0)
+if R == 0:
+    assert gathered == ["x" * (k + 1) for k in range(N)], gathered
+got_obj = [None]
+dist.scatter_object_list(got_obj, [{"to": k} for k in range(N)] if R == 0 else None, src=0)
+assert got_obj == [{"to": R}], got_obj
+if R == 0:
+    dist.send_object_list([1, "two", {3: 4}], dst=1)
+elif R == 1:
+    recv_list = [None, None, None]
+    assert dist.recv_object_list(recv_list, src=0) == 0
+    assert recv_list == [1, "two", {3: 4}], recv_list
+t_list, arrays_list = zip(*[inputs((2, 2), "int64") for _ in range(N)])
+out = tl.zeros((2, 2), dtype=tl.int64, device=DEV)
+dist.reduce_scatter(out, list(t_list))
+close(out, reference("SUM", [arrays_list[R][k] for k in range(N)], "int64"), "int64", "reduce_scatter (list)")
+# all_to_all: rank r sends r + k + 1 elements to rank k
+a2a_in = [tl.full((R + k + 1,), float(10 * R + k), device=DEV) for k in range(N)]
+a2a_out = [tl.zeros(k + R + 1, device=DEV) for k in range(N)]
+w = dist.all_to_all(a2a_out, a2a_in, async_op=True)
+w.wait()
+for k in range(N):
+    assert host(a2a_out[k]).tolist() == [float(10 * k + R)] * (k + R + 1), (k, host(a2a_out[k]))
+dist.monitored_barrier(wait_all_ranks=True)
+
 # -- errors ------------------------------------------------------------------------------------------------------------
 for call, exc, text in (
         (lambda: dist.all_reduce(np.ones(2)), TypeError, "Expected parameter `tensor` of type torch.Tensor"),

@@ -14,6 +14,12 @@ R, N = dist.get_rank(), dist.get_world_size()
 pair = dist.new_group([0, 1])
 if R == N - 1:
     sys.exit(0)
+try:
+    dist.monitored_barrier(timeout=datetime.timedelta(seconds=3), wait_all_ranks=True)
+except RuntimeError as e:
+    print("BARRIER", R, str(e), flush=True)
+else:
+    raise AssertionError("monitored_barrier with a dead rank did not raise")
 m = tl.full((4 + R,), 2.0)
 try:
     dist.all_reduce(m, group=pair)
