@@ -110,8 +110,9 @@ def _nccl_module():
 def _mpi():
     try:
         from mpi4py import MPI
-    except ImportError as e:
-        raise RuntimeError(f"tensorlab.distributed needs mpi4py and an MPI library ({e}): {INSTALL_HINT}") from None
+    except Exception as e:  # ImportError, or mpi4py without a loadable MPI library
+        raise RuntimeError(f"tensorlab.distributed needs mpi4py and an MPI library ({type(e).__name__}: {e}): "
+                           f"{INSTALL_HINT}") from None
     return MPI
 
 
