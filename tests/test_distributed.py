@@ -138,6 +138,13 @@ def test_mismatch_under_detail_names_the_ranks(var):
 
 
 @needs_mpi
+def test_unmodified_torch_script_under_the_launcher_and_compat():
+    p = _launch([sys.executable, "-m", "tensorlab.distributed.run", "--nproc-per-node", "2", "-m", "tensorlab.compat",
+                 str(SCRIPTS / "torch_script.py")])
+    _oks(p, range(2))
+
+
+@needs_mpi
 def test_world_of_one_without_a_launcher():
     _oks(_launch([sys.executable, str(SCRIPTS / "singleton.py")]), [0])
 

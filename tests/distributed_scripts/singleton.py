@@ -33,4 +33,13 @@ for round_ in range(2):  # init, destroy, init again
     assert out.tolist() == [1.0, 2.0]
     dist.barrier()
     dist.destroy_process_group()
+dist.init_process_group("mpi", init_method="tcp://127.0.0.1:29500", world_size=1, rank=0)
+assert dist.get_world_size() == 1
+dist.destroy_process_group()
+try:
+    dist.init_process_group("mpi", init_method="tcp://127.0.0.1:29500", world_size=3)
+except RuntimeError as e:
+    assert "world_size=3" in str(e), e
+else:
+    raise AssertionError("world_size=3 in a world of one did not raise")
 print("OK 0", flush=True)
