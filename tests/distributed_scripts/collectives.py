@@ -303,6 +303,18 @@ with tl.cuda.sync_trace() as trace:
 assert any(r.startswith("distributed all_reduce") for r in trace.reasons()), trace.reasons()
 if DEV == "cuda":
     assert any("copy to host for MPI" in r for r in trace.reasons()), trace.reasons()
+    # staging through the host is an implicit sync: sync debug mode "error" refuses it on every rank,
+    # before anything is sent, so the group stays usable
+    x = tl.ones(2, device=DEV)
+    with tl.cuda.set_sync_debug_mode("error"):
+        try:
+            dist.all_reduce(x)
+        except RuntimeError as e:
+            assert "copy to host for MPI" in str(e), e
+        else:
+            raise AssertionError("sync debug mode 'error' let the host staging through")
+    dist.all_reduce(x)
+    assert host(x).tolist() == [float(N)] * 2
 with tl.profiler.profile() as prof:
     dist.all_reduce(tl.ones(4, device=DEV))
 assert "mpi:all_reduce" in prof.key_averages().table(), prof.key_averages().table()
