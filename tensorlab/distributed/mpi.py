@@ -13,9 +13,11 @@ back with a host-to-device copy on the current stream.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
-from .. import backends, dtypes
+from .. import backends
 from ..autograd import no_grad
 from .process_group import _mpi
 from .reduce_op import RedOpType
@@ -103,6 +105,34 @@ def _displs(counts):
     return out
 
 
+class _BufferPool:
+    """Receive buffers for reuse: a fresh multi-megabyte NumPy array costs its page faults on every
+    collective. A buffer comes back only from an operation that completed and was published; one
+    whose operation failed or timed out is never reused (MPI may still write into it)."""
+
+    PER_SIZE, TOTAL = 4, 256 << 20
+
+    def __init__(self):
+        self.free = {}
+        self.nbytes = 0
+        self.lock = threading.Lock()
+
+    def take(self, nbytes):
+        with self.lock:
+            lst = self.free.get(nbytes)
+            if lst:
+                self.nbytes -= nbytes
+                return lst.pop()
+        return np.empty(nbytes, np.uint8)
+
+    def give(self, buf):
+        with self.lock:
+            lst = self.free.setdefault(buf.nbytes, [])
+            if len(lst) < self.PER_SIZE and self.nbytes + buf.nbytes <= self.TOTAL:
+                lst.append(buf)
+                self.nbytes += buf.nbytes
+
+
 class MpiEngine:
     name = "mpi"
 
@@ -110,6 +140,18 @@ class MpiEngine:
         self.pg = pg
         self.comm = pg._comm
         self.MPI = _mpi()
+        self.pool = _BufferPool()
+
+    def _recv_buffer(self, nbytes, dtype=np.uint8):
+        """(raw uint8 buffer from the pool, its view as `dtype`)."""
+        raw = self.pool.take(nbytes)
+        return raw, raw.view(dtype)
+
+    def _then_give(self, raw, fn):
+        def finish():
+            fn()
+            self.pool.give(raw)
+        return finish
 
     def close(self):
         pass
@@ -126,11 +168,11 @@ class MpiEngine:
     # -- collectives ---------------------------------------------------------------------------------------------------
     def all_reduce(self, t, red):
         send, mdt, mop = self._red("all_reduce", t, red)
-        recv = np.empty_like(send)
+        raw, recv = self._recv_buffer(send.nbytes, send.dtype)
         req = self.comm.Iallreduce([send, mdt], [recv, mdt], mop)
         n = self.pg.size()
         return self._work("all_reduce", t.device, [t], [req],
-                          lambda: write(t, finish_reduce(recv, t.dtype, red, n)), (send, recv))
+                          self._then_give(raw, lambda: write(t, finish_reduce(recv, t.dtype, red, n))), (send, raw))
 
     def broadcast(self, t, root):
         MPI = self.MPI
@@ -138,9 +180,10 @@ class MpiEngine:
             buf = as_bytes(host_array(t, "broadcast"))
             req = self.comm.Ibcast([buf, MPI.BYTE], root)
             return self._work("broadcast", t.device, [t], [req], None, (buf,))
-        buf = np.empty(_nbytes(t), np.uint8)
+        buf, _ = self._recv_buffer(_nbytes(t))
         req = self.comm.Ibcast([buf, MPI.BYTE], root)
-        return self._work("broadcast", t.device, [t], [req], lambda: write(t, from_bytes(buf, t)), (buf,))
+        return self._work("broadcast", t.device, [t], [req], self._then_give(buf, lambda: write(t, from_bytes(buf, t))),
+                          (buf,))
 
     def reduce(self, t, root, red):
         send, mdt, mop = self._red("reduce", t, red)
@@ -169,18 +212,18 @@ class MpiEngine:
     def all_gather_into_tensor(self, out, t):
         MPI = self.MPI
         send = as_bytes(host_array(t, "all_gather_into_tensor"))
-        recv = np.empty(_nbytes(out), np.uint8)
+        recv, _ = self._recv_buffer(_nbytes(out))
         req = self.comm.Iallgather([send, MPI.BYTE], [recv, MPI.BYTE])
-        return self._work("all_gather_into_tensor", t.device, [out], [req], lambda: write(out, from_bytes(recv, out)),
-                          (send, recv))
+        return self._work("all_gather_into_tensor", t.device, [out], [req],
+                          self._then_give(recv, lambda: write(out, from_bytes(recv, out))), (send, recv))
 
     def reduce_scatter_tensor(self, out, t, red):
         send, mdt, mop = self._red("reduce_scatter_tensor", t, red)
-        recv = np.empty(out.numel(), send.dtype)
+        raw, recv = self._recv_buffer(out.numel() * send.itemsize, send.dtype)
         req = self.comm.Ireduce_scatter_block([send, mdt], [recv, mdt], mop)
         n = self.pg.size()
         return self._work("reduce_scatter_tensor", t.device, [out], [req],
-                          lambda: write(out, finish_reduce(recv, out.dtype, red, n)), (send, recv))
+                          self._then_give(raw, lambda: write(out, finish_reduce(recv, out.dtype, red, n))), (send, raw))
 
     def gather(self, t, outs, root):
         MPI = self.MPI
