@@ -84,13 +84,19 @@ def from_bytes(buf, t):
 
 
 def write(t, values):
-    """Publish a result into a (pinned) output tensor: one copy_, which bumps its version."""
-    from ..ops.creation import from_numpy
-    arr = np.ascontiguousarray(values)
+    """Publish a result into a (pinned) output tensor and bump its version once: on the CPU one NumPy
+    copy into the pinned layout's view, on CUDA one host-to-device copy_ on the current stream."""
+    arr = np.asarray(values)
     if arr.dtype != t.dtype.np:
         arr = arr.astype(t.dtype.np)
+    arr = arr.reshape(tuple(t.shape))
+    if t.device.type == "cpu":
+        np.copyto(backends.cpu.array(t), arr)
+        t._vc.bump()
+        return
+    from ..ops.creation import from_numpy
     with no_grad():
-        t.copy_(from_numpy(arr.reshape(tuple(t.shape))))
+        t.copy_(from_numpy(np.ascontiguousarray(arr)))
 
 
 def _nbytes(t):
