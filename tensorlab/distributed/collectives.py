@@ -13,7 +13,7 @@ from ..ops import _common
 from ..profiler import record_function
 from ..tensor import Tensor
 from . import _detail
-from .process_group import DebugLevel, get_debug_level, get_rank, resolve_group
+from .process_group import DebugLevel, get_debug_level, resolve_group
 from .reduce_op import RedOpType, as_red_op
 
 

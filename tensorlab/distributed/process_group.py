@@ -346,8 +346,8 @@ def resolve_group(grp, op):
         return default_group(op)
     if isinstance(grp, int) and not isinstance(grp, bool) and grp == GroupMember.NON_GROUP_MEMBER:
         default_group(op)
-        warnings.warn(f"Running {op} on global rank {get_rank()} which does not belong to the given group.",
-                      stacklevel=3)
+        from .._warn import warn
+        warn(f"Running {op} on global rank {get_rank()} which does not belong to the given group.", UserWarning)
         return None
     if not isinstance(grp, ProcessGroup) or grp not in _world.groups:
         default_group(op)

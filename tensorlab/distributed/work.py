@@ -15,7 +15,6 @@ import threading
 import time
 
 from .. import sync
-from .errors import DistBackendError
 
 
 def _record_wait(reason, device, t0, explicit):

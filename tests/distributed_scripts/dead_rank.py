@@ -15,6 +15,7 @@ R, N = dist.get_rank(), dist.get_world_size()
 short = datetime.timedelta(seconds=float(sys.argv[1]))
 world = dist.new_group(timeout=short)
 pair = dist.new_group([0, 1], timeout=short)
+third = dist.new_group(timeout=short)
 if R == N - 1:
     sys.exit(0)
 try:
@@ -54,4 +55,16 @@ except dist.DistBackendError as e:
     assert "unusable" in str(e), e
 else:
     raise AssertionError("a timed-out group accepted more work")
+# an async work: is_completed() never blocks; wait(timeout=) bounds the wait itself
+t2 = tl.ones(3)
+w = dist.all_reduce(t2, group=third, async_op=True)
+assert not w.is_completed()
+try:
+    w.wait(timeout=datetime.timedelta(seconds=1))
+except dist.DistBackendError as e:
+    assert "all_reduce timed out after 1 s" in str(e), e
+    assert w.exception() is e and not w.is_success() and not w.is_completed()
+else:
+    raise AssertionError("Work.wait(timeout=) with a dead rank did not raise")
+assert t2.tolist() == [1.0, 1.0, 1.0]
 print("OK", R, flush=True)
