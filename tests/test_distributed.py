@@ -51,14 +51,14 @@ def _launch(args, env=None, timeout=LAUNCH_TIMEOUT):
         pytest.fail(f"{' '.join(map(str, args))} hung for {timeout} s:\n{e.stdout}\n{e.stderr}")
 
 
-def _run(n, script, *args, env=None, via="run", emulation=False):
+def _run(n, script, *args, env=None, via="run", emulation=False, timeout=LAUNCH_TIMEOUT):
     """Start `n` ranks of a test script: through `python -m tensorlab.distributed.run` or plain mpiexec."""
     target = ["-m", "tensorlab.backends.cuda.emulation", str(SCRIPTS / script)] if emulation else [str(SCRIPTS / script)]
     if via == "run":
         cmd = [sys.executable, "-m", "tensorlab.distributed.run", "--nproc-per-node", str(n)] + target
     else:
         cmd = [_mpiexec(), "--allow-run-as-root", "--oversubscribe", "-n", str(n), sys.executable] + target
-    return _launch(cmd + list(args), env)
+    return _launch(cmd + list(args), env, timeout)
 
 
 def _oks(p, ranks):
@@ -109,6 +109,13 @@ def test_dead_rank_and_mismatched_sizes_raise_on_the_others_within_the_timeout()
         assert "global ranks [0, 1]" in line and ("failed in MPI" in line or "timed out" in line), line
     assert "BARRIER 0 Ranks 2 failed to pass monitoredBarrier in 2000 ms" in p.stdout, p.stdout
     assert "BARRIER 1 [Rank 1] monitored_barrier: rank 0 did not release the barrier" in p.stdout, p.stdout
+
+
+@needs_mpi
+def test_a_crashing_rank_ends_the_job_through_the_launcher():
+    p = _run(2, "crash.py", timeout=60)
+    assert p.returncode == 3, (p.returncode, (p.stdout + p.stderr)[-3000:])
+    assert "OK" not in p.stdout and "exited with non-zero status" in p.stderr, p.stderr[-3000:]
 
 
 @needs_mpi

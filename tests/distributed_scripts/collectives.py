@@ -315,6 +315,16 @@ if DEV == "cuda":
             raise AssertionError("sync debug mode 'error' let the host staging through")
     dist.all_reduce(x)
     assert host(x).tolist() == [float(N)] * 2
+    # DETAIL names ranks whose tensors are on other device types
+    dist.set_debug_level(dist.DebugLevel.DETAIL)
+    try:
+        dist.all_reduce(tl.ones(2, device="cpu" if R == 0 else DEV))
+    except RuntimeError as e:
+        assert "Detected mismatch between collectives on ranks" in str(e), e
+        assert "TensorDeviceTypes=['cpu']" in str(e) and "TensorDeviceTypes=['cuda']" in str(e), e
+    else:
+        raise AssertionError("a device mismatch under DETAIL did not raise")
+    dist.set_debug_level(dist.DebugLevel.OFF)
 with tl.profiler.profile() as prof:
     dist.all_reduce(tl.ones(4, device=DEV))
 assert "mpi:all_reduce" in prof.key_averages().table(), prof.key_averages().table()
