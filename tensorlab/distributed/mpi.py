@@ -147,6 +147,7 @@ class MpiEngine:
         self.comm = pg._comm
         self.MPI = _mpi()
         self.pool = _BufferPool()
+        self._inflight = []  # works started and not yet seen complete
 
     def _recv_buffer(self, nbytes, dtype=np.uint8):
         """(raw uint8 buffer from the pool, its view as `dtype`)."""
@@ -163,7 +164,28 @@ class MpiEngine:
         pass
 
     def _work(self, op, dev, outputs, reqs, finish=None, keep=(), source=None, statuses=None):
-        return Work(self.pg, op, dev, outputs, reqs, finish, keep, None, source, statuses)
+        """The Work of a request just started. Open MPI's nonblocking collectives advance only when one
+        of their requests is tested, so starting an operation first tests those still in flight (a
+        bucketed gradient all_reduce then moves on while backward launches the next one); one that
+        completed publishes its results then."""
+        self._progress()
+        w = Work(self.pg, op, dev, outputs, reqs, finish, keep, None, source, statuses)
+        if not w._done:
+            self._inflight.append(w)
+        return w
+
+    def _progress(self):
+        if not self._inflight:
+            return
+        still = []
+        for w in list(self._inflight):
+            try:
+                done = w._try_progress()  # never blocks: a work another thread waits on is left to it
+            except Exception:  # its failure is the work's own: wait() raises it
+                done = True
+            if not done and w._exc is None:
+                still.append(w)
+        self._inflight = still
 
     def _red(self, op, t, red):
         npdt, mdt, mop = reduce_plan(op, t.dtype, red)

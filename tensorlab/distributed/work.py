@@ -114,20 +114,33 @@ class Work:
         """True once the operation finished, successfully or not (for MPI work that succeeded, its result is then
         in the output tensors)."""
         with self._lock:
-            if self._done or self._exc is not None:
-                return self._done
-            try:
-                if not self._test():
-                    return False
-            except RuntimeError:
-                if self._exc is None:
-                    raise
-                return True  # completed, with a failure: is_success() is False, exception() says why
-            if self._event is not None:
-                self._done = True
-                return True
-            self._complete()
+            return self._completed_locked()
+
+    def _try_progress(self):
+        """is_completed() when no other thread holds this work (one waiting in wait() does): never blocks.
+        None when it could not look."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return self._completed_locked()
+        finally:
+            self._lock.release()
+
+    def _completed_locked(self):
+        if self._done or self._exc is not None:
+            return self._done
+        try:
+            if not self._test():
+                return False
+        except RuntimeError:
+            if self._exc is None:
+                raise
+            return True  # completed, with a failure: is_success() is False, exception() says why
+        if self._event is not None:
+            self._done = True
             return True
+        self._complete()
+        return True
 
     def is_success(self):
         return self.is_completed() and self._exc is None and self._done
