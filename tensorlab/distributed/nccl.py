@@ -77,15 +77,22 @@ class NcclEngine:
             return c
         from mpi4py import MPI
         pg = self.pg
-        uid = np.zeros(128, np.int16)
+        # ncclUniqueId: CuPy 14 gives and takes bytes, older CuPy a tuple of signed chars; slot 0 says which
+        uid = np.zeros(129, np.int16)
         if pg.rank() == 0:
             raw = self.nccl.get_unique_id()
-            uid[:len(raw)] = raw
+            uid[0] = 1 if isinstance(raw, (bytes, bytearray)) else 0
+            vals = list(raw)
+            uid[1:1 + len(vals)] = vals
         req = pg._ctl.Ibcast([uid, MPI.SHORT], 0)
         pg._wait_control([req], "NCCL communicator setup (ncclUniqueId broadcast)", uid)
+        if uid[0]:
+            comm_id = bytes(int(v) & 0xFF for v in uid[1:])
+        else:
+            comm_id = tuple(int(v) for v in uid[1:])
         import tensorlab as tl
         with tl.cuda.device(idx):
-            c = self.nccl.NcclCommunicator(pg.size(), tuple(int(v) for v in uid), pg.rank())
+            c = self.nccl.NcclCommunicator(pg.size(), comm_id, pg.rank())
         self.comms[idx] = c
         return c
 

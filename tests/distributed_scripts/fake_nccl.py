@@ -39,9 +39,8 @@ def _reduce_out(res, dst, op, n):
     dst[...] = res.astype(dst.dtype)
 
 
-def get_unique_id():
-    rng = np.random.default_rng()
-    return tuple(int(v) for v in rng.integers(-128, 128, 128))
+def get_unique_id():  # CuPy 14: bytes (NCCL_UNIQUE_ID_BYTES of them)
+    return np.random.default_rng().bytes(128)
 
 
 def groupStart():
@@ -65,8 +64,8 @@ def groupEnd():
 
 
 class NcclCommunicator:
-    def __init__(self, ndev, commId, rank):
-        assert len(commId) == 128, commId
+    def __init__(self, ndev, commId, rank):  # CuPy 14's signature: (int ndev, bytes commId, int rank)
+        assert isinstance(commId, bytes) and len(commId) == 128, commId
         self.comm = MPI.COMM_WORLD.Dup()
         assert self.comm.Get_size() == ndev and self.comm.Get_rank() == rank, (ndev, rank)
         ids = self.comm.allgather(tuple(commId))
