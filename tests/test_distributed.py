@@ -239,6 +239,7 @@ def test_import_without_mpi4py_says_what_to_install():
 def test_launcher_command_line(monkeypatch):
     fake = str(ROOT / "mpiexec-does-not-exist")
     monkeypatch.setattr(run, "is_open_mpi", lambda m: True)
+    monkeypatch.setenv("PYTHONPATH", "/opt/lib")
     cmd = run.command(run.parser().parse_args(["--nproc-per-node", "3", "--mpiexec", fake, "train.py", "--lr", "1"]))
     assert cmd[:3] == [fake, "-n", "3"] and "--oversubscribe" in cmd
     assert ("--allow-run-as-root" in cmd) == (os.geteuid() == 0)
@@ -251,6 +252,7 @@ def test_launcher_command_line(monkeypatch):
     assert cmd[i + 1] == "ppr:2:node" and cmd[cmd.index("--hostfile") + 1] == "hosts"
     assert cmd[cmd.index("--mca"):cmd.index("--mca") + 3] == ["--mca", "btl", "tcp,self"]
     assert cmd[-2:] == ["module", "pkg.train"]
+    assert cmd[cmd.index("PYTHONPATH") - 1] == "-x"  # Open MPI forwards no environment to other nodes
     monkeypatch.setattr(run, "is_open_mpi", lambda m: False)  # MPICH's hydra: -ppn, none of Open MPI's flags
     cmd = run.command(run.parser().parse_args(["--nproc-per-node", "2", "--nnodes", "3", "--mpiexec", fake, "x.py"]))
     assert cmd[1:3] == ["-n", "6"] and cmd[cmd.index("-ppn") + 1] == "2" and "--oversubscribe" not in cmd

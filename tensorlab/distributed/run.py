@@ -6,7 +6,9 @@ it, else the first on PATH) with N ranks per node; each rank sets torchrun's var
 WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT) from the
 launcher's and runs the script as __main__ (tensorlab/distributed/_rank.py). Several machines:
 --nnodes with --hostfile or --host (passed to mpiexec, which starts the remote ranks itself, over
-ssh or the cluster's scheduler); anything else for mpiexec goes in --mpiexec-args. With Open MPI
+ssh or the cluster's scheduler; the same Python path must exist on every node, and PYTHONPATH,
+VIRTUAL_ENV and LD_LIBRARY_PATH are exported to them); anything else for mpiexec goes in
+--mpiexec-args. With Open MPI
 as root it adds --allow-run-as-root, and --oversubscribe on one node (more ranks than cores is
 normal in CI). The exit status is mpiexec's: when one rank fails, mpiexec stops the others (as
 torchrun does)."""
@@ -18,6 +20,9 @@ import shlex
 import shutil
 import subprocess
 import sys
+
+
+FORWARDED = ("PYTHONPATH", "VIRTUAL_ENV", "LD_LIBRARY_PATH")  # exported to remote ranks (Open MPI, --nnodes > 1)
 
 
 def find_mpiexec(explicit=None):
@@ -99,6 +104,10 @@ def command(ns):
             cmd.append("--oversubscribe")
         if nnodes > 1:
             cmd += ["--map-by", f"ppr:{nproc}:node"]
+            # Open MPI does not forward the environment to other nodes (Hydra does): the Python setup
+            for name in FORWARDED:
+                if os.environ.get(name):
+                    cmd += ["-x", name]
         env_flag = "-x"
     else:  # MPICH / Hydra
         if nnodes > 1:
