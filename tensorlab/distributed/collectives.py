@@ -103,6 +103,9 @@ def _run(pg, dev, op, call, async_op=True):
     with record_function(f"{eng.name}:{op}"):
         work = call(eng)
         if async_op:
+            bg = getattr(eng, "background", None)
+            if bg is not None and not work._done:
+                bg()
             return work
         work._wait(None, explicit=False)
         return None

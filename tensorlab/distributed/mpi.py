@@ -14,6 +14,7 @@ back with a host-to-device copy on the current stream.
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 
@@ -148,6 +149,8 @@ class MpiEngine:
         self.MPI = _mpi()
         self.pool = _BufferPool()
         self._inflight = []  # works started and not yet seen complete
+        self._thread = None
+        self._closed = False
 
     def _recv_buffer(self, nbytes, dtype=np.uint8):
         """(raw uint8 buffer from the pool, its view as `dtype`)."""
@@ -161,7 +164,43 @@ class MpiEngine:
         return finish
 
     def close(self):
-        pass
+        self._closed = True
+
+    # -- progress ------------------------------------------------------------------------------------------------------
+    # Open MPI has no progress thread of its own: a nonblocking collective moves to its next round only
+    # when one of its requests is tested. While async works are in flight, a daemon thread tests them
+    # (only tests: the results are published by the thread that waits or polls, on its current stream),
+    # so an async_op collective advances while the caller computes (DDP's buckets during backward).
+    def background(self):
+        """Make sure the progress thread runs (called for async_op works); it stops when nothing is in flight."""
+        if self.MPI.Query_thread() < self.MPI.THREAD_MULTIPLE:
+            return
+        t = self._thread
+        if t is None or not t.is_alive():
+            self._thread = threading.Thread(target=self._progress_loop, name="tensorlab-mpi-progress", daemon=True)
+            self._thread.start()
+
+    def _progress_loop(self):
+        idle_since = None
+        while not self._closed:
+            works = [w for w in self._inflight if not w._done and w._exc is None]
+            if not works:
+                now = time.monotonic()
+                idle_since = idle_since or now
+                if now - idle_since > 0.05:
+                    return
+            else:
+                idle_since = None
+                for w in works:
+                    if w._lock.acquire(blocking=False):
+                        try:
+                            if not w._done and w._exc is None and w._reqs:
+                                w._test()
+                        except Exception:
+                            pass  # recorded on the work (work._test): its wait() raises it
+                        finally:
+                            w._lock.release()
+            time.sleep(5e-5)
 
     def _work(self, op, dev, outputs, reqs, finish=None, keep=(), source=None, statuses=None):
         """The Work of a request just started. Open MPI's nonblocking collectives advance only when one

@@ -191,6 +191,18 @@ while not w.is_completed():
 assert w.is_success() and w.exception() is None and w.wait() is True
 close(t, reference("SUM", arrays, "float32"), "float32", "async all_reduce")
 assert w.result()[0] is not t and w.result()[0].data_ptr() == t.data_ptr()
+# async MPI work advances without the caller: a progress thread tests it while this thread only sleeps
+if not QUICK:
+    import time
+    from mpi4py import MPI
+    big = tl.ones(1 << 21, device=DEV) * (R + 1)
+    w = dist.all_reduce(big, async_op=True)
+    until = time.monotonic() + 60
+    while any(r != MPI.REQUEST_NULL for r in w._reqs) and time.monotonic() < until:
+        time.sleep(0.01)
+    assert all(r == MPI.REQUEST_NULL for r in w._reqs), "async all_reduce did not advance in the background"
+    w.wait()
+    assert host(big)[[0, -1]].tolist() == [float(N * (N + 1) // 2)] * 2
 t2, arrays2 = inputs((2,), "int64")
 works = [dist.broadcast(t2, src=0, async_op=True), dist.barrier(async_op=True)]
 for w in works:
