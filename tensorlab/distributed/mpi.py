@@ -13,8 +13,10 @@ back with a host-to-device copy on the current stream.
 """
 from __future__ import annotations
 
+import atexit
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -140,6 +142,15 @@ class _BufferPool:
                 self.nbytes += buf.nbytes
 
 
+_ENGINES = weakref.WeakSet()
+
+
+@atexit.register  # registered after mpi4py's own exit hook, so it runs first: no MPI call races MPI_Finalize
+def _stop_progress_threads():
+    for eng in list(_ENGINES):
+        eng.close()
+
+
 class MpiEngine:
     name = "mpi"
 
@@ -151,6 +162,7 @@ class MpiEngine:
         self._inflight = []  # works started and not yet seen complete
         self._thread = None
         self._closed = False
+        _ENGINES.add(self)
 
     def _recv_buffer(self, nbytes, dtype=np.uint8):
         """(raw uint8 buffer from the pool, its view as `dtype`)."""
@@ -165,6 +177,9 @@ class MpiEngine:
 
     def close(self):
         self._closed = True
+        t = self._thread
+        if t is not None and t is not threading.current_thread():
+            t.join(timeout=1.0)
 
     # -- progress ------------------------------------------------------------------------------------------------------
     # Open MPI has no progress thread of its own: a nonblocking collective moves to its next round only

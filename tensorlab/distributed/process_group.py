@@ -295,15 +295,15 @@ class ProcessGroup:
         self._wait_control([req], op)
 
     def _free(self):
+        for eng in self._engines.values():  # first: the MPI engine's progress thread stops testing requests
+            eng.close()
+        self._engines.clear()
         if self._broken is None:  # freeing a communicator with requests pending is undefined: leak it then
             for c in (self._comm, self._ctl):
                 try:
                     c.Free()
                 except Exception:
                     pass
-        for eng in self._engines.values():
-            eng.close()
-        self._engines.clear()
 
 
 class GroupMember:
