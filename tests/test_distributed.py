@@ -224,6 +224,18 @@ def test_nccl_needs_real_gpus():
     assert not dist.is_initialized()
 
 
+def test_calls_before_init_and_bad_arguments_never_start_mpi():
+    code = ("import sys, datetime, tensorlab as tl, tensorlab.distributed as d\n"
+            "calls = [lambda: d.isend(tl.ones(2), dst=1), lambda: d.irecv(tl.ones(2)), lambda: d.all_reduce(tl.ones(2)),\n"
+            "         lambda: d.barrier(), lambda: d.get_rank(), lambda: d.init_process_group('foo'),\n"
+            "         lambda: d.init_process_group(timeout=3), lambda: d.all_gather_object([None], 1)]\n"
+            "for c in calls:\n"
+            "    try:\n        c()\n    except (ValueError, TypeError):\n        pass\n"
+            "print('mpi4py.MPI' in sys.modules)\n")
+    p = _launch([sys.executable, "-c", code])
+    assert p.returncode == 0 and p.stdout.strip() == "False", (p.stdout, p.stderr)
+
+
 def test_import_without_mpi4py_says_what_to_install():
     code = ("import sys; sys.modules['mpi4py'] = None\n"
             "import tensorlab.distributed as d\n"

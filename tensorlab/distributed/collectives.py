@@ -323,6 +323,8 @@ def barrier(group=None, async_op=False, device_ids=None):
     eng = pg._mpi_engine()  # a host-level barrier over MPI, whatever engine serves the group's tensors
     with record_function("mpi:barrier"):
         work = eng.barrier(dev)
+        if async_op and not work._done:
+            eng.background()
         return _done(work, async_op)
 
 
@@ -357,17 +359,19 @@ def _p2p(op, tensor, peer, group, tag, group_peer, what):
 
 def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
     """Send `tensor` to rank `dst` without waiting; returns a Work."""
-    pg, t, r = _p2p("isend", tensor, dst, group, _tag(tag, "isend"), group_dst, "dst")
+    pg, t, r = _p2p("isend", tensor, dst, group, tag, group_dst, "dst")
     if pg is None:
         return None
+    _tag(tag, "isend")
     return _run(pg, t.device, "send", lambda e: e.send(t, r, tag))
 
 
 def irecv(tensor, src=None, group=None, tag=0, group_src=None):
     """Receive into `tensor` from rank `src` (any rank when None) without waiting; returns a Work."""
-    pg, t, r = _p2p("irecv", tensor, src, group, _tag(tag, "irecv"), group_src, "src")
+    pg, t, r = _p2p("irecv", tensor, src, group, tag, group_src, "src")
     if pg is None:
         return None
+    _tag(tag, "irecv")
     _writable("irecv", t)
     return _run(pg, t.device, "recv", lambda e: e.recv(t, r, tag))
 
