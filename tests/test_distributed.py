@@ -276,7 +276,7 @@ def test_rank_environment_from_the_mpi_launcher():
     env = _rank.torchrun_env(ompi)
     assert env["RANK"] == "5" and env["WORLD_SIZE"] == "8" and env["LOCAL_WORLD_SIZE"] == "4"
     assert env["LOCAL_RANK"] == "1" and env["GROUP_RANK"] == env["NODE_RANK"] == "1"
-    assert env["MASTER_ADDR"] == "127.0.0.1" and env["MASTER_PORT"] == "29500"
+    assert env["MASTER_ADDR"] == "127.0.0.1" and env["MASTER_PORT"] == "29500" and env["TORCHELASTIC_RUN_ID"] == "none"
     hydra = {"PMI_RANK": "2", "PMI_SIZE": "4", "MPI_LOCALRANKID": "0", "MPI_LOCALNRANKS": "2", "MASTER_PORT": "1234"}
     env = _rank.torchrun_env(hydra)
     assert (env["RANK"], env["WORLD_SIZE"], env["LOCAL_RANK"], env["GROUP_RANK"], env["MASTER_PORT"]) == \

@@ -14,7 +14,8 @@ from .process_group import (Backend, DebugLevel, GroupMember, ProcessGroup, defa
                             get_backend, get_debug_level, get_global_rank, get_group_rank, get_node_local_rank,
                             get_process_group_ranks, get_rank, get_world_size, group, init_process_group,
                             is_available, is_gloo_available, is_initialized, is_mpi_available, is_nccl_available,
-                            is_ucc_available, new_group, set_debug_level, set_debug_level_from_env)
+                            is_torchelastic_launched, is_ucc_available, new_group, set_debug_level,
+                            set_debug_level_from_env)
 from .object_collectives import (all_gather_object, all_to_all, broadcast_object_list, gather_object,
                                  monitored_barrier, recv_object_list, reduce_scatter, scatter_object_list,
                                  send_object_list)
@@ -28,7 +29,8 @@ __all__ = [
     "Backend", "DebugLevel", "GroupMember", "ProcessGroup", "default_pg_timeout", "destroy_process_group",
     "get_backend", "get_debug_level", "get_global_rank", "get_group_rank", "get_node_local_rank",
     "get_process_group_ranks", "get_rank", "get_world_size", "group", "init_process_group", "is_available",
-    "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available", "is_ucc_available", "new_group",
+    "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available", "is_torchelastic_launched",
+    "is_ucc_available", "new_group",
     "set_debug_level", "set_debug_level_from_env", "ReduceOp", "Work",
     "all_gather_object", "all_to_all", "broadcast_object_list", "gather_object", "monitored_barrier",
     "recv_object_list", "reduce_scatter", "scatter_object_list", "send_object_list",

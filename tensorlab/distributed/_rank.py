@@ -1,5 +1,6 @@
 """What each rank runs under `python -m tensorlab.distributed.run`: torchrun's environment variables
-(RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, NODE_RANK, MASTER_ADDR, MASTER_PORT),
+(RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, NODE_RANK, MASTER_ADDR, MASTER_PORT,
+TORCHELASTIC_RUN_ID, so is_torchelastic_launched() is True as under torchrun),
 taken from the MPI launcher's own (Open MPI's OMPI_COMM_WORLD_*, MPICH/Hydra's PMI_*), then the
 user's script or module as __main__. Reading them does not start MPI: scripts that read LOCAL_RANK
 before init_process_group (to pick a GPU) work as under torchrun."""
@@ -31,6 +32,7 @@ def torchrun_env(environ):
         # local ranks in its own (core) order, torchrun as rank % N: give torchrun's, unique all the same
         out["GROUP_RANK"] = out["NODE_RANK"] = str(rank // local)
         out["LOCAL_RANK"] = str(rank % local)
+    out["TORCHELASTIC_RUN_ID"] = environ.get("TORCHELASTIC_RUN_ID", "none")  # torchrun's default run id
     out.setdefault("MASTER_ADDR", environ.get("MASTER_ADDR", "127.0.0.1"))
     out.setdefault("MASTER_PORT", environ.get("MASTER_PORT", "29500"))
     return out

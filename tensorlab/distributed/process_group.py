@@ -589,6 +589,12 @@ def get_group_rank(group, global_rank):
         raise ValueError(f"Global rank {global_rank} is not part of group {pg}") from None
 
 
+def is_torchelastic_launched():
+    """True in a process started by a torchrun-style launcher (`python -m tensorlab.distributed.run` sets
+    TORCHELASTIC_RUN_ID, as torchrun does)."""
+    return os.getenv("TORCHELASTIC_RUN_ID") is not None
+
+
 def get_node_local_rank(fallback_rank=None):
     """LOCAL_RANK (set by the launcher), else `fallback_rank`; RuntimeError when neither exists."""
     v = os.environ.get("LOCAL_RANK")

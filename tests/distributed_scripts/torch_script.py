@@ -5,6 +5,7 @@ import os
 import torch
 import torch.distributed as dist
 
+assert dist.is_torchelastic_launched()
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
 assert int(os.environ["RANK"]) == rank and int(os.environ["WORLD_SIZE"]) == world
