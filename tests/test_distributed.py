@@ -53,7 +53,9 @@ def _launch(args, env=None, timeout=LAUNCH_TIMEOUT):
 
 def _run(n, script, *args, env=None, via="run", emulation=False, timeout=LAUNCH_TIMEOUT):
     """Start `n` ranks of a test script: through `python -m tensorlab.distributed.run` or plain mpiexec."""
-    target = ["-m", "tensorlab.backends.cuda.emulation", str(SCRIPTS / script)] if emulation else [str(SCRIPTS / script)]
+    target = [str(SCRIPTS / script)]
+    if emulation:
+        target = ["-m", "tensorlab.backends.cuda.emulation"] + target
     if via == "run":
         cmd = [sys.executable, "-m", "tensorlab.distributed.run", "--nproc-per-node", str(n)] + target
     else:
@@ -226,7 +228,8 @@ def test_nccl_needs_real_gpus():
 
 def test_calls_before_init_and_bad_arguments_never_start_mpi():
     code = ("import sys, datetime, tensorlab as tl, tensorlab.distributed as d\n"
-            "calls = [lambda: d.isend(tl.ones(2), dst=1), lambda: d.irecv(tl.ones(2)), lambda: d.all_reduce(tl.ones(2)),\n"
+            "calls = [lambda: d.isend(tl.ones(2), dst=1), lambda: d.irecv(tl.ones(2)),\n"
+            "         lambda: d.all_reduce(tl.ones(2)),\n"
             "         lambda: d.barrier(), lambda: d.get_rank(), lambda: d.init_process_group('foo'),\n"
             "         lambda: d.init_process_group(timeout=3), lambda: d.all_gather_object([None], 1)]\n"
             "for c in calls:\n"
@@ -283,7 +286,7 @@ def test_rank_environment_from_the_mpi_launcher():
         ("2", "4", "0", "1", "1234")
 
 
-# -- gpu_check's NCCL section ----------------------------------------------------------------------------------------------
+# -- gpu_check's NCCL section ------------------------------------------------------------------------------------------
 def test_nccl_section_skips_with_the_reason_without_a_gpu():
     from tensorlab.distributed import nccl_check
     reason = nccl_check.skip_reason()

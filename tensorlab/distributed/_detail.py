@@ -25,7 +25,8 @@ def fingerprint(pg, op, tensors, extra=""):
     shapes = [list(t.shape) for t in tensors]
     dts = [t.dtype.torch_name for t in tensors]
     devs = [t.device.type for t in tensors]
-    return (f"CollectiveFingerPrint(SequenceNumber={pg._seq}, OpType={_OP_TYPES.get(op, op.upper())}, TensorShape={shapes}, "
+    return (f"CollectiveFingerPrint(SequenceNumber={pg._seq}, OpType={_OP_TYPES.get(op, op.upper())}, "
+            f"TensorShape={shapes}, "
             f"TensorDtypes={dts}, TensorDeviceTypes={devs}{extra})")
 
 

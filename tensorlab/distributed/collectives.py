@@ -17,7 +17,7 @@ from .process_group import DebugLevel, get_debug_level, resolve_group
 from .reduce_op import RedOpType, as_red_op
 
 
-# -- argument checks (torch's messages) ---------------------------------------------------------------------------------
+# -- argument checks (torch's messages) --------------------------------------------------------------------------------
 def _check_single_tensor(param, name):
     if not isinstance(param, Tensor):
         raise TypeError(f"Invalid function argument. Expected parameter `{name}` of type torch.Tensor\n"
@@ -111,7 +111,7 @@ def _run(pg, dev, op, call, async_op=True):
         return None
 
 
-# -- collectives ---------------------------------------------------------------------------------------------------------
+# -- collectives -------------------------------------------------------------------------------------------------------
 def all_reduce(tensor, op=RedOpType.SUM, group=None, async_op=False):
     """Reduce `tensor` across the group with `op`; every rank gets the result in `tensor`."""
     _check_single_tensor(tensor, "tensor")
@@ -235,8 +235,8 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
         for o in outs:
             _same_dtype("gather", o, t)
         if outs[root].numel() != t.numel():
-            raise RuntimeError(f"gather: gather_list[{root}] has {outs[root].numel()} elements but the input tensor has "
-                               f"{t.numel()}")
+            raise RuntimeError(f"gather: gather_list[{root}] has {outs[root].numel()} elements but the input tensor "
+                               f"has {t.numel()}")
         _same_device("gather", [t] + outs)
         _writable("gather", *outs)
     elif gather_list:
@@ -328,7 +328,7 @@ def barrier(group=None, async_op=False, device_ids=None):
         return _done(work, async_op)
 
 
-# -- point to point -------------------------------------------------------------------------------------------------------
+# -- point to point ----------------------------------------------------------------------------------------------------
 def _tag(tag, op):
     if not isinstance(tag, int) or isinstance(tag, bool) or tag < 0:
         raise ValueError(f"{op}: tag must be a non-negative int, got {tag!r}")
@@ -403,7 +403,8 @@ class P2POp:
             raise ValueError("Invalid ``op``. Expected ``op`` to be of type ``torch.distributed.isend`` or "
                              "``torch.distributed.irecv``.")
         _check_single_tensor(tensor, "tensor")
-        self.op, self.tensor, self.peer, self.group, self.tag, self.group_peer = op, tensor, peer, group, tag, group_peer
+        self.op, self.tensor, self.peer, self.group = op, tensor, peer, group
+        self.tag, self.group_peer = tag, group_peer
 
     def __repr__(self):
         return f"P2POp({self.op.__name__}, peer={self.peer}, group_peer={self.group_peer}, tag={self.tag})"

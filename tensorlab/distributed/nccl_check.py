@@ -56,7 +56,7 @@ def markdown(sec):
     return "\n".join(lines + [""])
 
 
-# -- the rank body -------------------------------------------------------------------------------------------------------
+# -- the rank body -----------------------------------------------------------------------------------------------------
 def body(backend, device):
     import tensorlab as tl
     import tensorlab.distributed as dist

@@ -223,7 +223,8 @@ def reduce_scatter(output, input_list, op=RedOpType.SUM, group=None, async_op=Fa
     if pg is None:
         return None
     if len(input_list) != pg.size():
-        raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors but the group has {pg.size()} ranks")
+        raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors but the group has {pg.size()} "
+                         "ranks")
     for i, x in enumerate(input_list):
         if x.numel() != output.numel():
             raise ValueError(f"reduce_scatter: input_list[{i}] has shape {list(x.shape)} but the output has "

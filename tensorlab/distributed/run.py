@@ -70,7 +70,8 @@ def _nproc(value):
 
 def parser():
     p = argparse.ArgumentParser(prog="python -m tensorlab.distributed.run",
-                                description="Start N ranks of a script over MPI (torchrun's options, mpiexec's engine).")
+                                description="Start N ranks of a script over MPI (torchrun's options, mpiexec's "
+                                            "engine).")
     p.add_argument("--nproc-per-node", "--nproc_per_node", default="1",
                    help="ranks per node: an int, 'auto' (GPUs, else 1), 'gpu' or 'cpu' (default 1)")
     p.add_argument("--nnodes", default="1", help="number of nodes (hosts from --hostfile/--host)")

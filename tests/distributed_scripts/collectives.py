@@ -28,7 +28,7 @@ def inputs(shape, dtype, small=False):
     return tensor(arrays[R], dtype, DEV), arrays
 
 
-# -- all_reduce: every dtype x op ---------------------------------------------------------------------------------------
+# -- all_reduce: every dtype x op --------------------------------------------------------------------------------------
 for dtype in DTYPES:
     for op in OPS:
         t, arrays = inputs((3, 5), dtype, small=(op == "PRODUCT"))
@@ -76,7 +76,7 @@ if not QUICK:
     dist.all_reduce(e)
     assert e.shape == (0,)
 
-# -- broadcast, reduce --------------------------------------------------------------------------------------------------
+# -- broadcast, reduce -------------------------------------------------------------------------------------------------
 for dtype in DTYPES:
     src = N - 1
     t, arrays = inputs((2, 3), dtype)
@@ -91,7 +91,7 @@ t, arrays = inputs((3,), "float32")
 dist.broadcast(t, group_src=0)
 close(t, arrays[0], "float32", "broadcast group_src")
 
-# -- all_gather (uneven sizes), all_gather_into_tensor, reduce_scatter_tensor -------------------------------------------
+# -- all_gather (uneven sizes), all_gather_into_tensor, reduce_scatter_tensor ------------------------------------------
 for dtype in DTYPES:
     seed[0] += 1
     arrays = [host(tensor(data(k, (k + 1,), dtype, seed[0]), dtype, "cpu")) for k in range(N)]
@@ -182,7 +182,7 @@ for bad, kind in ((R, "destination"),):
     else:
         raise AssertionError("send to self did not raise")
 
-# -- async work handles --------------------------------------------------------------------------------------------------
+# -- async work handles ------------------------------------------------------------------------------------------------
 t, arrays = inputs((64,), "float32")
 w = dist.all_reduce(t, async_op=True)
 assert isinstance(w, dist.Work)
@@ -309,7 +309,7 @@ for call, exc, text in (
     else:
         raise AssertionError(f"no {exc.__name__} ({text})")
 
-# -- the sync trace and the profiler hear the waits ----------------------------------------------------------------------
+# -- the sync trace and the profiler hear the waits --------------------------------------------------------------------
 with tl.cuda.sync_trace() as trace:
     dist.all_reduce(tl.ones(4, device=DEV))
 assert any(r.startswith("distributed all_reduce") for r in trace.reasons()), trace.reasons()
