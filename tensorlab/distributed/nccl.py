@@ -46,6 +46,31 @@ def nccl_op(nccl, op, dtype, red):
     return getattr(nccl, name)
 
 
+_KERNEL_NAMES = {"all_reduce": "ncclAllReduce", "broadcast": "ncclBroadcast", "reduce": "ncclReduce",
+                 "all_gather": "ncclAllGather", "all_gather_into_tensor": "ncclAllGather",
+                 "reduce_scatter_tensor": "ncclReduceScatter", "gather": "ncclSendRecv", "scatter": "ncclSendRecv",
+                 "all_to_all_single": "ncclSendRecv"}
+
+
+class _Named:
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+
+def _issue(stream, name, fn):
+    """Run `fn` (which enqueues NCCL work on `stream`). An open profiler records it as a kernel named like
+    NCCL's (ncclAllReduce, ...) with a CUDA event pair around it, so its device time is on the timeline."""
+    from ..profiler import _recording
+    r = _recording.current()
+    if r is None or not r.active or not r.cuda:
+        fn()
+        return
+    from ..backends.cuda.active import driver
+    r.launch(driver, lambda *args: fn(), _Named(name), (1, 1, 1), (1, 1, 1), (), 0, stream)
+
+
 class NcclEngine:
     name = "nccl"
 
@@ -108,7 +133,7 @@ class NcclEngine:
         self._flush(idx)  # point-to-point operations posted before this one go first, in posting order
         comm = self._comm(idx)
         stream = self._stream(idx)
-        body(comm, stream.ptr)
+        _issue(stream, _KERNEL_NAMES.get(op, op), lambda: body(comm, stream.ptr))
         with no_grad():
             for dst, src in copy_back:
                 dst.copy_(src)
@@ -287,12 +312,15 @@ class NcclEngine:
         for _, ev, _, _ in batch:
             driver.stream_wait_event(stream, ev)
         nc = self.nccl
-        nc.groupStart()
-        try:
-            for call, _, _, _ in batch:
-                call(comm, stream.ptr)
-        finally:
-            nc.groupEnd()
+
+        def issue():
+            nc.groupStart()
+            try:
+                for call, _, _, _ in batch:
+                    call(comm, stream.ptr)
+            finally:
+                nc.groupEnd()
+        _issue(stream, "ncclSendRecv", issue)
         with no_grad():
             for _, _, back, _ in batch:
                 for dst, src in back:

@@ -43,6 +43,11 @@ for call, exc, text in (
         assert text in str(e), (text, e)
     else:
         raise AssertionError(f"no {exc.__name__} ({text})")
+# the profiler: the call's range and the NCCL operation as a kernel on the stream
+with tl.profiler.profile() as prof:
+    dist.all_reduce(tl.ones(4, device="cuda"))
+table = prof.key_averages().table()
+assert "nccl:all_reduce" in table and "ncclAllReduce" in table, table
 dist.barrier()
 dist.destroy_process_group()
 print("OK", R, flush=True)
