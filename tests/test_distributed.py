@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -109,7 +110,8 @@ def test_dead_rank_and_mismatched_sizes_raise_on_the_others_within_the_timeout()
         assert "all_reduce timed out after 2 s" in line and "global ranks [0, 1, 2]" in line, line
         (line,) = [ln for ln in p.stdout.splitlines() if ln.startswith(f"MISMATCH {r} ")]
         assert "global ranks [0, 1]" in line and ("failed in MPI" in line or "timed out" in line), line
-    assert "BARRIER 0 Ranks 2 failed to pass monitoredBarrier in 2000 ms" in p.stdout, p.stdout
+    # rank 2 is named (rank 1 too, should a loaded machine keep it from arriving within the 2 s)
+    assert re.search(r"^BARRIER 0 Ranks (1, )?2 failed to pass monitoredBarrier in 2000 ms$", p.stdout, re.M), p.stdout
     assert "BARRIER 1 [Rank 1] monitored_barrier: rank 0 did not release the barrier" in p.stdout, p.stdout
 
 
