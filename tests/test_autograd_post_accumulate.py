@@ -48,7 +48,7 @@ def test_hooks_run_in_readiness_order_and_callback_last(device):
     z.backward()
     assert events[-2:] == ["end", "queued by a callback"]
     assert sorted(events[:2]) == [("acc", "a"), ("acc", "b")]
-    assert a.grad.tolist() == [2.0, 2.0] and b.grad.tolist() == [4.0, 4.0]
+    assert a.grad.tolist() == [4.0, 4.0] and b.grad.tolist() == [4.0, 4.0]
 
 
 def test_queue_callback_outside_backward():
