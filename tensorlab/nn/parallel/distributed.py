@@ -272,9 +272,5 @@ class DistributedDataParallel(Module):
 
 
 def _default_group(dist):
-    if not dist.is_initialized():
-        raise ValueError("Default process group has not been initialized, please make sure to call "
-                         "init_process_group.")
-    return getattr(dist, "group").WORLD if hasattr(dist, "group") else None
-
-
+    from ...distributed.process_group import default_group
+    return default_group("DistributedDataParallel")  # ValueError, torch's message, before init_process_group

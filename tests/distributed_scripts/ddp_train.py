@@ -1,0 +1,137 @@
+"""Run under mpiexec (2 ranks): DistributedDataParallel training of a small MLP, each rank on its
+half of every batch, must give the parameters one process gets on the whole batch (float32
+tolerance), for several SGD steps; with every parameter in its own bucket (tiny bucket_cap_mb) and
+with gradient_as_bucket_view=True the parameters must be bit-identical to the default run. Also
+checks the broadcast of rank 0's parameters at construction, that reductions start during
+backward (a bucket's all_reduce is launched before the last gradient is ready) and state_dict.
+Usage: ddp_train.py DEVICE"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+import tensorlab as tl
+import tensorlab.distributed as dist
+from tensorlab.nn.parallel import DistributedDataParallel as DDP
+
+DEVICE = sys.argv[1] if len(sys.argv) > 1 else "cpu"
+STEPS, BATCH = 4, 8
+
+
+def mlp(seed):
+    tl.manual_seed(seed)
+    return tl.nn.Sequential(tl.nn.Linear(6, 16), tl.nn.Tanh(), tl.nn.Linear(16, 16), tl.nn.Tanh(),
+                            tl.nn.Linear(16, 3)).to(DEVICE)
+
+
+def data(step):
+    rng = np.random.default_rng(100 + step)
+    return (tl.tensor(rng.standard_normal((BATCH, 6)).astype(np.float32), device=DEVICE),
+            tl.tensor(rng.standard_normal((BATCH, 3)).astype(np.float32), device=DEVICE))
+
+
+def params(m):
+    return [p.detach().cpu().numpy().copy() for p in m.parameters()]
+
+
+def reference():
+    model = mlp(0)
+    opt = tl.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    out = []
+    for step in range(STEPS):
+        x, y = data(step)
+        opt.zero_grad()
+        tl.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+        out.append(params(model))
+    return out
+
+
+def train(rank, world, **kw):
+    model = mlp(rank)  # rank 1 starts from other weights: DDP must broadcast rank 0's
+    ddp = DDP(model, **kw)
+    opt = tl.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+    out = []
+    share = BATCH // world
+    for step in range(STEPS):
+        x, y = data(step)
+        opt.zero_grad()
+        tl.nn.functional.mse_loss(ddp(x[rank * share:(rank + 1) * share]), y[rank * share:(rank + 1) * share]).backward()
+        opt.step()
+        out.append(params(model))
+    return ddp, out
+
+
+def check_overlap(rank, world):
+    """With one parameter per bucket, bucket 0's all_reduce must start before the last gradient
+    of the backward pass is ready: communication overlaps the rest of backward."""
+    model = mlp(0)
+    events = []
+    for p in model.parameters():  # registered before DDP's hooks: "ready" comes before DDP reacts
+        p.register_post_accumulate_grad_hook(lambda p: events.append("ready"))
+    ddp = DDP(model, bucket_cap_mb=1e-9)
+    real = ddp.reducer.dist
+
+    class Spy:
+        ReduceOp = real.ReduceOp
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def all_reduce(self, t, **kw):
+            events.append("launch")
+            return real.all_reduce(t, **kw)
+    ddp.reducer.dist = Spy()
+    n = len(list(model.parameters()))
+    for step in range(3):
+        events.clear()
+        x, y = data(0)
+        tl.nn.functional.mse_loss(ddp(x), y).backward()
+        if step == 0:  # torch 2.13: one bucket in the first iteration, then buckets in the ready order
+            assert events == ["ready"] * n + ["launch"], events
+        else:
+            assert events == ["ready", "launch"] * n, events
+    assert ddp.reducer.bucket_indices == [[i] for i in reversed(range(n))], ddp.reducer.bucket_indices
+
+
+def main():
+    dist.init_process_group("mpi")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    ref = reference()
+    base_ddp, base = train(rank, world)
+    for step, (a, b) in enumerate(zip(base, ref)):
+        for k, (p, q) in enumerate(zip(a, b)):
+            np.testing.assert_allclose(p, q, rtol=1e-5, atol=1e-6, err_msg=f"rank {rank} step {step} param {k}")
+    assert len(base_ddp.reducer.buckets) == 1  # small model: one bucket (25 MiB cap) after the rebuild
+    for kw in ({"bucket_cap_mb": 1e-9}, {"bucket_cap_mb": 0.0005}, {"gradient_as_bucket_view": True},
+               {"gradient_as_bucket_view": True, "bucket_cap_mb": 1e-9}, {"find_unused_parameters": True}):
+        ddp, got = train(rank, world, **kw)
+        for step, (a, b) in enumerate(zip(got, base)):
+            for k, (p, q) in enumerate(zip(a, b)):
+                assert np.array_equal(p, q), f"rank {rank} {kw} step {step} param {k}: {np.abs(p - q).max()}"
+        if kw.get("bucket_cap_mb") == 1e-9:
+            assert len(ddp.reducer.buckets) == 6
+        if kw.get("bucket_cap_mb") == 0.0005:  # 524 bytes: several parameters per bucket, not all
+            assert 1 < len(ddp.reducer.buckets) < 6, ddp.reducer.bucket_indices
+        if kw.get("gradient_as_bucket_view"):
+            for i, p in enumerate(ddp.module.parameters()):
+                assert p.grad.untyped_storage().data_ptr() == ddp.reducer._view(i).untyped_storage().data_ptr()
+    # every rank ends with the same parameters
+    for p in base_ddp.module.parameters():
+        gathered = [tl.zeros_like(p) for _ in range(world)]
+        dist.all_gather(gathered, p.detach())
+        assert all(tl.equal(g, gathered[0]) for g in gathered)
+    check_overlap(rank, world)
+    sd = base_ddp.state_dict()
+    assert list(sd) == ["module." + k for k in base_ddp.module.state_dict()], list(sd)
+    plain = mlp(5)
+    plain.load_state_dict({k[len("module."):]: v for k, v in sd.items()})
+    assert all(tl.equal(a, b) for a, b in zip(plain.parameters(), base_ddp.module.parameters()))
+    dist.barrier()
+    print(f"rank {rank}: ddp_train OK", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
