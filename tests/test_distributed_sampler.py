@@ -106,3 +106,13 @@ def test_in_a_dataloader(device):
         seen += [v for b in batches for v in b.tolist()]
     assert sorted(seen) == list(map(float, range(12)))
     assert tl.utils.data.distributed.DistributedSampler is DistributedSampler
+
+
+def test_defaults_need_a_process_group():
+    import tensorlab.distributed as dist
+    if dist.is_initialized():
+        pytest.skip("a process group is open in this process")
+    with pytest.raises((ValueError, RuntimeError), match="process group|distributed package"):
+        DistributedSampler(Sized(4))
+    # with rank and world size given, no process group is needed
+    assert list(DistributedSampler(Sized(4), num_replicas=2, rank=1, shuffle=False)) == [1, 3]

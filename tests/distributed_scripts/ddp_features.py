@@ -1,7 +1,8 @@
 """Run under mpiexec (2 ranks): DistributedDataParallel's no_sync, find_unused_parameters (globally
 unused, used on one rank only, torch's error without detection and when an output is left out of
 the loss), buffer broadcast before each forward, and the construction checks (parameter shapes
-that differ across ranks, device_ids on a CPU module, no trainable parameter).
+that differ across ranks, device_ids on a CPU module, no trainable parameter), and
+DistributedSampler's defaults from the process group.
 Usage: ddp_features.py DEVICE"""
 from __future__ import annotations
 
@@ -218,11 +219,21 @@ def check_construction(rank, world):
             raise AssertionError("no error for device_ids on a CPU module")
 
 
+def check_sampler(rank, world):
+    from tensorlab.utils.data import DistributedSampler
+    s = DistributedSampler(list(range(11)), shuffle=False)  # rank and world size from the default group
+    assert (s.rank, s.num_replicas) == (rank, world)
+    mine = list(s)
+    gathered = [tl.zeros(len(mine), dtype=tl.int64) for _ in range(world)]
+    dist.all_gather(gathered, tl.tensor(mine))
+    assert sorted(sum((g.tolist() for g in gathered), [])) == sorted(list(range(11)) + [0])
+
+
 def main():
     dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
     assert world == 2
-    for check in (check_no_sync, check_unused, check_buffers, check_construction):
+    for check in (check_no_sync, check_unused, check_buffers, check_construction, check_sampler):
         check(rank, world)
         dist.barrier()
     print(f"rank {rank}: ddp_features OK", flush=True)
