@@ -3,7 +3,8 @@ half of every batch, must give the parameters one process gets on the whole batc
 tolerance), for several SGD steps; with every parameter in its own bucket (tiny bucket_cap_mb) and
 with gradient_as_bucket_view=True the parameters must be bit-identical to the default run. Also
 checks the broadcast of rank 0's parameters at construction, that reductions start during
-backward (a bucket's all_reduce is launched before the last gradient is ready) and state_dict.
+backward (a bucket's all_reduce is launched before the last gradient is ready), state_dict, and
+(on 4 ranks) two DDPs over two process groups side by side.
 Usage: ddp_train.py DEVICE"""
 from __future__ import annotations
 
@@ -95,6 +96,29 @@ def check_overlap(rank, world):
     assert ddp.reducer.bucket_indices == [[i] for i in reversed(range(n))], ddp.reducer.bucket_indices
 
 
+def check_subgroups(rank, world):
+    """Two DDPs side by side on 4 ranks: {0, 1} and {2, 3}, each over its own process group, each
+    trained on its own data; a group's rank 0 (global rank 0 or 2) is the source of its weights."""
+    groups = [dist.new_group([0, 1]), dist.new_group([2, 3])]  # every rank creates every group, as torch
+    pair = rank // 2
+    model = mlp(rank)
+    ddp = DDP(model, process_group=groups[pair])
+    ref = mlp(2 * pair)  # the group's first rank's initial weights
+    opt = tl.optim.SGD(ddp.parameters(), lr=0.1)
+    ref_opt = tl.optim.SGD(ref.parameters(), lr=0.1)
+    for step in range(3):
+        x, y = data(10 * pair + step)
+        half = slice((rank % 2) * 4, (rank % 2) * 4 + 4)
+        opt.zero_grad()
+        tl.nn.functional.mse_loss(ddp(x[half]), y[half]).backward()
+        opt.step()
+        ref_opt.zero_grad()
+        tl.nn.functional.mse_loss(ref(x), y).backward()
+        ref_opt.step()
+    for k, (p, q) in enumerate(zip(params(model), params(ref))):
+        np.testing.assert_allclose(p, q, rtol=1e-5, atol=1e-6, err_msg=f"subgroup rank {rank} param {k}")
+
+
 def main():
     dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -123,6 +147,8 @@ def main():
         dist.all_gather(gathered, p.detach())
         assert all(tl.equal(g, gathered[0]) for g in gathered)
     check_overlap(rank, world)
+    if world == 4:
+        check_subgroups(rank, world)
     sd = base_ddp.state_dict()
     assert list(sd) == ["module." + k for k in base_ddp.module.state_dict()], list(sd)
     plain = mlp(5)
