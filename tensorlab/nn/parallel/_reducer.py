@@ -25,6 +25,7 @@ import weakref
 from ...autograd import engine
 from ...autograd.graph import AccumulateGrad, edge_fn
 from ...autograd.grad_mode import no_grad
+from ...ops.elementwise import mul
 from ...tensor import Tensor
 
 _MB = 1024 * 1024
@@ -241,19 +242,18 @@ class Reducer:
         self.require_finalize = True
         p = self.params[i]
         view = self._view(i)
-        scale = 1.0 / self.world_size
+        # torch's arithmetic: grad * (1 / world_size) written into the slice in one op, or, for a
+        # .grad that already is the slice (gradient_as_bucket_view), divided in place
         with no_grad():
             g = p.grad
             if g is None:
                 view.zero_()
-            elif self.gradient_as_bucket_view:
-                if g is not view:
-                    view.copy_(g)
-                    p.grad = view
-                view.mul_(scale)
+            elif g is view:
+                view.div_(self.world_size)
             else:
-                view.copy_(g)
-                view.mul_(scale)
+                mul(g, 1.0 / self.world_size, out=view)
+                if self.gradient_as_bucket_view:
+                    p.grad = view
         if used and self.used is not None:
             self.used[i] = 1
         b, _ = self.locate[i]
