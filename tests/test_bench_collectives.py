@@ -82,3 +82,19 @@ def test_help_lists_the_mode():
     proc = subprocess.run([sys.executable, "-m", "tensorlab.bench", "--help"], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert "--collectives" in proc.stdout
+
+
+def test_tensorlab_on_cuda_tensors(cuda, tmp_path):
+    """--device cuda: tensorlab's collectives on CUDA tensors (NCCL where installed, else MPI through
+    the host; on the emulation driver the latter)."""
+    if importlib.util.find_spec("mpi4py") is None:
+        pytest.skip("mpi4py is not installed")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    proc = subprocess.run([sys.executable, "-m", "tensorlab.bench", "--collectives", "--tiny", "--device", "cuda",
+                           "--libs", "tensorlab", "--sizes", "1024", "--no-plot", "--out", str(tmp_path)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    doc = json.loads((tmp_path / C.JSON_NAME).read_text())
+    assert doc["skipped"] == {} and doc["settings"]["device"] == "cuda"
+    assert {r["op"] for r in doc["results"]} == set(C.OPS)
+    assert all(r["error"] is None and not r["wrong"] for r in doc["results"]), doc["results"]

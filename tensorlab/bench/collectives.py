@@ -100,8 +100,9 @@ def parser():
     p.add_argument("--libs", type=_names(LIBS), help=f"comma-separated subset of {','.join(LIBS)} (default: every "
                                                     "one installed)")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
-                   help="where tensorlab's tensors live: cpu (backend mpi) or cuda (backend nccl, one GPU per rank); "
-                        "mpi4py and gloo always run on host memory")
+                   help="where tensorlab's tensors live: cpu (backend mpi) or cuda (backend nccl, one GPU per rank; "
+                        "mpi, staged through the host, where NCCL is missing); mpi4py and gloo always run on host "
+                        "memory")
     p.add_argument("--iters", type=_positive_int, help="collectives per measurement")
     p.add_argument("--repeats", type=_positive_int, help="measurements per case (the best is reported)")
     p.add_argument("--warmup", type=int, default=2, help="untimed collectives before each case (default: 2)")
@@ -326,8 +327,9 @@ class TensorlabRunner(Runner):
         if device == "cuda":
             tl.cuda.set_device(self.rank % tl.cuda.device_count())
         self.device = device
-        if not dist.is_initialized():
-            dist.init_process_group(backend="nccl" if device == "cuda" else "mpi")
+        if not dist.is_initialized():  # CUDA tensors over NCCL where it is installed, else staged through MPI
+            dist.init_process_group(backend="nccl" if device == "cuda" and dist.is_nccl_available() else "mpi")
+        self.backend = dist.get_backend()
 
     def set(self, op, count, fill):
         tl, dist, n = self.tl, self.dist, self.n
@@ -484,6 +486,8 @@ def worker(s, out_json):
         torch, _ = _torch()
         if torch is not None:
             versions["torch"] = torch.__version__
+        if "tensorlab" in runners:
+            versions["tensorlab_backend"] = str(runners["tensorlab"].backend)
         doc = {"tool": "tensorlab-bench --collectives", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                "world_size": n, "settings": s, "libraries": versions, "skipped": skipped, "results": results,
                "definitions": {"size": "bytes of the whole buffer (all_reduce: the tensor; all_gather: the output; "
