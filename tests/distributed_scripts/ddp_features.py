@@ -105,6 +105,15 @@ def check_unused(rank, world):
         for n in full:
             close(got[n], full[n], f"unused everywhere, rank {rank} {n}")
         assert got["b.weight"] is None and got["b.bias"] is None
+    # every parameter used although detection is on: torch's warning, once per process
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        ddp_all = DDP(copy.deepcopy(base), find_unused_parameters=True)
+        for step in range(2):
+            sum(F.mse_loss(o, y[half]) for o in ddp_all(x[half], ("a", "b"))).backward()
+    msgs = [i for i in w if "did not find any unused parameters" in str(i.message)]
+    assert len(msgs) == 1 and issubclass(msgs[0].category, UserWarning), [str(i.message) for i in w]
+    assert msgs[0].filename == __file__, msgs[0].filename  # attributed to the caller's line
     # b used on rank 1 only: every rank gets rank 1's gradient of b divided by the world size
     ddp = DDP(copy.deepcopy(base), find_unused_parameters=True)
     heads = ("a", "b") if rank == 1 else ("a",)

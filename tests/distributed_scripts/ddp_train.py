@@ -129,7 +129,8 @@ def main():
             np.testing.assert_allclose(p, q, rtol=1e-5, atol=1e-6, err_msg=f"rank {rank} step {step} param {k}")
     assert len(base_ddp.reducer.buckets) == 1  # small model: one bucket (25 MiB cap) after the rebuild
     for kw in ({"bucket_cap_mb": 1e-9}, {"bucket_cap_mb": 0.0005}, {"gradient_as_bucket_view": True},
-               {"gradient_as_bucket_view": True, "bucket_cap_mb": 1e-9}, {"find_unused_parameters": True}):
+               {"gradient_as_bucket_view": True, "bucket_cap_mb": 1e-9}, {"find_unused_parameters": True},
+               {"static_graph": True}):
         ddp, got = train(rank, world, **kw)
         for step, (a, b) in enumerate(zip(got, base)):
             for k, (p, q) in enumerate(zip(a, b)):

@@ -142,6 +142,7 @@ class Reducer:
         self.local_used_work = None
         self.finalize_queued = False
         self.ready_order = []  # the order gradients became ready in the last synced backward
+        self.warn_if_all_used = False  # DDP sets it when the user asked for find_unused_parameters
         me = weakref.ref(self)
         handles = [p.register_post_accumulate_grad_hook(_hook(me, i)) for i, p in enumerate(params)]
         # hooks outlive the reducer on the parameters; remove them when it goes away, as torch's ~Reducer
@@ -207,6 +208,8 @@ class Reducer:
         if self.find_unused_parameters:
             reached = _reached_leaves(outputs)
             self.unused = [i for i, p in enumerate(self.params) if id(p) not in reached]
+            if not self.unused and self.warn_if_all_used:
+                _warn_all_used()
             self.unused_marked = False
             self.used = [0] * len(self.params)
         else:
@@ -318,6 +321,22 @@ class Reducer:
             f"\nParameter indices which did not receive grad for rank {self.rank}: {' '.join(map(str, missing))}"
             f"\nParameters which did not receive grad for rank {self.rank}: "
             f"{', '.join(self.names[i] for i in missing)}")
+
+
+_WARNED = []
+
+
+def _warn_all_used():
+    """torch's TORCH_WARN_ONCE (once per process) when the graph search found every parameter used."""
+    if not _WARNED:
+        _WARNED.append(True)
+        from ... import _warn
+        _warn.warn("find_unused_parameters=True was specified in DDP constructor, but did not find any unused "
+                   "parameters in the forward pass. This flag results in an extra traversal of the autograd graph "
+                   "every iteration,  which can adversely affect performance. If your model indeed never has any "
+                   "unused parameters in the forward pass, consider turning this flag off. Note that this warning "
+                   "may be a false positive if your model has flow control causing later iterations to have unused "
+                   "parameters.", UserWarning)
 
 
 def _int64():

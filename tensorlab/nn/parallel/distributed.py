@@ -216,6 +216,7 @@ class DistributedDataParallel(Module):
         self.reducer = Reducer(params, [n for n, _ in trainable], self.process_group,
                                [sys.maxsize] if rebuild else caps, caps if rebuild else None,
                                find_unused_parameters or self.static_graph, gradient_as_bucket_view, dist)
+        self.reducer.warn_if_all_used = bool(find_unused_parameters) and not self.static_graph
 
     # -- buffers ---------------------------------------------------------------------------------------
     @property
