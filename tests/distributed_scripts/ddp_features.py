@@ -219,6 +219,13 @@ def check_construction(rank, world):
         assert "doesn't have any parameter that requires a gradient" in str(e)
     else:
         raise AssertionError("no error for a module without trainable parameters")
+    if DEVICE == "cuda":  # device_ids: inputs are moved to the module's device, as torch's _to_kwargs
+        tl.manual_seed(0)
+        ddp = DDP(tl.nn.Linear(2, 2).to(DEVICE), device_ids=[0])
+        assert ddp.device_ids == [0] and ddp.output_device == 0
+        out = ddp(tl.ones(3, 2))
+        assert out.device.type == "cuda", out.device
+        out.sum().backward()
     if DEVICE == "cpu":
         try:
             DDP(tl.nn.Linear(2, 2), device_ids=[0])
