@@ -11,7 +11,8 @@ busbw = algbw * 2(n-1)/n for all_reduce, algbw * (n-1)/n for all_gather and redu
 (the bytes each rank's link carries whatever the algorithm, comparable to the hardware's
 bandwidth). A measurement is `--iters` back-to-back collectives between two barriers; its time
 is the slowest rank's mean, and the reported time is the best of `--repeats` measurements (the
-least disturbed by other load). Every library's result is checked against the exact answer
+least disturbed by other load). With as many ranks as cores or more, Open MPI's busy waits are
+told to yield (OMPI_MCA_mpi_yield_when_idle=1, unless set), as the launcher does. Every library's result is checked against the exact answer
 once per (op, size) before it is timed.
 
 Writes the table to stdout and collectives.json / collectives.png into --out."""
@@ -236,6 +237,8 @@ def main(argv=None):
         cmd = launcher + ["-n", str(s["nproc"]), sys.executable, "-m", "tensorlab.bench.collectives",
                           *_worker_args(s, out_json)]
         env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
+        if s["nproc"] >= (os.cpu_count() or 1):  # ranks share cores: Open MPI's busy waits must yield
+            env.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
         print(f"tensorlab-bench --collectives ({s['mode']}): {s['nproc']} ranks via {mpi_version or cmd[0]}; "
               f"ops {', '.join(s['ops'])}; libraries {', '.join(s['libs'])}", flush=True)
         t0 = time.perf_counter()
@@ -250,7 +253,8 @@ def main(argv=None):
         with open(out_json) as f:
             doc = json.load(f)
     doc["elapsed_s"] = time.perf_counter() - t0
-    doc["mpiexec"] = {"command": cmd[:len(launcher) + 2], "version": mpi_version}
+    doc["mpiexec"] = {"command": cmd[:len(launcher) + 2], "version": mpi_version,
+                      "yield_when_idle": env.get("OMPI_MCA_mpi_yield_when_idle")}
     doc["argv"] = list(sys.argv[1:] if argv is None else argv)
     print()
     print(table(doc))
