@@ -11,9 +11,10 @@ busbw = algbw * 2(n-1)/n for all_reduce, algbw * (n-1)/n for all_gather and redu
 (the bytes each rank's link carries whatever the algorithm, comparable to the hardware's
 bandwidth). A measurement is `--iters` back-to-back collectives between two barriers; its time
 is the slowest rank's mean, and the reported time is the best of `--repeats` measurements (the
-least disturbed by other load). With as many ranks as cores or more, Open MPI's busy waits are
-told to yield (OMPI_MCA_mpi_yield_when_idle=1, unless set), as the launcher does. Every library's result is checked against the exact answer
-once per (op, size) before it is timed.
+least disturbed by other load), the libraries taking turns on each (op, size). With as many ranks
+as cores or more, Open MPI's busy waits are told to yield (OMPI_MCA_mpi_yield_when_idle=1 unless
+set, as the launcher does). Every library's result is checked against the exact answer once per
+(op, size) before it is timed.
 
 Writes the table to stdout and collectives.json / collectives.png into --out."""
 from __future__ import annotations

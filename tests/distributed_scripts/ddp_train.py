@@ -58,7 +58,8 @@ def train(rank, world, **kw):
     for step in range(STEPS):
         x, y = data(step)
         opt.zero_grad()
-        tl.nn.functional.mse_loss(ddp(x[rank * share:(rank + 1) * share]), y[rank * share:(rank + 1) * share]).backward()
+        mine = slice(rank * share, (rank + 1) * share)
+        tl.nn.functional.mse_loss(ddp(x[mine]), y[mine]).backward()
         opt.step()
         out.append(params(model))
     return ddp, out
