@@ -35,6 +35,7 @@ import tensorlab as tl
 from tensorlab import backends
 from tensorlab.bench import report, suite
 from tensorlab.bench.libs import BASELINES, torch_module
+from tensorlab.distributed import nccl_check
 
 DEFAULT_PYTEST = ["tests", "-m", "cuda"]
 TESTS_TIMEOUT_S = 360   # the tests stop (SIGINT: pytest still writes its junit XML) after this long
@@ -467,6 +468,8 @@ def markdown(doc):
     lines += ["", "## Benchmark", "", f"{bench['mode']} mode on {', '.join(bench['devices'])} "
               f"({bench['elapsed_s']:.1f} s)", "", markdown_table(bench["results"]), "", "```", bench["footnotes"],
               "```", ""]
+    if doc.get("nccl") is not None:
+        lines.append(nccl_check.markdown(doc["nccl"]))
     return "\n".join(lines)
 
 
@@ -532,13 +535,16 @@ def main(argv=None):
     bench = run_bench(gpu, mode)
     print(bench["table"])
     targets = evaluate_targets(bench)
+    nccl = nccl_check.section(timeout or 300.0)  # every collective over NCCL, one rank per GPU (skips without)
+    print("gpu_check: NCCL: " + (f"skipped: {nccl['skipped']}" if nccl["skipped"] else
+                                 ("PASS" if nccl["passed"] else "FAIL")), flush=True)
     for t in targets:
         print(f"gpu_check: target {t['key']}: {t['status']}" + (f" ({t['detail']})" if t["detail"] else ""))
     date = time.strftime("%Y-%m-%d", time.gmtime())
     doc = {"tool": "tensorlab.gpu_check", "date": date, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "argv": list(sys.argv[1:] if argv is None else argv), "commit": git["commit"], "git": git, "note": note,
            "environment": env, "estimate": est, "elapsed_s": time.perf_counter() - t_start, "precompile": pre,
-           "tests": tests, "targets": targets, "bench": bench}
+           "tests": tests, "targets": targets, "bench": bench, "nccl": nccl}
     os.makedirs(out_dir, exist_ok=True)
     base = os.path.join(out_dir, f"{date}-{slug(env['device'])}")
     with open(base + ".md", "w") as f:
@@ -547,6 +553,7 @@ def main(argv=None):
     print(f"gpu_check: wrote {base}.md and {base}.json ({doc['elapsed_s']:.0f} s)")
     c = tests["counts"]
     failed = tests["returncode"] != 0 or (c is not None and c["failed"] + c["errors"] > 0) or bool(pre["error"])
+    failed = failed or nccl["passed"] is False
     return 1 if failed or any(r["error"] for r in bench["results"]) else 0
 
 

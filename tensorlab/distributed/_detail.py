@@ -15,12 +15,17 @@ _TAG = 0x7E120
 _SIZE = 2048
 
 
+_OP_TYPES = {"all_reduce": "ALLREDUCE", "broadcast": "BROADCAST", "reduce": "REDUCE", "all_gather": "ALLGATHER",
+             "all_gather_into_tensor": "_ALLGATHER_BASE", "reduce_scatter_tensor": "_REDUCE_SCATTER_BASE",
+             "gather": "GATHER", "scatter": "SCATTER", "all_to_all_single": "ALLTOALL_BASE", "barrier": "BARRIER"}
+
+
 def fingerprint(pg, op, tensors, extra=""):
     pg._seq += 1
     shapes = [list(t.shape) for t in tensors]
     dts = [t.dtype.torch_name for t in tensors]
     devs = [t.device.type for t in tensors]
-    return (f"CollectiveFingerPrint(SequenceNumber={pg._seq}, OpType={op.upper()}, TensorShape={shapes}, "
+    return (f"CollectiveFingerPrint(SequenceNumber={pg._seq}, OpType={_OP_TYPES.get(op, op.upper())}, TensorShape={shapes}, "
             f"TensorDtypes={dts}, TensorDeviceTypes={devs}{extra})")
 
 

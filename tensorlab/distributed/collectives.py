@@ -97,10 +97,15 @@ def _done(work, async_op):
     return None
 
 
-def _run(pg, dev, op, call):
+def _run(pg, dev, op, call, async_op=True):
+    """Issue the operation on the engine for `dev` inside its profiler range; a blocking call also waits there."""
     eng = pg._engine(dev, op)
     with record_function(f"{eng.name}:{op}"):
-        return call(eng)
+        work = call(eng)
+        if async_op:
+            return work
+        work._wait(None, explicit=False)
+        return None
 
 
 # -- collectives ---------------------------------------------------------------------------------------------------------
@@ -114,7 +119,7 @@ def all_reduce(tensor, op=RedOpType.SUM, group=None, async_op=False):
     t = _pin(tensor)
     _writable("all_reduce", t)
     _begin(pg, "all_reduce", [t], f", ReduceOp={red.name}")
-    return _done(_run(pg, t.device, "all_reduce", lambda e: e.all_reduce(t, red)), async_op)
+    return _run(pg, t.device, "all_reduce", lambda e: e.all_reduce(t, red), async_op)
 
 
 def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
@@ -128,7 +133,7 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     if pg.rank() != root:
         _writable("broadcast", t)
     _begin(pg, "broadcast", [t], f", Root={root}")
-    return _done(_run(pg, t.device, "broadcast", lambda e: e.broadcast(t, root)), async_op)
+    return _run(pg, t.device, "broadcast", lambda e: e.broadcast(t, root), async_op)
 
 
 def reduce(tensor, dst=None, op=RedOpType.SUM, group=None, async_op=False, group_dst=None):
@@ -143,7 +148,7 @@ def reduce(tensor, dst=None, op=RedOpType.SUM, group=None, async_op=False, group
     if pg.rank() == root:
         _writable("reduce", t)
     _begin(pg, "reduce", [t], f", Root={root}, ReduceOp={red.name}")
-    return _done(_run(pg, t.device, "reduce", lambda e: e.reduce(t, root, red)), async_op)
+    return _run(pg, t.device, "reduce", lambda e: e.reduce(t, root, red), async_op)
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
@@ -167,7 +172,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     dev = _same_device("all_gather", [t] + outs)
     _writable("all_gather", *outs)
     _begin(pg, "all_gather", [t])
-    return _done(_run(pg, dev, "all_gather", lambda e: e.all_gather(outs, t)), async_op)
+    return _run(pg, dev, "all_gather", lambda e: e.all_gather(outs, t), async_op)
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
@@ -186,7 +191,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     dev = _same_device("all_gather_into_tensor", [out, t])
     _writable("all_gather_into_tensor", out)
     _begin(pg, "all_gather_into_tensor", [out, t])
-    return _done(_run(pg, dev, "all_gather_into_tensor", lambda e: e.all_gather_into_tensor(out, t)), async_op)
+    return _run(pg, dev, "all_gather_into_tensor", lambda e: e.all_gather_into_tensor(out, t), async_op)
 
 
 def reduce_scatter_tensor(output, input, op=RedOpType.SUM, group=None, async_op=False):  # noqa: A002 (torch's name)
@@ -205,7 +210,7 @@ def reduce_scatter_tensor(output, input, op=RedOpType.SUM, group=None, async_op=
     dev = _same_device("reduce_scatter_tensor", [out, t])
     _writable("reduce_scatter_tensor", out)
     _begin(pg, "reduce_scatter_tensor", [out, t], f", ReduceOp={red.name}")
-    return _done(_run(pg, dev, "reduce_scatter_tensor", lambda e: e.reduce_scatter_tensor(out, t, red)), async_op)
+    return _run(pg, dev, "reduce_scatter_tensor", lambda e: e.reduce_scatter_tensor(out, t, red), async_op)
 
 
 def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
@@ -234,7 +239,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
     elif gather_list:
         raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
     _begin(pg, "gather", [t], f", Root={root}")
-    return _done(_run(pg, t.device, "gather", lambda e: e.gather(t, outs, root)), async_op)
+    return _run(pg, t.device, "gather", lambda e: e.gather(t, outs, root), async_op)
 
 
 def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
@@ -264,7 +269,7 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
         raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
     _writable("scatter", t)
     _begin(pg, "scatter", [t], f", Root={root}")
-    return _done(_run(pg, t.device, "scatter", lambda e: e.scatter(t, ins, root)), async_op)
+    return _run(pg, t.device, "scatter", lambda e: e.scatter(t, ins, root), async_op)
 
 
 def _splits(op, name, splits, t, n):
@@ -302,8 +307,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     dev = _same_device("all_to_all_single", [out, t])
     _writable("all_to_all_single", out)
     _begin(pg, "all_to_all_single", [], f", TensorDtypes=[{t.dtype.torch_name}], TensorDeviceTypes=[{dev.type}]")
-    return _done(_run(pg, dev, "all_to_all_single", lambda e: e.all_to_all_single(out, t, out_splits, in_splits)),
-                 async_op)
+    return _run(pg, dev, "all_to_all_single", lambda e: e.all_to_all_single(out, t, out_splits, in_splits), async_op)
 
 
 def barrier(group=None, async_op=False, device_ids=None):
@@ -316,7 +320,7 @@ def barrier(group=None, async_op=False, device_ids=None):
     eng = pg._mpi_engine()  # a host-level barrier over MPI, whatever engine serves the group's tensors
     with record_function("mpi:barrier"):
         work = eng.barrier(dev)
-    return _done(work, async_op)
+        return _done(work, async_op)
 
 
 # -- point to point -------------------------------------------------------------------------------------------------------
@@ -380,3 +384,36 @@ def recv(tensor, src=None, group=None, tag=0, group_src=None):
         return -1
     work._wait(None, explicit=False)
     return work.source_rank()
+
+
+class P2POp:
+    """One operation of batch_isend_irecv: `op` is isend or irecv (torch.distributed.P2POp)."""
+
+    __slots__ = ("op", "tensor", "peer", "group", "tag", "group_peer")
+
+    def __init__(self, op, tensor, peer=None, group=None, tag=0, group_peer=None):
+        if op not in (isend, irecv):
+            raise ValueError("Invalid ``op``. Expected ``op`` to be of type ``torch.distributed.isend`` or "
+                             "``torch.distributed.irecv``.")
+        _check_single_tensor(tensor, "tensor")
+        self.op, self.tensor, self.peer, self.group, self.tag, self.group_peer = op, tensor, peer, group, tag, group_peer
+
+    def __repr__(self):
+        return f"P2POp({self.op.__name__}, peer={self.peer}, group_peer={self.group_peer}, tag={self.tag})"
+
+
+def batch_isend_irecv(p2p_op_list):
+    """Post every send and receive of the list together and return their works. Over NCCL they are issued as
+    one NCCL group, so rings and exchanges where every rank both sends and receives cannot deadlock."""
+    if not isinstance(p2p_op_list, list) or not p2p_op_list or not all(isinstance(p, P2POp) for p in p2p_op_list):
+        raise ValueError("Invalid ``p2p_op_list``. Each op is expected to to be of type ``torch.distributed.P2POp``.")
+    groups = {id(p.group) for p in p2p_op_list}
+    if len(groups) > 1:
+        raise ValueError("All ops need to use the same group.")
+    works = []
+    for p in p2p_op_list:
+        if p.op is isend:
+            works.append(isend(p.tensor, p.peer, p.group, p.tag, p.group_peer))
+        else:
+            works.append(irecv(p.tensor, p.peer, p.group, p.tag, p.group_peer))
+    return works

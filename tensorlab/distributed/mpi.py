@@ -201,16 +201,16 @@ class MpiEngine:
     def scatter(self, t, ins, root):
         MPI = self.MPI
         recv = np.empty(_nbytes(t), np.uint8)
+        keep = [recv]
         if self.comm.Get_rank() != root:
             req = self.comm.Iscatterv(None, [recv, MPI.BYTE], root)
         else:
             parts = [as_bytes(host_array(x, "scatter")) for x in ins]
             counts = [p.size for p in parts]
             send = np.concatenate(parts) if parts else np.empty(0, np.uint8)
+            keep.append(send)
             req = self.comm.Iscatterv([send, (counts, _displs(counts)), MPI.BYTE], [recv, MPI.BYTE], root)
-            recv = (recv, send)
-        buf = recv[0] if isinstance(recv, tuple) else recv
-        return self._work("scatter", t.device, [t], [req], lambda: write(t, from_bytes(buf, t)), (recv,))
+        return self._work("scatter", t.device, [t], [req], lambda: write(t, from_bytes(recv, t)), tuple(keep))
 
     def all_to_all_single(self, out, t, out_splits, in_splits):
         MPI = self.MPI

@@ -56,6 +56,7 @@ class NcclEngine:
         self.pg = pg
         self.nccl = _nccl_module()
         self.comms = {}
+        self._pending = {}  # device index -> posted point-to-point operations not issued yet
 
     def close(self):
         for c in self.comms.values():
@@ -82,8 +83,8 @@ class NcclEngine:
             uid[:len(raw)] = raw
         req = pg._ctl.Ibcast([uid, MPI.SHORT], 0)
         pg._wait_control([req], "NCCL communicator setup (ncclUniqueId broadcast)", uid)
-        import cupy
-        with cupy.cuda.Device(idx):
+        import tensorlab as tl
+        with tl.cuda.device(idx):
             c = self.nccl.NcclCommunicator(pg.size(), tuple(int(v) for v in uid), pg.rank())
         self.comms[idx] = c
         return c
@@ -97,9 +98,10 @@ class NcclEngine:
         and return a Work holding an event recorded after them."""
         from ..backends.cuda.active import driver
         idx = self._index(dev)
+        self._flush(idx)  # point-to-point operations posted before this one go first, in posting order
         comm = self._comm(idx)
         stream = self._stream(idx)
-        body(comm, stream.cp.ptr)
+        body(comm, stream.ptr)
         with no_grad():
             for dst, src in copy_back:
                 dst.copy_(src)
@@ -252,11 +254,51 @@ class NcclEngine:
         from .mpi import MpiEngine
         return MpiEngine(self.pg).barrier(dev)
 
+    # -- point to point: posted, then issued together --------------------------------------------------------------
+    # ncclSend/ncclRecv block their stream until the peer's matching call runs, so a ring of isend +
+    # irecv issued one by one on one stream would deadlock. Posted operations wait in a batch that is
+    # issued as one NCCL group (ncclGroupStart/End, as batch_isend_irecv) when one of their works is
+    # waited on or polled, or before the next collective: every rank's sends and receives then progress
+    # together, in posting order. Tags are ignored, as torch's NCCL backend ignores them.
+    def _post(self, op, t, outputs, call, copy_back=(), source=None):
+        from ..backends.cuda.active import driver
+        idx = self._index(t.device)
+        stream = self._stream(idx)
+        ev = driver.create_event(False, False)  # the data is ready once the posting stream reached this point
+        driver.event_record(ev, stream)
+        work = _PostedWork(self, idx, self.pg, op, t.device, outputs, source)
+        self._pending.setdefault(idx, []).append((call, ev, list(copy_back), work))
+        return work
+
+    def _flush(self, idx):
+        batch = self._pending.pop(idx, None)
+        if not batch:
+            return
+        from ..backends.cuda.active import driver
+        comm = self._comm(idx)
+        stream = self._stream(idx)
+        for _, ev, _, _ in batch:
+            driver.stream_wait_event(stream, ev)
+        nc = self.nccl
+        nc.groupStart()
+        try:
+            for call, _, _, _ in batch:
+                call(comm, stream.ptr)
+        finally:
+            nc.groupEnd()
+        with no_grad():
+            for _, _, back, _ in batch:
+                for dst, src in back:
+                    dst.copy_(src)
+        done = driver.create_event(False, False)
+        driver.event_record(done, stream)
+        for _, _, _, work in batch:
+            work._event = done
+
     def send(self, t, peer, tag):
         dt = nccl_type(self.nccl, "send", t.dtype)
-        back = []
-        src = self._dense(t, back, False)
-        return self._enqueue("send", t.device, [t], lambda comm, s: comm.send(src.data_ptr(), src.numel(), dt, peer, s))
+        src = self._dense(t, [], False)
+        return self._post("send", t, [t], lambda comm, s: comm.send(src.data_ptr(), src.numel(), dt, peer, s))
 
     def recv(self, t, peer, tag):
         if peer is None:
@@ -265,7 +307,27 @@ class NcclEngine:
         dt = nccl_type(self.nccl, "recv", t.dtype)
         back = []
         dst = self._dense(t, back, True)
-        w = self._enqueue("recv", t.device, [t], lambda comm, s: comm.recv(dst.data_ptr(), dst.numel(), dt, peer, s),
-                          back)
-        w._source = self.pg._ranks[peer]
-        return w
+        return self._post("recv", t, [t], lambda comm, s: comm.recv(dst.data_ptr(), dst.numel(), dt, peer, s), back,
+                          self.pg._ranks[peer])
+
+
+class _PostedWork(Work):
+    """The work of a posted send/recv: issuing its batch is the first thing wait()/is_completed() do."""
+
+    def __init__(self, engine, idx, pg, op, device, outputs, source):
+        super().__init__(pg, op, device, outputs, (), None, (), None, source)
+        self._done = False
+        self._engine_idx = (engine, idx)
+
+    def _issue(self):
+        if self._event is None:
+            engine, idx = self._engine_idx
+            engine._flush(idx)
+
+    def is_completed(self):
+        self._issue()
+        return super().is_completed()
+
+    def _wait(self, timeout, explicit):
+        self._issue()
+        return super()._wait(timeout, explicit)

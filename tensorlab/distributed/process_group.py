@@ -44,7 +44,10 @@ _TAG_LOCAL_GROUP = 0x7E112
 # -- availability ------------------------------------------------------------------------------------------------------
 def is_available():
     """True when the MPI engine can be used (mpi4py is installed); never initializes MPI."""
-    return importlib.util.find_spec("mpi4py") is not None
+    try:
+        return importlib.util.find_spec("mpi4py") is not None
+    except (ImportError, ValueError):  # sys.modules["mpi4py"] = None (blocked) and the like
+        return False
 
 
 def is_mpi_available():
@@ -68,7 +71,9 @@ def nccl_unavailable_reason():
                 "(TENSORLAB_CUDA_EMULATION=1): use backend 'mpi', which stages CUDA tensors through the host")
     import tensorlab as tl
     if not tl.cuda.is_available():
-        return "ProcessGroupNCCL is only supported with GPUs, no GPUs found!"
+        from .. import backends
+        why = backends.cuda_unavailable_reason()
+        return "ProcessGroupNCCL is only supported with GPUs, no GPUs found!" + (f" ({why})" if why else "")
     mod = _nccl_module()
     if mod is None:
         return ("NCCL is not installed: pip install 'tensorlab-rt[cuda12]' (or [cuda13]), which brings "
@@ -105,8 +110,9 @@ def _nccl_module():
 def _mpi():
     try:
         from mpi4py import MPI
-    except ImportError as e:
-        raise RuntimeError(f"tensorlab.distributed needs mpi4py and an MPI library ({e}): {INSTALL_HINT}") from None
+    except Exception as e:  # ImportError, or mpi4py without a loadable MPI library
+        raise RuntimeError(f"tensorlab.distributed needs mpi4py and an MPI library ({type(e).__name__}: {e}): "
+                           f"{INSTALL_HINT}") from None
     return MPI
 
 
@@ -266,6 +272,14 @@ class ProcessGroup:
         self._broken = f"{op} timed out"
         self._abandoned.append(keep)
         return DistBackendError(msg)
+
+    def _failed(self, op, err, keep):
+        """The DistBackendError for an operation MPI reported failed; the group is unusable afterwards."""
+        self._broken = f"{op} failed in MPI"
+        self._abandoned.append(keep)
+        return DistBackendError(f"[Rank {get_rank()}] {op} failed in MPI on process group {self._name!r} (global ranks "
+                                f"{self._ranks}): {err}. The ranks probably called it with different sizes or dtypes "
+                                f"(TORCH_DISTRIBUTED_DEBUG=DETAIL names them). The process group is unusable now")
 
     def _wait_control(self, reqs, op, keep=()):
         """Wait for tensorlab's own control requests within the timeout (used by rendezvous steps)."""

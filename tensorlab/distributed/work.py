@@ -89,6 +89,15 @@ class Work:
         self._keep = ()
 
     def _test(self):
+        try:
+            return self._test_raw()
+        except RuntimeError as e:
+            if type(e).__module__.split(".")[0] != "mpi4py" or self._exc is not None:
+                raise
+            self._exc = self._pg._failed(self._name, e, self._keep)
+            raise self._exc from None
+
+    def _test_raw(self):
         if self._event is not None:
             from ..backends.cuda.active import driver
             return driver.event_query(self._event)
@@ -103,12 +112,18 @@ class Work:
         return False
 
     def is_completed(self):
-        """True once the operation finished (for MPI work, its result is then in the output tensors)."""
+        """True once the operation finished, successfully or not (for MPI work that succeeded, its result is then
+        in the output tensors)."""
         with self._lock:
             if self._done or self._exc is not None:
                 return self._done
-            if not self._test():
-                return False
+            try:
+                if not self._test():
+                    return False
+            except RuntimeError:
+                if self._exc is None:
+                    raise
+                return True  # completed, with a failure: is_success() is False, exception() says why
             if self._event is not None:
                 self._done = True
                 return True
@@ -116,7 +131,7 @@ class Work:
             return True
 
     def is_success(self):
-        return self.is_completed() and self._exc is None
+        return self.is_completed() and self._exc is None and self._done
 
     def exception(self):
         return self._exc
