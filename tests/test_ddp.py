@@ -2,8 +2,9 @@
 2 ranks with mpiexec (they assert, and print "rank R: ... OK" when every check passed):
 ddp_train.py (DDP on half batches == one process on the whole batch, float32 tolerance, for
 several SGD steps; tiny buckets, several-parameter buckets, gradient_as_bucket_view and
-find_unused_parameters bit-identical to the default; reductions launched during backward; state_dict)
-and ddp_features.py (no_sync, unused parameters, buffer broadcast, construction errors). The
+find_unused_parameters bit-identical to the default; reductions launched during backward; state_dict),
+ddp_features.py (no_sync, unused parameters, buffer broadcast, construction errors) and
+ddp_dead_rank.py (a rank that exits: backward raises the group's timeout error, no hang). The
 bucket assignment is checked against torch's own _compute_bucket_assignment_by_size."""
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def _mpiexec():
     return here if os.path.exists(here) else None
 
 
-def mpirun(script, *args, n=2, timeout=300):
+def mpirun(script, *args, n=2, timeout=300, ok_ranks=None):
     try:
         import mpi4py  # noqa: F401
     except ImportError:
@@ -46,7 +47,7 @@ def mpirun(script, *args, n=2, timeout=300):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-6000:]
     name = script.removesuffix(".py")
-    for r in range(n):
+    for r in range(n) if ok_ranks is None else ok_ranks:
         assert f"rank {r}: {name} OK" in proc.stdout, out[-6000:]
     return proc
 
@@ -75,6 +76,12 @@ def test_example_through_the_launcher(tmp_path):
 
 def test_ddp_no_sync_unused_parameters_buffers_and_errors(device):
     mpirun("ddp_features.py", device)
+
+
+def test_dead_rank_raises_from_backward_within_the_timeout():
+    proc = mpirun("ddp_dead_rank.py", "2", ok_ranks=[0])
+    (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("RAISED 0 ")]
+    assert "all_reduce timed out after 2 s" in line and "global ranks [0, 1]" in line, line
 
 
 def test_bucket_assignment_matches_torch(torch):

@@ -281,13 +281,20 @@ class Reducer:
     def finalize(self):
         """End of backward: wait for every reduction, then hand the averaged gradients to .grad."""
         self.expect_hooks = False
-        for bucket in self.buckets:
-            bucket.work.wait()
-        globally_used = None
-        if self.local_used_work is not None:
-            self.local_used_work.wait()
-            globally_used = self.local_used.tolist()
-        self.local_used_work = None
+        try:
+            for bucket in self.buckets:
+                bucket.work.wait()
+            globally_used = None
+            if self.local_used_work is not None:
+                self.local_used_work.wait()
+                globally_used = self.local_used.tolist()
+        except BaseException:
+            # a failed reduction (a dead rank, the group's timeout) raises from backward; the iteration
+            # is over, so the next forward must not report it as parameters that got no gradient
+            self.require_finalize = False
+            raise
+        finally:
+            self.local_used_work = None
         with no_grad():
             for bucket in self.buckets:
                 for i, view in zip(bucket.indices, bucket.views):
