@@ -97,6 +97,47 @@ def check_overlap(rank, world):
     assert ddp.reducer.bucket_indices == [[i] for i in reversed(range(n))], ddp.reducer.bucket_indices
 
 
+class Cast(tl.nn.Module):
+    def __init__(self, dtype):
+        super().__init__()
+        self.dtype = dtype
+
+    def forward(self, x):
+        return x.to(self.dtype)
+
+
+def check_mixed_dtypes(rank, world):
+    """float64 and float32 parameters: one bucket per dtype (and several per dtype with a small
+    cap), each reduced in its own dtype; DDP on half batches == one process on the whole batch."""
+    def build():
+        tl.manual_seed(3)
+        return tl.nn.Sequential(tl.nn.Linear(6, 16).double(), tl.nn.Tanh(), Cast(tl.float32), tl.nn.Linear(16, 16),
+                                tl.nn.Tanh(), Cast(tl.float64), tl.nn.Linear(16, 3).double()).to(DEVICE)
+    for cap in (None, 0.0005):
+        model, ref = build(), build()
+        ddp = DDP(model, bucket_cap_mb=cap)
+        opt, ref_opt = tl.optim.SGD(ddp.parameters(), lr=0.1), tl.optim.SGD(ref.parameters(), lr=0.1)
+        share = BATCH // world
+        for step in range(3):
+            x, y = data(step)
+            x, y = x.double(), y.double()
+            mine = slice(rank * share, (rank + 1) * share)
+            opt.zero_grad()
+            tl.nn.functional.mse_loss(ddp(x[mine]), y[mine]).backward()
+            opt.step()
+            ref_opt.zero_grad()
+            tl.nn.functional.mse_loss(ref(x), y).backward()
+            ref_opt.step()
+        buckets = ddp.reducer.bucket_indices
+        kinds = [{str(list(model.parameters())[i].dtype) for i in b} for b in buckets]
+        assert all(len(k) == 1 for k in kinds), kinds  # one dtype per bucket
+        assert len(buckets) == (2 if cap is None else 3), buckets  # 524 B: [[3, 2], [5, 4, 1], [0]]
+        for k, (p, q) in enumerate(zip(model.parameters(), ref.parameters())):
+            assert p.dtype == q.dtype
+            np.testing.assert_allclose(p.detach().cpu().numpy(), q.detach().cpu().numpy(), rtol=1e-5, atol=1e-6,
+                                       err_msg=f"mixed dtypes rank {rank} cap {cap} param {k}")
+
+
 def check_subgroups(rank, world):
     """Two DDPs side by side on 4 ranks: {0, 1} and {2, 3}, each over its own process group, each
     trained on its own data; a group's rank 0 (global rank 0 or 2) is the source of its weights."""
@@ -149,6 +190,7 @@ def main():
         dist.all_gather(gathered, p.detach())
         assert all(tl.equal(g, gathered[0]) for g in gathered)
     check_overlap(rank, world)
+    check_mixed_dtypes(rank, world)
     if world == 4:
         check_subgroups(rank, world)
     sd = base_ddp.state_dict()
