@@ -128,3 +128,19 @@ def test_public_paths():
     assert tl.nn.parallel.DistributedDataParallel is DistributedDataParallel
     from tensorlab.nn.parallel.distributed import DistributedDataParallel as again
     assert again is DistributedDataParallel
+
+
+def test_signatures_match_torch(torch):
+    import inspect
+
+    from torch.nn.parallel import DistributedDataParallel as TorchDDP
+    from torch.utils.data.distributed import DistributedSampler as TorchSampler
+
+    from tensorlab.utils.data import DistributedSampler
+
+    def params(f):
+        return [(p.name, p.default) for p in inspect.signature(f).parameters.values()]
+    assert params(DistributedDataParallel.__init__) == params(TorchDDP.__init__)
+    assert params(DistributedSampler.__init__) == params(TorchSampler.__init__)
+    for name in ("no_sync", "forward", "will_sync_module_buffers"):
+        assert hasattr(DistributedDataParallel, name) and hasattr(TorchDDP, name)
