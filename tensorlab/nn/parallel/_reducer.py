@@ -366,7 +366,9 @@ def _int32():
 def _hook(ref, i):
     def hook(param):
         reducer = ref()
-        if reducer is not None:
+        # a deepcopy of the module (an EMA copy, say) may carry this hook along: only the
+        # reducer's own parameter counts
+        if reducer is not None and param is reducer.params[i]:
             reducer.hook(i)
     return hook
 
