@@ -182,7 +182,8 @@ def check_buffers(rank, world):
         with tl.no_grad():
             m2.bn.running_mean.fill_(float(rank + 1))
         DDP(m2, broadcast_buffers=False)
-    assert any(issubclass(i.category, FutureWarning) and "broadcast_buffers" in str(i.message) for i in w)
+    fw = [i for i in w if issubclass(i.category, FutureWarning) and "broadcast_buffers" in str(i.message)]
+    assert len(fw) == 1 and fw[0].filename == __file__, [(str(i.message), i.filename) for i in w]
     assert m2.bn.running_mean.cpu().tolist() == [float(rank + 1)] * 4  # broadcast_buffers=False: not at init either
     tl.manual_seed(0)
     m3 = WithNorm().to(DEVICE)

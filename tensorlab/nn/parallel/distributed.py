@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import warnings
 
+from ... import _warn
 from ...autograd.grad_mode import is_grad_enabled, no_grad
 from ...tensor import Tensor
 from ..module import Module
@@ -167,15 +167,15 @@ class DistributedDataParallel(Module):
         self.device = self._module_parameters[0].device
         if broadcast_buffers is not None:
             if forward_sync_buffers is not None:
-                warnings.warn("Both `broadcast_buffers` and `forward_sync_buffers` were specified. `broadcast_buffers` "
+                _warn.warn("Both `broadcast_buffers` and `forward_sync_buffers` were specified. `broadcast_buffers` "
                               "is deprecated and its value is ignored when `forward_sync_buffers` is provided.",
-                              FutureWarning, stacklevel=2)
+                              FutureWarning)
             else:
-                warnings.warn("`broadcast_buffers` is deprecated. Use `forward_sync_buffers` instead. IMPORTANT: "
+                _warn.warn("`broadcast_buffers` is deprecated. Use `forward_sync_buffers` instead. IMPORTANT: "
                               "unlike `broadcast_buffers=False`, `forward_sync_buffers=False` still syncs buffers at "
                               "init. If you rely on buffers NOT being synced at init (e.g. rank-local buffers), keep "
                               "using `broadcast_buffers=False` until `init_sync_buffers` is available.",
-                              FutureWarning, stacklevel=2)
+                              FutureWarning)
         if forward_sync_buffers is not None:
             self.forward_sync_buffers = forward_sync_buffers
             init_sync_buffers = True
@@ -190,8 +190,8 @@ class DistributedDataParallel(Module):
         self.batched_grad_copy = batched_grad_copy
         self.mixed_precision = None
         if check_reduction:
-            warnings.warn("The `check_reduction` argument in `DistributedDataParallel` module is deprecated. Please "
-                          "avoid using it.", FutureWarning, stacklevel=2)
+            _warn.warn("The `check_reduction` argument in `DistributedDataParallel` module is deprecated. Please "
+                          "avoid using it.", FutureWarning)
         self.broadcast_bucket_size = _BROADCAST_BUCKET_BYTES
         cap_mb = _DEFAULT_BUCKET_CAP_MB if bucket_cap_mb is None else bucket_cap_mb
         self.bucket_bytes_cap = int(cap_mb * _MB)
