@@ -119,9 +119,14 @@ _acc_lock = threading.Lock()  # backward passes in several threads may share lea
 
 def _accumulate(var, g, create_graph, user):
     """Add g into var.grad, as torch's AccumulateGrad: the first gradient is stored (copied when
-    it may be seen elsewhere), later ones are added in place (out of place with create_graph)."""
+    it may be seen elsewhere), later ones are added in place (out of place with create_graph).
+    Then the leaf's post-accumulate-grad hooks run (Tensor.register_post_accumulate_grad_hook)."""
     with _acc_lock:
         _accumulate_locked(var, g, create_graph, user)
+    hooks = var.__dict__.get("_post_accumulate_grad_hooks")
+    if hooks:
+        for fn in list(hooks.values()):
+            fn(var)
 
 
 def _accumulate_locked(var, g, create_graph, user):
@@ -145,8 +150,43 @@ def _sum(a, b):
     return b if a is None else a + b
 
 
+_tasks = threading.local()  # per thread: the final-callback lists of the backward passes running in it
+
+
+def queue_callback(callback):
+    """Run callback() once the backward pass running in this thread has finished (torch's
+    Variable._execution_engine.queue_callback): DistributedDataParallel waits on its gradient
+    reductions there. Callbacks run in the order queued; one may queue more."""
+    stack = getattr(_tasks, "stack", None)
+    if not stack:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    stack[-1].append(callback)
+
+
+def _run_final_callbacks(callbacks):
+    i = 0
+    while i < len(callbacks):
+        callbacks[i]()
+        i += 1
+
+
 def run_backward(tensors, grads, retain_graph, create_graph, inputs=None, allow_unused=False, accumulate=True):
-    """The engine. Returns the gradients for `inputs` when accumulate=False (autograd.grad)."""
+    """The engine. Returns the gradients for `inputs` when accumulate=False (autograd.grad);
+    callbacks queued during the pass (queue_callback) run at its end."""
+    stack = getattr(_tasks, "stack", None)
+    if stack is None:
+        stack = _tasks.stack = []
+    callbacks = []
+    stack.append(callbacks)
+    try:
+        res = _run_backward(tensors, grads, retain_graph, create_graph, inputs, allow_unused, accumulate)
+        _run_final_callbacks(callbacks)
+    finally:
+        stack.pop()
+    return res
+
+
+def _run_backward(tensors, grads, retain_graph, create_graph, inputs=None, allow_unused=False, accumulate=True):
     roots_g = _root_grads(tensors, grads, create_graph)
     user = {id(g) for g in roots_g}  # tensors the caller holds: never stored as a .grad without a copy
     if retain_graph is None:

@@ -44,6 +44,20 @@ def register_hook(self, hook):
     return _Handle(fn._pre_hooks, pre)
 
 
+def register_post_accumulate_grad_hook(self, hook):
+    """hook(tensor) -> None, called after a gradient has been accumulated into this leaf's .grad
+    (torch's; DistributedDataParallel launches its bucket reductions from it). Returns a handle
+    whose remove() unregisters it."""
+    if not self._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if fresh_fn(self) is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    hooks = self.__dict__.get("_post_accumulate_grad_hooks")
+    if hooks is None:
+        hooks = self.__dict__["_post_accumulate_grad_hooks"] = {}
+    return _Handle(hooks, hook)
+
+
 def retain_grad(self):
     """Keep this non-leaf tensor's gradient in .grad during backward (leaves always do)."""
     if not self._requires_grad:
@@ -133,3 +147,4 @@ METHODS = {
     "is_inference": is_inference, "detach_": detach_, "output_nr": property(lambda self: self._output_nr),
     "_output_nr": 0,
 }
+METHODS["register_post_accumulate_grad_hook"] = register_post_accumulate_grad_hook

@@ -77,6 +77,8 @@ def parser():
     p.add_argument("--threads", type=_positive(int),
                    help="torch's CPU threads (torch.set_num_threads; default: torch's own choice)")
     p.add_argument("--no-plot", action="store_true", help="write the JSON only")
+    p.add_argument("--collectives", action="store_true", help="benchmark tl.distributed's collectives against "
+                   "mpi4py and torch (gloo) instead, over mpiexec: --collectives --help for its options")
     return p
 
 
@@ -161,6 +163,9 @@ def _versions():
 
 
 def main(argv=None):
+    if "--collectives" in (sys.argv[1:] if argv is None else argv):  # its own options: bench/collectives.py
+        from . import collectives
+        return collectives.main([a for a in (sys.argv[1:] if argv is None else argv) if a != "--collectives"])
     args = parser().parse_args(argv)
     mode = "tiny" if args.tiny else "quick" if args.quick else "full"
     s = suite.settings(mode, args.sizes, args.matmul_sizes, args.repeat, args.max_time, args.flush_l2)

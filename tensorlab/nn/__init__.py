@@ -41,3 +41,4 @@ from .upsampling import Upsample  # noqa: E402
 __all__ += ["Upsample"]
 __all__ += ["Buffer", "ModuleDict", "ModuleList", "ParameterDict", "ParameterList"]
 from . import modules  # noqa: E402,F401  (torch.nn.modules.* paths)
+from . import parallel  # noqa: E402,F401  (nn.parallel.DistributedDataParallel)

@@ -9,8 +9,10 @@ from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler, S
 from ._utils.worker import WorkerInfo, get_worker_info
 from ._utils.collate import default_collate, default_convert
 from .dataloader import DataLoader, _DatasetKind
+from .distributed import DistributedSampler
 
 __all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset", "RandomSampler",
            "Sampler", "SequentialSampler", "StackDataset", "Subset", "SubsetRandomSampler", "TensorDataset",
            "WeightedRandomSampler", "WorkerInfo", "default_collate", "default_convert", "get_worker_info",
            "random_split"]
+__all__ += ["DistributedSampler"]
