@@ -57,3 +57,4 @@ from .legacy_tensors import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor,
                              HalfTensor, IntTensor, LongTensor, ShortTensor)
 from math import e, inf, nan, pi  # noqa: E402  (torch.e, torch.inf, torch.nan, torch.pi)
 from . import profiler  # noqa: E402  (tl.profiler: profile, record_function, ProfilerActivity)
+from .backends.cpu.parallel import get_num_threads, set_num_threads  # noqa: E402  (the CPU backend's threads)
