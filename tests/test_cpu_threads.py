@@ -87,6 +87,10 @@ def test_blas_threads_follow():
     if not parallel.blas_follows():
         pytest.skip("NumPy's BLAS exposes no thread control here")
     tl.set_num_threads(1)
+    assert parallel.blas_num_threads() == 1
+    tl.set_num_threads(2)
+    assert parallel.blas_num_threads() == min(2, len(os.sched_getaffinity(0)))
+    tl.set_num_threads(1)
     a = rand(256, 256)
     np.testing.assert_allclose((tl.from_numpy(a) @ tl.from_numpy(a)).numpy(), a @ a, rtol=1e-5, atol=1e-4)
 
@@ -181,6 +185,17 @@ def test_overlapping_output_is_left_to_one_call():
     assert parallel.copyto(v[1:], v[:-1]) is False
     assert called == []
     assert parallel.elementwise(lambda o, a: np.add(a, 1, out=o), v, (v,)) is True  # its own view: split
+
+
+def test_batched_small_matmuls_bit_identical(torch):
+    """A stack of small products (attention heads) is spread over the pool by batch blocks."""
+    q, k = rand(16, 12, 64, 32, seed=20), rand(16, 12, 32, 64, seed=21)
+    x, y = tl.from_numpy(q), tl.from_numpy(k)
+    results = each_thread_count(lambda: (x @ y).numpy())
+    same_bits(results)
+    np.testing.assert_allclose(results[0], (torch.from_numpy(q) @ torch.from_numpy(k)).numpy(), rtol=1e-5, atol=1e-5)
+    h = x.half()
+    same_bits(each_thread_count(lambda: (h @ y.half()).numpy()))
 
 
 # -- reductions: one fixed blocking ---------------------------------------------------------------------

@@ -21,8 +21,10 @@ Rules every parallel primitive keeps:
 - Workers run with NumPy's floating-point errors ignored (each backend primitive already
   decides that for the calling thread; the workers' NumPy state is their own).
 
-The BLAS library NumPy links (OpenBLAS) gets the same thread count when its thread control can
-be found among the loaded libraries (no threadpoolctl needed); otherwise BLAS keeps its own."""
+The BLAS library NumPy links (OpenBLAS) gets the same thread count, capped at the usable cores
+(its threads spin), when its thread control can be found among the loaded libraries (no
+threadpoolctl needed); otherwise BLAS keeps its own. As with torch's BLAS, a large matrix
+product's last bits may depend on BLAS's thread count (it splits the product differently)."""
 from __future__ import annotations
 
 import ctypes
@@ -45,9 +47,9 @@ def _usable_cores():
 
 # -- sizes -----------------------------------------------------------------------------------------
 # Below PARALLEL_MIN elements an elementwise op or copy runs as one NumPy call: waking a worker
-# costs tens of microseconds, about what a 256Ki-element float32 add takes on one core.
-PARALLEL_MIN = 1 << 18
-CHUNK = 1 << 16          # elements per task of a flat elementwise op (a multiple of every SIMD width)
+# costs tens of microseconds; a 512Ki-element float32 add takes about 70 us on one core.
+PARALLEL_MIN = 1 << 19
+CHUNK_MIN, CHUNK_MAX = 1 << 15, 1 << 20  # elements per task of an elementwise op: about 4 tasks a thread
 TILE_G, TILE_F = 64, 32  # tiles of a transposed op: along the operand's fast axis, along the output's
 BLOCK_BYTES = 1 << 18    # bytes of input per row block of a row-wise composite op (softmax, layer norm)
 
@@ -62,8 +64,9 @@ _local = threading.local()     # .worker: this thread is one of the pool's
 
 # -- BLAS thread control ---------------------------------------------------------------------------
 
-def _find_blas_setter():
-    """OpenBLAS's set_num_threads in the process's loaded libraries (the one NumPy uses), or None."""
+def _find_blas(verb="set"):
+    """OpenBLAS's set_num_threads (verb "set") or get_num_threads (verb "get") in the process's
+    loaded libraries (the one NumPy uses), or None."""
     try:
         with open("/proc/self/maps") as f:
             paths = {line.split(None, 5)[5].strip() for line in f if "openblas" in line.lower() and
@@ -75,12 +78,12 @@ def _find_blas_setter():
             lib = ctypes.CDLL(p)
         except OSError:
             continue
-        for name in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-                     "openblas_set_num_threads64_", "openblas_set_num_threads"):
-            fn = getattr(lib, name, None)
+        for name in ("scipy_openblas_%s_num_threads64_", "scipy_openblas_%s_num_threads",
+                     "openblas_%s_num_threads64_", "openblas_%s_num_threads"):
+            fn = getattr(lib, name % verb, None)
             if fn is not None:
-                fn.argtypes = (ctypes.c_int,)
-                fn.restype = None
+                fn.argtypes = (ctypes.c_int,) if verb == "set" else ()
+                fn.restype = None if verb == "set" else ctypes.c_int
                 return fn
     return None
 
@@ -95,13 +98,19 @@ def blas_follows():
     return _blas_setter is not None
 
 
+def blas_num_threads():
+    """OpenBLAS's own thread count now, or None when its control is not reachable."""
+    fn = _find_blas("get")
+    return None if fn is None else fn()
+
+
 def _set_blas(n):
     global _blas_setter, _blas_searched
     if not _blas_searched:
         _blas_searched = True
-        _blas_setter = _find_blas_setter()
+        _blas_setter = _find_blas("set")
     if n is not None and _blas_setter is not None:
-        _blas_setter(int(n))
+        _blas_setter(min(int(n), _usable_cores()))  # OpenBLAS's spinning threads must not outnumber cores
 
 
 # -- public thread count -----------------------------------------------------------------------------
@@ -247,6 +256,15 @@ def row_blocks(rows, row_bytes, min_rows=1):
     return split_ranges(rows, per)
 
 
+def _chunk(n):
+    """Elements per task: about four tasks a thread (balance), within [CHUNK_MIN, CHUNK_MAX]
+    (the cost of a task, the cost of a straggler), a multiple of 4096 (every SIMD width). The
+    pieces of an elementwise op may depend on the thread count: each element's result does not."""
+    per = -(-n // (4 * _num_threads))
+    per = min(CHUNK_MAX, max(CHUNK_MIN, per))
+    return -(-per // 4096) * 4096
+
+
 def _ptr(a):
     return a.__array_interface__["data"][0]
 
@@ -315,7 +333,7 @@ def elementwise(kernel, o, args, tail=(), params=None, ordered=None):
             return False
         flat_o = o.reshape(-1)
         flat = [a.reshape(-1) if isinstance(a, np.ndarray) and a.ndim else a for a in args]
-        pieces = split_ranges(n, CHUNK)
+        pieces = split_ranges(n, _chunk(n))
 
         def task(i):
             s, e = pieces[i]
@@ -366,7 +384,7 @@ def elementwise(kernel, o, args, tail=(), params=None, ordered=None):
         kernel(o, *args, *tail, **params)
         return True
     ax = next((d for d in order if shape[d] >= 8), max(order, key=lambda d: shape[d]))
-    per = max(1, CHUNK // max(1, n // shape[ax]))
+    per = max(1, _chunk(n) // max(1, n // shape[ax]))
     pieces = split_ranges(shape[ax], per)
 
     def task(i):
