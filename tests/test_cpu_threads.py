@@ -433,3 +433,31 @@ def test_small_ops_stay_serial(monkeypatch):
     (x + x).exp().sum()
     F.softmax(x.view(10, 100), 1)
     assert calls == []
+
+
+def test_interrupt_in_the_caller_waits_for_running_tasks():
+    """KeyboardInterrupt raised in the calling thread's own task: the caller re-raises it only
+    after the tasks already running elsewhere finished, and the rest never start."""
+    tl.set_num_threads(3)
+    caller = threading.get_ident()
+    state = {"started": 0, "finished": 0}
+    lock = threading.Lock()
+    others_running = threading.Barrier(3)
+
+    def task(i):
+        with lock:
+            state["started"] += 1
+        if threading.get_ident() == caller:
+            others_running.wait(10)
+            raise KeyboardInterrupt
+        others_running.wait(10)
+        import time
+        time.sleep(0.05)
+        with lock:
+            state["finished"] += 1
+    with pytest.raises(KeyboardInterrupt):
+        parallel.run(50, task)
+    assert state["finished"] == state["started"] - 1 == 2  # both workers' tasks completed, no more began
+    out = []
+    parallel.run(8, out.append)
+    assert sorted(out) == list(range(8))

@@ -187,13 +187,16 @@ class _Job:
         self.done = threading.Event()
         self.error = None
 
-    def work(self):
+    def work(self, cur=None):
+        """Claim and run tasks until none is left. `cur` (the caller's): a one-element list
+        holding the task this thread is running, so an interrupt can account for it."""
         fn, n, claim = self.fn, self.n, self.claim
-        finished = 0
         while True:
             i = claim()
             if i >= n:
-                break
+                return
+            if cur is not None:
+                cur[0] = i
             if self.error is None:  # after a failure the remaining tasks are skipped, not run
                 try:
                     fn(i)
@@ -201,12 +204,24 @@ class _Job:
                     with self.lock:
                         if self.error is None:
                             self.error = e
-            finished += 1
-        if finished:
-            with self.lock:
-                self.left -= finished
-                if self.left == 0:
-                    self.done.set()
+            self._finish(cur)
+
+    def _finish(self, cur=None):
+        with self.lock:  # no call inside: an interrupt cannot split forgetting the task and counting it
+            if cur is not None:
+                cur[0] = None
+            self.left -= 1
+            last = self.left == 0
+        if last:
+            self.done.set()
+
+    def wait_all(self):
+        """Until every task has finished, whatever interrupts the calling thread meanwhile."""
+        while self.left:
+            try:
+                self.done.wait(0.05)
+            except BaseException:  # noqa: BLE001 - the first interrupt is the one raised
+                pass
 
 
 def run(n, fn):
@@ -223,9 +238,22 @@ def run(n, fn):
     put = _jobs.put
     for _ in range(min(threads - 1, n - 1)):
         put(job)
-    job.work()
-    while not job.done.wait(1.0):  # a timeout keeps the wait interruptible-looking but never leaves early
-        pass
+    cur = [None]
+    try:
+        job.work(cur)
+        job.done.wait()
+    except BaseException as e:  # an interrupt in the caller: no new task starts, and the caller
+        with job.lock:          # leaves only after the running ones finished (they write its output)
+            if job.error is None:
+                job.error = e
+        if cur[0] is not None:  # the task it was running when interrupted
+            job._finish(cur)
+        try:
+            job.work(cur)  # the tasks nobody claimed yet: skipped and counted
+        except BaseException:  # noqa: BLE001 - a second interrupt: the first is raised
+            if cur[0] is not None:
+                job._finish(cur)
+        job.wait_all()
     if job.error is not None:
         e = job.error
         job.error = None
