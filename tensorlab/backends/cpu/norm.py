@@ -47,17 +47,23 @@ def _ln_rows(yo, mo, ro, xa, w, b, eps, rms):
     if rms:
         mu = np.zeros(a.shape[0], _F32)
         var = np.mean(a * a, axis=1, dtype=_F32)
+        d = a  # a - 0 is a, bit for bit (-0.0 - 0.0 is -0.0); never written: it may be x itself
     else:
         mu = np.mean(a, axis=1, dtype=_F32)
         d = a - mu[:, None]
         var = np.mean(d * d, axis=1, dtype=_F32)
     r = (_F32(1) / np.sqrt(var + _F32(eps))).astype(_F32)
-    out = (a - mu[:, None]) * r[:, None]
+    if yo.dtype == _F32 and not np.may_share_memory(yo, xa):
+        out = yo  # computed in the output's own memory
+    else:
+        out = d if d is not a else None
+    out = np.multiply(d, r[:, None], out=out)
     if w is not None:
         out *= w
     if b is not None:
         out += b
-    np.copyto(yo, out.astype(yo.dtype, copy=False))
+    if out is not yo:
+        np.copyto(yo, out.astype(yo.dtype, copy=False))
     np.copyto(mo, mu)
     np.copyto(ro, r)
 

@@ -51,7 +51,7 @@ def _usable_cores():
 PARALLEL_MIN = 1 << 19
 CHUNK_MIN, CHUNK_MAX = 1 << 15, 1 << 20  # elements per task of an elementwise op: about 4 tasks a thread
 TILE_G, TILE_F = 64, 32  # tiles of a transposed op: along the operand's fast axis, along the output's
-BLOCK_BYTES = 1 << 18    # bytes of input per row block of a row-wise composite op (softmax, layer norm)
+BLOCK_BYTES = 1 << 19    # bytes of input per row block of a row-wise composite op (softmax, layer norm)
 
 elem_min = PARALLEL_MIN  # the elementwise threshold callers compare with
 
