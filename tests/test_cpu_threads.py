@@ -117,6 +117,17 @@ def test_binary_bit_identical(op):
     same_bits(each_thread_count(lambda: getattr(tl, op)(x, y).numpy()))
 
 
+@pytest.mark.parametrize("name,fn", [
+    ("where", lambda x, y: tl.where(x > 0, x, y)), ("clamp", lambda x, y: x.clamp(-0.5, 0.5)),
+    ("lerp", lambda x, y: tl.lerp(x, y, 0.3)), ("addcmul", lambda x, y: tl.addcmul(x, x, y, value=0.5)),
+    ("masked_fill", lambda x, y: x.masked_fill(y > 3, 1.0)), ("gelu", lambda x, y: tl.nn.functional.gelu(x)),
+    ("half_add", lambda x, y: x.half() + y.half()), ("int_floordiv", lambda x, y: (x * 100).int() // 7),
+])
+def test_ternary_and_mixed_bit_identical(name, fn):
+    x, y = tl.from_numpy(A), tl.from_numpy(B)
+    same_bits(each_thread_count(lambda: fn(x, y).numpy()))
+
+
 def test_plain_ops_match_numpy_bits():
     x, y = tl.from_numpy(A), tl.from_numpy(B)
     for n in THREADS:
@@ -141,6 +152,20 @@ def test_transposed_and_broadcast_operands():
         np.testing.assert_array_equal(q.T.exp().numpy(), np.exp(Q.T))
         np.testing.assert_array_equal(tl.where(m > 0, m, q.T).numpy(), np.where(M > 0, M, Q.T))
         np.testing.assert_array_equal(m[:, ::2].add(1.5).numpy(), M[:, ::2] + np.float32(1.5))
+
+
+def test_fill_and_zero_bit_identical():
+    for n in THREADS:
+        tl.set_num_threads(n)
+        t = tl.empty(BIG + 3)
+        t.fill_(2.5)
+        np.testing.assert_array_equal(t.numpy(), np.full(BIG + 3, 2.5, np.float32))
+        u = tl.from_numpy(M.copy()).T
+        u.zero_()
+        assert not u.numpy().any()
+        v = tl.empty(BIG, dtype=tl.int8)
+        v.fill_(-3)
+        assert (v.numpy() == -3).all()
 
 
 def test_transposed_edges_and_batches():

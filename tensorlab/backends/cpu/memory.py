@@ -236,6 +236,8 @@ def fill(dst, value):
     _faults.hit("launch")
     token = _quiet_casts()
     try:
-        array(dst)[...] = value
+        a = array(dst)
+        if a.size < _par.elem_min or not _par.fill(a, value):  # large fills: split over the CPU pool
+            a[...] = value
     finally:
         _loud(token)

@@ -35,7 +35,7 @@ from itertools import count
 
 import numpy as np
 
-__all__ = ("get_num_threads", "set_num_threads", "run", "elementwise", "copyto", "row_blocks", "split_ranges")
+__all__ = ("get_num_threads", "set_num_threads", "run", "elementwise", "copyto", "fill", "row_blocks", "split_ranges")
 
 
 def _usable_cores():
@@ -426,6 +426,15 @@ def elementwise(kernel, o, args, tail=(), params=None, ordered=None):
 
 def _copy_kernel(o, s):
     np.copyto(o, s, casting="unsafe")
+
+
+def _fill_kernel(o, value):
+    o[...] = value
+
+
+def fill(a, value):
+    """a[...] = value in parallel; False (nothing done) when one thread would do it in one go."""
+    return elementwise(_fill_kernel, a, (value,))
 
 
 _BITS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
