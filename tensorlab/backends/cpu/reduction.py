@@ -175,8 +175,13 @@ RED_BLOCK = 1 << 18  # input elements per block
 
 def _blocked_reduce(op, fn, a, dims, o, arg):
     kept = [d for d in range(a.ndim) if d not in dims and a.shape[d] > 1]
-    if o.size >= 16 and kept:  # split the outputs: each block is the plain reduction of its slice
-        ax = max(kept, key=lambda d: (abs(a.strides[d]), a.shape[d]))
+    red = [d for d in dims if a.shape[d] > 1]
+    outer_k = max(kept, key=lambda d: abs(a.strides[d])) if kept else None
+    outer_r = max(red, key=lambda d: abs(a.strides[d])) if red else None
+    if outer_k is not None and o.size >= 16 and (outer_r is None or abs(a.strides[outer_k]) > abs(a.strides[outer_r])):
+        # the outputs' axis is outside the reduced ones (x.sum(-1)): slabs of whole outputs,
+        # each the plain reduction of its slice
+        ax = outer_k
         pieces = _par.split_ranges(a.shape[ax], max(1, RED_BLOCK // (a.size // a.shape[ax])))
 
         def task(i):
@@ -189,10 +194,14 @@ def _blocked_reduce(op, fn, a, dims, o, arg):
                 np.copyto(ob, r, casting="unsafe")
         _par.run(len(pieces), _quiet(task))
         return
+    # a full reduction, or the reduced axis outside (x.sum(0)): blocks along the outermost
+    # reduced axis give partial results, reduced again in block order
     if len(dims) == a.ndim and a.flags.c_contiguous:
         a = a.reshape(-1)
         dims = (0,)
-    d = max(dims, key=lambda k: (a.shape[k], abs(a.strides[k])))
+        d = 0
+    else:
+        d = outer_r
     per = max(1, RED_BLOCK // (a.size // a.shape[d]))
     pieces = _par.split_ranges(a.shape[d], per)
 
