@@ -51,7 +51,16 @@ def test_default_is_usable_cores():
     assert tl.get_num_threads() == len(os.sched_getaffinity(0))
 
 
-def test_set_get_num_threads(torch):
+@pytest.fixture
+def torch_threads(torch):
+    """torch, with its thread count put back afterwards."""
+    n = torch.get_num_threads()
+    yield torch
+    torch.set_num_threads(n)
+
+
+def test_set_get_num_threads(torch_threads):
+    torch = torch_threads
     for n in (1, 3, 2):
         tl.set_num_threads(n)
         torch.set_num_threads(n)
@@ -65,6 +74,19 @@ def test_set_num_threads_errors_as_torch(bad, torch):
     with pytest.raises(RuntimeError) as theirs:
         torch.set_num_threads(bad)
     assert str(ours.value) == str(theirs.value)
+
+
+def test_numpy_int_and_overflow_as_torch(torch_threads):
+    torch = torch_threads
+    tl.set_num_threads(np.int64(3))
+    torch.set_num_threads(np.int64(3))
+    assert tl.get_num_threads() == 3 == torch.get_num_threads()
+    with pytest.raises(ValueError) as ours:
+        tl.set_num_threads(1 << 31)
+    with pytest.raises(ValueError) as theirs:
+        torch.set_num_threads(1 << 31)
+    assert str(ours.value) == str(theirs.value)
+    assert tl.get_num_threads() == 3
 
 
 def test_bad_thread_count_keeps_the_old_one():

@@ -28,6 +28,7 @@ product's last bits may depend on BLAS's thread count (it splits the product dif
 from __future__ import annotations
 
 import ctypes
+import operator
 import os
 import queue
 import threading
@@ -124,19 +125,21 @@ def set_num_threads(nthreads):
     """Use `nthreads` threads for large CPU ops (torch.set_num_threads): the pool grows or
     shrinks to nthreads - 1 workers (the calling thread is the last one), and NumPy's OpenBLAS
     follows when its thread control is available."""
-    if type(nthreads) is not int and not (isinstance(nthreads, int) and not isinstance(nthreads, bool)):
+    if isinstance(nthreads, bool) or not hasattr(type(nthreads), "__index__"):
         raise RuntimeError(f"set_num_threads expects an int, but got {type(nthreads).__name__}")
-    if nthreads <= 0:
+    n = operator.index(nthreads)  # NumPy integers too, as torch
+    if n >= 1 << 31:
+        raise ValueError("Overflow when unpacking long")  # torch's C int
+    if n <= 0:
         raise RuntimeError("set_num_threads expects a positive integer")
-    _resize(int(nthreads))
-    _set_blas(nthreads)
+    _resize(n)
+    _set_blas(n)
 
 
 def _resize(n):
     global _num_threads
     with _lock:
         _num_threads = n
-        # one thread still tiles transposed operands (order="C" views), so the threshold stays
         alive = [w for w in _workers if w.is_alive()]
         _workers[:] = alive
         while len(_workers) > n - 1:
