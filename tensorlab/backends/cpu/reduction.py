@@ -192,7 +192,7 @@ def _blocked_reduce(op, fn, a, dims, o, arg):
             r = fn(a[sl], dims, ob, arg)
             if r is not ob:
                 np.copyto(ob, r, casting="unsafe")
-        _par.run(len(pieces), _quiet(task))
+        _par.run(len(pieces), task)
         return
     # a full reduction, or the reduced axis outside (x.sum(0)): blocks along the outermost
     # reduced axis give partial results, reduced again in block order
@@ -213,18 +213,11 @@ def _blocked_reduce(op, fn, a, dims, o, arg):
             idx = [slice(None)] * a.ndim
             idx[d] = slice(*pieces[i])
             out[i] = partial(a[tuple(idx)])
-        _par.run(len(pieces), _quiet(task))
+        _par.run(len(pieces), task)
         return np.concatenate(out, axis=d)
 
     r = _COMBINED[op](blocks, a, dims, o.dtype, arg)
     np.copyto(o, np.reshape(r, o.shape), casting="unsafe")
-
-
-def _quiet(task):
-    def t(i):
-        with np.errstate(all="ignore"):
-            task(i)
-    return t
 
 
 def _ufunc_blocks(ufunc):
@@ -368,7 +361,7 @@ def softmax(out, x, dim, log):
             idx[ax] = slice(*pieces[i])
             sl = tuple(idx)
             _softmax_block(o[sl], a[sl], dim, log)
-        _par.run(len(pieces), _quiet(task))
+        _par.run(len(pieces), task)
         return
     with np.errstate(all="ignore"):
         _softmax_block(o, a, dim, log)
