@@ -508,3 +508,23 @@ def test_interrupt_in_the_caller_waits_for_running_tasks():
     out = []
     parallel.run(8, out.append)
     assert sorted(out) == list(range(8))
+
+
+def test_no_floating_point_warnings_from_large_ops():
+    """The pool's pieces keep the primitives' error state: -inf rows, overflow, 0/0 stay quiet."""
+    import warnings
+    X = rand(1024, 1024, seed=30)
+    X[3] = -np.inf
+    X[5, 7] = np.inf
+    x = tl.from_numpy(X)
+    for n in THREADS:
+        tl.set_num_threads(n)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            F.log_softmax(x, 1)
+            F.softmax(x, 1)
+            (x * 1e38 * 1e38).sum()
+            (x - x).div(x - x)
+            x.logsumexp(1)
+            x.var(0)
+            x.exp().sum(1)

@@ -361,7 +361,8 @@ def softmax(out, x, dim, log):
             idx[ax] = slice(*pieces[i])
             sl = tuple(idx)
             _softmax_block(o[sl], a[sl], dim, log)
-        _par.run(len(pieces), task)
+        with np.errstate(all="ignore"):
+            _par.run(len(pieces), task)
         return
     with np.errstate(all="ignore"):
         _softmax_block(o, a, dim, log)
