@@ -243,6 +243,12 @@ def test_batched_small_matmuls_bit_identical(torch):
     np.testing.assert_allclose(results[0], (torch.from_numpy(q) @ torch.from_numpy(k)).numpy(), rtol=1e-5, atol=1e-5)
     h = x.half()
     same_bits(each_thread_count(lambda: (h @ y.half()).numpy()))
+    one = tl.from_numpy(q[:1])  # batch 1: the heads dim is split
+    same_bits(each_thread_count(lambda: (one @ y[:1]).numpy()))
+    np.testing.assert_array_equal((one @ y[:1]).numpy(), results[0][:1])
+    bcast = tl.from_numpy(k[0, 0])  # a broadcast right operand (stride-0 batch dims)
+    same_bits(each_thread_count(lambda: (x @ bcast).numpy()))
+    np.testing.assert_allclose((x @ bcast).numpy(), q @ k[0, 0], rtol=1e-5, atol=1e-5)
 
 
 # -- reductions: one fixed blocking ---------------------------------------------------------------------

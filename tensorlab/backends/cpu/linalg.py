@@ -37,23 +37,24 @@ _BLAS_ALONE = 1 << 21  # multiply-adds of one matrix product from which BLAS's o
 
 
 def _batched(o, x, y):
-    """A stack of small products (attention's heads): blocks of the leading batch dim on the CPU
-    pool, each block one np.matmul (the same per-matrix BLAS calls as the whole stack). Large
+    """A stack of small products (attention's heads): blocks of one batch dim on the CPU pool,
+    each block one np.matmul (the same per-matrix BLAS calls as the whole stack). Large
     matrices are left to BLAS, which threads each product itself. True when done."""
     n, k, m = x.shape[-2], x.shape[-1], y.shape[-1]
-    if n * k * m >= _BLAS_ALONE or o.shape[0] < 2 or _par.get_num_threads() < 2:
+    threads = _par.get_num_threads()
+    ax = next((d for d in range(o.ndim - 2) if o.shape[d] >= 2), None)
+    if n * k * m >= _BLAS_ALONE or ax is None or threads < 2:
         return False
-    per = max(1, -(-o.shape[0] // (4 * _par.get_num_threads())))
-    pieces = _par.split_ranges(o.shape[0], per)
+    per = max(1, -(-o.shape[ax] // (4 * threads)))
+    pieces = _par.split_ranges(o.shape[ax], per)
     same = o.dtype == x.dtype
 
     def task(i):
-        s, e = pieces[i]
-        with np.errstate(all="ignore"):
-            if same:
-                np.matmul(x[s:e], y[s:e], out=o[s:e])
-            else:
-                np.copyto(o[s:e], np.matmul(x[s:e], y[s:e]), casting="unsafe")
+        sl = (slice(None),) * ax + (slice(*pieces[i]),)
+        if same:
+            np.matmul(x[sl], y[sl], out=o[sl])
+        else:
+            np.copyto(o[sl], np.matmul(x[sl], y[sl]), casting="unsafe")
     _par.run(len(pieces), task)
     return True
 
