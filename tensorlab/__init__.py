@@ -58,3 +58,4 @@ from .legacy_tensors import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor,
 from math import e, inf, nan, pi  # noqa: E402  (torch.e, torch.inf, torch.nan, torch.pi)
 from . import profiler  # noqa: E402  (tl.profiler: profile, record_function, ProfilerActivity)
 from . import distributed  # noqa: E402  (tl.distributed: MPI and NCCL collectives; mpi4py optional)
+from .backends.cpu.parallel import get_num_threads, set_num_threads  # noqa: E402  (the CPU backend's threads)

@@ -14,6 +14,7 @@ from functools import partial
 import numpy as np
 
 from ... import _faults, dtypes
+from . import parallel as _par
 from .memory import array
 
 __all__ = ("unary", "binary", "ternary")
@@ -58,7 +59,10 @@ def _launch(kernel, op, o, args, dt, params):
         if check is not None and dt.kind in "iub" and o.size:  # an empty result divides nothing (torch)
             check(args, dt)
         _faults.hit("launch")
-        kernel(o, *args, dt, **params)
+        if o.size >= _par.elem_min:
+            _split(kernel, o, args, dt, params)
+        else:
+            kernel(o, *args, dt, **params)
     finally:
         _quiet_off(token)
 
@@ -74,7 +78,10 @@ def unary(out, op, x, compute, **params):
         try:
             if _fault_plans:
                 _faults.hit("launch")
-            uf(a, out=o)
+            if o.size >= _par.elem_min:
+                _split_plain(uf, o, (a,))
+            else:
+                uf(a, out=o)
         finally:
             _quiet_off(token)
         return
@@ -102,7 +109,12 @@ def binary(out, op, a, b, compute, **params):
             _faults.hit("launch")
         uf = _PLAIN_BINARY.get(op)
         if uf is not None and not params and o.dtype is dt and x.dtype is dt and y.dtype is dt:
-            uf(x, y, out=o)  # the kernel's ufunc: operands of one dtype select the same loop
+            if o.size >= _par.elem_min:
+                _split_plain(uf, o, (x, y))
+            else:
+                uf(x, y, out=o)  # the kernel's ufunc: operands of one dtype select the same loop
+        elif o.size >= _par.elem_min:
+            _split(_BINARY[op], o, (x, y), dt, params)
         else:
             _BINARY[op](o, x, y, dt, **params)
     finally:
@@ -113,6 +125,19 @@ def ternary(out, op, a, b, c, compute, **params):
     """out = op(a, b, c); operands as for `binary`, and None for an absent clamp bound."""
     dt = compute.np
     _launch(_TERNARY[op], op, array(out), (_operand(a, dt), _operand(b, dt), _operand(c, dt)), dt, params)
+
+
+def _split(kernel, o, args, dt, params):
+    """A large op: the kernel over pieces of the output on the CPU pool (parallel.py), or once
+    when the output overlaps an operand."""
+    if not _par.elementwise(kernel, o, args, (dt,), params):
+        kernel(o, *args, dt, **params)
+
+
+def _split_plain(uf, o, args):
+    if not _par.elementwise(lambda out, *xs: uf(*xs, out=out), o, args,
+                            ordered=lambda out, *xs: uf(*xs, out=out, order="C")):
+        uf(*args, out=o)
 
 
 # -- value checks that must run before anything is written --------------------------------------

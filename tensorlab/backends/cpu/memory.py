@@ -7,6 +7,7 @@ import numpy as np
 from ... import _faults
 from ...layout import MAX_DIMS, contiguous_strides, raise_too_many_dims
 from ...memo import memoized
+from . import parallel as _par
 
 __all__ = ("allocate", "contiguous_view", "buffer_nbytes", "buffer_ptr", "buffer_tolist", "copy_bytes", "retire",
            "wrap_numpy", "array", "view_array", "copy", "copy_from_host", "to_host", "fill")
@@ -210,7 +211,8 @@ def copy(dst, src):
     s = array(src)
     token = _quiet_casts()
     try:
-        np.copyto(d, s, casting="unsafe")
+        if d.size < _par.elem_min or not _par.copyto(d, s):  # large copies: split over the CPU pool
+            np.copyto(d, s, casting="unsafe")
     finally:
         _loud(token)
 
@@ -234,6 +236,8 @@ def fill(dst, value):
     _faults.hit("launch")
     token = _quiet_casts()
     try:
-        array(dst)[...] = value
+        a = array(dst)
+        if a.size < _par.elem_min or not _par.fill(a, value):  # large fills: split over the CPU pool
+            a[...] = value
     finally:
         _loud(token)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import _faults
+from . import parallel as _par
 from .memory import array
 from .reduction import HALF
 
@@ -23,47 +24,94 @@ def _f32(t):
 
 
 def layer_norm_fwd(y, mean, rstd, x, weight, bias, eps, rms):
+    """A large input goes through in blocks of whole rows (about parallel.BLOCK_BYTES each, a
+    fixed function of the shape) on the CPU pool: every row is computed exactly as alone, and
+    its temporaries stay in cache."""
     _faults.hit("launch")
-    a = _f32(x)
+    xa, ya, ma, ra = array(x), array(y), array(mean), array(rstd)
+    w = None if weight is None else _f32(weight)
+    b = None if bias is None else _f32(bias)
+    if xa.size < _par.elem_min or xa.ndim != 2:
+        _ln_rows(ya, ma, ra, xa, w, b, eps, rms)
+        return
+    pieces = _par.row_blocks(xa.shape[0], xa.shape[1] * 4)
+
+    def task(i):
+        s, e = pieces[i]
+        _ln_rows(ya[s:e], ma[s:e], ra[s:e], xa[s:e], w, b, eps, rms)
+    _par.run(len(pieces), task)
+
+
+def _ln_rows(yo, mo, ro, xa, w, b, eps, rms):
+    a = xa.astype(_F32, copy=False)
     if rms:
         mu = np.zeros(a.shape[0], _F32)
         var = np.mean(a * a, axis=1, dtype=_F32)
+        d = a  # a - 0 is a, bit for bit (-0.0 - 0.0 is -0.0); never written: it may be x itself
     else:
         mu = np.mean(a, axis=1, dtype=_F32)
         d = a - mu[:, None]
         var = np.mean(d * d, axis=1, dtype=_F32)
     r = (_F32(1) / np.sqrt(var + _F32(eps))).astype(_F32)
-    out = (a - mu[:, None]) * r[:, None]
-    if weight is not None:
-        out = out * _f32(weight)
-    if bias is not None:
-        out = out + _f32(bias)
-    yo = array(y)
-    np.copyto(yo, out.astype(yo.dtype))
-    np.copyto(array(mean), mu)
-    np.copyto(array(rstd), r)
+    if yo.dtype == _F32 and not np.may_share_memory(yo, xa):
+        out = yo  # computed in the output's own memory
+    else:
+        out = d if d is not a else None
+    out = np.multiply(d, r[:, None], out=out)
+    if w is not None:
+        out *= w
+    if b is not None:
+        out += b
+    if out is not yo:
+        np.copyto(yo, out.astype(yo.dtype, copy=False))
+    np.copyto(mo, mu)
+    np.copyto(ro, r)
 
 
 def layer_norm_bwd(grad_input, grad_weight, grad_bias, grad_output, x, mean, rstd, weight, rms):
     """dx = rstd * (dy*w - mean(dy*w) - xhat * mean(dy*w*xhat)) (RMSNorm: without the first mean);
-    dweight = sum over rows of dy * xhat, dbias = sum over rows of dy."""
+    dweight = sum over rows of dy * xhat, dbias = sum over rows of dy. A large input goes
+    through in row blocks on the CPU pool (a fixed blocking by shape); dweight/dbias add the
+    blocks' column sums in block order, so the result does not depend on the thread count."""
     _faults.hit("launch")
-    g = _f32(grad_output)
-    r = array(rstd)[:, None]
-    xh = (_f32(x) - array(mean)[:, None]) * r
-    if grad_input is not None:
-        gw = g * _f32(weight) if weight is not None else g
-        n = _F32(g.shape[1])
-        ma = _F32(0) if rms else np.sum(gw, axis=1, dtype=_F32, keepdims=True) / n
-        mb = np.sum(gw * xh, axis=1, dtype=_F32, keepdims=True) / n
-        gi = array(grad_input)
-        np.copyto(gi, (r * (gw - ma - xh * mb)).astype(gi.dtype))
-    if grad_weight is not None:
+    ga, xa, ma, ra = array(grad_output), array(x), array(mean), array(rstd)
+    w = None if weight is None else _f32(weight)
+    gi = None if grad_input is None else array(grad_input)
+    want_w, want_b = grad_weight is not None, grad_bias is not None
+    if ga.size < _par.elem_min or ga.ndim != 2:
+        pw, pb = _ln_bwd_rows(gi, ga, xa, ma, ra, w, rms, want_w, want_b)
+    else:
+        pieces = _par.row_blocks(ga.shape[0], ga.shape[1] * 4)
+        parts = [None] * len(pieces)
+
+        def task(i):
+            s, e = pieces[i]
+            parts[i] = _ln_bwd_rows(None if gi is None else gi[s:e], ga[s:e], xa[s:e], ma[s:e], ra[s:e], w, rms,
+                                    want_w, want_b)
+        _par.run(len(pieces), task)
+        pw = np.sum(np.stack([p[0] for p in parts]), axis=0, dtype=_F32) if want_w else None
+        pb = np.sum(np.stack([p[1] for p in parts]), axis=0, dtype=_F32) if want_b else None
+    if want_w:
         gwt = array(grad_weight)
-        np.copyto(gwt, np.sum(g * xh, axis=0, dtype=_F32).astype(gwt.dtype))
-    if grad_bias is not None:
+        np.copyto(gwt, pw.astype(gwt.dtype))
+    if want_b:
         gb = array(grad_bias)
-        np.copyto(gb, np.sum(g, axis=0, dtype=_F32).astype(gb.dtype))
+        np.copyto(gb, pb.astype(gb.dtype))
+
+
+def _ln_bwd_rows(gi, ga, xa, ma, ra, w, rms, want_w, want_b):
+    """grad_input of these rows (written into gi) and their column sums for dweight and dbias."""
+    g = ga.astype(_F32, copy=False)
+    r = ra[:, None]
+    xh = (xa.astype(_F32, copy=False) - ma[:, None]) * r
+    if gi is not None:
+        gw = g * w if w is not None else g
+        n = _F32(g.shape[1])
+        mean_a = _F32(0) if rms else np.sum(gw, axis=1, dtype=_F32, keepdims=True) / n
+        mb = np.sum(gw * xh, axis=1, dtype=_F32, keepdims=True) / n
+        np.copyto(gi, (r * (gw - mean_a - xh * mb)).astype(gi.dtype))
+    return (np.sum(g * xh, axis=0, dtype=_F32) if want_w else None,
+            np.sum(g, axis=0, dtype=_F32) if want_b else None)
 
 
 def embedding_bwd(grad_weight, grad_output, sorted_indices, order, padding_idx, scale_grad_by_freq):

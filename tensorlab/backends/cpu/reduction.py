@@ -11,6 +11,7 @@ import ml_dtypes
 import numpy as np
 
 from ... import _faults
+from . import parallel as _par
 from .memory import array
 
 __all__ = ("reduce", "arg_reduce", "cumulative", "softmax")
@@ -154,9 +155,149 @@ def reduce(out, x, op, dims, arg=None):
     fn = _REDUCERS[op]
     _faults.hit("launch")
     with np.errstate(all="ignore"):
+        if a.size >= BLOCKED_MIN and dims:
+            _blocked_reduce(op, fn, a, dims, o, arg)
+            return
         r = fn(a, dims, o, arg)
         if r is not o:
             np.copyto(o, r, casting="unsafe")
+
+
+# -- large reductions: a fixed blocking, computed on the CPU pool -------------------------------------
+# From BLOCKED_MIN input elements on, a reduction is cut into blocks whose size depends on the
+# input's shape only, never on the thread count, and block results are combined in block order:
+# the same input gives the same bits with 1, 2 or 64 threads. Many outputs: blocks of whole
+# output slices (each output element is one task's plain NumPy reduction). Few outputs (a full
+# reduction): blocks along a reduced axis give partial results, reduced again in order.
+BLOCKED_MIN = 1 << 19
+RED_BLOCK = 1 << 18  # input elements per block
+
+
+def _blocked_reduce(op, fn, a, dims, o, arg):
+    kept = [d for d in range(a.ndim) if d not in dims and a.shape[d] > 1]
+    red = [d for d in dims if a.shape[d] > 1]
+    outer_k = max(kept, key=lambda d: abs(a.strides[d])) if kept else None
+    outer_r = max(red, key=lambda d: abs(a.strides[d])) if red else None
+    if outer_k is not None and o.size >= 16 and (outer_r is None or abs(a.strides[outer_k]) > abs(a.strides[outer_r])):
+        # the outputs' axis is outside the reduced ones (x.sum(-1)): slabs of whole outputs,
+        # each the plain reduction of its slice
+        ax = outer_k
+        pieces = _par.split_ranges(a.shape[ax], max(1, RED_BLOCK // (a.size // a.shape[ax])))
+
+        def task(i):
+            idx = [slice(None)] * a.ndim
+            idx[ax] = slice(*pieces[i])
+            sl = tuple(idx)
+            ob = o[sl]
+            r = fn(a[sl], dims, ob, arg)
+            if r is not ob:
+                np.copyto(ob, r, casting="unsafe")
+        _par.run(len(pieces), task)
+        return
+    # a full reduction, or the reduced axis outside (x.sum(0)): blocks along the outermost
+    # reduced axis give partial results, reduced again in block order
+    if len(dims) == a.ndim and a.flags.c_contiguous:
+        a = a.reshape(-1)
+        dims = (0,)
+        d = 0
+    else:
+        d = outer_r
+    per = max(1, RED_BLOCK // (a.size // a.shape[d]))
+    pieces = _par.split_ranges(a.shape[d], per)
+
+    def blocks(partial):
+        """partial(block) for every block along d (keepdims results), concatenated along d."""
+        out = [None] * len(pieces)
+
+        def task(i):
+            idx = [slice(None)] * a.ndim
+            idx[d] = slice(*pieces[i])
+            out[i] = partial(a[tuple(idx)])
+        _par.run(len(pieces), task)
+        return np.concatenate(out, axis=d)
+
+    r = _COMBINED[op](blocks, a, dims, o.dtype, arg)
+    np.copyto(o, np.reshape(r, o.shape), casting="unsafe")
+
+
+def _ufunc_blocks(ufunc):
+    def k(blocks, a, dims, dt, arg):
+        def part(b):
+            b, acc = _convert(b, dt)
+            return ufunc.reduce(b, axis=dims, dtype=acc, keepdims=True)
+        p = blocks(part)
+        return ufunc.reduce(p, axis=dims, keepdims=True)
+    return k
+
+
+def _mean_blocks(blocks, a, dims, dt, arg):
+    s = _ufunc_blocks(np.add)(blocks, a, dims, dt, arg)
+    return s / s.dtype.type(_count(a, dims))
+
+
+def _same_blocks(f):
+    """Reductions whose partials combine with the same function (max, min, all, any)."""
+    def k(blocks, a, dims, dt, arg):
+        return f(blocks(lambda b: f(b, axis=dims, keepdims=True)), axis=dims, keepdims=True)
+    return k
+
+
+def _count_blocks(blocks, a, dims, dt, arg):
+    p = blocks(lambda b: np.count_nonzero(b, axis=dims, keepdims=True).astype(np.int64))
+    return np.sum(p, axis=dims, keepdims=True)
+
+
+def _norm_blocks(blocks, a, dims, dt, p):
+    inf = float("inf")
+    if p == 0:
+        return np.sum(blocks(lambda b: np.count_nonzero(b, axis=dims, keepdims=True).astype(np.int64)),
+                      axis=dims, keepdims=True).astype(_wide(a[:0], dt).dtype)
+    if p == inf or p == -inf:
+        f = np.max if p == inf else np.min
+        return f(blocks(lambda b: f(np.abs(_wide(b, dt)), axis=dims, keepdims=True)), axis=dims, keepdims=True)
+    if p == 1:
+        return np.sum(blocks(lambda b: np.sum(np.abs(_wide(b, dt)), axis=dims, keepdims=True)), axis=dims,
+                      keepdims=True)
+    if p == 2:
+        def sq(b):
+            w = _wide(b, dt)
+            return np.sum(w * w, axis=dims, keepdims=True)
+        return np.sqrt(np.sum(blocks(sq), axis=dims, keepdims=True))
+
+    def pw(b):
+        w = np.abs(_wide(b, dt))
+        return np.sum(w ** w.dtype.type(p), axis=dims, keepdims=True)
+    s = np.sum(blocks(pw), axis=dims, keepdims=True)
+    return s ** s.dtype.type(1.0 / p)
+
+
+def _var_blocks(blocks, a, dims, dt, correction):
+    n = _count(a, dims)
+    s = np.sum(blocks(lambda b: np.sum(_wide(b, dt), axis=dims, keepdims=True)), axis=dims, keepdims=True)
+    mean = s / s.dtype.type(n)
+
+    def dev(b):
+        w = _wide(b, dt) - mean
+        return np.sum(w * w, axis=dims, keepdims=True)
+    return np.sum(blocks(dev), axis=dims, keepdims=True) / s.dtype.type(max(n - correction, 0))
+
+
+def _std_blocks(blocks, a, dims, dt, correction):
+    return np.sqrt(_var_blocks(blocks, a, dims, dt, correction))
+
+
+def _logsumexp_blocks(blocks, a, dims, dt, arg):
+    m = np.max(blocks(lambda b: np.max(_floating(b, dt), axis=dims, keepdims=True)), axis=dims, keepdims=True)
+    m = np.where(np.isinf(m), m.dtype.type(0), m)
+    s = np.sum(blocks(lambda b: np.sum(np.exp(_floating(b, dt) - m), axis=dims, keepdims=True)), axis=dims,
+               keepdims=True)
+    return np.log(s) + m
+
+
+_COMBINED = {"sum": _ufunc_blocks(np.add), "prod": _ufunc_blocks(np.multiply), "mean": _mean_blocks,
+             "amax": _same_blocks(np.max), "amin": _same_blocks(np.min), "all": _same_blocks(np.all),
+             "any": _same_blocks(np.any), "count_nonzero": _count_blocks, "norm": _norm_blocks,
+             "var": _var_blocks, "std": _std_blocks, "logsumexp": _logsumexp_blocks}
 
 
 def arg_reduce(values, indices, x, op, dim):
@@ -197,22 +338,45 @@ def cumulative(out, x, op, dim):
 
 def softmax(out, x, dim, log):
     """exp(x - max) / sum(exp(x - max)) along `dim` (or its log), computed in the output's
-    dtype (float32 for float16/bfloat16): subtracting the max keeps exp from overflowing."""
+    dtype (float32 for float16/bfloat16): subtracting the max keeps exp from overflowing.
+    A large input goes through in blocks of whole slices along `dim` (about BLOCK_BYTES each,
+    a fixed function of the shape), each block's max, exp, sum and division done while it is
+    in cache, the blocks spread over the CPU pool; every slice is computed exactly as alone."""
     o = array(out)
     a = array(x)
     _faults.hit("launch")
     if o.size == 0:
         return
-    b = _floating(a, o.dtype)
-    if b.ndim == 0:
-        b = b.reshape(1)
+    if a.ndim == 0:
+        a = a.reshape(1)
+        o = o.reshape(1)
         dim = 0
+    if a.size >= _par.elem_min and a.ndim > 1:
+        ax = max((d for d in range(a.ndim) if d != dim), key=lambda d: (a.shape[d] > 1, abs(a.strides[d])))
+        unit = a.size // a.shape[ax] * max(a.itemsize, 4)
+        pieces = _par.row_blocks(a.shape[ax], unit)
+
+        def task(i):
+            idx = [slice(None)] * a.ndim
+            idx[ax] = slice(*pieces[i])
+            sl = tuple(idx)
+            _softmax_block(o[sl], a[sl], dim, log)
+        with np.errstate(all="ignore"):
+            _par.run(len(pieces), task)
+        return
     with np.errstate(all="ignore"):
-        shifted = b - np.max(b, axis=dim, keepdims=True)
-        if log:
-            shifted -= np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
-            r = shifted
-        else:
-            r = np.exp(shifted, out=shifted)
-            r /= np.sum(r, axis=dim, keepdims=True)
-    np.copyto(o, r.reshape(o.shape), casting="unsafe")
+        _softmax_block(o, a, dim, log)
+
+
+def _softmax_block(o, a, dim, log):
+    b = _floating(a, o.dtype)
+    m = np.max(b, axis=dim, keepdims=True)
+    direct = o.dtype == b.dtype and not np.may_share_memory(o, b)
+    shifted = np.subtract(b, m, out=o) if direct else b - m  # the result's own memory when it can be
+    if log:
+        shifted -= np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
+    else:
+        np.exp(shifted, out=shifted)
+        shifted /= np.sum(shifted, axis=dim, keepdims=True)
+    if not direct:
+        np.copyto(o, shifted, casting="unsafe")

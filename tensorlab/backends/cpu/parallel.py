@@ -1,0 +1,460 @@
+"""The CPU backend's thread pool: large NumPy work split across the machine's cores.
+
+NumPy releases the GIL inside its loops, so k threads each running one ufunc over 1/k of an
+array run in parallel. `tl.get_num_threads()` / `tl.set_num_threads(n)` (torch's names) size the
+pool; the default is the number of cores this process may run on (os.sched_getaffinity).
+
+Rules every parallel primitive keeps:
+- Elementwise work is split only along independent elements, so the result is bit-identical to
+  the single-threaded one; an output that overlaps an operand other than as the very same view
+  is computed serially (NumPy's own overlap handling decides what that means).
+- Reductions are blocked by the input's size only (never by the thread count) and block
+  partials are combined in a fixed order: the same input gives the same bits whatever the
+  thread count, 1 included (the blocked path runs serially then).
+- The caller takes tasks too, so a call always finishes even when every worker is busy with
+  another caller's work; a call made from inside a worker runs serially. Two threads may call
+  at once. An exception in any task is re-raised in the caller with its original type, after
+  every task of the call has finished (nothing keeps writing behind the caller's back); the
+  pool stays usable.
+- Small work never gets here: callers test `size >= elem_min` (one comparison) first. With
+  one thread only the tiled path of transposed operands runs here (it is faster on one core).
+- Workers run with NumPy's floating-point errors ignored (each backend primitive already
+  decides that for the calling thread; the workers' NumPy state is their own).
+
+The BLAS library NumPy links (OpenBLAS) gets the same thread count, capped at the usable cores
+(its threads spin), when its thread control can be found among the loaded libraries (no
+threadpoolctl needed); otherwise BLAS keeps its own. As with torch's BLAS, a large matrix
+product's last bits may depend on BLAS's thread count (it splits the product differently)."""
+from __future__ import annotations
+
+import ctypes
+import operator
+import os
+import queue
+import threading
+from itertools import count
+
+import numpy as np
+
+__all__ = ("get_num_threads", "set_num_threads", "run", "elementwise", "copyto", "fill", "row_blocks", "split_ranges")
+
+
+def _usable_cores():
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
+        return max(1, os.cpu_count() or 1)
+
+
+# -- sizes -----------------------------------------------------------------------------------------
+# Below PARALLEL_MIN elements an elementwise op or copy runs as one NumPy call: waking a worker
+# costs tens of microseconds; a 512Ki-element float32 add takes about 70 us on one core.
+PARALLEL_MIN = 1 << 19
+CHUNK_MIN, CHUNK_MAX = 1 << 15, 1 << 20  # elements per task of an elementwise op: about 4 tasks a thread
+TILE_G, TILE_F = 64, 32  # tiles of a transposed op: along the operand's fast axis, along the output's
+BLOCK_BYTES = 1 << 19    # bytes of input per row block of a row-wise composite op (softmax, layer norm)
+
+elem_min = PARALLEL_MIN  # the elementwise threshold callers compare with
+
+_num_threads = 1
+_lock = threading.Lock()       # guards the pool's size and its worker list
+_jobs = queue.SimpleQueue()
+_workers = []
+_local = threading.local()     # .worker: this thread is one of the pool's
+
+
+# -- BLAS thread control ---------------------------------------------------------------------------
+
+def _find_blas(verb="set"):
+    """OpenBLAS's set_num_threads (verb "set") or get_num_threads (verb "get") in the process's
+    loaded libraries (the one NumPy uses), or None."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split(None, 5)[5].strip() for line in f if "openblas" in line.lower() and
+                     len(line.split(None, 5)) == 6}
+    except OSError:
+        return None
+    for p in sorted(paths):
+        try:
+            lib = ctypes.CDLL(p)
+        except OSError:
+            continue
+        for name in ("scipy_openblas_%s_num_threads64_", "scipy_openblas_%s_num_threads",
+                     "openblas_%s_num_threads64_", "openblas_%s_num_threads"):
+            fn = getattr(lib, name % verb, None)
+            if fn is not None:
+                fn.argtypes = (ctypes.c_int,) if verb == "set" else ()
+                fn.restype = None if verb == "set" else ctypes.c_int
+                return fn
+    return None
+
+
+_blas_setter = None
+_blas_searched = False
+
+
+def blas_follows():
+    """True when BLAS's thread count follows set_num_threads (OpenBLAS's control was found)."""
+    _set_blas(None)
+    return _blas_setter is not None
+
+
+def blas_num_threads():
+    """OpenBLAS's own thread count now, or None when its control is not reachable."""
+    fn = _find_blas("get")
+    return None if fn is None else fn()
+
+
+def _set_blas(n):
+    global _blas_setter, _blas_searched
+    if not _blas_searched:
+        _blas_searched = True
+        _blas_setter = _find_blas("set")
+    if n is not None and _blas_setter is not None:
+        _blas_setter(min(int(n), _usable_cores()))  # OpenBLAS's spinning threads must not outnumber cores
+
+
+# -- public thread count -----------------------------------------------------------------------------
+
+def get_num_threads():
+    """The number of threads the CPU backend uses for large ops (torch.get_num_threads)."""
+    return _num_threads
+
+
+def set_num_threads(nthreads):
+    """Use `nthreads` threads for large CPU ops (torch.set_num_threads): the pool grows or
+    shrinks to nthreads - 1 workers (the calling thread is the last one), and NumPy's OpenBLAS
+    follows when its thread control is available."""
+    if isinstance(nthreads, bool) or not hasattr(type(nthreads), "__index__"):
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(nthreads).__name__}")
+    n = operator.index(nthreads)  # NumPy integers too, as torch
+    if n >= 1 << 31:
+        raise ValueError("Overflow when unpacking long")  # torch's C int
+    if n <= 0:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    _resize(n)
+    _set_blas(n)
+
+
+def _resize(n):
+    global _num_threads
+    with _lock:
+        _num_threads = n
+        alive = [w for w in _workers if w.is_alive()]
+        _workers[:] = alive
+        while len(_workers) > n - 1:
+            _workers.pop()
+            _jobs.put(None)  # whichever worker takes it exits after its current task
+        # workers start lazily (first parallel call), so importing tensorlab starts no threads
+
+
+def _ensure_workers():
+    with _lock:
+        want = _num_threads - 1
+        while len(_workers) < want:
+            t = threading.Thread(target=_worker, name=f"tensorlab-cpu-{len(_workers)}", daemon=True)
+            t.start()
+            _workers.append(t)
+
+
+try:  # NumPy's per-thread error state, set once in each worker
+    from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
+
+    def _quiet_forever():
+        _extobj_contextvar.set(_make_extobj(all="ignore"))
+except ImportError:  # pragma: no cover - other NumPy versions
+    def _quiet_forever():
+        np.seterr(all="ignore")
+
+
+def _worker():
+    _local.worker = True
+    _quiet_forever()
+    get = _jobs.get
+    while True:
+        job = get()
+        if job is None:
+            return
+        job.work()
+
+
+class _Job:
+    __slots__ = ("fn", "n", "claim", "left", "lock", "done", "error")
+
+    def __init__(self, fn, n):
+        self.fn = fn
+        self.n = n
+        self.claim = count().__next__  # atomic under the GIL: each task index is handed out once
+        self.left = n
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.error = None
+
+    def work(self, cur=None):
+        """Claim and run tasks until none is left. `cur` (the caller's): a one-element list
+        holding the task this thread is running, so an interrupt can account for it."""
+        fn, n, claim = self.fn, self.n, self.claim
+        while True:
+            i = claim()
+            if i >= n:
+                return
+            if cur is not None:
+                cur[0] = i
+            if self.error is None:  # after a failure the remaining tasks are skipped, not run
+                try:
+                    fn(i)
+                except BaseException as e:  # noqa: BLE001 - re-raised in the caller
+                    with self.lock:
+                        if self.error is None:
+                            self.error = e
+            self._finish(cur)
+
+    def _finish(self, cur=None):
+        with self.lock:  # no call inside: an interrupt cannot split forgetting the task and counting it
+            if cur is not None:
+                cur[0] = None
+            self.left -= 1
+            last = self.left == 0
+        if last:
+            self.done.set()
+
+    def wait_all(self):
+        """Until every task has finished, whatever interrupts the calling thread meanwhile."""
+        while self.left:
+            try:
+                self.done.wait(0.05)
+            except BaseException:  # noqa: BLE001 - the first interrupt is the one raised
+                pass
+
+
+def run(n, fn):
+    """fn(0) ... fn(n - 1), spread over the pool; returns when all have finished. The caller
+    takes tasks too. Serial with one thread, for one task, and inside a pool worker."""
+    threads = _num_threads
+    if threads <= 1 or n <= 1 or getattr(_local, "worker", False):
+        for i in range(n):
+            fn(i)
+        return
+    if len(_workers) < threads - 1:
+        _ensure_workers()
+    job = _Job(fn, n)
+    put = _jobs.put
+    for _ in range(min(threads - 1, n - 1)):
+        put(job)
+    cur = [None]
+    try:
+        job.work(cur)
+        job.done.wait()
+    except BaseException as e:  # an interrupt in the caller: no new task starts, and the caller
+        with job.lock:          # leaves only after the running ones finished (they write its output)
+            if job.error is None:
+                job.error = e
+        if cur[0] is not None:  # the task it was running when interrupted
+            job._finish(cur)
+        try:
+            job.work(cur)  # the tasks nobody claimed yet: skipped and counted
+        except BaseException:  # noqa: BLE001 - a second interrupt: the first is raised
+            if cur[0] is not None:
+                job._finish(cur)
+        job.wait_all()
+    if job.error is not None:
+        e = job.error
+        job.error = None
+        raise e
+
+
+def _after_fork_in_child():  # the parent's workers do not exist in a forked child
+    global _jobs, _lock
+    _jobs = queue.SimpleQueue()
+    _lock = threading.Lock()
+    _workers.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+# -- splitting helpers -------------------------------------------------------------------------------
+
+def split_ranges(n, per):
+    """[(start, stop)] covering range(n) in pieces of `per` (the last may be shorter)."""
+    return [(s, min(s + per, n)) for s in range(0, n, per)]
+
+
+def row_blocks(rows, row_bytes, min_rows=1):
+    """Pieces of range(rows) of about BLOCK_BYTES of input each: a fixed function of the shape."""
+    per = max(min_rows, BLOCK_BYTES // max(1, row_bytes))
+    return split_ranges(rows, per)
+
+
+def _chunk(n):
+    """Elements per task: about four tasks a thread (balance), within [CHUNK_MIN, CHUNK_MAX]
+    (the cost of a task, the cost of a straggler), a multiple of 4096 (every SIMD width). The
+    pieces of an elementwise op may depend on the thread count: each element's result does not."""
+    per = -(-n // (4 * _num_threads))
+    per = min(CHUNK_MAX, max(CHUNK_MIN, per))
+    return -(-per // 4096) * 4096
+
+
+def _ptr(a):
+    return a.__array_interface__["data"][0]
+
+
+def _independent(o, arrays):
+    """True when writing o piecewise cannot change what another piece reads: every operand that
+    may share memory with o is o's very own view (element i reads element i only)."""
+    for a in arrays:
+        if np.may_share_memory(o, a) and not (a.shape == o.shape and a.strides == o.strides and _ptr(a) == _ptr(o)):
+            return False
+    return True
+
+
+def _fast_axis(a):
+    """The axis of smallest nonzero stride among those longer than 1 (None for none)."""
+    best, bs = None, None
+    for i, (n, s) in enumerate(zip(a.shape, a.strides)):
+        s = abs(s)
+        if n > 1 and s and (bs is None or s < bs):
+            best, bs = i, s
+    return best
+
+
+def _tile_view(a, others, g, f, gi, fi):
+    """`a` (o's shape, or broadcast to it) over the part [gi blocks of TILE_G] x [fi blocks of TILE_F]
+    of axes g and f as the view (*others, g blocks, f blocks, TILE_G, TILE_F): iterated in C order
+    it walks small square tiles, each read and written while in cache."""
+    st = a.strides
+    shape = tuple(a.shape[d] for d in others) + (gi[1] - gi[0], fi[1] - fi[0], TILE_G, TILE_F)
+    strides = tuple(st[d] for d in others) + (st[g] * TILE_G, st[f] * TILE_F, st[g], st[f])
+    idx = [slice(None)] * a.ndim
+    idx[g] = slice(gi[0] * TILE_G, gi[1] * TILE_G)
+    idx[f] = slice(fi[0] * TILE_F, fi[1] * TILE_F)
+    base = a[tuple(idx)]
+    return np.lib.stride_tricks.as_strided(base, shape, strides, writeable=base.flags.writeable)
+
+
+def _transposed_axes(o, arrays):
+    """(g, f) when some operand's fastest axis g is not o's fastest axis f and it steps through
+    memory along f in strides past a cache line (x.T + x): then tiles pay. Else None."""
+    f = _fast_axis(o)
+    if f is None or o.shape[f] < 2 * TILE_F:
+        return None
+    for a in arrays:
+        g = _fast_axis(a)
+        if g is not None and g != f and abs(a.strides[f]) > 64 and a.shape[g] >= 2 * TILE_G:
+            return g, f
+    return None
+
+
+def elementwise(kernel, o, args, tail=(), params=None, ordered=None):
+    """kernel(o_piece, *arg_pieces, *tail, **params) over pieces of `o` that together cover it,
+    in parallel. `args`: arrays broadcasting to o.shape, or scalars/None (passed whole).
+    `ordered(o_view, *arg_views)`: the same computation for a kernel that iterates its views in C
+    order (a ufunc with order="C"); given, it lets transposed operands go through in tiles.
+    Returns False, having done nothing, when the output overlaps an operand, or when one thread
+    would run the kernel over the whole output anyway: the caller then runs it once itself."""
+    params = params or {}
+    arrays = [a for a in args if isinstance(a, np.ndarray) and a.ndim]
+    if not _independent(o, arrays):
+        return False
+    serial = _num_threads <= 1 or getattr(_local, "worker", False)
+    n = o.size
+    if o.flags.c_contiguous and all(a.shape == o.shape and a.flags.c_contiguous for a in arrays):
+        if serial:
+            return False
+        flat_o = o.reshape(-1)
+        flat = [a.reshape(-1) if isinstance(a, np.ndarray) and a.ndim else a for a in args]
+        pieces = split_ranges(n, _chunk(n))
+
+        def task(i):
+            s, e = pieces[i]
+            kernel(flat_o[s:e], *[a[s:e] if isinstance(a, np.ndarray) and a.ndim else a for a in flat],
+                   *tail, **params)
+        run(len(pieces), task)
+        return True
+    shape = o.shape
+    nd = o.ndim
+    full = [np.broadcast_to(a, shape) if isinstance(a, np.ndarray) and a.ndim else a for a in args]
+    gf = None if ordered is None or tail or params else _transposed_axes(o, [a for a in full if isinstance(a, np.ndarray) and a.ndim])
+    if gf is not None:  # a transposed operand: one C-ordered call per task over tiles (g, f)
+        g, f = gf
+        others = sorted((d for d in range(nd) if d != g and d != f), key=lambda d: -abs(o.strides[d]))
+        ng, nf = shape[g] // TILE_G, shape[f] // TILE_F
+        split_other = others and shape[others[0]] >= 2 * _num_threads
+        if split_other:
+            ax = others[0]
+            pieces = split_ranges(shape[ax], max(1, (shape[ax] + 4 * _num_threads - 1) // (4 * _num_threads)))
+        else:
+            pieces = split_ranges(ng, max(1, (ng + 4 * _num_threads - 1) // (4 * _num_threads)))
+
+        def task(i):
+            if split_other:
+                idx = [slice(None)] * nd
+                idx[ax] = slice(*pieces[i])
+                sl = tuple(idx)
+                views = [_tile_view(a[sl], others, g, f, (0, ng), (0, nf)) if isinstance(a, np.ndarray) and a.ndim
+                         else a for a in [o] + full]
+            else:
+                views = [_tile_view(a, others, g, f, pieces[i], (0, nf)) if isinstance(a, np.ndarray) and a.ndim
+                         else a for a in [o] + full]
+            ordered(*views)
+        run(len(pieces), task)
+        # the edges the tiles leave: g past ng * TILE_G (all f), and f past nf * TILE_F (tiled g)
+        for edge in ((slice(ng * TILE_G, None), slice(None)), (slice(0, ng * TILE_G), slice(nf * TILE_F, None))):
+            idx = [slice(None)] * nd
+            idx[g], idx[f] = edge
+            sl = tuple(idx)
+            if o[sl].size:
+                kernel(o[sl], *[a[sl] if isinstance(a, np.ndarray) and a.ndim else a for a in full], *tail, **params)
+        return True
+    if serial:
+        return False
+    # split along o's outermost axis (largest stride) that is long enough to share out
+    order = sorted((d for d in range(nd) if shape[d] > 1), key=lambda d: -abs(o.strides[d]))
+    if not order:
+        kernel(o, *args, *tail, **params)
+        return True
+    ax = next((d for d in order if shape[d] >= 8), max(order, key=lambda d: shape[d]))
+    per = max(1, _chunk(n) // max(1, n // shape[ax]))
+    pieces = split_ranges(shape[ax], per)
+
+    def task(i):
+        idx = [slice(None)] * nd
+        idx[ax] = slice(*pieces[i])
+        sl = tuple(idx)
+        kernel(o[sl], *[a[sl] if isinstance(a, np.ndarray) and a.ndim else a for a in full], *tail, **params)
+    run(len(pieces), task)
+    return True
+
+
+def _copy_kernel(o, s):
+    np.copyto(o, s, casting="unsafe")
+
+
+def _fill_kernel(o, value):
+    o[...] = value
+
+
+def fill(a, value):
+    """a[...] = value in parallel; False (nothing done) when one thread would do it in one go."""
+    return elementwise(_fill_kernel, a, (value,))
+
+
+_BITS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
+
+
+def _bit_copy(o, s):
+    """An exact copy of same-dtype views in C order: their bits as unsigned integers."""
+    u = _BITS[o.dtype.itemsize]
+    np.positive(s.view(u), out=o.view(u), order="C")
+
+
+def copyto(d, s):
+    """np.copyto(d, s, casting="unsafe") in parallel; False (nothing done) when d and s overlap."""
+    if isinstance(s, np.ndarray) and np.may_share_memory(d, s):
+        return False
+    same = isinstance(s, np.ndarray) and s.dtype == d.dtype and d.dtype.itemsize in _BITS
+    return elementwise(_copy_kernel, d, (s,), ordered=_bit_copy if same else None)
+
+
+_resize(_usable_cores())

@@ -1,0 +1,536 @@
+"""The CPU backend's thread pool (tensorlab/backends/cpu/parallel.py): tl.get_num_threads /
+tl.set_num_threads as torch's, results independent of the thread count (bit-identical for
+elementwise ops and copies, one fixed blocking for reductions), exceptions from workers, calls
+from two threads at once, from inside a pool worker and while the pool is busy, and fault
+injection in a large op. The pool is the CPU backend's, so these tests run on the CPU only."""
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import tensorlab as tl
+import tensorlab.nn.functional as F
+from tensorlab.backends.cpu import parallel
+from tensorlab.testing import InjectedFault, assert_unchanged, inject_fault, snapshot
+
+BIG = 1 << 19          # elements: above parallel.PARALLEL_MIN and reduction.BLOCKED_MIN
+THREADS = (1, 2, 3)
+
+
+@pytest.fixture(autouse=True)
+def _restore_threads():
+    n = tl.get_num_threads()
+    yield
+    tl.set_num_threads(n)
+
+
+def rand(*shape, seed=0, dtype=np.float32):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def each_thread_count(fn):
+    """fn()'s results (NumPy arrays) with 1, 2 and 3 threads."""
+    out = []
+    for n in THREADS:
+        tl.set_num_threads(n)
+        out.append(fn())
+    return out
+
+
+def same_bits(results):
+    first = results[0]
+    for r in results[1:]:
+        assert r.dtype == first.dtype and r.shape == first.shape
+        assert r.tobytes() == first.tobytes()
+
+
+# -- the thread count ---------------------------------------------------------------------------------
+
+def test_default_is_usable_cores():
+    assert tl.get_num_threads() == len(os.sched_getaffinity(0))
+
+
+@pytest.fixture
+def torch_threads(torch):
+    """torch, with its thread count put back afterwards."""
+    n = torch.get_num_threads()
+    yield torch
+    torch.set_num_threads(n)
+
+
+def test_set_get_num_threads(torch_threads):
+    torch = torch_threads
+    for n in (1, 3, 2):
+        tl.set_num_threads(n)
+        torch.set_num_threads(n)
+        assert tl.get_num_threads() == n == torch.get_num_threads()
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "2", True, None])
+def test_set_num_threads_errors_as_torch(bad, torch):
+    with pytest.raises(RuntimeError) as ours:
+        tl.set_num_threads(bad)
+    with pytest.raises(RuntimeError) as theirs:
+        torch.set_num_threads(bad)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_numpy_int_and_overflow_as_torch(torch_threads):
+    torch = torch_threads
+    tl.set_num_threads(np.int64(3))
+    torch.set_num_threads(np.int64(3))
+    assert tl.get_num_threads() == 3 == torch.get_num_threads()
+    with pytest.raises(ValueError) as ours:
+        tl.set_num_threads(1 << 31)
+    with pytest.raises(ValueError) as theirs:
+        torch.set_num_threads(1 << 31)
+    assert str(ours.value) == str(theirs.value)
+    assert tl.get_num_threads() == 3
+
+
+def test_bad_thread_count_keeps_the_old_one():
+    tl.set_num_threads(2)
+    with pytest.raises(RuntimeError, match="positive integer"):
+        tl.set_num_threads(0)
+    assert tl.get_num_threads() == 2
+
+
+def test_pool_size_follows(monkeypatch):
+    tl.set_num_threads(3)
+    x = tl.from_numpy(rand(BIG))
+    (x + x).sum()  # starts the workers
+    assert sum(w.is_alive() for w in parallel._workers) == 2
+    tl.set_num_threads(1)
+    assert parallel._workers == []
+
+
+def test_blas_threads_follow():
+    if not parallel.blas_follows():
+        pytest.skip("NumPy's BLAS exposes no thread control here")
+    tl.set_num_threads(1)
+    assert parallel.blas_num_threads() == 1
+    tl.set_num_threads(2)
+    assert parallel.blas_num_threads() == min(2, len(os.sched_getaffinity(0)))
+    tl.set_num_threads(1)
+    a = rand(256, 256)
+    np.testing.assert_allclose((tl.from_numpy(a) @ tl.from_numpy(a)).numpy(), a @ a, rtol=1e-5, atol=1e-4)
+
+
+# -- elementwise: bit-identical whatever the thread count ---------------------------------------------
+
+A = rand(BIG + 7, seed=1)
+B = rand(BIG + 7, seed=2) + 3
+M = rand(1024, 769, seed=3)
+Q = rand(769, 1024, seed=4)
+
+UNARY = ["exp", "log", "sin", "tanh", "sqrt", "sigmoid", "relu", "neg", "abs", "rsqrt", "erf", "expm1"]
+
+
+@pytest.mark.parametrize("op", UNARY)
+def test_unary_bit_identical(op):
+    x = tl.from_numpy(np.abs(A) if op in ("log", "sqrt", "rsqrt") else A)
+    same_bits(each_thread_count(lambda: getattr(x, op)().numpy()))
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "pow", "maximum", "atan2", "eq", "remainder"])
+def test_binary_bit_identical(op):
+    x, y = tl.from_numpy(A), tl.from_numpy(B)
+    same_bits(each_thread_count(lambda: getattr(tl, op)(x, y).numpy()))
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("where", lambda x, y: tl.where(x > 0, x, y)), ("clamp", lambda x, y: x.clamp(-0.5, 0.5)),
+    ("lerp", lambda x, y: tl.lerp(x, y, 0.3)), ("addcmul", lambda x, y: tl.addcmul(x, x, y, value=0.5)),
+    ("masked_fill", lambda x, y: x.masked_fill(y > 3, 1.0)), ("gelu", lambda x, y: tl.nn.functional.gelu(x)),
+    ("half_add", lambda x, y: x.half() + y.half()), ("int_floordiv", lambda x, y: (x * 100).int() // 7),
+])
+def test_ternary_and_mixed_bit_identical(name, fn):
+    x, y = tl.from_numpy(A), tl.from_numpy(B)
+    same_bits(each_thread_count(lambda: fn(x, y).numpy()))
+
+
+def test_plain_ops_match_numpy_bits():
+    x, y = tl.from_numpy(A), tl.from_numpy(B)
+    for n in THREADS:
+        tl.set_num_threads(n)
+        assert (x + y).numpy().tobytes() == (A + B).tobytes()
+        assert (x * y).numpy().tobytes() == (A * B).tobytes()
+        assert x.exp().numpy().tobytes() == np.exp(A).tobytes()
+        assert (x / y).numpy().tobytes() == (A / B).tobytes()
+
+
+def test_transposed_and_broadcast_operands():
+    m, q = tl.from_numpy(M), tl.from_numpy(Q)
+    row = tl.from_numpy(M[0].copy())
+    col = tl.from_numpy(M[:, :1].copy())
+    for n in THREADS:
+        tl.set_num_threads(n)
+        assert (m + q.T).numpy().tobytes() == np.ascontiguousarray(M + Q.T).tobytes()
+        assert (q.T * m).numpy().tobytes() == np.ascontiguousarray(Q.T * M).tobytes()
+        assert (m + row).numpy().tobytes() == (M + M[0]).tobytes()
+        assert (m - col).numpy().tobytes() == (M - M[:, :1]).tobytes()
+        np.testing.assert_array_equal(q.T.contiguous().numpy(), Q.T)
+        np.testing.assert_array_equal(q.T.exp().numpy(), np.exp(Q.T))
+        np.testing.assert_array_equal(tl.where(m > 0, m, q.T).numpy(), np.where(M > 0, M, Q.T))
+        np.testing.assert_array_equal(m[:, ::2].add(1.5).numpy(), M[:, ::2] + np.float32(1.5))
+
+
+def test_fill_and_zero_bit_identical():
+    for n in THREADS:
+        tl.set_num_threads(n)
+        t = tl.empty(BIG + 3)
+        t.fill_(2.5)
+        np.testing.assert_array_equal(t.numpy(), np.full(BIG + 3, 2.5, np.float32))
+        u = tl.from_numpy(M.copy()).T
+        u.zero_()
+        assert not u.numpy().any()
+        v = tl.empty(BIG, dtype=tl.int8)
+        v.fill_(-3)
+        assert (v.numpy() == -3).all()
+
+
+def test_transposed_edges_and_batches():
+    """Shapes that are not multiples of the tile, a batch dim, and float64/int8/bool copies."""
+    X = rand(3, 301, 517, seed=5)
+    x = tl.from_numpy(X)
+    for n in THREADS:
+        tl.set_num_threads(n)
+        np.testing.assert_array_equal((x.transpose(1, 2) + x.transpose(1, 2).contiguous()).numpy(),
+                                      X.transpose(0, 2, 1) * 2)
+        for dt, np_dt in ((tl.float64, np.float64), (tl.int8, np.int8), (tl.bool, np.bool_)):
+            y = x.to(dt)
+            np.testing.assert_array_equal(y.transpose(0, 2).contiguous().numpy(),
+                                          X.astype(np_dt).transpose(2, 1, 0))
+
+
+def test_inplace_transposed_copy_and_overlap():
+    for n in THREADS:
+        tl.set_num_threads(n)
+        t = tl.zeros(769, 1024)
+        t.copy_(tl.from_numpy(Q).T.T)
+        np.testing.assert_array_equal(t.numpy(), Q)
+        s = tl.from_numpy(np.arange(BIG, dtype=np.float32))
+        s[1:] += s[:-1].clone()
+        expected = np.arange(BIG, dtype=np.float32)
+        expected[1:] += np.arange(BIG - 1, dtype=np.float32)
+        np.testing.assert_array_equal(s.numpy(), expected)
+        u = tl.from_numpy(M.copy())
+        u.add_(u)  # the output is the operand's own view: split safely
+        np.testing.assert_array_equal(u.numpy(), M + M)
+        with pytest.raises(RuntimeError, match="single memory location"):  # as torch: the front end refuses
+            u.add_(u[:, :1])
+
+
+def test_overlapping_output_is_left_to_one_call():
+    """An output overlapping an operand other than as its own view is never split (a piece
+    could read what another already wrote): elementwise/copyto decline and do nothing."""
+    tl.set_num_threads(2)
+    v = rand(800, 800, seed=6)
+    called = []
+    assert parallel.elementwise(lambda o, a, b: called.append(1), v, (v, v.T)) is False
+    assert parallel.copyto(v[1:], v[:-1]) is False
+    assert called == []
+    assert parallel.elementwise(lambda o, a: np.add(a, 1, out=o), v, (v,)) is True  # its own view: split
+
+
+def test_batched_small_matmuls_bit_identical(torch):
+    """A stack of small products (attention heads) is spread over the pool by batch blocks."""
+    q, k = rand(16, 12, 64, 32, seed=20), rand(16, 12, 32, 64, seed=21)
+    x, y = tl.from_numpy(q), tl.from_numpy(k)
+    results = each_thread_count(lambda: (x @ y).numpy())
+    same_bits(results)
+    np.testing.assert_allclose(results[0], (torch.from_numpy(q) @ torch.from_numpy(k)).numpy(), rtol=1e-5, atol=1e-5)
+    h = x.half()
+    same_bits(each_thread_count(lambda: (h @ y.half()).numpy()))
+    one = tl.from_numpy(q[:1])  # batch 1: the heads dim is split
+    same_bits(each_thread_count(lambda: (one @ y[:1]).numpy()))
+    np.testing.assert_array_equal((one @ y[:1]).numpy(), results[0][:1])
+    bcast = tl.from_numpy(k[0, 0])  # a broadcast right operand (stride-0 batch dims)
+    same_bits(each_thread_count(lambda: (x @ bcast).numpy()))
+    np.testing.assert_allclose((x @ bcast).numpy(), q @ k[0, 0], rtol=1e-5, atol=1e-5)
+
+
+# -- reductions: one fixed blocking ---------------------------------------------------------------------
+
+R = rand(1 << 20, seed=7) * 3 + 1
+R2 = R.reshape(1024, 1024)
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("sum", lambda x: x.sum()), ("mean", lambda x: x.mean()), ("prod", lambda x: (x * 1e-5 + 1).prod()),
+    ("amax", lambda x: x.amax()), ("amin", lambda x: x.amin()), ("norm", lambda x: x.norm()),
+    ("norm1", lambda x: x.norm(1)), ("norm3", lambda x: x.norm(3)), ("var", lambda x: x.var()),
+    ("std", lambda x: x.std(correction=0)), ("logsumexp", lambda x: x.logsumexp(0)),
+    ("count_nonzero", lambda x: x.count_nonzero()), ("half_sum", lambda x: x.half().sum()),
+    ("int_sum", lambda x: (x * 100).long().sum()),
+])
+def test_full_reduction_deterministic(name, fn, torch):
+    x = tl.from_numpy(R)
+    results = each_thread_count(lambda: fn(x).numpy())
+    same_bits(results)
+    # against torch in float64 (torch's float32 norms accumulate in float32 and are 1e-4 off here)
+    # (prod and the half sum: against torch's own float32 / float16 result, the rounding of the
+    # factors being part of the answer)
+    expected = fn(torch.from_numpy(R if name in ("half_sum", "prod") else R.astype(np.float64)))
+    rtol = {"half_sum": 1e-2, "prod": 1e-3}.get(name, 2e-5)
+    np.testing.assert_allclose(results[0].astype(np.float64), expected.double().numpy(), rtol=rtol)
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "var", "norm", "logsumexp", "softmax", "log_softmax"])
+def test_dim_reduction_deterministic(op, dim, torch):
+    x = tl.from_numpy(R2)
+
+    def ours(t):
+        return t.norm(dim=dim) if op == "norm" else getattr(t, op)(dim)
+    results = each_thread_count(lambda: ours(x).numpy())
+    same_bits(results)
+    np.testing.assert_allclose(results[0], ours(torch.from_numpy(R2)).numpy(), rtol=2e-5, atol=1e-6)
+
+
+def test_fixed_blocking_does_not_depend_on_threads(monkeypatch):
+    """The blocks (and so the bits) depend on the size only: a sum whose blocks would be summed
+    differently if the thread count mattered still agrees with itself and with float64."""
+    x = tl.from_numpy(np.full(3 * (1 << 19) + 5, 0.1, np.float32))
+    results = each_thread_count(lambda: x.sum().numpy())
+    same_bits(results)
+    assert abs(float(results[0]) - 0.1 * x.numel()) < 1e-3 * x.numel() * 0.1
+
+
+def test_composites_match_torch(torch):
+    X = rand(2048, 512, seed=8)
+    T = np.random.default_rng(9).integers(0, 512, 2048)
+    w, b = rand(512, seed=10), rand(512, seed=11)
+    tx, tt, tw, tb = map(torch.from_numpy, (X, T, w, b))
+    for n in THREADS:
+        tl.set_num_threads(n)
+        x = tl.from_numpy(X).requires_grad_()
+        lw = tl.from_numpy(w).requires_grad_()
+        lb = tl.from_numpy(b).requires_grad_()
+        y = F.layer_norm(x, (512,), lw, lb)
+        y.sum().backward()
+        rx, rw, rb = tx.clone().requires_grad_(), tw.clone().requires_grad_(), tb.clone().requires_grad_()
+        ry = torch.nn.functional.layer_norm(rx, (512,), rw, rb)
+        ry.sum().backward()
+        np.testing.assert_allclose(y.detach().numpy(), ry.detach().numpy(), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(x.grad.numpy(), rx.grad.numpy(), rtol=1e-3, atol=1e-4)
+        np.testing.assert_allclose(lw.grad.numpy(), rw.grad.numpy(), rtol=1e-4, atol=1e-3)
+        np.testing.assert_allclose(lb.grad.numpy(), rb.grad.numpy(), rtol=1e-4, atol=1e-3)
+        loss = F.cross_entropy(tl.from_numpy(X), tl.from_numpy(T))
+        np.testing.assert_allclose(loss.item(), torch.nn.functional.cross_entropy(tx, tt).item(), rtol=1e-5)
+
+
+def test_layer_norm_grads_deterministic():
+    X = rand(2048, 512, seed=12)
+
+    def run():
+        x = tl.from_numpy(X).requires_grad_()
+        w = tl.ones(512, requires_grad=True)
+        b = tl.zeros(512, requires_grad=True)
+        (F.layer_norm(x, (512,), w, b) * tl.from_numpy(X)).sum().backward()
+        return np.concatenate([x.grad.numpy().ravel(), w.grad.numpy(), b.grad.numpy()])
+    same_bits(each_thread_count(run))
+
+
+# -- the pool: exceptions, nesting, concurrency, faults --------------------------------------------------
+
+class Boom(Exception):
+    pass
+
+
+def test_worker_exception_propagates_with_its_type():
+    tl.set_num_threads(3)
+    ran = []
+
+    def task(i):
+        ran.append(i)
+        if i == 5:
+            raise Boom(f"task {i}")
+    with pytest.raises(Boom, match="task 5"):
+        parallel.run(40, task)
+    assert 5 in ran
+    out = []
+    parallel.run(10, out.append)  # the pool still works
+    assert sorted(out) == list(range(10))
+
+
+def test_exception_from_a_kernel_piece_propagates():
+    tl.set_num_threads(2)
+    o = np.zeros(BIG, np.float32)
+    calls = []
+
+    def kernel(out, a):
+        calls.append(out.size)
+        if len(calls) == 3:
+            raise MemoryError("piece 3")
+        np.add(a, 1, out=out)
+    with pytest.raises(MemoryError, match="piece 3"):
+        parallel.elementwise(kernel, o, (A[:BIG],))
+    x = tl.from_numpy(A)
+    np.testing.assert_array_equal((x + 1).numpy(), A + np.float32(1))
+
+
+def test_nested_call_from_a_worker_runs_serially():
+    tl.set_num_threads(2)
+    x = tl.from_numpy(A)
+    results = [None] * 4
+
+    def task(i):
+        assert parallel._local.__dict__.get("worker", False) or threading.current_thread() is threading.main_thread()
+        results[i] = (x * float(i)).sum().item()
+    parallel.run(4, task)
+    for i in range(4):
+        assert results[i] == (x * float(i)).sum().item()
+
+
+def test_two_threads_at_once():
+    tl.set_num_threads(2)
+    x, y = tl.from_numpy(A), tl.from_numpy(B)
+    m = tl.from_numpy(M)
+    expected = (A + B, np.ascontiguousarray(M.T) * 2, tl.from_numpy(A).sum().item())
+    errors = []
+
+    def worker():
+        try:
+            for _ in range(6):
+                np.testing.assert_array_equal((x + y).numpy(), expected[0])
+                np.testing.assert_array_equal((m.T + m.T).numpy(), expected[1])
+                assert x.sum().item() == expected[2]
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads), "deadlock"
+    assert not errors, errors
+
+
+def test_call_while_the_pool_is_busy():
+    tl.set_num_threads(3)
+    release = threading.Event()
+    started = threading.Barrier(4)  # both workers, the blocked caller and this thread
+
+    def hold(i):
+        if i < 3:
+            started.wait(10)
+            release.wait(30)
+    holder = threading.Thread(target=parallel.run, args=(3, hold))
+    holder.start()
+    started.wait(10)
+    try:
+        x, y = tl.from_numpy(A), tl.from_numpy(B)
+        done = []
+        t = threading.Thread(target=lambda: done.append(((x * y).numpy(), x.sum().item())))
+        t.start()
+        t.join(30)  # every worker is held: the caller does all the work itself
+        assert not t.is_alive(), "deadlock while the pool was busy"
+        np.testing.assert_array_equal(done[0][0], A * B)
+    finally:
+        release.set()
+        holder.join(30)
+    assert not holder.is_alive()
+
+
+FAULT_CASES = {
+    "add_": lambda x, y, q: x.add_(y),
+    "exp_": lambda x, y, q: x.exp_(),
+    "mul_": lambda x, y, q: x.mul_(2.0),
+    "transposed copy_": lambda x, y, q: q.copy_(tl.from_numpy(Q).T),
+    "transposed add out=": lambda x, y, q: tl.add(tl.from_numpy(Q).T, 1.0, out=q),
+    "softmax": lambda x, y, q: F.softmax(x.view(-1, 5), 1),
+    "sum": lambda x, y, q: x.sum(),
+}
+
+
+@pytest.mark.parametrize("case", FAULT_CASES)
+def test_fault_in_a_large_op_leaves_everything_unchanged(case):
+    """Every alloc/copy/launch of a large (parallel) op in turn raises: nothing changes, and the
+    pool works afterwards."""
+    tl.set_num_threads(2)
+    fn = FAULT_CASES[case]
+
+    def fresh():
+        return tl.from_numpy(A.copy()), tl.from_numpy(B.copy()), tl.zeros(1024, 769)
+    n = 1
+    while True:
+        x, y, q = fresh()
+        snap = snapshot(x, y, q)
+        with inject_fault("any", n) as plan:
+            try:
+                fn(x, y, q)
+            except InjectedFault:
+                pass
+        if not plan.fired:
+            break
+        assert_unchanged(snap)
+        n += 1
+    assert n > 1  # at least one event was injected
+    x, y, q = fresh()
+    fn(x, y, q)  # the pool is usable afterwards and the op completes
+    if case == "add_":
+        np.testing.assert_array_equal(x.numpy(), A + B)
+    elif case in ("transposed copy_",):
+        np.testing.assert_array_equal(q.numpy(), Q.T)
+    elif case == "transposed add out=":
+        np.testing.assert_array_equal(q.numpy(), Q.T + np.float32(1))
+
+
+def test_small_ops_stay_serial(monkeypatch):
+    """Below the threshold nothing reaches the pool."""
+    calls = []
+    monkeypatch.setattr(parallel, "run", lambda n, fn: calls.append(n))
+    x = tl.from_numpy(rand(1000))
+    (x + x).exp().sum()
+    F.softmax(x.view(10, 100), 1)
+    assert calls == []
+
+
+def test_interrupt_in_the_caller_waits_for_running_tasks():
+    """KeyboardInterrupt raised in the calling thread's own task: the caller re-raises it only
+    after the tasks already running elsewhere finished, and the rest never start."""
+    tl.set_num_threads(3)
+    caller = threading.get_ident()
+    state = {"started": 0, "finished": 0}
+    lock = threading.Lock()
+    others_running = threading.Barrier(3)
+
+    def task(i):
+        with lock:
+            state["started"] += 1
+        if threading.get_ident() == caller:
+            others_running.wait(10)
+            raise KeyboardInterrupt
+        others_running.wait(10)
+        import time
+        time.sleep(0.05)
+        with lock:
+            state["finished"] += 1
+    with pytest.raises(KeyboardInterrupt):
+        parallel.run(50, task)
+    assert state["finished"] == state["started"] - 1 == 2  # both workers' tasks completed, no more began
+    out = []
+    parallel.run(8, out.append)
+    assert sorted(out) == list(range(8))
+
+
+def test_no_floating_point_warnings_from_large_ops():
+    """The pool's pieces keep the primitives' error state: -inf rows, overflow, 0/0 stay quiet."""
+    import warnings
+    X = rand(1024, 1024, seed=30)
+    X[3] = -np.inf
+    X[5, 7] = np.inf
+    x = tl.from_numpy(X)
+    for n in THREADS:
+        tl.set_num_threads(n)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            F.log_softmax(x, 1)
+            F.softmax(x, 1)
+            (x * 1e38 * 1e38).sum()
+            (x - x).div(x - x)
+            x.logsumexp(1)
+            x.var(0)
+            x.exp().sum(1)
