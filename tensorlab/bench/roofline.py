@@ -9,7 +9,8 @@ drawn against (`roof_at`, log-log interpolation between sweep points).
 
 Each point is min-of-repeats of `number` calls, minus the time of a 64-byte copy (the per-call
 cost of reaching memcpy from Python, or of queuing a copy on CUDA), so small copies report the
-cache's bandwidth rather than the call's overhead."""
+cache's bandwidth rather than the call's overhead. The rates are made non-increasing with the
+footprint (a dip below a larger footprint's rate is another process taking the core)."""
 from __future__ import annotations
 
 import math
@@ -57,6 +58,10 @@ def copy_sweep(device, sizes_bytes, repeat=5, target_s=5e-4):
             continue
         foot.append(2 * s)
         rate.append(2 * s / net / 1e9)
+    # a larger footprint never copies faster than a smaller one (it lives in the same or a slower
+    # level): a dip below a larger footprint's rate is noise (another process took the core)
+    for k in range(len(rate) - 2, -1, -1):
+        rate[k] = max(rate[k], rate[k + 1])
     how = ("np.copyto memcpy" if device == "cpu" else "cudaMemcpyAsync device-to-device") + \
         (" on the emulated device" if device != "cpu" and backends.cuda_emulated() and not tl.cuda.is_available()
          else "")

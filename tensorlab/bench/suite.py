@@ -227,7 +227,8 @@ def check_result(lib, result, want, tol, what):
 def run_case(lib, workload, host, want, size, s):
     """Check, then time, one implementation on one input; returns the result record."""
     rec = {"device": lib.device, "workload": workload.name, "size": size, "shape": workload.shape(host),
-           "impl": lib.name, "unit": workload.unit, "work": workload.work(host), "error": None}
+           "impl": lib.name, "unit": workload.unit, "work": workload.work(host), "dtype": workload.dtype,
+           "error": None}
     fn = None
     try:
         fn = workload.prepare(lib, host)
