@@ -15,6 +15,7 @@ import numpy as np
 import tensorlab as tl
 from tensorlab import backends
 
+from . import models as model_bench
 from . import overhead, report, suite
 from . import threads as thread_counts
 from .libs import BASELINES, torch_has_cuda, torch_module
@@ -79,6 +80,10 @@ def parser():
                    help="the default CPU threads of tensorlab (tl.set_num_threads, where it exists) and torch "
                         "(torch.set_num_threads); default: each library's own choice. Large CPU cases also run at 1")
     p.add_argument("--no-overhead", action="store_true", help="skip the per-op host overhead rows")
+    p.add_argument("--models", nargs="?", const=",".join(model_bench.MODELS),
+                   type=_name_list(list(model_bench.MODELS)), metavar="NAMES",
+                   help="also time training steps of small models next to torch (same initial weights; the "
+                        f"first-step losses are checked): {','.join(model_bench.MODELS)} (default: all)")
     p.add_argument("--no-plot", action="store_true", help="write the JSON only")
     return p
 
@@ -206,6 +211,9 @@ def main(argv=None):
     progress = Progress()
     over = [] if args.no_overhead else _overhead(devices, mode, baselines, progress)
     peaks, results = suite.run(devices, workloads, s, baselines, progress=progress)
+    trained = []
+    for device in devices if args.models else ():
+        trained += model_bench.measure(args.models, mode, device, progress=lambda what: progress(0, 1, what))
     elapsed = time.perf_counter() - t0
 
     if over:
@@ -216,11 +224,15 @@ def main(argv=None):
     print(report.table(results))
     print()
     print(report.footnotes(results, peaks))
+    if trained:
+        print()
+        print(report.models_table(trained))
+        print(report.models_footnotes(trained))
     doc = {"tool": "tensorlab-bench", "version": tl.__version__, "created": suite.timestamp(), "mode": mode,
            "argv": list(sys.argv[1:] if argv is None else argv), "elapsed_s": elapsed,
            "settings": s._asdict(), "machine": _machine(), "libraries": versions, "cuda": cuda_info,
            "devices": devices, "workloads": workloads, "peaks": peaks, "results": results, "overhead": over,
-           "no_plot": args.no_plot}
+           "models": trained, "no_plot": args.no_plot}
     note = report.cuda_note(doc)
     if note and any(d != "cpu" for d in devices):
         print(note)

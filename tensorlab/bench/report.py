@@ -127,6 +127,35 @@ def overhead_footnotes(records):
     return "\n".join(lines)
 
 
+def models_table(records):
+    """Training-step rows (models.py): median and min per step, threads, torch's median /
+    tensorlab's, and the first-step losses the two libraries computed from the same weights."""
+    head = ["device", "model", "impl", "threads", "median/step", "min/step", "vs torch", "first loss"]
+    rows = []
+    for r in records:
+        ok = r.get("median_s") is not None
+        ratio = r.get("ratios", {}).get("torch")
+        loss = (r.get("losses") or [None])[0]
+        rows.append([r["device"], r["model"], r["impl"], threads_text(r), fmt_time(r["median_s"]) if ok else "error",
+                     fmt_time(r["min_s"]) if ok else "-", "" if ratio is None else f"{ratio:.2f}x",
+                     "-" if loss is None else f"{loss:.6f}"])
+    return _render(head, rows, [(r["device"], r["model"], r["thread_setting"]) for r in records], right_from=3)
+
+
+def models_footnotes(records):
+    lines = ["Models: one optimizer step (zero_grad, forward, loss, backward, step) from the same NumPy-drawn weights "
+             "and data on each library, timed in interleaved rounds at 1 thread and at the default count (torch."
+             "set_num_threads; tl.set_num_threads where tensorlab has it). vs torch: torch's median / tensorlab's "
+             "(below 1x: tensorlab is slower)."]
+    for m in dict.fromkeys(r["model"] for r in records):
+        title = next(r["title"] for r in records if r["model"] == m)
+        lines.append(f"  {m}: {title}")
+    bad = {r["model"]: r["error"] for r in records if r.get("error")}
+    for m, err in bad.items():
+        lines.append(f"  {m} NOT TIMED: {err}")
+    return "\n".join(lines)
+
+
 def crossovers(results):
     """Where tensorlab on a CUDA device beats tensorlab on the CPU, per (workload, CUDA device):
     {"workload", "device", "size" (the smallest common size from which CUDA is faster at every
@@ -294,11 +323,12 @@ def _style_axes(ax, matmul):
     _log_axis(ax.yaxis, *ax.get_ylim())
 
 
-def plot(path, results, peaks, title="", notes=(), overhead=None):
+def plot(path, results, peaks, title="", notes=(), overhead=None, models=None):
     """Write the PNG; returns None, or the reason it was skipped (matplotlib missing). One panel per
     workload (default thread setting), each with the copy roofline at the workload's footprint and,
     where CUDA rows exist, the crossover size from which CUDA beats the CPU; one panel of per-op
-    host overhead when `overhead` records are given; `notes` printed under the figure."""
+    host overhead when `overhead` records are given, one of training steps when `models` records
+    are; `notes` printed under the figure."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -309,7 +339,9 @@ def plot(path, results, peaks, title="", notes=(), overhead=None):
     results = [r for r in results if r.get("thread_setting", "default") == "default"]
     workloads = list(dict.fromkeys(r["workload"] for r in results))
     overhead = [r for r in overhead or [] if r.get("median_s") is not None]
-    panels = len(workloads) + (1 if overhead else 0)
+    trained = [dict(r, threads_label="1 thread" if r.get("thread_setting") == "1" else "default threads")
+               for r in models or [] if r.get("median_s") is not None]
+    panels = len(workloads) + (1 if overhead else 0) + (1 if trained else 0)
     cols = min(4, max(1, panels))
     rows = max(1, math.ceil(panels / cols))
     notes = [n for n in notes if n]
@@ -317,7 +349,7 @@ def plot(path, results, peaks, title="", notes=(), overhead=None):
     FigureCanvasAgg(fig)
     if notes:
         fig.get_layout_engine().set(rect=(0, 0.02 + 0.035 * len(notes) / rows, 1, 1 - 0.02 - 0.035 * len(notes) / rows))
-    impls = list(dict.fromkeys([r["impl"] for r in results] + [r["impl"] for r in overhead]))
+    impls = list(dict.fromkeys([r["impl"] for r in results] + [r["impl"] for r in overhead + trained]))
     colors = {name: f"C{i}" for i, name in enumerate(impls)}
     devices = list(dict.fromkeys(r["device"] for r in results))
     styles = {d: ("-", "o") if d == "cpu" else ("--", "s") for d in devices}
@@ -353,6 +385,9 @@ def plot(path, results, peaks, title="", notes=(), overhead=None):
     if overhead:
         ax = fig.add_subplot(rows, cols, len(workloads) + 1)
         _overhead_panel(ax, overhead, colors)
+    if trained:
+        ax = fig.add_subplot(rows, cols, panels)
+        _models_panel(ax, trained, colors)
     if title:
         fig.suptitle(title, fontsize=9)
     for i, note in enumerate(notes):
@@ -362,33 +397,46 @@ def plot(path, results, peaks, title="", notes=(), overhead=None):
     return None
 
 
-def _overhead_panel(ax, records, colors):
-    """Horizontal bars: median host time per call of each (device, workload), one bar per library."""
-    keys = list(dict.fromkeys((r["device"], r["workload"]) for r in records))
+def _bars(ax, records, key, label, colors, scale):
+    """Horizontal bars of median_s * scale: one group per key(record), one bar per library; a black
+    tick at each group's target_s where a record has one."""
+    keys = list(dict.fromkeys(key(r) for r in records))
     names = list(dict.fromkeys(r["impl"] for r in records))
     height = 0.8 / max(1, len(names))
     for j, name in enumerate(names):
         ys, xs = [], []
-        for i, key in enumerate(keys):
-            r = next((r for r in records if (r["device"], r["workload"]) == key and r["impl"] == name), None)
+        for i, k in enumerate(keys):
+            r = next((r for r in records if key(r) == k and r["impl"] == name), None)
             if r is not None:
                 ys.append(i + j * height)
-                xs.append(r["median_s"] * 1e6)
+                xs.append(r["median_s"] * scale)
         ax.barh(ys, xs, height=height, color=colors.get(name), label=name)
-    for i, key in enumerate(keys):
-        r = next((r for r in records if (r["device"], r["workload"]) == key and r.get("target_s")), None)
+    for i, k in enumerate(keys):
+        r = next((r for r in records if key(r) == k and r.get("target_s")), None)
         if r is not None:
-            ax.plot([r["target_s"] * 1e6] * 2, [i - 0.1, i + 0.8], color="black", lw=0.8)
+            ax.plot([r["target_s"] * scale] * 2, [i - 0.1, i + 0.8], color="black", lw=0.8)
     ax.set_yticks([i + 0.4 - height / 2 for i in range(len(keys))])
-    ax.set_yticklabels([f"{w}\n{d}" + (" (emu)" if any(r.get("emulated") for r in records if r["device"] == d)
-                                        else "") for d, w in keys], fontsize=6)
+    ax.set_yticklabels([label(k) for k in keys], fontsize=6)
     ax.invert_yaxis()
     ax.set_xscale("log")
     _log_axis(ax.xaxis, *ax.get_xlim())
-    ax.set_xlabel("us per call (median; black tick: target)")
-    ax.set_title("per-op host overhead: 8 float32", fontsize=9)
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize=6)
+
+
+def _overhead_panel(ax, records, colors):
+    emulated = {r["device"] for r in records if r.get("emulated")}
+    _bars(ax, records, lambda r: (r["device"], r["workload"]),
+          lambda k: f"{k[1]}\n{k[0]}" + (" (emu)" if k[0] in emulated else ""), colors, 1e6)
+    ax.set_xlabel("us per call (median; black tick: target)")
+    ax.set_title("per-op host overhead: 8 float32", fontsize=9)
+
+
+def _models_panel(ax, records, colors):
+    _bars(ax, records, lambda r: (r["device"], r["model"], r["threads_label"]),
+          lambda k: f"{k[1]}\n{k[0]}, {k[2]}", colors, 1e3)
+    ax.set_xlabel("ms per training step (median)")
+    ax.set_title("training step vs torch (same weights)", fontsize=9)
 
 
 def write(out_dir, doc):
@@ -401,5 +449,5 @@ def write(out_dir, doc):
     ppath = os.path.join(out_dir, PNG_NAME)
     title = f"tensorlab-bench {doc.get('version', '')} ({doc.get('mode', '')}), {doc.get('created', '')}"
     notes = [cuda_note(doc)] + torch_notes(doc)
-    note = plot(ppath, doc["results"], doc["peaks"], title, notes, doc.get("overhead"))
+    note = plot(ppath, doc["results"], doc["peaks"], title, notes, doc.get("overhead"), doc.get("models"))
     return jpath, (None if note else ppath), note
