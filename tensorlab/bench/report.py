@@ -324,18 +324,25 @@ def _style_axes(ax, matmul):
 
 
 def plot(path, results, peaks, title="", notes=(), overhead=None, models=None):
-    """Write the PNG; returns None, or the reason it was skipped (matplotlib missing). One panel per
-    workload (default thread setting), each with the copy roofline at the workload's footprint and,
-    where CUDA rows exist, the crossover size from which CUDA beats the CPU; one panel of per-op
-    host overhead when `overhead` records are given, one of training steps when `models` records
-    are; `notes` printed under the figure."""
+    """Write the PNG; returns None, or the reason it was skipped (matplotlib missing)."""
     try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
+        fig = figure(results, peaks, title, notes, overhead, models)
     except ImportError as e:
         from ..backends.diagnosis import DIST
         return (f"matplotlib is not installed ({e}); no plot written. Install it with "
                 f"pip install '{DIST}[bench]'")
+    fig.savefig(path, dpi=110)
+    return None
+
+
+def figure(results, peaks, title="", notes=(), overhead=None, models=None):
+    """The matplotlib Figure (ImportError without matplotlib): one panel per workload (default
+    thread setting), each with the copy roofline at the workload's footprint and, where CUDA rows
+    exist, the crossover size from which CUDA beats the CPU; one panel of per-op host overhead when
+    `overhead` records are given, one of training steps when `models` records are; `notes` printed
+    under the figure."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
     results = [r for r in results if r.get("thread_setting", "default") == "default"]
     workloads = list(dict.fromkeys(r["workload"] for r in results))
     overhead = [r for r in overhead or [] if r.get("median_s") is not None]
@@ -393,8 +400,7 @@ def plot(path, results, peaks, title="", notes=(), overhead=None, models=None):
     for i, note in enumerate(notes):
         fig.text(0.5, 0.005 + 0.035 * (len(notes) - 1 - i) / rows, note, ha="center", va="bottom", fontsize=8,
                  color="firebrick")
-    fig.savefig(path, dpi=110)
-    return None
+    return fig
 
 
 def _bars(ax, records, key, label, colors, scale):
