@@ -378,6 +378,7 @@ def figure(results, peaks, title="", notes=(), overhead=None, models=None):
             c = cross.get((w, d))
             if c is not None and c["size"] is not None:
                 ax.axvline(c["size"], color="black", ls=":", lw=0.9)
+                ax.axvspan(c["size"], c["sizes"][-1], color="gold", alpha=0.12, lw=0)
                 ax.annotate(f"{d} wins ->", (c["size"], 0.97), xycoords=("data", "axes fraction"), fontsize=6,
                             ha="left", va="top", xytext=(2, 0), textcoords="offset points")
             elif c is not None:
