@@ -337,12 +337,13 @@ def plot(path, results, peaks, title="", notes=(), overhead=None, models=None):
 
 def figure(results, peaks, title="", notes=(), overhead=None, models=None):
     """The matplotlib Figure (ImportError without matplotlib): one panel per workload (default
-    thread setting), each with the copy roofline at the workload's footprint and, where CUDA rows
+    thread setting; the 1-thread rows of large cases as x markers on dotted lines), each with the copy roofline at the workload's footprint and, where CUDA rows
     exist, the crossover size from which CUDA beats the CPU; one panel of per-op host overhead when
     `overhead` records are given, one of training steps when `models` records are; `notes` printed
     under the figure."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    one_thread = [r for r in results if r.get("thread_setting") == "1" and r["error"] is None]
     results = [r for r in results if r.get("thread_setting", "default") == "default"]
     workloads = list(dict.fromkeys(r["workload"] for r in results))
     overhead = [r for r in overhead or [] if r.get("median_s") is not None]
@@ -371,6 +372,11 @@ def figure(results, peaks, title="", notes=(), overhead=None, models=None):
                 if pts:
                     ls, mk = styles[d]
                     ax.plot(*zip(*pts), ls, marker=mk, color=colors[name], label=f"{name} ({d})", markersize=3)
+                pts = sorted((r["size"], r["throughput"]) for r in one_thread
+                             if r["workload"] == w and r["device"] == d and r["impl"] == name)
+                if pts:  # the large cases' 1-thread rows: markers on a thin dotted line
+                    ax.plot(*zip(*pts), ":", marker="x", color=colors[name], lw=0.8, markersize=4,
+                            label=f"{name} ({d}, 1 thread)")
             curve = _roof_curve(peaks.get(d, {}).get("sweep"), [r for r in mine if r["device"] == d]) \
                 if unit == "GB/s" else None
             if curve:
@@ -389,7 +395,12 @@ def figure(results, peaks, title="", notes=(), overhead=None, models=None):
         ax.set_xlabel("n (n x n)" if w == "matmul" else "elements")
         ax.set_ylabel(unit)
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=6)
+    handles = {}
+    for ax in fig.axes:  # one legend for every workload panel: the same libraries and devices everywhere
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    if handles:
+        fig.legend(list(handles.values()), list(handles), loc="outside right upper", fontsize=7)
     if overhead:
         ax = fig.add_subplot(rows, cols, len(workloads) + 1)
         _overhead_panel(ax, overhead, colors)
