@@ -390,6 +390,7 @@ def test_the_figure_has_plain_labels_titles_roofline_crossover_and_note():
     peaks = {"cpu": {"GBps": 30.0, "sweep": sweep}}
     over = [{"device": "cpu", "workload": "add", "impl": n, "median_s": t, "target_s": 2e-6 if n == "tensorlab" else None}
             for n, t in (("tensorlab", 4e-6), ("numpy", 3e-7))]
+    results.append(_rec("cpu", "add", 1 << 22, "tensorlab", 2e-3, thread_setting="1"))  # a 1-thread row
     note = "No CUDA rows: because"
     fig = report.figure(results, peaks, "title", [note], over)
     fig.canvas.draw()
@@ -411,6 +412,11 @@ def test_the_figure_has_plain_labels_titles_roofline_crossover_and_note():
     assert any(t.get_text() == "cuda:0 wins ->" for t in axes[0].texts)
     assert any(t.get_text() == "CPU wins at every size" for t in axes[1].texts)
     assert any(t.get_text() == note for t in fig.texts)
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert {"tensorlab (cpu)", "tensorlab (cpu, 1 thread)", "tensorlab (cuda:0)", "copy at same footprint (cpu)"} <= \
+        set(legend) and len(legend) == len(set(legend))
+    one = next(line for line in axes[0].get_lines() if line.get_label() == "tensorlab (cpu, 1 thread)")
+    assert list(one.get_xdata()) == [1 << 22]
 
 
 def test_roof_at_interpolates_in_log_log():

@@ -94,3 +94,11 @@ def test_models_option_rejects_unknown_names(capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(["--models", "mlp,resnet"])
     assert e.value.code == 2 and "unknown name" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["mlp", "convnet"])
+def test_models_on_cuda_match_the_cpu(name, cuda):
+    losses = models.first_losses(name, "tiny", "cuda:0", steps=2)
+    assert "cpu" in losses
+    models.check_first_loss(losses)
+    np.testing.assert_allclose(losses["tensorlab"], losses["cpu"], rtol=1e-4)

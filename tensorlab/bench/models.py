@@ -257,11 +257,16 @@ def build(name, lib_name, mode="quick", device="cpu"):
 
 
 def first_losses(name, mode="quick", device="cpu", steps=2):
-    """{library: [loss of step 1, ..., step `steps`]} from the same initial weights and data."""
+    """{library: [loss of step 1, ..., step `steps`]} from the same initial weights and data. On a
+    CUDA device also "cpu": the losses of torch on the CPU (tensorlab's where torch is missing), the
+    oracle when torch has no CUDA here."""
     out = {}
     for lib_name in libraries(device):
         _, _, step = build(name, lib_name, mode, device)
         out[lib_name] = [float(step().item()) for _ in range(steps)]
+    if device != "cpu":
+        cpu = first_losses(name, mode, "cpu", steps)
+        out["cpu"] = cpu.get("torch", cpu["tensorlab"])
     return out
 
 
@@ -314,6 +319,7 @@ def measure(names=None, mode="quick", device="cpu", rounds=None, steps=None, pro
                 runners = {}
                 for lib_name, lib in libs.items():
                     rec = {"kind": "model", "model": name, "title": title(name, mode), "device": device,
+                           "emulated": device != "cpu" and not tl.cuda.is_available(),
                            "impl": lib_name, "thread_setting": label,
                            "threads": (thread_counts.tensorlab_threads() if lib is tl else lib.get_num_threads())
                            if device == "cpu" else None,
