@@ -97,6 +97,18 @@ def _clone(mod):
     return lambda x: x["m"].clone()
 
 
+def _mul_inplace(mod):
+    if mod is np or mod.__name__ == "cupy":
+        return lambda x: mod.multiply(x["c"], 1.0, out=x["c"])
+    return lambda x: x["c"].mul_(1.0)
+
+
+def _view_chain(mod):  # issue 20's x.view(2, 4)[1:, None].T on 8 elements
+    if mod is np or mod.__name__ == "cupy":
+        return lambda x: x["a"].reshape(2, 4)[1:, None].T
+    return lambda x: x["a"].view(2, 4)[1:, None].T
+
+
 # workload -> (array module -> function of the inputs dict)
 WORKLOADS = {
     "add": lambda mod: (lambda x: x["a"] + x["b"]),
@@ -110,6 +122,8 @@ WORKLOADS = {
     "view_flat": _flat,
     "transpose": _t,
     "clone": _clone,
+    "mul_inplace": _mul_inplace,
+    "view_chain": _view_chain,
 }
 
 
@@ -174,6 +188,7 @@ def _params():
     return out
 
 
+@pytest.mark.filterwarnings("ignore:The use of `x.T`")  # view_chain's 3-d .T, as the issue writes it
 @pytest.mark.parametrize("device, lib", _params())
 @pytest.mark.parametrize("workload", list(WORKLOADS))
 def test_overhead(benchmark, inputs, results, workload, device, lib):

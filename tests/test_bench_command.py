@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -16,8 +17,9 @@ import pytest
 import tensorlab as tl
 from tensorlab.backends.diagnosis import DIST
 from tensorlab import backends
-from tensorlab.bench import cli, report, suite
-from tensorlab.bench.libs import NumpyLib, TensorlabLib, libraries
+from tensorlab.bench import cli, overhead, report, roofline, suite
+from tensorlab.bench import threads as thread_counts
+from tensorlab.bench.libs import NumpyLib, TensorlabLib, libraries, torch_module
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES, MATMUL_SIZES = [1024, 2048], [8, 16]
@@ -70,12 +72,12 @@ def test_json_holds_every_case_with_consistent_numbers(run):
 def test_the_table_shows_what_the_json_holds(run):
     proc, _, doc = run
     lines = proc.stdout.splitlines()
-    head = next(line for line in lines if line.split()[:2] == ["device", "workload"])
-    for col in ("workload", "size", "impl", "median", "IQR", "throughput", "% peak", "vs numpy"):
+    head = next(line for line in lines if line.split()[:3] == ["device", "workload", "size"])
+    for col in ("workload", "size", "impl", "threads", "median", "IQR", "throughput", "% peak", "% roof", "vs numpy"):
         assert col in head
     for r in doc["results"]:
-        row = [line for line in lines if line.split()[:4] == [r["device"], r["workload"], report.size_text(r),
-                                                              r["impl"]]]
+        row = [line for line in lines if line.split()[:5] == [r["device"], r["workload"], report.size_text(r),
+                                                              r["impl"], report.threads_text(r)]]
         assert len(row) == 1, (r["workload"], r["size"], r["impl"])
         assert report.fmt_time(r["median_s"]) in row[0]
         if r["impl"] == "tensorlab":
@@ -186,3 +188,272 @@ def test_cuda_rows_are_timed_with_events(tmp_path, capsys):
     assert "cudaMemcpyAsync" in doc["peaks"][cuda[0]["device"]]["how"]
     if not tl.cuda.is_available():
         assert "EMULATED" in capsys.readouterr().out
+
+
+# -- threads, roofline, overhead rows (issue 20) ----------------------------------------------------------
+def test_every_row_has_its_thread_count_and_roofline(run):
+    _, _, doc = run
+    torch = torch_module()
+    sweep = doc["peaks"]["cpu"]["sweep"]
+    assert sweep["footprint"] == sorted(sweep["footprint"]) and len(sweep["footprint"]) == len(sweep["GBps"])
+    assert all(b <= a for a, b in zip(sweep["GBps"], sweep["GBps"][1:]))  # non-increasing with the footprint
+    for r in doc["results"]:
+        assert r["thread_setting"] == "default"  # these sizes are below suite.LARGE_SIZE / LARGE_MATMUL
+        want = {"tensorlab": thread_counts.tensorlab_threads(), "numpy": None if r["workload"] == "matmul" else 1,
+                "torch": torch.get_num_threads() if torch is not None else None}[r["impl"]]
+        assert r["threads"] == want, r
+        if r["unit"] == "GB/s":
+            assert r["roof_GBps"] == pytest.approx(roofline.roof_at(sweep, r["work"]))
+            assert r["pct_roof"] == pytest.approx(100 * r["throughput"] / r["roof_GBps"])
+            assert r["dtype"] == ("float32->float16" if r["workload"] == "cast_f16" else "float32")
+        else:
+            assert "pct_roof" not in r
+    assert doc["machine"]["tensorlab_threads"] == thread_counts.tensorlab_threads()
+
+
+def test_the_overhead_rows_are_present_with_ratios_and_targets(run):
+    proc, _, doc = run
+    rows = doc["overhead"]
+    names = [impl.name for impl in overhead.impls("cpu")]
+    assert {(r["workload"], r["impl"]) for r in rows} == {(w, n) for w in overhead.WORKLOADS for n in names}
+    for w in overhead.WORKLOADS:
+        group = {r["impl"]: r for r in rows if r["workload"] == w}
+        for r in group.values():
+            assert r["error"] is None and r["device"] == "cpu" and len(r["times_s"]) == r["rounds"]
+            assert r["median_s"] == pytest.approx(float(np.median(r["times_s"]))) and r["min_s"] == min(r["times_s"])
+        ours = group["tensorlab"]
+        assert ours["target_s"] == overhead.TARGETS["cpu"][w]
+        assert ours["threads"] == thread_counts.tensorlab_threads() and group["numpy"]["threads"] == 1
+        assert set(ours["ratios"]) == set(group) - {"tensorlab"}
+        for name, ratio in ours["ratios"].items():
+            assert ratio == pytest.approx(group[name]["median_s"] / ours["median_s"])
+    lines = proc.stdout.splitlines()
+    head = next(line for line in lines if line.split()[:4] == ["device", "workload", "impl", "threads"])
+    assert "min" in head and "target" in head
+    for r in rows:
+        row = [line for line in lines if line.split()[:4] == [r["device"], r["workload"], r["impl"], r["threads"] and
+                                                              str(r["threads"])]]
+        assert len(row) == 1 and report.fmt_time(r["median_s"]) in row[0], r
+        if r["impl"] == "tensorlab":
+            assert ("met" if r["median_s"] <= r["target_s"] else "MISSED") in row[0]
+
+
+@pytest.mark.filterwarnings("ignore:The use of `x.T`")
+@pytest.mark.parametrize("workload", list(overhead.WORKLOADS))
+def test_overhead_workloads_compute_what_numpy_does(workload):
+    for impl in overhead.impls("cpu"):
+        fn = impl.make(workload)
+        overhead._check(impl, workload, fn)  # raises on a wrong result
+    wrong = overhead.Impl("wrong", "cpu", np.array, {workload: lambda a, b: (lambda: a * 3)}, np.asarray)
+    with pytest.raises(AssertionError, match="differs from NumPy"):
+        overhead._check(wrong, workload, wrong.make(workload))
+
+
+def test_a_broken_overhead_implementation_is_reported_not_timed(monkeypatch):
+    real = overhead.impls
+
+    def impls(device, baselines=None):
+        out = real(device, ["numpy"])
+        out.append(overhead.Impl("broken", device, np.array, {"add": lambda a, b: (lambda: 1 / 0)}, np.asarray))
+        return out
+    monkeypatch.setattr(overhead, "impls", impls)
+    rows = overhead.measure("cpu", ["add"], rounds=2, number=3)
+    broken = next(r for r in rows if r["impl"] == "broken")
+    assert broken["error"].startswith("ZeroDivisionError") and "median_s" not in broken
+    ours = next(r for r in rows if r["impl"] == "tensorlab")
+    assert set(ours["ratios"]) == {"numpy"}
+
+
+@pytest.fixture
+def fake_threads(monkeypatch):
+    """tl.get_num_threads/set_num_threads as another engineer adds them: a count of 2 by default."""
+    state = {"n": 2, "calls": []}
+
+    def set_num_threads(n):
+        state["calls"].append(n)
+        state["n"] = n
+    monkeypatch.setattr(tl, "get_num_threads", lambda: state["n"], raising=False)
+    monkeypatch.setattr(tl, "set_num_threads", set_num_threads, raising=False)
+    return state
+
+
+def test_large_cases_run_at_one_thread_and_the_default(tmp_path, fake_threads, capsys):
+    assert cli.main(["--tiny", "--devices", "cpu", "--workloads", "add,sum", "--sizes", f"1024,{suite.LARGE_SIZE}",
+                     "--baselines", "numpy", "--no-plot", "--no-overhead", "--out", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / report.JSON_NAME).read_text())
+    got = {(r["workload"], r["size"], r["impl"], r["thread_setting"]): r["threads"] for r in doc["results"]}
+    want = {}
+    for w in ("add", "sum"):
+        want.update({(w, 1024, "tensorlab", "default"): 2, (w, 1024, "numpy", "default"): 1})
+        for setting, n in (("1", 1), ("default", 2)):
+            want.update({(w, suite.LARGE_SIZE, "tensorlab", setting): n, (w, suite.LARGE_SIZE, "numpy", setting): 1})
+    assert got == want
+    assert fake_threads["n"] == 2 and 1 in fake_threads["calls"]  # set to 1, then restored
+    for r in doc["results"]:  # the ratios compare rows of the same setting
+        if r["impl"] == "tensorlab":
+            theirs = next(o for o in doc["results"] if o["impl"] == "numpy" and
+                          (o["workload"], o["size"], o["thread_setting"]) ==
+                          (r["workload"], r["size"], r["thread_setting"]))
+            assert r["ratios"]["numpy"] == pytest.approx(theirs["median_s"] / r["median_s"])
+    text = capsys.readouterr().out
+    assert "at 1 thread and at the default count" in text
+    assert "(quick" not in text and "tensorlab 2 CPU threads)" in text
+
+
+def test_threads_option_sets_tensorlab_and_torch(tmp_path, fake_threads):
+    torch = torch_module()
+    before = torch.get_num_threads() if torch is not None else None
+    try:
+        cli.main(["--tiny", "--devices", "cpu", "--workloads", "add", "--threads", "1", "--no-plot", "--no-overhead",
+                  "--out", str(tmp_path)])
+        doc = json.loads((tmp_path / report.JSON_NAME).read_text())
+        assert {r["threads"] for r in doc["results"] if r["impl"] in ("tensorlab", "torch")} == {1}
+        assert fake_threads["n"] == 1
+    finally:
+        if torch is not None:
+            torch.set_num_threads(before)
+
+
+def test_without_set_num_threads_only_the_default_runs(monkeypatch):
+    monkeypatch.delattr(tl, "set_num_threads", raising=False)
+    monkeypatch.delattr(tl, "get_num_threads", raising=False)
+    assert thread_counts.tensorlab_threads() == 1 and not thread_counts.can_set_tensorlab_threads()
+    assert thread_counts.variants(4) == [("default", None)]
+    s = suite.settings("tiny", sizes=[suite.LARGE_SIZE])._replace(thread_variants=True)
+    assert {c[4] for c in suite.plan(["cpu"], ["add"], s, ["numpy"])} == {("default", None)}
+
+
+# -- report formatting and the plot ---------------------------------------------------------------------
+def test_tick_and_size_labels_are_plain():
+    assert [report.plain_number(v) for v in (0.05, 0.2, 1.0, 2.0, 20.0, 2000.0, 0.0005, 1.5, 0)] == \
+        ["0.05", "0.2", "1", "2", "20", "2000", "0.0005", "1.5", "0"]
+    assert [report.size_tick(v) for v in (4096, 65536, 1 << 20, 4 << 20, 1000)] == ["4Ki", "64Ki", "1Mi", "4Mi", "1000"]
+    assert [report.size_tick(v, matmul=True) for v in (64, 256.0)] == ["64", "256"]
+    assert report.log_subs(1, 100) == (1.0, 2.0, 5.0) and report.log_subs(0.01, 1000) == (1.0,)
+
+
+def _rec(device, workload, size, impl, median_s, **kw):
+    r = {"device": device, "workload": workload, "size": size, "impl": impl, "median_s": median_s, "error": None,
+         "unit": "GB/s", "work": 12 * size, "throughput": 12 * size / median_s / 1e9, "dtype": "float32",
+         "thread_setting": "default", "threads": 1 if device == "cpu" else None, "iqr_s": 0.0}
+    r.update(kw)
+    return r
+
+
+SIZES_X = [1 << 12, 1 << 16, 1 << 20, 1 << 22]
+
+
+def _fake_results():
+    """CPU time is 1 us + 1 ns per element, CUDA's 100 us + 0.1 ns per element: CUDA wins from 1Mi (add);
+    the CPU's sum (0.1 ns per element) wins everywhere."""
+    out = []
+    for n in SIZES_X:
+        out.append(_rec("cpu", "add", n, "tensorlab", 1e-6 + n * 1e-9))
+        out.append(_rec("cpu", "add", n, "numpy", 1e-6 + n * 1e-9))
+        out.append(_rec("cuda:0", "add", n, "tensorlab", 100e-6 + n * 1e-10))
+        out.append(_rec("cpu", "sum", n, "tensorlab", 1e-6 + n * 1e-10))
+        out.append(_rec("cuda:0", "sum", n, "tensorlab", 20e-6 + n * 1e-10))
+    return out
+
+
+def test_crossover_is_the_size_from_which_cuda_wins():
+    got = {c["workload"]: c for c in report.crossovers(_fake_results())}
+    assert got["add"]["size"] == 1 << 20 and got["add"]["text"] == "add: cuda:0 wins from 1Mi on"
+    assert got["sum"]["size"] is None and "the CPU wins at every size" in got["sum"]["text"]
+    assert report.crossovers([r for r in _fake_results() if r["device"] == "cpu"]) == []
+    assert "crossover: add: cuda:0 wins from 1Mi on" in report.footnotes(_fake_results(), {})
+
+
+def test_cuda_note_says_why_rows_are_missing():
+    reason = "no NVIDIA driver on this machine (libcuda.so.1 not found)"
+    cpu_only = [r for r in _fake_results() if r["device"] == "cpu"]
+    doc = {"results": cpu_only, "devices": ["cpu"], "cuda": {"available": False, "reason": reason}}
+    assert report.cuda_note(doc) == f"No CUDA rows: {reason}"
+    doc["cuda"] = {"available": False, "reason": None, "emulated_available": True}
+    assert "emulation driver does not count as a GPU" in report.cuda_note(doc)
+    doc["cuda"] = {"available": True, "reason": None}
+    assert "limited to the CPU (--devices)" in report.cuda_note(doc)
+    doc = {"results": _fake_results(), "devices": ["cpu", "cuda:0"], "cuda": {"available": True}}
+    assert report.cuda_note(doc) is None
+    doc["cuda"] = {"available": False, "emulated": True}
+    assert "EMULATED" in report.cuda_note(doc)
+    libs = {"torch": "2.13.0+cpu", "torch_cuda": False}
+    assert report.torch_notes({"libraries": libs, "devices": ["cpu", "cuda:0"]}) == \
+        ["torch 2.13.0+cpu is installed without CUDA: no torch line on cuda:0."]
+    assert report.torch_notes({"libraries": dict(libs, torch_cuda=True), "devices": ["cpu", "cuda:0"]}) == []
+
+
+def test_the_figure_has_plain_labels_titles_roofline_crossover_and_note():
+    pytest.importorskip("matplotlib")
+    results = _fake_results()
+    sweep = {"footprint": [1 << 14, 1 << 20, 1 << 26], "GBps": [200.0, 100.0, 30.0]}
+    peaks = {"cpu": {"GBps": 30.0, "sweep": sweep}}
+    over = [{"device": "cpu", "workload": "add", "impl": n, "median_s": t, "target_s": 2e-6 if n == "tensorlab" else None}
+            for n, t in (("tensorlab", 4e-6), ("numpy", 3e-7))]
+    results.append(_rec("cpu", "add", 1 << 22, "tensorlab", 2e-3, thread_setting="1"))  # a 1-thread row
+    note = "No CUDA rows: because"
+    fig = report.figure(results, peaks, "title", [note], over)
+    fig.canvas.draw()
+    axes = fig.axes
+    titles = [ax.get_title() for ax in axes]
+    assert titles[:2] == ["add: float32, cpu + cuda:0", "sum: float32, cpu + cuda:0"]
+    assert titles[2].startswith("per-op host overhead")
+    sizes = {report.fmt_size(n) for n in SIZES_X} | {report.fmt_size(1 << k) for k in range(8, 26)}
+    for ax in axes[:2]:
+        xlabels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+        assert xlabels and set(xlabels) <= sizes, xlabels
+        ylabels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+        assert ylabels and all(lab.replace(".", "").isdigit() for lab in ylabels), ylabels
+        labels = [line.get_label() for line in ax.get_lines()]
+        assert "copy at same footprint (cpu)" in labels and "tensorlab (cuda:0)" in labels
+    roof = next(line for line in axes[0].get_lines() if line.get_label() == "copy at same footprint (cpu)")
+    xs, ys = roof.get_data()
+    assert ys[0] == pytest.approx(roofline.roof_at(sweep, 12 * xs[0]))
+    assert any(t.get_text() == "cuda:0 wins ->" for t in axes[0].texts)
+    assert any(t.get_text() == "CPU wins at every size" for t in axes[1].texts)
+    assert any(t.get_text() == note for t in fig.texts)
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert {"tensorlab (cpu)", "tensorlab (cpu, 1 thread)", "tensorlab (cuda:0)", "copy at same footprint (cpu)"} <= \
+        set(legend) and len(legend) == len(set(legend))
+    one = next(line for line in axes[0].get_lines() if line.get_label() == "tensorlab (cpu, 1 thread)")
+    assert list(one.get_xdata()) == [1 << 22]
+
+
+def test_roof_at_interpolates_in_log_log():
+    sweep = {"footprint": [1 << 10, 1 << 20], "GBps": [100.0, 10.0]}
+    assert roofline.roof_at(sweep, 1 << 5) == 100.0 and roofline.roof_at(sweep, 1 << 30) == 10.0
+    assert roofline.roof_at(sweep, 1 << 15) == pytest.approx(math.sqrt(100.0 * 10.0))
+    assert roofline.roof_at({"footprint": [], "GBps": []}, 1024) is None
+    got = roofline.sweep_bytes([1024, 4096], step=4)  # copies of S bytes touch 2S: cover sum's 4n to add's 12n
+    assert got == [2048, 8192, 32768] and 2 * got[0] <= 4 * 1024 and 2 * got[-1] >= 12 * 4096
+
+
+# -- the emulation driver's kernel record and the CUDA overhead rows -----------------------------------------
+def test_emulation_driver_records_each_kernel_launch(cuda):
+    from tensorlab.backends.cuda.active import driver
+    if getattr(driver, "name", "") != "emulation":
+        pytest.skip("a real GPU: the kernel record is the emulation driver's")
+    a = tl.ones(8, device="cuda")
+    (a + a).sum()  # compile first
+    with driver.kernel_timing() as outer:
+        b = a + a
+        with driver.kernel_timing() as inner:
+            s = b.sum()
+    assert [r[0] for r in inner] and all("reduce" in r[0].lower() or "sum" in r[0].lower() for r in inner), inner
+    assert "Add" in outer[0][0] and outer[1:] == inner
+    assert all(0 < k <= launch for _, k, launch in outer)
+    assert s.item() == 16.0
+    assert getattr(driver._local, "kernel_log", None) is None
+
+
+def test_cuda_overhead_rows_take_the_kernel_time_out(cuda):
+    rows = overhead.measure("cuda:0", ["add", "sum"], rounds=2, number=3, baselines=[])
+    for r in rows:
+        assert r["error"] is None and r["impl"] == "tensorlab" and r["target_s"] == 10e-6
+        if tl.cuda.is_available():
+            assert "kernel_s" not in r
+            continue
+        assert r["emulated"] and r["kernel_s"] > 0 and r["launch_s"] >= r["kernel_s"]
+        assert r["front_s"] == pytest.approx(r["median_s"] - (r["launch_s"] - r["kernel_s"]))
+    text = report.overhead_table(rows)
+    assert "kernels (out)" in text or tl.cuda.is_available()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tensorlab.bench import suite
+from tensorlab.bench import models, suite
 from tensorlab.bench.libs import libraries
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,6 +57,9 @@ def test_every_benchmark_runs_once_on_the_cpu():
     want = _kernel_rows("cpu", [lib.name for lib in libraries("cpu")])
     assert want <= passed, sorted(want - passed)[:10]
     assert any(k.startswith("test_overhead[") for k in passed) or not (BENCH / "test_overhead.py").exists()
+    assert {f"test_overhead[{w}-cpu-tensorlab]" for w in ("mul_inplace", "view_chain")} <= passed
+    trained = {f"test_train_step[{m}-cpu-tensorlab-default]" for m in models.MODELS}
+    assert trained <= passed, sorted(trained - passed)
 
 
 def test_timed_rows_report_throughput_and_ratios(tmp_path):

@@ -15,7 +15,9 @@ import numpy as np
 import tensorlab as tl
 from tensorlab import backends
 
-from . import report, suite
+from . import models as model_bench
+from . import overhead, report, suite
+from . import threads as thread_counts
 from .libs import BASELINES, torch_has_cuda, torch_module
 
 DEFAULT_OUT = "tensorlab-bench-results"
@@ -75,7 +77,13 @@ def parser():
     p.add_argument("--max-time", type=_positive(float), help="seconds of repetitions per measurement")
     p.add_argument("--flush-l2", action="store_true", help="flush the last-level cache before every repetition")
     p.add_argument("--threads", type=_positive(int),
-                   help="torch's CPU threads (torch.set_num_threads; default: torch's own choice)")
+                   help="the default CPU threads of tensorlab (tl.set_num_threads, where it exists) and torch "
+                        "(torch.set_num_threads); default: each library's own choice. Large CPU cases also run at 1")
+    p.add_argument("--no-overhead", action="store_true", help="skip the per-op host overhead rows")
+    p.add_argument("--models", nargs="?", const=",".join(model_bench.MODELS),
+                   type=_name_list(list(model_bench.MODELS)), metavar="NAMES",
+                   help="also time training steps of small models next to torch (same initial weights; the "
+                        f"first-step losses are checked): {','.join(model_bench.MODELS)} (default: all)")
     p.add_argument("--no-plot", action="store_true", help="write the JSON only")
     p.add_argument("--collectives", action="store_true", help="benchmark tl.distributed's collectives against "
                    "mpi4py and torch (gloo) instead, over mpiexec: --collectives --help for its options")
@@ -110,7 +118,8 @@ def _devices(requested):
     reason = backends.cuda_unavailable_reason()
     available = tl.cuda.is_available()
     emulated = backends.cuda_emulated()
-    info = {"available": available, "reason": reason, "emulated": False, "devices": []}
+    info = {"available": available, "reason": reason, "emulated": False, "emulated_available": emulated,
+            "devices": []}
     lines = []
     wants_cuda = requested is None or any(d.startswith("cuda") for d in requested)
     if available:
@@ -145,7 +154,9 @@ def _devices(requested):
 
 def _machine():
     info = {"platform": platform.platform(), "machine": platform.machine(), "processor": platform.processor(),
-            "python": platform.python_version(), "cpu_count": os.cpu_count()}
+            "python": platform.python_version(), "cpu_count": os.cpu_count(),
+            "tensorlab_threads": thread_counts.tensorlab_threads(),
+            "tensorlab_can_set_threads": thread_counts.can_set_tensorlab_threads()}
     torch = torch_module()
     if torch is not None:
         info["torch_threads"] = torch.get_num_threads()
@@ -162,6 +173,16 @@ def _versions():
     return out
 
 
+def _overhead(devices, mode, baselines, progress):
+    rounds, number, emulated_number = overhead.settings(mode)
+    out = []
+    for device in devices:
+        n = emulated_number if device != "cpu" and not tl.cuda.is_available() else number
+        out += overhead.measure(device, rounds=rounds, number=n, baselines=baselines,
+                                progress=lambda what: progress(0, 1, what))
+    return out
+
+
 def main(argv=None):
     if "--collectives" in (sys.argv[1:] if argv is None else argv):  # its own options: bench/collectives.py
         from . import collectives
@@ -169,33 +190,57 @@ def main(argv=None):
     args = parser().parse_args(argv)
     mode = "tiny" if args.tiny else "quick" if args.quick else "full"
     s = suite.settings(mode, args.sizes, args.matmul_sizes, args.repeat, args.max_time, args.flush_l2)
+    s = s._replace(thread_variants=True)
     devices, cuda_lines, cuda_info = _devices(args.devices)
     workloads = args.workloads or list(suite.WORKLOADS)
     baselines = None if args.baselines is None else [b for b in args.baselines if b != "none"]
     versions = _versions()
     torch = torch_module()
-    if args.threads is not None and torch is not None:
-        torch.set_num_threads(args.threads)
+    if args.threads is not None:
+        thread_counts.set_tensorlab_threads(args.threads)
+        if torch is not None:
+            torch.set_num_threads(args.threads)
 
     torch_text = f"torch {versions['torch']} ({torch.get_num_threads()} CPU threads)" if torch else "no torch"
-    print(f"tensorlab-bench {tl.__version__} ({mode}): {platform.platform()}, Python {platform.python_version()}, "
-          f"numpy {versions['numpy']}, {torch_text}" + (f", cupy {versions['cupy']}" if versions["cupy"] else ""))
+    tl_threads = thread_counts.tensorlab_threads()
+    tl_text = f"{tl_threads} CPU thread{'s' if tl_threads != 1 else ''}" + \
+        ("" if thread_counts.can_set_tensorlab_threads() else ", no tl.set_num_threads")
+    print(f"tensorlab-bench {tl.__version__} ({mode}; tensorlab {tl_text}): {platform.platform()}, Python "
+          f"{platform.python_version()}, numpy {versions['numpy']}, {torch_text}"
+          + (f", cupy {versions['cupy']}" if versions["cupy"] else ""))
     for line in cuda_lines:
         print(line)
     print(f"devices: {', '.join(devices)}; workloads: {', '.join(workloads)}", flush=True)
 
     t0 = time.perf_counter()
-    peaks, results = suite.run(devices, workloads, s, baselines, progress=Progress())
+    progress = Progress()
+    over = [] if args.no_overhead else _overhead(devices, mode, baselines, progress)
+    peaks, results = suite.run(devices, workloads, s, baselines, progress=progress)
+    trained = []
+    for device in devices if args.models else ():
+        trained += model_bench.measure(args.models, mode, device, progress=lambda what: progress(0, 1, what))
     elapsed = time.perf_counter() - t0
 
+    if over:
+        print()
+        print(report.overhead_table(over))
+        print(report.overhead_footnotes(over))
     print()
     print(report.table(results))
     print()
     print(report.footnotes(results, peaks))
+    if trained:
+        print()
+        print(report.models_table(trained))
+        print(report.models_footnotes(trained))
     doc = {"tool": "tensorlab-bench", "version": tl.__version__, "created": suite.timestamp(), "mode": mode,
            "argv": list(sys.argv[1:] if argv is None else argv), "elapsed_s": elapsed,
            "settings": s._asdict(), "machine": _machine(), "libraries": versions, "cuda": cuda_info,
-           "devices": devices, "workloads": workloads, "peaks": peaks, "results": results, "no_plot": args.no_plot}
+           "devices": devices, "workloads": workloads, "peaks": peaks, "results": results, "overhead": over,
+           "models": trained, "no_plot": args.no_plot}
+    note = report.cuda_note(doc)
+    if note and any(d != "cpu" for d in devices):
+        print(note)
     jpath, ppath, note = report.write(args.out, doc)
     print(f"\nran {len(results)} measurements in {elapsed:.1f} s; wrote {jpath}" + (f" and {ppath}" if ppath else ""))
     if note:

@@ -15,6 +15,8 @@ import numpy as np
 import tensorlab as tl
 from tensorlab import backends
 
+from .threads import tensorlab_threads
+
 
 def _softmax_composed(xp, x):
     e = xp.exp(x - x.max(axis=-1, keepdims=True))
@@ -64,6 +66,11 @@ class Lib:
     def matmul(self, a, b, out):
         return self.xp.matmul(a, b, out=out)
 
+    def threads(self, workload=None):
+        """The CPU threads this library runs `workload` on (None: not a CPU library, or a count it
+        does not expose)."""
+        return None
+
     def __repr__(self):
         return f"{self.name} ({self.device})"
 
@@ -74,6 +81,9 @@ class NumpyLib(Lib):
 
     def put(self, host):
         return np.array(host, copy=True)
+
+    def threads(self, workload=None):
+        return None if workload == "matmul" else 1  # matmul: BLAS's threads, which NumPy does not expose
 
 
 class TensorlabLib(Lib):
@@ -103,6 +113,9 @@ class TensorlabLib(Lib):
     def softmax(self, x):
         return tl.softmax(x, -1)
 
+    def threads(self, workload=None):
+        return tensorlab_threads() if self.device == "cpu" else None
+
 
 class TorchLib(Lib):
     name = "torch"
@@ -128,6 +141,9 @@ class TorchLib(Lib):
 
     def softmax(self, x):
         return self.xp.softmax(x, -1)
+
+    def threads(self, workload=None):
+        return self.xp.get_num_threads() if self.device == "cpu" else None
 
 
 class CupyLib(Lib):

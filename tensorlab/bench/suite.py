@@ -21,6 +21,8 @@ import tensorlab as tl
 from tensorlab import backends
 from tensorlab.benchmark import Stopwatch, Timer
 
+from . import roofline
+from . import threads as thread_counts
 from .libs import libraries
 
 F32 = np.float32
@@ -47,6 +49,7 @@ class Workload(NamedTuple):
     work: Callable               # host -> bytes moved (GB/s) or flops (TFLOP/s)
     tol: Callable                # host -> (rtol, atol)
     shape: Callable              # host -> short shape text
+    dtype: str = "float32"       # what the plot's panel title names
 
 
 def _normal(rng, *shape):
@@ -126,7 +129,7 @@ WORKLOADS = {w.name: w for w in [
     Workload("cast_f16", "cast dst_f16.copy_(src_f32), contiguous", "GB/s",
              lambda n, rng: {"src": _normal(rng, n), "transpose": False, "dst_dtype": np.float16, "want_shape": (n,)},
              _prep_copy, _copy_reference, lambda h: h["src"].nbytes * 6 // 4, EXACT,
-             lambda h: f"{h['src'].shape[0]}"),
+             lambda h: f"{h['src'].shape[0]}", "float32->float16"),
     Workload("sum", "full sum of a float32 vector", "GB/s",
              lambda n, rng: {"x": _normal(rng, n)},
              _prep_unary("sum"), lambda h: h["x"].astype(np.float64).sum(), lambda h: h["x"].nbytes,
@@ -161,6 +164,8 @@ class Settings(NamedTuple):
     repeat: int = 50
     max_time: float = 1.0  # seconds of repetitions per measurement
     flush_l2: bool = False
+    thread_variants: bool = False  # large CPU cases also at 1 thread (when tl.set_num_threads exists)
+    sweep_step: int = 4    # the roofline's copy sweep: powers of two this far apart
 
 
 def settings(mode="full", sizes=None, matmul_sizes=None, repeat=None, max_time=None, flush_l2=False):
@@ -171,7 +176,7 @@ def settings(mode="full", sizes=None, matmul_sizes=None, repeat=None, max_time=N
     elif mode == "quick":
         s = Settings(QUICK_SIZES, QUICK_MATMUL_SIZES, QUICK_PEAK_BYTES, warmup=2, repeat=20, max_time=0.1)
     else:
-        s = Settings(SIZES, MATMUL_SIZES, PEAK_BYTES)
+        s = Settings(SIZES, MATMUL_SIZES, PEAK_BYTES, sweep_step=2)
     if sizes:
         s = s._replace(sizes={"cpu": list(sizes), "cuda": list(sizes)})
     if matmul_sizes:
@@ -222,7 +227,8 @@ def check_result(lib, result, want, tol, what):
 def run_case(lib, workload, host, want, size, s):
     """Check, then time, one implementation on one input; returns the result record."""
     rec = {"device": lib.device, "workload": workload.name, "size": size, "shape": workload.shape(host),
-           "impl": lib.name, "unit": workload.unit, "work": workload.work(host), "error": None}
+           "impl": lib.name, "unit": workload.unit, "work": workload.work(host), "dtype": workload.dtype,
+           "error": None}
     fn = None
     try:
         fn = workload.prepare(lib, host)
@@ -247,19 +253,34 @@ def run_case(lib, workload, host, want, size, s):
     return rec
 
 
+# CPU cases this large also run at one thread (Settings.thread_variants): below, a pool has
+# nothing to split
+LARGE_SIZE, LARGE_MATMUL = 1 << 20, 256
+
+
+def is_large(workload, size):
+    return size >= (LARGE_MATMUL if workload == "matmul" else LARGE_SIZE)
+
+
 def plan(devices, workloads, s, baselines=None):
-    """[(device, workload, size, [libs])] in the order they run."""
+    """[(device, workload, size, [libs], (thread label, count or None))] in the order they run."""
     out = []
+    default = thread_counts.tensorlab_threads()
     for device in devices:
         libs = libraries(device, baselines)
         for w in workloads:
             for size in sizes_for(w, device, s):
-                out.append((device, WORKLOADS[w], size, libs))
+                variants = [("default", None)]
+                if s.thread_variants and device == "cpu" and is_large(w, size):
+                    variants = thread_counts.variants(default)
+                for variant in variants:
+                    out.append((device, WORKLOADS[w], size, libs, variant))
     return out
 
 
 def run(devices, workloads, s, baselines=None, progress=None):
-    """Run the suite; returns (peaks {device: peak dict}, results [record])."""
+    """Run the suite; returns (peaks {device: peak dict with the copy sweep under "sweep"},
+    results [record])."""
     cases = plan(devices, workloads, s, baselines)
     total = sum(len(c[3]) for c in cases)
     done = 0
@@ -267,20 +288,37 @@ def run(devices, workloads, s, baselines=None, progress=None):
     for device in devices:
         if progress:
             progress(done, total, f"{device}: measuring the copy peak")
-        peaks[device] = measure_peak(device, s.peak_bytes[tl.device(device).type], s)
-    rng = np.random.default_rng(0)
-    for device, w, size, libs in cases:
-        host = w.inputs(size, rng)
-        want = w.reference(host)
-        for lib in libs:
+        kind = tl.device(device).type
+        peaks[device] = measure_peak(device, s.peak_bytes[kind], s)
+        if any(WORKLOADS[w].unit == "GB/s" for w in workloads):
             if progress:
-                progress(done, total, f"{device} {w.name} {size} {lib.name}")
-            rec = run_case(lib, w, host, want, size, s)
-            peak = peaks[device]["GBps"]
-            if rec["error"] is None and w.unit == "GB/s":
-                rec["pct_peak"] = 100.0 * rec["throughput"] / peak
-            results.append(rec)
-            done += 1
+                progress(done, total, f"{device}: copy sweep for the roofline")
+            sweep_sizes = roofline.sweep_bytes(s.sizes[kind], s.sweep_step)
+            peaks[device]["sweep"] = roofline.copy_sweep(device, sweep_sizes, repeat=3 if s.repeat < 10 else 5)
+    rng = np.random.default_rng(0)
+    last = None  # the thread variants of one case share its inputs
+    for device, w, size, libs, (label, count) in cases:
+        if last is None or last[0] != (device, w.name, size):
+            host = w.inputs(size, rng)
+            last = ((device, w.name, size), host, w.reference(host))
+        _, host, want = last
+        torch = next((lib.xp for lib in libs if lib.name == "torch"), None) if count is not None else None
+        with thread_counts.using(count, torch):
+            for lib in libs:
+                if progress:
+                    progress(done, total, f"{device} {w.name} {size} {lib.name}" + (f" {count} thread" if count else ""))
+                rec = run_case(lib, w, host, want, size, s)
+                rec["threads"] = lib.threads(w.name)
+                rec["thread_setting"] = label
+                peak = peaks[device]["GBps"]
+                if rec["error"] is None and w.unit == "GB/s":
+                    rec["pct_peak"] = 100.0 * rec["throughput"] / peak
+                    roof = roofline.roof_at(peaks[device].get("sweep", {}), rec["work"])
+                    if roof:
+                        rec["roof_GBps"] = roof
+                        rec["pct_roof"] = 100.0 * rec["throughput"] / roof
+                results.append(rec)
+                done += 1
         _ratios(results[-len(libs):])
     if progress:
         progress(done, total, "done")

@@ -5,6 +5,7 @@ tl.cuda.is_available() True. Work is synchronous: a launch or copy has finished 
 returns, so streams only order bookkeeping and events record host time (not GPU timing)."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import re
@@ -390,6 +391,8 @@ class EmulationDriver:
         return EmulatedModule(build.kernel_library(source_path, names, tuple(options), self.asan), names)
 
     def launch(self, function, grid, block, args, shared_mem, stream):
+        log = getattr(self._local, "kernel_log", None)
+        t_in = time.perf_counter() if log is not None else 0.0
         grid, block = _dim3(grid), _dim3(block)
         kinds, sizes = function.kinds, function.sizes
         if len(args) != len(kinds):
@@ -406,10 +409,38 @@ class EmulationDriver:
         argv = (ctypes.c_void_p * max(len(offsets), 1))(*[base + o for o in offsets])
         dims = (ctypes.c_uint * 6)(*grid, *block)
         err = ctypes.create_string_buffer(_ERR_CAP)
-        if function._entry(dims, int(shared_mem), argv, err, _ERR_CAP):
+        if log is None:
+            rc = function._entry(dims, int(shared_mem), argv, err, _ERR_CAP)
+        else:  # a kernel_timing() is open on this thread: time the kernel's own run
+            t0 = time.perf_counter()
+            rc = function._entry(dims, int(shared_mem), argv, err, _ERR_CAP)
+            t1 = time.perf_counter()
+            log.append((function.name, t1 - t0, t1 - t_in))
+        if rc:
             msg = err.value.decode(errors="replace")
             raise RuntimeError(f"CUDA error in kernel {function.name} (emulated, grid {grid}, block {block}): "
                                f"{_where(msg, args)}{msg}")
+
+    @contextlib.contextmanager
+    def kernel_timing(self):
+        """Record every kernel launch this thread makes while the block is open: yields a list that
+        each launch appends (kernel name, kernel seconds, launch seconds) to - the seconds spent
+        running the kernel itself (the call into the compiled kernel library, from the block's
+        fibers starting to the last one finishing), and the whole of this launch() call (that plus
+        the emulation's own argument checks and packing, which CuPy's launch replaces on a GPU).
+        The emulation runs kernels synchronously on the host, so an op's host time is its kernels'
+        seconds plus the launch path's own cost (front end, planning in the backend, launch):
+        subtract the kernel seconds from a timed region to get the host overhead a GPU would see
+        (tensorlab/bench/overhead.py). A nested block gets its own list; its records reach the
+        enclosing block's list too when it closes."""
+        outer = getattr(self._local, "kernel_log", None)
+        log = self._local.kernel_log = []
+        try:
+            yield log
+        finally:
+            self._local.kernel_log = outer
+            if outer is not None:
+                outer.extend(log)
 
     def _arg_bytes(self, name, k, a, kind, size):
         if isinstance(a, Pointer):

@@ -1,0 +1,355 @@
+"""Training-step benchmarks: small models as public PyTorch programs write them, run on tensorlab and
+on torch from the same initial weights and data, timed per optimizer step.
+
+Each model is written once against a library namespace `lib` (torch, or tensorlab, whose names
+mirror torch's), as the compat programs in tests/compat_scripts/ are: the MLP of issue 20
+(128x256 -> 512 -> 10, SGD), a nanoGPT-style transformer (char_models.py's Block: LayerNorm,
+nn.MultiheadAttention with a causal mask, GELU MLP, tied embeddings; AdamW), pytorch/examples'
+MNIST convnet (mnist_convnet.py's Net: two convolutions, max pooling, two linear layers,
+log_softmax + nll_loss; Adadelta) and word_language_model's LSTM language model (nn.LSTM,
+gradient clipping, SGD). Initial weights come from NumPy (one generator per parameter name, so
+both libraries get the same values whatever order they list parameters in), so the first step's
+loss must agree between the two: `check_first_loss` compares it before anything is timed.
+
+`measure` times each model's step on both libraries in interleaved rounds, at one thread and at
+the default thread count (tl.set_num_threads where tensorlab has it, torch.set_num_threads)."""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+import zlib
+
+import numpy as np
+
+import tensorlab as tl
+
+from . import threads as thread_counts
+from .libs import torch_module
+
+# per mode: batch sizes (the models keep their shapes); "tiny" is a smoke run
+BATCH = {"tiny": {"mlp": 16, "gpt": 2, "convnet": 4, "lstm": 2},
+         "quick": {"mlp": 128, "gpt": 16, "convnet": 32, "lstm": 16},
+         "full": {"mlp": 128, "gpt": 16, "convnet": 64, "lstm": 16}}
+VOCAB, CONTEXT = 65, 32
+
+
+class Model:
+    """One benchmark model: build(lib, batch) -> (module, optimizer, step) where step() runs one
+    training step and returns the loss tensor."""
+
+    def __init__(self, name, title, build):
+        self.name, self.title, self.build = name, title, build
+
+
+def _init(module, lib, scale, tied=()):
+    """Load weights drawn from NumPy (a generator seeded by each parameter's name) into `module`.
+    `tied`: (name, same-as name) pairs whose tensors are one parameter (weight tying)."""
+    state = module.state_dict()
+    init = {}
+    for k, v in state.items():
+        rng = np.random.default_rng(zlib.crc32(k.encode()))
+        s = scale(k, v) if callable(scale) else scale
+        if v.dtype == lib.float32:
+            init[k] = lib.from_numpy((s * rng.standard_normal(tuple(v.shape))).astype(np.float32))
+        else:
+            init[k] = v
+    for name, same in tied:
+        init[name] = init[same]
+    module.load_state_dict(init)
+
+
+def _rng(name):
+    return np.random.default_rng(zlib.crc32(("data:" + name).encode()))
+
+
+def _to(lib, array, device):
+    return lib.from_numpy(array).to(device)
+
+
+# -- the MLP of issue 20 ---------------------------------------------------------------------------
+def build_mlp(lib, batch, device="cpu"):
+    nn, F = lib.nn, lib.nn.functional
+    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 10))
+    _init(model, lib, lambda k, v: 0.05 if v.dim() > 1 else 0.1)
+    model = model.to(device)
+    rng = _rng("mlp")
+    x = _to(lib, rng.standard_normal((batch, 256)).astype(np.float32), device)
+    y = _to(lib, rng.integers(0, 10, batch), device)
+    opt = lib.optim.SGD(model.parameters(), lr=0.1)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return model, opt, step
+
+
+# -- a nanoGPT-style transformer (tests/compat_scripts/char_models.py's GPT) -----------------------
+def build_gpt(lib, batch, device="cpu", n_embd=64, n_head=4, n_layer=2):
+    nn, F = lib.nn, lib.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(n_embd)
+            self.attn = nn.MultiheadAttention(n_embd, n_head, batch_first=True)
+            self.ln_2 = nn.LayerNorm(n_embd)
+            self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
+
+        def forward(self, x, mask):
+            h = self.ln_1(x)
+            x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+            return x + self.mlp(self.ln_2(x))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(VOCAB, n_embd)
+            self.wpe = nn.Embedding(CONTEXT, n_embd)
+            self.h = nn.ModuleList([Block() for _ in range(n_layer)])
+            self.ln_f = nn.LayerNorm(n_embd)
+            self.lm_head = nn.Linear(n_embd, VOCAB, bias=False)
+            self.wte.weight = self.lm_head.weight  # weight tying
+
+        def forward(self, idx):
+            L = idx.size(1)
+            pos = lib.arange(0, L, dtype=lib.long, device=idx.device)
+            mask = lib.triu(lib.ones(L, L, dtype=lib.bool, device=idx.device), diagonal=1)
+            x = self.wte(idx) + self.wpe(pos)
+            for block in self.h:
+                x = block(x, mask)
+            return self.lm_head(self.ln_f(x))
+
+    model = GPT()
+    _init(model, lib, lambda k, v: 0.02 if v.dim() > 1 else 0.1, tied=[("wte.weight", "lm_head.weight")])
+    model = model.to(device)
+    rng = _rng("gpt")
+    data = rng.integers(0, VOCAB, (batch, CONTEXT + 1))
+    x, y = _to(lib, data[:, :-1].copy(), device), _to(lib, data[:, 1:].copy(), device)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = lib.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                          lr=3e-3, betas=(0.9, 0.95))
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        logits = model(x)
+        loss = F.cross_entropy(logits.view(-1, VOCAB), y.view(-1))
+        loss.backward()
+        lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss
+    return model, opt, step
+
+
+# -- pytorch/examples' MNIST convnet (tests/compat_scripts/mnist_convnet.py's Net) ------------------
+def build_convnet(lib, batch, device="cpu", size=28):
+    nn, F = lib.nn, lib.nn.functional
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 8, 3, 1)
+            self.conv2 = nn.Conv2d(8, 16, 3, 1)
+            side = (size - 4) // 2
+            self.fc1 = nn.Linear(16 * side * side, 32)
+            self.fc2 = nn.Linear(32, 10)
+
+        def forward(self, x):
+            x = F.relu(self.conv1(x))
+            x = F.relu(self.conv2(x))
+            x = F.max_pool2d(x, 2)
+            x = lib.flatten(x, 1)
+            x = F.relu(self.fc1(x))
+            return F.log_softmax(self.fc2(x), dim=1)
+
+    model = Net()
+    _init(model, lib, 0.1)
+    model = model.to(device)
+    rng = _rng("convnet")
+    x = _to(lib, rng.random((batch, 1, size, size)).astype(np.float32), device)
+    y = _to(lib, rng.integers(0, 10, batch), device)
+    opt = lib.optim.Adadelta(model.parameters(), lr=1.0)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = F.nll_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return model, opt, step
+
+
+# -- word_language_model's LSTM language model (char_models.py's RNNLM("lstm")) ---------------------
+def build_lstm(lib, batch, device="cpu", n_embd=64, hidden=128, layers=2):
+    nn, F = lib.nn, lib.nn.functional
+
+    class RNNLM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.Embedding(VOCAB, n_embd)
+            self.rnn = nn.LSTM(n_embd, hidden, layers, batch_first=True)
+            self.decoder = nn.Linear(hidden, VOCAB)
+
+        def forward(self, idx):
+            out, _ = self.rnn(self.encoder(idx))
+            return self.decoder(out)
+
+    model = RNNLM()
+    _init(model, lib, 0.1)
+    model = model.to(device)
+    rng = _rng("lstm")
+    data = rng.integers(0, VOCAB, (batch, CONTEXT + 1))
+    x, y = _to(lib, data[:, :-1].copy(), device), _to(lib, data[:, 1:].copy(), device)
+    opt = lib.optim.SGD(model.parameters(), lr=1.0)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        logits = model(x)
+        loss = F.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
+        loss.backward()
+        lib.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        opt.step()
+        return loss
+    return model, opt, step
+
+
+MODELS = {m.name: m for m in [
+    Model("mlp", "MLP 128x256 -> 512 -> 10, SGD", build_mlp),
+    Model("gpt", "GPT 2 layers, d=64, 4 heads, context 32, vocab 65, AdamW", build_gpt),
+    Model("convnet", "MNIST convnet 28x28 (conv 8, conv 16, fc 32), Adadelta", build_convnet),
+    Model("lstm", "LSTM LM 2 layers, 64 -> 128, context 32, vocab 65, SGD + clip", build_lstm),
+]}
+
+
+def title(name, mode):
+    return f"{MODELS[name].title}, batch {BATCH[mode][name]}"
+
+
+def libraries(device="cpu"):
+    """{name: namespace} of the libraries that can train on `device`: tensorlab, and torch when
+    installed (with CUDA, for a CUDA device)."""
+    out = {"tensorlab": tl}
+    torch = torch_module()
+    if torch is not None and (device == "cpu" or _torch_cuda(torch)):
+        out["torch"] = torch
+    return out
+
+
+def _torch_cuda(torch):
+    try:
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+def _torch_device(device):
+    return device if device == "cpu" else f"cuda:{tl.device(device).index or 0}"
+
+
+def build(name, lib_name, mode="quick", device="cpu"):
+    """(module, optimizer, step) of model `name` on one library."""
+    lib = libraries(device)[lib_name]
+    return MODELS[name].build(lib, BATCH[mode][name], device if lib is tl else _torch_device(device))
+
+
+def first_losses(name, mode="quick", device="cpu", steps=2):
+    """{library: [loss of step 1, ..., step `steps`]} from the same initial weights and data. On a
+    CUDA device also "cpu": the losses of torch on the CPU (tensorlab's where torch is missing), the
+    oracle when torch has no CUDA here."""
+    out = {}
+    for lib_name in libraries(device):
+        _, _, step = build(name, lib_name, mode, device)
+        out[lib_name] = [float(step().item()) for _ in range(steps)]
+    if device != "cpu":
+        cpu = first_losses(name, mode, "cpu", steps)
+        out["cpu"] = cpu.get("torch", cpu["tensorlab"])
+    return out
+
+
+def check_first_loss(losses, rtol=1e-4):
+    """AssertionError unless every library's first-step loss matches tensorlab's within rtol."""
+    ours = losses["tensorlab"][0]
+    if not math.isfinite(ours):
+        raise AssertionError(f"tensorlab's first-step loss is {ours}")
+    for name, values in losses.items():
+        if name != "tensorlab" and not math.isclose(values[0], ours, rel_tol=rtol, abs_tol=1e-6):
+            raise AssertionError(f"first-step loss: tensorlab {ours!r}, {name} {values[0]!r} (rtol {rtol})")
+
+
+def _sync(device, lib):
+    if device == "cpu":
+        return
+    if lib is tl:
+        tl.cuda.synchronize(device)
+    else:
+        lib.cuda.synchronize()
+
+
+def measure(names=None, mode="quick", device="cpu", rounds=None, steps=None, progress=None):
+    """Records {kind: "model", model, title, device, impl, thread_setting, threads, median_s, min_s,
+    times_s, first_loss, losses} per (model, library, thread setting); on tensorlab's records
+    `ratios` = {torch: torch's median / tensorlab's} and `loss_check` (None when the first-step
+    losses agree, else the mismatch; a mismatching model is not timed)."""
+    rounds = rounds or {"tiny": 2, "quick": 4, "full": 9}[mode]
+    steps = steps or {"tiny": 1, "quick": 2, "full": 10}[mode]
+    libs = libraries(device)
+    torch = libs.get("torch")
+    default = max(thread_counts.tensorlab_threads(), torch.get_num_threads() if torch is not None else 1)
+    variants = [("1", 1), ("default", None)] if device == "cpu" and default > 1 else [("default", None)]
+    out = []
+    for name in names or list(MODELS):
+        if progress:
+            progress(f"{device} model {name}: first-step losses")
+        try:
+            losses = first_losses(name, mode, device)
+            check_first_loss(losses)
+            problem = None
+        except AssertionError as e:
+            problem = str(e)
+            losses = locals().get("losses") or {}
+        except Exception as e:  # a model tensorlab cannot run yet is reported, not fatal
+            problem, losses = f"{type(e).__name__}: {e}".splitlines()[0][:200], {}
+        for label, count in variants:
+            with thread_counts.using(count, torch):
+                group = []
+                runners = {}
+                for lib_name, lib in libs.items():
+                    rec = {"kind": "model", "model": name, "title": title(name, mode), "device": device,
+                           "emulated": device != "cpu" and not tl.cuda.is_available(),
+                           "impl": lib_name, "thread_setting": label,
+                           "threads": (thread_counts.tensorlab_threads() if lib is tl else lib.get_num_threads())
+                           if device == "cpu" else None,
+                           "losses": losses.get(lib_name), "error": problem}
+                    group.append(rec)
+                    if problem is None:
+                        _, _, step = build(name, lib_name, mode, device)
+                        step()  # warm-up
+                        _sync(device, lib)
+                        runners[lib_name] = (step, lib)
+                if progress:
+                    progress(f"{device} model {name} ({label} thread{'s' if label != '1' else ''})")
+                times = {k: [] for k in runners}
+                order = list(runners)
+                for r in range(rounds):
+                    for lib_name in (order if r % 2 == 0 else order[::-1]):
+                        step, lib = runners[lib_name]
+                        t0 = time.perf_counter()
+                        for _ in range(steps):
+                            step()
+                        _sync(device, lib)
+                        times[lib_name].append((time.perf_counter() - t0) / steps)
+                for rec in group:
+                    ts = times.get(rec["impl"])
+                    if ts:
+                        rec.update(times_s=ts, median_s=statistics.median(ts), min_s=min(ts), steps=steps,
+                                   rounds=rounds)
+                ours = next((r for r in group if r["impl"] == "tensorlab" and "median_s" in r), None)
+                if ours is not None:
+                    ours["ratios"] = {r["impl"]: r["median_s"] / ours["median_s"] for r in group
+                                      if r is not ours and "median_s" in r}
+                out += group
+    return out
