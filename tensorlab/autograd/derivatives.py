@@ -1055,3 +1055,28 @@ def _attention_fwd(ctx, g):
 
 DERIVATIVES["attention_fwd"] = Derivative(_attention_fwd, save=(0, 1, 2), result=True,
                                           name="ScaledDotProductFlashAttentionBackward0")
+
+
+# -- fused batch norm (ops/batch_norm_fused.py) -------------------------------------------------------
+def _native_batch_norm(ctx, g):
+    from ..ops import batch_norm_fused as bn
+    i = ctx.info
+    x = ctx.saved(0)
+    w = ctx.saved(1) if i["has_weight"] else None
+    b = i["param_dtype"]
+    pos_b = 2 if i["has_weight"] else 1
+    needs = (ctx.needs(0), i["has_weight"] and ctx.needs(1), i["has_bias"] and ctx.needs(pos_b))
+    if _grad_mode_on():  # create_graph: gradients that are themselves differentiable
+        gi, gw, gb = bn.batch_norm_backward_composite(g, x, i["save_mean"], i["save_invstd"], w, b, i["training"],
+                                                      i["eps"], needs)
+    else:
+        gi, gw, gb = bn.batch_norm_backward(g, x, i["save_mean"], i["save_invstd"], w, b, i["training"], needs)
+    out = [gi]
+    if i["has_weight"]:
+        out.append(gw)
+    if i["has_bias"]:
+        out.append(gb)
+    return tuple(out)
+
+
+DERIVATIVES["native_batch_norm"] = Derivative(_native_batch_norm, save=_norm_saves, name="NativeBatchNormBackward0")

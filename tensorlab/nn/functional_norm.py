@@ -10,6 +10,7 @@ import tensorlab as _tl
 from ..tensor import Tensor
 from ._grad import no_grad
 from ..ops import norm_fused as _fused
+from ..ops import batch_norm_fused as _bn_fused
 
 _LOW = (dtypes.float16, dtypes.bfloat16)
 
@@ -128,6 +129,15 @@ def _verify_batch_size(shape):
                          f"torch.Size({list(shape)})")
 
 
+def _affine_empty(input, weight, bias):
+    y = input.clone()
+    if weight is not None:
+        y = y * _channel_view(weight, input.dim())
+    if bias is not None:
+        y = y + _channel_view(bias, input.dim())
+    return y
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """Normalize each channel (dim 1) over the batch and spatial dims. Training: batch statistics
     (biased variance), and running_mean/running_var, when given, updated in place with
@@ -144,6 +154,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         _verify_batch_size(input.shape)
     elif running_mean is None or running_var is None:
         raise RuntimeError("running_mean must be defined in evaluation mode")
+    if input.numel() == 0:  # torch: no statistics, running ones unchanged; the affine keeps the graph
+        return _affine_empty(input, weight, bias)
+    if _bn_fused.supported(input, weight, bias, running_mean, running_var):
+        return _bn_fused.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
     x = _opmath(input)
     dims = (0,) + tuple(range(2, input.dim()))
     if training:
