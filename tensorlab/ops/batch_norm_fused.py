@@ -6,9 +6,9 @@ with at least one element, weight/bias/running statistics all of one dtype (the 
 torch's mixed form) on the input's device, running statistics contiguous. The composite of
 nn/functional_norm.py stays the reference and the fallback (float64, other mixes, ENABLED = False).
 
-- Statistics run over every dim but 1 whatever the layout: a contiguous input is read as (N, C, S), an
-  input dense with channels innermost (channels_last, a transposed (N, L, C)) as such without a copy,
-  anything else is made contiguous first; y keeps the input's layout.
+- Statistics run over every dim but 1 whatever the layout: a contiguous input is read as (N, C, S), a
+  channels_last / channels_last_3d one in place with channels innermost (y then channels_last too, as
+  torch's), anything else is made contiguous first.
 - Training: one pass for the per-channel mean and variance (Welford, float32), y written with the float32
   mean and invstd kept for the backward; running_mean / running_var (unbiased variance) are updated in
   the primitive's last step, after every allocation and every other launch: a failure leaves them (and
@@ -60,8 +60,9 @@ def _geometry(x):
 
 
 def _cols_layout(x):
-    """Whether x is dense with channels innermost (then read in place as (N, C, S) with strides (S*C, 1, C))."""
-    return x.dim() > 2 and x.movedim(1, -1).is_contiguous() and not x.is_contiguous()
+    """Whether x is channels_last (4-D) or channels_last_3d (5-D): then it is read in place as (N, C, S) with
+    strides (S*C, 1, C) and y keeps that layout, as torch's; every other input (and y) is contiguous."""
+    return x.dim() in (4, 5) and x.movedim(1, -1).is_contiguous() and not x.is_contiguous()
 
 
 def _as3(t, n, c, s, cols):
