@@ -32,18 +32,35 @@ __device__ __forceinline__ BnGeom bn_geom(int cols) {
   return g;
 }
 
-// offset of element m (0 <= m < N*S) of channel c
+// Walks the elements m = start, start + step, ... of channel c: one division per walk, none per element
+// (rows mode keeps (n, s) and carries s into n).
 template <typename Index>
-__device__ __forceinline__ Index bn_offset(Index m, Index c, Index C, Index S, int cols) {
-  if (cols) return m * C + c;
-  const Index n = tl::index_div(m, S), s = m - n * S;
-  return (n * C + c) * S + s;
-}
+struct BnWalk {
+  Index n, s, dn, ds, C, S, c;
+  int cols;
+  // step = dn * S + ds (rows mode; cols mode: dn = step, ds = 0), computed once per kernel
+  __device__ __forceinline__ BnWalk(Index start, Index dn_, Index ds_, Index c_, Index C_, Index S_, int cols_)
+      : dn(dn_), ds(ds_), C(C_), S(S_), c(c_), cols(cols_) {
+    if (cols) {
+      n = start, s = 0;
+    } else {
+      n = tl::index_div(start, S), s = start - n * S;
+    }
+  }
+  __device__ __forceinline__ Index offset() const { return cols ? n * C + c : (n * C + c) * S + s; }
+  __device__ __forceinline__ void next() {
+    n += dn;
+    s += ds;
+    if (s >= S) {
+      s -= S;
+      ++n;
+    }
+  }
+};
 
-// The element range of chunk p of M elements split in `parts` chunks.
+// The element range of chunk p (chunks of `chunk` elements) of M elements.
 template <typename Index>
-__device__ __forceinline__ void bn_chunk(Index M, Index parts, Index p, Index* lo, Index* hi) {
-  const Index chunk = (M + parts - 1) / parts;
+__device__ __forceinline__ void bn_chunk(Index M, Index chunk, int p, Index* lo, Index* hi) {
   *lo = p * chunk < M ? p * chunk : M;
   *hi = *lo + chunk < M ? *lo + chunk : M;
 }
@@ -55,16 +72,22 @@ __global__ void __launch_bounds__(256) batch_norm_stats(float* __restrict__ part
                                                         Index C, Index S, Index parts, int cols) {
   __shared__ float s_n[kBnThreads], s_mean[kBnThreads], s_m2[kBnThreads];
   const BnGeom g = bn_geom(cols);
-  const Index M = N * S, tiles = (C + g.width - 1) / g.width, items = tiles * parts;
+  // work items, tiles and chunks are few (int); element offsets use Index
+  const Index M = N * S, chunk = (M + parts - 1) / parts;
+  const int np = static_cast<int>(parts), items = static_cast<int>((C + g.width - 1) / g.width) * np;
+  const Index dn = cols ? Index(g.lanes) : tl::index_div(Index(g.lanes), S);
+  const Index ds = cols ? Index(0) : Index(g.lanes) - dn * S;
   const int tid = threadIdx.x;
-  for (Index item = blockIdx.x; item < items; item += gridDim.x) {
-    const Index tile = item / parts, p = item - tile * parts, c = tile * g.width + g.chan;
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    const int tile = item / np, p = item - tile * np;
+    const Index c = Index(tile) * g.width + g.chan;
     Index lo, hi;
-    bn_chunk(M, parts, p, &lo, &hi);
+    bn_chunk(M, chunk, p, &lo, &hi);
     float n = 0.f, mean = 0.f, m2 = 0.f;
     if (c < C) {
-      for (Index m = lo + g.lane; m < hi; m += g.lanes) {
-        const float v = static_cast<float>(tl::widen(x[bn_offset(m, c, C, S, cols)]));
+      BnWalk<Index> w(lo + g.lane, dn, ds, c, C, S, cols);
+      for (Index m = lo + g.lane; m < hi; m += g.lanes, w.next()) {
+        const float v = static_cast<float>(tl::widen(x[w.offset()]));
         n += 1.f;
         const float d = v - mean;
         mean += d / n;
@@ -168,17 +191,23 @@ __global__ void __launch_bounds__(256) batch_norm_bwd_reduce(float* __restrict__
                                                              Index N, Index C, Index S, Index parts, int cols) {
   __shared__ float s_a[kBnThreads], s_b[kBnThreads];
   const BnGeom g = bn_geom(cols);
-  const Index M = N * S, tiles = (C + g.width - 1) / g.width, items = tiles * parts;
+  // work items, tiles and chunks are few (int); element offsets use Index
+  const Index M = N * S, chunk = (M + parts - 1) / parts;
+  const int np = static_cast<int>(parts), items = static_cast<int>((C + g.width - 1) / g.width) * np;
+  const Index dn = cols ? Index(g.lanes) : tl::index_div(Index(g.lanes), S);
+  const Index ds = cols ? Index(0) : Index(g.lanes) - dn * S;
   const int tid = threadIdx.x;
-  for (Index item = blockIdx.x; item < items; item += gridDim.x) {
-    const Index tile = item / parts, p = item - tile * parts, c = tile * g.width + g.chan;
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    const int tile = item / np, p = item - tile * np;
+    const Index c = Index(tile) * g.width + g.chan;
     Index lo, hi;
-    bn_chunk(M, parts, p, &lo, &hi);
+    bn_chunk(M, chunk, p, &lo, &hi);
     float a = 0.f, bsum = 0.f;
     if (c < C) {
       const float mu = mean[c];
-      for (Index m = lo + g.lane; m < hi; m += g.lanes) {
-        const Index o = bn_offset(m, c, C, S, cols);
+      BnWalk<Index> w(lo + g.lane, dn, ds, c, C, S, cols);
+      for (Index m = lo + g.lane; m < hi; m += g.lanes, w.next()) {
+        const Index o = w.offset();
         const float gv = static_cast<float>(tl::widen(dy[o]));
         a += gv;
         bsum += gv * (static_cast<float>(tl::widen(x[o])) - mu);
