@@ -181,3 +181,7 @@ KERNELS["batch_norm.cu"] = (_per_dtype("batch_norm_stats", "batch_norm_bwd_reduc
                                        "batch_norm_bwd_finalize", among=_BN_T)
                             + tuple(f"{k}<{t.ctype}, {p.ctype}, {ix}>" for k in ("batch_norm_apply", "batch_norm_bwd_dx")
                                     for t, p in _BN_PAIRS for ix in INDEX_TYPES))
+# rnn.cu: fused recurrent cells (LSTM, GRU, RNN tanh/relu) forward and backward, the floating dtypes (float math
+# for float16/bfloat16/float32, double for double)
+KERNELS["rnn.cu"] = _per_dtype("lstm_cell_fwd", "lstm_cell_bwd", "gru_cell_fwd", "gru_cell_bwd", "rnn_act_cell_fwd",
+                               "rnn_act_cell_bwd", among=dtypes.FLOATING)

@@ -1080,3 +1080,29 @@ def _native_batch_norm(ctx, g):
 
 
 DERIVATIVES["native_batch_norm"] = Derivative(_native_batch_norm, save=_norm_saves, name="NativeBatchNormBackward0")
+
+
+# -- fused recurrent cells (ops/rnn_fused.py) ------------------------------------------------------------
+def _fused_rnn_cell(ctx, g):
+    from ..ops import rnn_fused
+    i = ctx.info
+    mode = i["mode"]
+    gx, gh = ctx.saved(0), ctx.saved(1)
+    state = ctx.saved(2) if i["has_state"] else None
+    bias = ctx.saved(3 if i["has_state"] else 2) if i["has_bias"] else None
+    if _grad_mode_on():  # create_graph: gradients that are themselves differentiable
+        d_gx, d_gh, d_state = rnn_fused.cell_backward_composite(mode, g, gx, gh, state, bias)
+    else:
+        d_gx, d_gh, d_state = rnn_fused.cell_backward(mode, g, gx, gh, state, bias,
+                                                      ctx.result() if mode.startswith("RNN") else None)
+    out = [d_gx, d_gh]
+    if i["has_state"]:
+        out.append(d_state)
+    if i["has_bias"]:
+        out.append(d_gh.sum(0) if ctx.needs(len(out)) else None)
+    return tuple(out)
+
+
+DERIVATIVES["fused_rnn_cell"] = Derivative(_fused_rnn_cell, save=ALL,
+                                           result=lambda ctx: ctx.info["mode"].startswith("RNN"),
+                                           name="FusedRnnCellBackward0")

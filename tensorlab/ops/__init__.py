@@ -34,3 +34,4 @@ def install(tensor_cls):
         for name, fn in getattr(m, "METHODS", {}).items():
             setattr(tensor_cls, name, fn)
 FAMILIES += ("batch_norm_fused",)
+FAMILIES += ("rnn_fused",)
