@@ -185,3 +185,5 @@ KERNELS["batch_norm.cu"] = (_per_dtype("batch_norm_stats", "batch_norm_bwd_reduc
 # for float16/bfloat16/float32, double for double)
 KERNELS["rnn.cu"] = _per_dtype("lstm_cell_fwd", "lstm_cell_bwd", "gru_cell_fwd", "gru_cell_bwd", "rnn_act_cell_fwd",
                                "rnn_act_cell_bwd", among=dtypes.FLOATING)
+# rnn.cu's whole-sequence recurrences (one launch per layer direction), the floating dtypes; 64-bit offsets
+KERNELS["rnn.cu"] += tuple(f"{k}<{d.ctype}>" for k in ("rnn_seq_fwd", "rnn_seq_bwd") for d in dtypes.FLOATING)

@@ -151,18 +151,99 @@ def test_cells_use_the_fused_op(device, name):
 
 
 @pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
-def test_layer_runs_one_cell_op_per_step(device, monkeypatch, name):
-    """T steps x L layers x D directions fused cell ops (and no other cell math)."""
+def test_layer_ops_per_step(device, monkeypatch, name):
+    """One fused sequence op per layer and direction (no op per time step); stepping with cells
+    (SEQUENCE off, or a hidden size past the kernels' shared memory): T x L x D fused cell ops."""
     calls = []
-    real = rnn_fused.cell
-
-    def counting(mode, *args):
-        calls.append(mode)
-        return real(mode, *args)
-    monkeypatch.setattr(rnn_fused, "cell", counting)
+    real_cell, real_seq = rnn_fused.cell, rnn_fused.sequence
+    monkeypatch.setattr(rnn_fused, "cell", lambda mode, *a: calls.append("cell") or real_cell(mode, *a))
+    monkeypatch.setattr(rnn_fused, "sequence", lambda mode, *a: calls.append("seq") or real_seq(mode, *a))
     m = getattr(nn, name)(3, 4, num_layers=2, bidirectional=True).to(device)
     m(tl.zeros(5, 2, 3, device=device))
-    assert len(calls) == 5 * 2 * 2
+    assert calls == ["seq"] * 4
+    for flag, value in (("SEQUENCE", False), ("_SEQ_SHARED_MAX", 16)):
+        calls.clear()
+        with monkeypatch.context() as mp:
+            mp.setattr(rnn_fused, flag, value)
+            m(tl.zeros(5, 2, 3, device=device))
+        assert calls == ["cell"] * (5 * 2 * 2)
+
+
+SEQ_CONFIGS = [("LSTM", {}), ("GRU", {}), ("RNN", {}), ("RNN", {"nonlinearity": "relu"}),
+               ("LSTM", {"bidirectional": True, "num_layers": 2}), ("GRU", {"bidirectional": True, "bias": False})]
+
+
+def _layer_run(device, name, kw, dtype, monkeypatch, path, seed=0):
+    """Output, final states and every gradient of one layer, with the path: "seq", "cell" or "composite"."""
+    m = getattr(nn, name)(3, 6, **kw)
+    m.load_state_dict({k: tl.tensor(randn(*v.shape, seed=seed + i, scale=0.5)) for i, (k, v) in
+                       enumerate(m.state_dict().items())})
+    m = m.to(device).to(dtype)
+    d = 2 if kw.get("bidirectional") else 1
+    n = kw.get("num_layers", 1) * d
+    x = tl.tensor(randn(4, 2, 3, seed=seed + 50), device=device).to(dtype).requires_grad_(True)
+    h0 = tl.tensor(randn(n, 2, 6, seed=seed + 51), device=device).to(dtype).requires_grad_(True)
+    hx = (h0, tl.tensor(randn(n, 2, 6, seed=seed + 52), device=device).to(dtype).requires_grad_(True)) \
+        if name == "LSTM" else h0
+    with monkeypatch.context() as mp:
+        mp.setattr(rnn_fused, "SEQUENCE", path == "seq")
+        mp.setattr(rnn_fused, "ENABLED", path != "composite")
+        out, state = m(x, hx)
+    states = list(state) if isinstance(state, tuple) else [state]
+    loss = (out.float() * tl.tensor(randn(*out.shape, seed=seed + 53), device=device)).sum()
+    loss = loss + sum((s.float() * s.float()).sum() for s in states)
+    loss.backward()
+    leaves = [x] + (list(hx) if isinstance(hx, tuple) else [hx]) + list(m.parameters())
+    return [out] + states + [t.grad for t in leaves]
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("name,kw", SEQ_CONFIGS, ids=str)
+def test_sequence_matches_cells_and_composite(device, monkeypatch, name, kw, dtype):
+    """The whole-sequence op (both directions, initial states, every floating dtype) against the per-step
+    cells and the composite steps: outputs, final states, gradients of input, initial states, parameters."""
+    dt = DTYPES[dtype]
+    seq = _layer_run(device, name, kw, dt, monkeypatch, "seq")
+    for path in ("cell", "composite"):
+        ref = _layer_run(device, name, kw, dt, monkeypatch, path)
+        tol = {tl.float64: 1e-10, tl.float32: 2e-5}.get(dt, TOL[dt] * 10)
+        for a, b in zip(seq, ref):
+            assert a.dtype is b.dtype and tuple(a.shape) == tuple(b.shape)
+            np.testing.assert_allclose(np_of(a).astype(np.float64), np_of(b).astype(np.float64), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name,kw", [("LSTM", {"bidirectional": True}), ("RNN", {"nonlinearity": "relu"}),
+                                     ("GRU", {})], ids=str)
+def test_sequence_gradcheck_float64(device, name, kw):
+    m = getattr(nn, name)(2, 3, **kw).to(device).double()
+    x = tl.tensor(randn(3, 2, 2, dtype="float64"), device=device, requires_grad=True)
+    d = 2 if kw.get("bidirectional") else 1
+    h = tl.tensor(randn(d, 2, 3, seed=1, dtype="float64"), device=device, requires_grad=True)
+    if name == "LSTM":
+        c = tl.tensor(randn(d, 2, 3, seed=2, dtype="float64"), device=device, requires_grad=True)
+        assert tl.autograd.gradcheck(lambda a, h, c: m(a, (h, c))[0], (x, h, c))
+    else:
+        assert tl.autograd.gradcheck(lambda a, h: m(a, h)[0], (x, h))
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
+def test_sequence_double_backward_matches_composite(device, monkeypatch, name):
+    results = []
+    for enabled in (True, False):
+        m = getattr(nn, name)(2, 3)
+        m.load_state_dict({k: tl.tensor(randn(*v.shape, seed=i, dtype="float64")) for i, (k, v) in
+                           enumerate(m.state_dict().items())})
+        m = m.to(device).double()
+        x = tl.tensor(randn(3, 2, 2, seed=7, dtype="float64"), device=device, requires_grad=True)
+        with monkeypatch.context() as mp:
+            mp.setattr(rnn_fused, "ENABLED", enabled)
+            out, _ = m(x)
+        params = list(m.parameters())
+        grads = tl.autograd.grad((out * out).sum(), [x] + params, create_graph=True)
+        sum((g * g).sum() for g in grads).backward()
+        results.append([np_of(t.grad) for t in [x] + params])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

@@ -1106,3 +1106,28 @@ def _fused_rnn_cell(ctx, g):
 DERIVATIVES["fused_rnn_cell"] = Derivative(_fused_rnn_cell, save=ALL,
                                            result=lambda ctx: ctx.info["mode"].startswith("RNN"),
                                            name="FusedRnnCellBackward0")
+
+
+def _fused_rnn_sequence(ctx, g):
+    from ..ops import rnn_fused
+    i = ctx.info
+    mode, lstm = i["mode"], i["mode"] == "LSTM"
+    gi, w_hh, h0 = ctx.saved(0), ctx.saved(1), ctx.saved(2)
+    c0 = ctx.saved(3) if lstm else None
+    b_hh = ctx.saved(4 if lstm else 3) if i["has_bias"] else None
+    if _grad_mode_on():  # create_graph: gradients that are themselves differentiable
+        d_gi, d_w, d_h0, d_c0, d_b = rnn_fused.sequence_backward_composite(g, gi, w_hh, b_hh, h0, c0, ctx.result(),
+                                                                           mode, i["reverse"])
+    else:
+        d_gi, d_w, d_h0, d_c0, d_b = rnn_fused.sequence_backward(g, gi, w_hh, h0, c0, ctx.result(), i["ws"], mode,
+                                                                 i["reverse"], ctx.needs(1))
+    out = [d_gi, d_w, d_h0]
+    if lstm:
+        out.append(d_c0)
+    if i["has_bias"]:
+        out.append(d_b)
+    return tuple(out)
+
+
+DERIVATIVES["fused_rnn_sequence"] = Derivative(_fused_rnn_sequence, save=ALL, result=True,
+                                               name="FusedRnnSequenceBackward0")

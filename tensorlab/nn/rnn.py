@@ -1,7 +1,9 @@
 """Recurrent layers RNN (tanh/relu), LSTM (with proj_size) and GRU, and their cells, with torch's
 parameter names (weight_ih_l0, weight_hh_l0_reverse, ...), init U(-1/sqrt(H), 1/sqrt(H)), gate
-order (LSTM i, f, g, o; GRU r, z, n) and shapes. Written over matmul and elementwise ops: each
-layer/direction projects the inputs of all time steps with one matmul, then steps the recurrence."""
+order (LSTM i, f, g, o; GRU r, z, n) and shapes. Each layer/direction projects the inputs of all time steps
+with one matmul, then runs the recurrence: as one fused op for the whole sequence (ops/rnn_fused.sequence),
+or, where that does not apply (proj_size, very wide hidden states), one matmul and one fused cell op per step
+(ops/rnn_fused.cell); the composite steps below stay the reference (rnn_fused.ENABLED = False)."""
 from __future__ import annotations
 
 import math
@@ -93,6 +95,19 @@ def _run_direction(step, x, state, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, is_lst
         state = step(steps[t], state, w_hh, b_hh, w_hr)
         outs[t] = state[0] if is_lstm else state
     return _tl.stack(outs, 0), state
+
+
+def _run_sequence(mode, x, state, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, is_lstm):
+    """_run_direction as one fused op for every time step (ops/rnn_fused.sequence)."""
+    gi = x.matmul(w_ih.t())
+    if b_ih is not None:
+        gi = gi + b_ih
+    if b_hh is not None and mode != "GRU":
+        gi = gi + b_hh
+        b_hh = None
+    h0, c0 = state if is_lstm else (state, None)
+    out, h_n, c_n = _cells.sequence(mode, gi, w_hh, b_hh, h0, c0, reverse)
+    return out, ((h_n, c_n) if is_lstm else h_n)
 
 
 def _check_hx_dims(hx, is_lstm, n, kind):
@@ -222,6 +237,8 @@ class RNNBase(Module):
         """x [T, B, I] (sequence first); h0 [L*D, B, H_out], c0 [L*D, B, H] or None."""
         is_lstm = self.mode == "LSTM"
         step = _step_for(self.mode, x, h0, c0, *self._flat_weights, w_hr=self.proj_size or None)
+        whole = not self.proj_size and _cells.sequence_supported(x, self.hidden_size, self.mode, h0, c0,
+                                                                 *self._flat_weights)
         num_directions = 2 if self.bidirectional else 1
         h_n, c_n = [], []
         for layer in range(self.num_layers):
@@ -229,8 +246,12 @@ class RNNBase(Module):
             for direction in range(num_directions):
                 k = layer * num_directions + direction
                 state = (h0[k], c0[k]) if is_lstm else h0[k]
-                out, state = _run_direction(step, x, state, *self._layer_weights(layer, direction),
-                                            reverse=direction == 1, is_lstm=is_lstm)
+                if whole:
+                    out, state = _run_sequence(self.mode, x, state, *self._layer_weights(layer, direction),
+                                               reverse=direction == 1, is_lstm=is_lstm)
+                else:
+                    out, state = _run_direction(step, x, state, *self._layer_weights(layer, direction),
+                                                reverse=direction == 1, is_lstm=is_lstm)
                 outs.append(out)
                 if is_lstm:
                     h_n.append(state[0])

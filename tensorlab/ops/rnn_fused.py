@@ -9,12 +9,19 @@ gh = h W_hh^T, state = c (LSTM) or h (GRU) or None (RNN), bias = b_hh added to g
 r * (h W_hn + b_hn), torch's placement) or None. LSTM returns (h', c') as the two halves of one (2, B, H)
 result (both contiguous); the others return h'. Recorded as "fused_rnn_cell": its derivative runs
 rnn_cell_bwd (the gates' gradients, recomputing the gates from the saved inputs) unless create_graph is
-asked for; then cell_backward_composite gives the same gradients from differentiable ops."""
+asked for; then cell_backward_composite gives the same gradients from differentiable ops.
+
+sequence(mode, gi, w_hh, b_hh, h0, c0, reverse): a whole layer direction in one op (no Python-level op per
+time step): gi (T, B, G*H) the input projections of every step with the biases folded in (GRU: b_ih only,
+b_hh given as b_hh). Its result R (S, T, B, H) holds the hidden states (S = 2 for LSTM: and the cell states);
+the layer's output is R[0], h_n / c_n are R[0][last] / R[1][last] (views). Recorded as
+"fused_rnn_sequence": the derivative runs rnn_seq_bwd (backpropagation through time from the saved gate
+workspace) and one matmul for W_hh's gradient; under create_graph it steps cell_backward_composite."""
 from __future__ import annotations
 
 from .. import autograd_hooks, dtypes
 from ..tensor import Tensor
-from . import registry
+from . import registry, shape
 from ._common import empty_tensor
 from .registry import KEEP, OpDef
 
@@ -22,10 +29,14 @@ _F = "rnn_fused"
 registry.register(
     OpDef("fused_rnn_cell", _F, "rnn_cell_fwd", KEEP),
     OpDef("fused_rnn_cell_backward", _F, "rnn_cell_bwd", KEEP, differentiable=False),
+    OpDef("fused_rnn_sequence", _F, "rnn_seq_fwd", KEEP),
+    OpDef("fused_rnn_sequence_backward", _F, "rnn_seq_bwd", KEEP, differentiable=False),
 )
 FUNCTIONS = ()
 
 ENABLED = True  # False: nn/rnn.py steps with its composites (tests compare the two paths)
+SEQUENCE = True  # False: the layers step with `cell` (one op per time step) instead of `sequence`
+_SEQ_SHARED_MAX = 48 * 1024  # the sequence kernels' dynamic shared memory without an opt-in
 GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
@@ -67,7 +78,6 @@ def cell_backward(mode, grad, gx, gh, state, bias, out):
 
 def cell_backward_composite(mode, grad, gx, gh, state, bias):
     """The same gradients with differentiable ops (for create_graph)."""
-    from . import shape
     low = gx._dtype in (dtypes.float16, dtypes.bfloat16)
     up = (lambda t: None if t is None else t.float()) if low else (lambda t: t)  # noqa: E731
     down = (lambda t: t.to(gx._dtype)) if low else (lambda t: t)  # noqa: E731
@@ -99,3 +109,95 @@ def cell_backward_composite(mode, grad, gx, gh, state, bias):
         y = v.tanh()
         dp = g * (1 - y * y)
     return down(dp), down(dp), None
+
+
+def _acc_dtype(dt):
+    return dtypes.float64 if dt is dtypes.float64 else dtypes.float32
+
+
+def sequence_supported(x, hidden, mode, *params):
+    """Whether a layer direction runs as one `sequence` op (the kernels keep h, c and the gates of one batch
+    row in shared memory: H up to 2048 for LSTM in float32)."""
+    if not (SEQUENCE and supported(x, *params)):
+        return False
+    return (2 + GATES[mode]) * hidden * _acc_dtype(x._dtype).itemsize <= _SEQ_SHARED_MAX
+
+
+def sequence(mode, gi, w_hh, b_hh, h0, c0, reverse):
+    steps, batch = gi.shape[0], gi.shape[1]
+    hidden = w_hh.shape[1]
+    lstm = mode == "LSTM"
+    res = empty_tensor((2 if lstm else 1, steps, batch, hidden), gi._dtype, gi.device)
+    wshape = (steps, batch, 4 * hidden) if mode in ("LSTM", "GRU") else (1,)
+    ws = empty_tensor(wshape, _acc_dtype(gi._dtype), gi.device)
+    gi._backend.rnn_seq_fwd(mode, res[0], res[1] if lstm else None, ws, _c(gi), _c(w_hh), _c(b_hh), _c(h0),
+                            _c(c0) if lstm else None, bool(reverse))
+    inputs = (gi, w_hh, h0) + ((c0,) if lstm else ()) + ((b_hh,) if b_hh is not None else ())
+    res = autograd_hooks.record(res, "fused_rnn_sequence", inputs, mode=mode, reverse=bool(reverse), ws=ws,
+                                has_bias=b_hh is not None)
+    last = 0 if reverse else steps - 1
+    return res[0], res[0][last], (res[1][last] if lstm else None)
+
+
+def _prev_states(hs, h0, reverse):
+    """The state each step read: h0 for the first processed step, else the neighbouring output."""
+    if reverse:
+        return shape.cat([hs[1:], h0.unsqueeze(0)], 0)
+    return shape.cat([h0.unsqueeze(0), hs[:-1]], 0)
+
+
+def sequence_backward(grad, gi, w_hh, h0, c0, res, ws, mode, reverse, needs_w):
+    """(d_gi, d_w_hh, d_h0, d_c0, d_b_hh) from the saved workspace; d_c0 None unless LSTM, d_b_hh None
+    unless GRU. Not differentiable (see sequence_backward_composite)."""
+    g = grad.detach()
+    if g._dtype is not gi._dtype:
+        g = g.to(gi._dtype)
+    g = g.contiguous()
+    lstm, gru = mode == "LSTM", mode == "GRU"
+    steps, batch, gh = gi.shape
+    hidden = w_hh.shape[1]
+    d_gi = empty_tensor((steps, batch, gh), gi._dtype, gi.device)
+    d_gh = empty_tensor((steps, batch, gh), gi._dtype, gi.device) if gru else None
+    d_h0 = empty_tensor((batch, hidden), gi._dtype, gi.device)
+    d_c0 = empty_tensor((batch, hidden), gi._dtype, gi.device) if lstm else None
+    r = res.detach()
+    gi._backend.rnn_seq_bwd(mode, d_gi, d_gh, d_h0, d_c0, g[0], g[1] if lstm else None, ws, r[0],
+                            r[1] if lstm else None, _c(w_hh), _c(h0), _c(c0) if lstm else None, bool(reverse))
+    dg = d_gi if d_gh is None else d_gh
+    d_w = None
+    if needs_w:
+        prev = _prev_states(r[0], h0.detach(), reverse)
+        d_w = dg.reshape(steps * batch, gh).t().matmul(prev.reshape(steps * batch, hidden))
+    d_b = dg.sum((0, 1)) if gru else None
+    return d_gi, d_w, d_h0, d_c0, d_b
+
+
+def sequence_backward_composite(grad, gi, w_hh, b_hh, h0, c0, res, mode, reverse):
+    """The same gradients from differentiable ops (for create_graph): backpropagation through time with
+    cell_backward_composite at every step."""
+    lstm = mode == "LSTM"
+    steps = gi.shape[0]
+    hs = res[0]
+    prev_h = _prev_states(hs, h0, reverse)
+    prev_c = _prev_states(res[1], c0, reverse) if lstm else None
+    order = range(steps) if reverse else range(steps - 1, -1, -1)
+    dh = dc = None
+    d_gi = [None] * steps
+    d_w = d_b = None
+    for t in order:
+        gh_t = prev_h[t].matmul(w_hh.t())
+        dht = grad[0][t] if dh is None else grad[0][t] + dh
+        if lstm:
+            dct = grad[1][t] if dc is None else grad[1][t] + dc
+            gx, gh, dstate = cell_backward_composite(mode, shape.stack([dht, dct]), gi[t], gh_t, prev_c[t], None)
+            dc = dstate
+        else:
+            gx, gh, dstate = cell_backward_composite(mode, dht, gi[t], gh_t, prev_h[t] if mode == "GRU" else None,
+                                                     b_hh)
+        d_gi[t] = gx
+        dh = gh.matmul(w_hh) if dstate is None or lstm else gh.matmul(w_hh) + dstate
+        step_w = gh.t().matmul(prev_h[t])
+        d_w = step_w if d_w is None else d_w + step_w
+        if b_hh is not None:
+            d_b = gh.sum(0) if d_b is None else d_b + gh.sum(0)
+    return shape.stack(d_gi, 0), d_w, dh, dc, d_b
