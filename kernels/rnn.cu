@@ -148,7 +148,7 @@ __global__ void rnn_act_cell_bwd(T* __restrict__ d_pre, const T* __restrict__ gr
 // Whole-sequence recurrences: one launch runs every time step of one layer direction. Block b owns batch
 // rows b, b + gridDim.x, ...; it keeps h (and LSTM's c) in shared memory (in the accumulation type, rounded
 // through T each step as the per-step cells store them) and reads W_hh (G*H, H) from global memory.
-// mode: 0 LSTM, 1 GRU, 2 RNN tanh, 3 RNN relu. gi (T, B, G*H): the input projections with the biases
+// Mode (a template parameter): 0 LSTM, 1 GRU, 2 RNN tanh, 3 RNN relu. gi (T, B, G*H): the input projections with the biases
 // folded in (GRU: b_ih only; its b_hh comes as `bias`, b_hn inside r * (.)). Dynamic shared memory:
 // (2 * H + G * H) accumulation-type elements.
 //
@@ -165,19 +165,18 @@ __device__ __forceinline__ float rnn_shfl_xor(float v, int m) { return __shfl_xo
 __device__ __forceinline__ double rnn_shfl_xor(double v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 template <typename T, typename A>
 __device__ __forceinline__ A rnn_round(A v) { return static_cast<A>(tl::widen(tl::cast<T>(v))); }
-__device__ __forceinline__ int rnn_gates(int mode) { return mode == 0 ? 4 : (mode == 1 ? 3 : 1); }
 }  // namespace
 
-template <typename T>
-__global__ void __launch_bounds__(256) rnn_seq_fwd(T* __restrict__ hs, T* __restrict__ cs,
+template <typename T, int Mode>
+__global__ void __launch_bounds__(256, 1) rnn_seq_fwd(T* __restrict__ hs, T* __restrict__ cs,
                                                    typename tl::AccOf<T>::type* __restrict__ ws,
                                                    const T* __restrict__ gi, const T* __restrict__ w,
                                                    const T* __restrict__ bias, const T* __restrict__ h0,
                                                    const T* __restrict__ c0, long long steps, long long B,
-                                                   long long H, int mode, int has_bias, int reverse) {
+                                                   long long H, int has_bias, int reverse) {
   using A = typename tl::AccOf<T>::type;
   TL_DYNAMIC_SHARED(A, sm);
-  const int G = rnn_gates(mode);
+  constexpr int G = Mode == 0 ? 4 : (Mode == 1 ? 3 : 1);
   A* sh_h = sm;
   A* sh_c = sm + H;
   A* pre = sm + 2 * H;
@@ -186,7 +185,7 @@ __global__ void __launch_bounds__(256) rnn_seq_fwd(T* __restrict__ hs, T* __rest
   for (long long b = blockIdx.x; b < B; b += gridDim.x) {
     for (long long j = tid; j < H; j += blockDim.x) {
       sh_h[j] = ld(h0, b * H + j);
-      if (mode == 0) sh_c[j] = ld(c0, b * H + j);
+      if (Mode == 0) sh_c[j] = ld(c0, b * H + j);
     }
     __syncthreads();
     for (long long step = 0; step < steps; ++step) {
@@ -204,7 +203,7 @@ __global__ void __launch_bounds__(256) rnn_seq_fwd(T* __restrict__ hs, T* __rest
       A* wr = ws + base * 4 * H;
       for (long long j = tid; j < H; j += blockDim.x) {
         A hnew;
-        if (mode == 0) {
+        if (Mode == 0) {
           const A i = rnn_sigmoid(ld(g, j) + pre[j]);
           const A f = rnn_sigmoid(ld(g, H + j) + pre[H + j]);
           const A gg = rnn_tanh(ld(g, 2 * H + j) + pre[2 * H + j]);
@@ -217,7 +216,7 @@ __global__ void __launch_bounds__(256) rnn_seq_fwd(T* __restrict__ hs, T* __rest
           wr[H + j] = f;
           wr[2 * H + j] = gg;
           wr[3 * H + j] = o;
-        } else if (mode == 1) {
+        } else if (Mode == 1) {
           A hr = pre[j], hz = pre[H + j], hn = pre[2 * H + j];
           if (has_bias) {
             hr += ld(bias, j);
@@ -234,7 +233,7 @@ __global__ void __launch_bounds__(256) rnn_seq_fwd(T* __restrict__ hs, T* __rest
           wr[3 * H + j] = hn;
         } else {
           const A v = ld(g, j) + pre[j];
-          hnew = mode == 3 ? (v < A(0) ? A(0) : v) : rnn_tanh(v);
+          hnew = Mode == 3 ? (v < A(0) ? A(0) : v) : rnn_tanh(v);
         }
         hnew = rnn_round<T>(hnew);
         sh_h[j] = hnew;  // unit j is read by this thread only until the barrier
@@ -245,18 +244,18 @@ __global__ void __launch_bounds__(256) rnn_seq_fwd(T* __restrict__ hs, T* __rest
   }
 }
 
-template <typename T>
-__global__ void __launch_bounds__(256) rnn_seq_bwd(T* __restrict__ d_gi, T* __restrict__ d_gh, T* __restrict__ d_h0,
+template <typename T, int Mode>
+__global__ void __launch_bounds__(256, 1) rnn_seq_bwd(T* __restrict__ d_gi, T* __restrict__ d_gh, T* __restrict__ d_h0,
                                                    T* __restrict__ d_c0, const T* __restrict__ grad_h,
                                                    const T* __restrict__ grad_c,
                                                    const typename tl::AccOf<T>::type* __restrict__ ws,
                                                    const T* __restrict__ hs, const T* __restrict__ cs,
                                                    const T* __restrict__ w, const T* __restrict__ h0,
                                                    const T* __restrict__ c0, long long steps, long long B,
-                                                   long long H, int mode, int reverse) {
+                                                   long long H, int reverse) {
   using A = typename tl::AccOf<T>::type;
   TL_DYNAMIC_SHARED(A, sm);
-  const int G = rnn_gates(mode);
+  constexpr int G = Mode == 0 ? 4 : (Mode == 1 ? 3 : 1);
   A* dh = sm;
   A* dc = sm + H;
   A* dg = sm + 2 * H;
@@ -278,7 +277,7 @@ __global__ void __launch_bounds__(256) rnn_seq_bwd(T* __restrict__ d_gi, T* __re
       for (long long j = tid; j < H; j += blockDim.x) {
         const A dht = ld(grad_h, base * H + j) + dh[j];
         A direct = A(0);
-        if (mode == 0) {
+        if (Mode == 0) {
           const A i = wr[j], f = wr[H + j], gg = wr[2 * H + j], o = wr[3 * H + j];
           const A c = ld(cs, base * H + j);
           const A cp = first ? ld(c0, b * H + j) : ld(cs, (tp * B + b) * H + j);
@@ -295,7 +294,7 @@ __global__ void __launch_bounds__(256) rnn_seq_bwd(T* __restrict__ d_gi, T* __re
           dg[2 * H + j] = rnn_round<T>(v2);
           dg[3 * H + j] = rnn_round<T>(v3);
           dc[j] = dct * f;
-        } else if (mode == 1) {
+        } else if (Mode == 1) {
           const A r = wr[j], z = wr[H + j], n = wr[2 * H + j], hn = wr[3 * H + j];
           const A hp = first ? ld(h0, b * H + j) : ld(hs, (tp * B + b) * H + j);
           const A dn = dht * (A(1) - z) * (A(1) - n * n);
@@ -314,7 +313,7 @@ __global__ void __launch_bounds__(256) rnn_seq_bwd(T* __restrict__ d_gi, T* __re
           direct = dht * z;
         } else {
           const A y = ld(hs, base * H + j);
-          const A dp = mode == 3 ? (y > A(0) ? dht : A(0)) : dht * (A(1) - y * y);
+          const A dp = Mode == 3 ? (y > A(0) ? dht : A(0)) : dht * (A(1) - y * y);
           dgi[j] = tl::cast<T>(dp);
           dg[j] = rnn_round<T>(dp);
         }
@@ -330,7 +329,7 @@ __global__ void __launch_bounds__(256) rnn_seq_bwd(T* __restrict__ d_gi, T* __re
     }
     for (long long j = tid; j < H; j += blockDim.x) {
       d_h0[b * H + j] = tl::cast<T>(dh[j]);
-      if (mode == 0) d_c0[b * H + j] = tl::cast<T>(dc[j]);
+      if (Mode == 0) d_c0[b * H + j] = tl::cast<T>(dc[j]);
     }
     __syncthreads();
   }

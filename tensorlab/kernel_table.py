@@ -186,4 +186,6 @@ KERNELS["batch_norm.cu"] = (_per_dtype("batch_norm_stats", "batch_norm_bwd_reduc
 KERNELS["rnn.cu"] = _per_dtype("lstm_cell_fwd", "lstm_cell_bwd", "gru_cell_fwd", "gru_cell_bwd", "rnn_act_cell_fwd",
                                "rnn_act_cell_bwd", among=dtypes.FLOATING)
 # rnn.cu's whole-sequence recurrences (one launch per layer direction), the floating dtypes; 64-bit offsets
-KERNELS["rnn.cu"] += tuple(f"{k}<{d.ctype}>" for k in ("rnn_seq_fwd", "rnn_seq_bwd") for d in dtypes.FLOATING)
+# per mode (0 LSTM, 1 GRU, 2 RNN tanh, 3 RNN relu)
+KERNELS["rnn.cu"] += tuple(f"{k}<{d.ctype}, {m}>" for k in ("rnn_seq_fwd", "rnn_seq_bwd") for d in dtypes.FLOATING
+                           for m in range(4))

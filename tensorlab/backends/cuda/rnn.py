@@ -84,10 +84,10 @@ def rnn_seq_fwd(mode, hs, cs, ws, gi, w_hh, b_hh, h0, c0, reverse):
     if not (steps and batch and hidden):
         return
     grid, shared = _seq_geometry(mode, gio, hidden, batch)
-    K.launch("rnn.cu", f"rnn_seq_fwd<{gio.dtype.ctype}>", dev,
+    K.launch("rnn.cu", f"rnn_seq_fwd<{gio.dtype.ctype}, {_MODES[mode]}>", dev,
              (_ptr(hso), _ptr(cso or hso), _ptr(wso), _ptr(gio), _ptr(wo), _ptr(bo or gio), _ptr(h0o),
-              _ptr(c0o or h0o), np.int64(steps), np.int64(batch), np.int64(hidden), np.int32(_MODES[mode]),
-              np.int32(bo is not None), np.int32(bool(reverse))), grid=grid, block=_SEQ_BLOCK, shared_mem=shared)
+              _ptr(c0o or h0o), np.int64(steps), np.int64(batch), np.int64(hidden), np.int32(bo is not None),
+              np.int32(bool(reverse))), grid=grid, block=_SEQ_BLOCK, shared_mem=shared)
 
 
 def rnn_seq_bwd(mode, d_gi, d_gh, d_h0, d_c0, grad_h, grad_c, ws, hs, cs, w_hh, h0, c0, reverse):
@@ -97,8 +97,8 @@ def rnn_seq_bwd(mode, d_gi, d_gh, d_h0, d_c0, grad_h, grad_c, ws, hs, cs, w_hh, 
     if not (steps and batch and hidden):
         return
     grid, shared = _seq_geometry(mode, dgio, hidden, batch)
-    K.launch("rnn.cu", f"rnn_seq_bwd<{dgio.dtype.ctype}>", dev,
+    K.launch("rnn.cu", f"rnn_seq_bwd<{dgio.dtype.ctype}, {_MODES[mode]}>", dev,
              (_ptr(dgio), _ptr(dgho or dgio), _ptr(dh0o), _ptr(dc0o or dh0o), _ptr(gho), _ptr(gco or gho),
               _ptr(wso), _ptr(hso), _ptr(cso or hso), _ptr(wo), _ptr(h0o), _ptr(c0o or h0o), np.int64(steps),
-              np.int64(batch), np.int64(hidden), np.int32(_MODES[mode]), np.int32(bool(reverse))),
+              np.int64(batch), np.int64(hidden), np.int32(bool(reverse))),
              grid=grid, block=_SEQ_BLOCK, shared_mem=shared)
