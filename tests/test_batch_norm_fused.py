@@ -245,3 +245,28 @@ def test_batch_norm_injected_faults_leave_running_stats_unchanged(device):
         assert_unchanged(snap)
     fn()
     assert not np.array_equal(_np(rm), base[0])
+
+
+# -- group_norm: the fused statistics for every fused dtype, with the affine in float32 --------------------
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_group_norm_half_precision_affine_takes_the_fused_statistics(device, torch, dtype):
+    dt = PAIRS["f16" if dtype == "float16" else "bf16"][0]
+    x, gy = _rand((2, 6, 5), 0, 2.0, 0.5), _rand((2, 6, 5), 1)
+    w, b = _rand(6, 2), _rand(6, 3)
+    ts = [tl.tensor(a, device=device).to(dt).requires_grad_(True) for a in (x, w, b)]
+    y = F.group_norm(ts[0], 3, ts[1], ts[2])
+    y.backward(tl.tensor(gy, device=device).to(dt))
+    names, stack = set(), [y.grad_fn]
+    while stack:
+        f = stack.pop()
+        if f is not None:
+            names.add(f.name())
+            stack.extend(n for n, _ in f.next_functions)
+    assert "NativeLayerNormBackward0" in names and y.dtype is dt
+    tt = [torch.tensor(a).to(getattr(torch, dtype)).float().requires_grad_(True) for a in (x, w, b)]
+    ty = torch.nn.functional.group_norm(tt[0], 3, tt[1], tt[2])
+    ty.backward(torch.tensor(gy).to(getattr(torch, dtype)).float())
+    tol = TOL[dt]
+    np.testing.assert_allclose(_np(y), ty.detach().numpy(), rtol=tol, atol=tol)
+    for a, t in zip(ts, tt):
+        np.testing.assert_allclose(_np(a.grad), t.grad.numpy(), rtol=4 * tol, atol=4 * tol)

@@ -97,16 +97,18 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         if t is not None and (t.dim() != 1 or t.numel() != c):
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
                                f"but got {name} of shape {list(t.shape)} and input of shape {list(input.shape)}")
-    if input.numel() and _fused.supported(input, weight, bias) and (
-            input.dtype is dtypes.float32 or (weight is None and bias is None)):
-        # the fused statistics over each (sample, group) row; the per-channel affine as ops (float32 only,
-        # so that reduced precision never rounds the normalized values before the affine)
-        y = _fused.layer_norm(input.reshape(n, num_groups, -1), None, None, eps, False, 1).reshape(input.shape)
+    if input.numel() and _fused.supported(input, weight, bias):
+        # the fused statistics over each (sample, group) row; the per-channel affine as ops, in float32 (a
+        # float16/bfloat16 input with an affine is normalized in float32, so that reduced precision never
+        # rounds the normalized values before the affine)
+        low = input.dtype is not dtypes.float32 and (weight is not None or bias is not None)
+        x = input.float() if low else input
+        y = _fused.layer_norm(x.reshape(n, num_groups, -1), None, None, eps, False, 1).reshape(input.shape)
         if weight is not None:
-            y = y * _channel_view(weight, input.dim())
+            y = y * _channel_view(_opmath(weight), input.dim())
         if bias is not None:
-            y = y + _channel_view(bias, input.dim())
-        return y
+            y = y + _channel_view(_opmath(bias), input.dim())
+        return y.to(input.dtype) if low else y
     x = _opmath(input)
     g = x.reshape(n, num_groups, input.numel() // n // num_groups if n else 0)
     mean = g.mean(-1, keepdim=True)
