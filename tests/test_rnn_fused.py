@@ -277,3 +277,13 @@ def test_batch_of_one_and_zero_batch_cells(device, torch):
             sum(o.sum() for o in outs).backward()
             sum(t.sum() for t in touts).backward()
             close(x.grad, tx.grad, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+def test_layer_forward_backward_has_no_host_wait(device, name):
+    m = getattr(nn, name)(3, 4, bidirectional=True).to(device)
+    x = tl.randn(5, 2, 3, device=device, requires_grad=True)
+    with tl.cuda.sync_trace() as trace:
+        out, _ = m(x)
+        out.sum().backward()
+    assert [t.reason for t in trace] == []
