@@ -31,6 +31,8 @@ def _layout(lib, x, kind):
     """x (contiguous) in the layout `kind`; the values stay x's."""
     if kind == "channels_last":
         return x.contiguous(memory_format=lib.channels_last)
+    if kind == "channels_last_3d":
+        return x.contiguous(memory_format=lib.channels_last_3d)
     if kind == "noncontig":  # a strided slice of a larger tensor
         big = lib.zeros(x.shape[:-1] + (2 * x.shape[-1],), dtype=x.dtype, device=x.device)
         big[..., ::2] = x
@@ -45,7 +47,8 @@ def _layout(lib, x, kind):
 CASES = {"2d": ((6, 3), "plain"), "2d-t": ((5, 4), "transposed2d"), "3d": ((4, 3, 7), "plain"),
          "3d-cinner": ((3, 5, 6), "channels_inner"), "4d": ((2, 3, 4, 5), "plain"),
          "4d-cl": ((2, 35, 3, 3), "channels_last"), "4d-noncontig": ((2, 3, 4, 3), "noncontig"),
-         "batch1": ((1, 3, 6), "plain")}
+         "batch1": ((1, 3, 6), "plain"), "5d-cl3d": ((2, 3, 2, 3, 4), "channels_last_3d"),
+         "5d": ((2, 3, 2, 1, 4), "plain")}
 
 
 def _run(lib, dev, shape, kind, pair, training, seed=0, affine=True, momentum=0.1):
@@ -77,7 +80,7 @@ def _check_against_torch(torch, device, shape, kind, pair, training, affine=True
     assert y.dtype is dt and rm.dtype is PAIRS[pair][1]
     tol = TOL[dt]
     np.testing.assert_allclose(_np(y), ty.detach().numpy(), rtol=tol, atol=tol)
-    if kind in ("channels_last", "channels_inner", "transposed2d", "plain"):
+    if kind in ("channels_last", "channels_last_3d", "channels_inner", "transposed2d", "plain"):
         assert strides == tstrides  # the output keeps the input's (dense) layout, as torch's
     for a, b in ((rm, trm), (rv, trv)):
         np.testing.assert_allclose(_np(a), b.numpy(), rtol=tol, atol=tol)
