@@ -153,7 +153,8 @@ __global__ void batch_norm_finalize(float* __restrict__ save_mean, float* __rest
 }
 
 // y = (x - mean) * invstd * w + b over every element; threads 0..C-1 also update the running statistics
-// (bit 0 of update: running_mean, bit 1: running_var): running = (1 - momentum) * running + momentum * batch (the unbiased variance).
+// (bit 0 of update: running_mean, bit 1: running_var): running = (1 - momentum) * running + momentum * batch
+// (the unbiased variance).
 template <typename T, typename P, typename Index>
 __global__ void batch_norm_apply(T* __restrict__ y, P* __restrict__ running_mean, P* __restrict__ running_var,
                                  const T* __restrict__ x, const float* __restrict__ mean,

@@ -148,9 +148,9 @@ __global__ void rnn_act_cell_bwd(T* __restrict__ d_pre, const T* __restrict__ gr
 // Whole-sequence recurrences: one launch runs every time step of one layer direction. Block b owns batch
 // rows b, b + gridDim.x, ...; it keeps h (and LSTM's c) in shared memory (in the accumulation type, rounded
 // through T each step as the per-step cells store them) and reads W_hh (G*H, H) from global memory.
-// Mode (a template parameter): 0 LSTM, 1 GRU, 2 RNN tanh, 3 RNN relu. gi (T, B, G*H): the input projections with the biases
-// folded in (GRU: b_ih only; its b_hh comes as `bias`, b_hn inside r * (.)). Dynamic shared memory:
-// (2 * H + G * H) accumulation-type elements.
+// Mode (a template parameter): 0 LSTM, 1 GRU, 2 RNN tanh, 3 RNN relu. gi (T, B, G*H): the input
+// projections with the biases folded in (GRU: b_ih only; its b_hh comes as `bias`, b_hn inside r * (.)).
+// Dynamic shared memory: (2 * H + G * H) accumulation-type elements.
 //
 // rnn_seq_fwd: each step, warp w computes the dot products of W_hh rows w, w + 8, ... with h (lanes over
 // the row, a fixed butterfly sum), then one thread per hidden unit applies the gate math. Writes hs (T, B, H),

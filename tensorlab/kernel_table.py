@@ -179,7 +179,8 @@ _BN_T = (dtypes.float16, dtypes.bfloat16, dtypes.float32)
 _BN_PAIRS = tuple((t, p) for t in _BN_T for p in dict.fromkeys((t, dtypes.float32)))
 KERNELS["batch_norm.cu"] = (_per_dtype("batch_norm_stats", "batch_norm_bwd_reduce", "batch_norm_finalize",
                                        "batch_norm_bwd_finalize", among=_BN_T)
-                            + tuple(f"{k}<{t.ctype}, {p.ctype}, {ix}>" for k in ("batch_norm_apply", "batch_norm_bwd_dx")
+                            + tuple(f"{k}<{t.ctype}, {p.ctype}, {ix}>"
+                                    for k in ("batch_norm_apply", "batch_norm_bwd_dx")
                                     for t, p in _BN_PAIRS for ix in INDEX_TYPES))
 # rnn.cu: fused recurrent cells (LSTM, GRU, RNN tanh/relu) forward and backward, the floating dtypes (float math
 # for float16/bfloat16/float32, double for double)

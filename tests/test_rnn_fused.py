@@ -20,7 +20,8 @@ TOL = {tl.float32: 1e-5, tl.float64: 1e-12, tl.float16: 4e-3, tl.bfloat16: 3e-2}
 
 def _cell_inputs(device, mode, dtype, b=3, h=5, bias=True, seed=0):
     g = rnn_fused.GATES[mode]
-    mk = lambda shape, s: tl.tensor(randn(*shape, seed=seed + s), device=device).to(dtype).requires_grad_(True)  # noqa: E731
+    def mk(shape, s):
+        return tl.tensor(randn(*shape, seed=seed + s), device=device).to(dtype).requires_grad_(True)
     gx, gh = mk((b, g * h), 0), mk((b, g * h), 1)
     state = mk((b, h), 2) if mode in ("LSTM", "GRU") else None
     bb = mk((g * h,), 3) if bias else None
