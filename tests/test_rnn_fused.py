@@ -288,3 +288,27 @@ def test_layer_forward_backward_has_no_host_wait(device, name):
         out, _ = m(x)
         out.sum().backward()
     assert [t.reason for t in trace] == []
+
+
+@pytest.mark.parametrize("name,kw", [("GRU", {"bidirectional": True}), ("RNN", {"nonlinearity": "relu"}),
+                                     ("LSTM", {"num_layers": 2})], ids=str)
+def test_layers_batch_of_one_zero_batch_noncontiguous_match_torch(device, torch, name, kw):
+    tm = getattr(torch.nn, name)(4, 5, **kw)
+    m = copy_weights(tm, getattr(nn, name)(4, 5, **kw), device)
+    base = randn(6, 3, 4)
+    for arr in (randn(3, 1, 4), np.zeros((3, 0, 4), np.float32), base):
+        xl, txl = pair(torch, device, arr, requires_grad=True)
+        x, tx = (xl[::2], txl[::2]) if arr is base else (xl, txl)  # base: a non-contiguous view
+        out, state = m(x)
+        tout, tstate = tm(tx)
+        close(out, tout, rtol=1e-4, atol=1e-5)
+        for s, ts in zip(_states(state), _states(tstate)):
+            close(s, ts, rtol=1e-4, atol=1e-5)
+        out.sum().backward()
+        tout.sum().backward()
+        close(xl.grad, txl.grad, rtol=1e-4, atol=1e-5)
+        close_grads(tm, m, rtol=1e-4, atol=1e-4)
+
+
+def _states(state):
+    return list(state) if isinstance(state, tuple) else [state]
