@@ -172,3 +172,21 @@ KERNELS["embedding.cu"] = _per_dtype("embedding_bwd", among=dtypes.FLOATING)
 KERNELS["attention.cu"] = tuple(f"{k}<{d.ctype}>" for k in ("attention_fwd", "attention_bwd_delta",
                                                              "attention_bwd_dkdv", "attention_bwd_dq")
                                 for d in dtypes.FLOATING)
+# batch_norm.cu: fused batch norm (statistics, finalize, apply with the running-stat update; backward partial
+# sums, finalize, dx) for inputs T of float16/bfloat16/float32 with parameters and running statistics P of
+# T's dtype or float32 (torch's mixed form)
+_BN_T = (dtypes.float16, dtypes.bfloat16, dtypes.float32)
+_BN_PAIRS = tuple((t, p) for t in _BN_T for p in dict.fromkeys((t, dtypes.float32)))
+KERNELS["batch_norm.cu"] = (_per_dtype("batch_norm_stats", "batch_norm_bwd_reduce", "batch_norm_finalize",
+                                       "batch_norm_bwd_finalize", among=_BN_T)
+                            + tuple(f"{k}<{t.ctype}, {p.ctype}, {ix}>"
+                                    for k in ("batch_norm_apply", "batch_norm_bwd_dx")
+                                    for t, p in _BN_PAIRS for ix in INDEX_TYPES))
+# rnn.cu: fused recurrent cells (LSTM, GRU, RNN tanh/relu) forward and backward, the floating dtypes (float math
+# for float16/bfloat16/float32, double for double)
+KERNELS["rnn.cu"] = _per_dtype("lstm_cell_fwd", "lstm_cell_bwd", "gru_cell_fwd", "gru_cell_bwd", "rnn_act_cell_fwd",
+                               "rnn_act_cell_bwd", among=dtypes.FLOATING)
+# rnn.cu's whole-sequence recurrences (one launch per layer direction), the floating dtypes; 64-bit offsets
+# per mode (0 LSTM, 1 GRU, 2 RNN tanh, 3 RNN relu)
+KERNELS["rnn.cu"] += tuple(f"{k}<{d.ctype}, {m}>" for k in ("rnn_seq_fwd", "rnn_seq_bwd") for d in dtypes.FLOATING
+                           for m in range(4))

@@ -198,6 +198,60 @@ GRAD_SAMPLES.update({
                        Arg((1, 4, 5, 4)), Arg((1, 2, 5, 4)), Arg((1, 2, 5, 4)))],
 })
 
+def _flat_cat(m, outs):
+    """Several outputs as one vector (the comparison with torch takes one tensor)."""
+    return m.cat([o.reshape(-1) for o in outs])
+
+
+def _rnn_cell(m, mode, x, h, *rest):
+    """One fused recurrent cell step (ops/rnn_fused.py's cell) from the input and state (LSTM: h, c);
+    torch's lstm_cell / gru_cell / rnn_*_cell for torch. LSTM's (h', c') as one vector."""
+    c, (w_ih, w_hh, b_ih, b_hh) = (rest[0], rest[1:]) if mode == "LSTM" else (None, rest)
+    if m.__name__ == "torch":
+        if mode == "LSTM":
+            return _flat_cat(m, m.lstm_cell(x, (h, c), w_ih, w_hh, b_ih, b_hh))
+        fn = {"GRU": m.gru_cell, "RNN_TANH": m.rnn_tanh_cell, "RNN_RELU": m.rnn_relu_cell}[mode]
+        return fn(x, h, w_ih, w_hh, b_ih, b_hh)
+    from tensorlab.ops import rnn_fused
+    gi = x.matmul(w_ih.t()) + b_ih
+    out = rnn_fused.cell(mode, gi, h.matmul(w_hh.t()), c if mode == "LSTM" else (h if mode == "GRU" else None), b_hh)
+    return _flat_cat(m, out) if mode == "LSTM" else out
+
+
+def _rnn_sequence(m, mode, reverse, x, h, *rest):
+    """One layer direction as the fused sequence op (nn/rnn.py's _run_sequence); torch.lstm / gru / rnn_*
+    for torch (a reverse direction as the forward one over the time-flipped input). The output and the
+    final state(s) as one vector."""
+    c, params = (rest[0], list(rest[1:])) if mode == "LSTM" else (None, list(rest))
+    if m.__name__ == "torch":
+        xs = x.flip(0) if reverse else x
+        hx = (h[None], c[None]) if mode == "LSTM" else h[None]
+        fn = {"LSTM": m.lstm, "GRU": m.gru, "RNN_TANH": m.rnn_tanh, "RNN_RELU": m.rnn_relu}[mode]
+        out, *states = fn(xs, hx, params, True, 1, 0.0, False, False, False)
+        return _flat_cat(m, [out.flip(0) if reverse else out] + [st[0] for st in states])
+    from tensorlab.nn import rnn
+    out, state = rnn._run_sequence(mode, x, (h, c) if mode == "LSTM" else h, *params, None, reverse,
+                                   mode == "LSTM")
+    return _flat_cat(m, [out] + (list(state) if mode == "LSTM" else [state]))
+
+
+# the fused recurrences (ops/rnn_fused.py): one cell step, and a whole layer direction (B 2, I 3, H 2, T 3)
+def _rnn_args(gates, steps=None):
+    x = Arg((steps, 2, 3) if steps else (2, 3))
+    state = (Arg((2, 2)), Arg((2, 2))) if gates == 4 else (Arg((2, 2)),)
+    return (x,) + state + (Arg((gates * 2, 3)), Arg((gates * 2, 2)), Arg((gates * 2,)), Arg((gates * 2,)))
+
+
+GRAD_SAMPLES.update({
+    "fused_rnn_cell": [(lambda m, *a: _rnn_cell(m, "LSTM", *a), *_rnn_args(4)),
+                       (lambda m, *a: _rnn_cell(m, "GRU", *a), *_rnn_args(3)),
+                       (lambda m, *a: _rnn_cell(m, "RNN_TANH", *a), *_rnn_args(1))],
+    "fused_rnn_sequence": [(lambda m, *a: _rnn_sequence(m, "LSTM", False, *a), *_rnn_args(4, 3)),
+                           (lambda m, *a: _rnn_sequence(m, "GRU", True, *a), *_rnn_args(3, 3)),
+                           (lambda m, *a: _rnn_sequence(m, "RNN_TANH", False, *a), *_rnn_args(1, 3))],
+})
+
+
 def _reflect_pad(m, x):
     """reflect padding as torch's Conv2d(padding_mode='reflect') applies it: (1, 2) rows, (2, 1) cols."""
     if m.__name__ == "torch":
@@ -253,7 +307,8 @@ def test_every_differentiable_op_has_a_table_entry():
 # ops with no float64 kernel: gradcheck (float64) cannot reach them; their gradients are compared with
 # the composites' and torch's in float32/float16/bfloat16 (and double backward) in the named file
 NO_FLOAT64 = {"native_layer_norm": "tests/test_norm_embedding_fused.py",
-              "native_rms_norm": "tests/test_norm_embedding_fused.py"}
+              "native_rms_norm": "tests/test_norm_embedding_fused.py",
+              "native_batch_norm": "tests/test_batch_norm_fused.py"}
 
 
 def test_every_differentiable_op_has_gradcheck_samples():

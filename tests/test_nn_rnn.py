@@ -208,7 +208,9 @@ def test_half_precision_runs(device, torch):
 
 @pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
 def test_input_projection_is_one_matmul_per_layer_and_direction(device, monkeypatch, name):
-    """T steps, L layers, D directions: L*D input projections (each over all steps) + L*D*T recurrent ones."""
+    """T steps, L layers, D directions: L*D input projections (each over all steps); the recurrent products
+    run inside the fused sequence op, or, stepping with cells (rnn_fused.SEQUENCE = False), L*D*T of them."""
+    from tensorlab.ops import rnn_fused
     calls = []
     real = tl.Tensor.matmul
 
@@ -221,4 +223,9 @@ def test_input_projection_is_one_matmul_per_layer_and_direction(device, monkeypa
     m = getattr(nn, name)(3, 4, num_layers=L, bidirectional=True).to(device)
     m(tl.zeros(T, B, 3, device=device))
     assert len([s for s in calls if s[0] == T]) == L * D  # [T, B, in] @ W_ih^T: one per layer/direction
+    assert len(calls) == L * D
+    calls.clear()
+    monkeypatch.setattr(rnn_fused, "SEQUENCE", False)
+    m(tl.zeros(T, B, 3, device=device))
+    assert len([s for s in calls if s[0] == T]) == L * D
     assert len(calls) == L * D * (1 + T)

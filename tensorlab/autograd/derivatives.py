@@ -1055,3 +1055,79 @@ def _attention_fwd(ctx, g):
 
 DERIVATIVES["attention_fwd"] = Derivative(_attention_fwd, save=(0, 1, 2), result=True,
                                           name="ScaledDotProductFlashAttentionBackward0")
+
+
+# -- fused batch norm (ops/batch_norm_fused.py) -------------------------------------------------------
+def _native_batch_norm(ctx, g):
+    from ..ops import batch_norm_fused as bn
+    i = ctx.info
+    x = ctx.saved(0)
+    w = ctx.saved(1) if i["has_weight"] else None
+    b = i["param_dtype"]
+    pos_b = 2 if i["has_weight"] else 1
+    needs = (ctx.needs(0), i["has_weight"] and ctx.needs(1), i["has_bias"] and ctx.needs(pos_b))
+    if _grad_mode_on():  # create_graph: gradients that are themselves differentiable
+        gi, gw, gb = bn.batch_norm_backward_composite(g, x, i["save_mean"], i["save_invstd"], w, b, i["training"],
+                                                      i["eps"], needs)
+    else:
+        gi, gw, gb = bn.batch_norm_backward(g, x, i["save_mean"], i["save_invstd"], w, b, i["training"], needs)
+    out = [gi]
+    if i["has_weight"]:
+        out.append(gw)
+    if i["has_bias"]:
+        out.append(gb)
+    return tuple(out)
+
+
+DERIVATIVES["native_batch_norm"] = Derivative(_native_batch_norm, save=_norm_saves, name="NativeBatchNormBackward0")
+
+
+# -- fused recurrent cells (ops/rnn_fused.py) ------------------------------------------------------------
+def _fused_rnn_cell(ctx, g):
+    from ..ops import rnn_fused
+    i = ctx.info
+    mode = i["mode"]
+    gx, gh = ctx.saved(0), ctx.saved(1)
+    state = ctx.saved(2) if i["has_state"] else None
+    bias = ctx.saved(3 if i["has_state"] else 2) if i["has_bias"] else None
+    if _grad_mode_on():  # create_graph: gradients that are themselves differentiable
+        d_gx, d_gh, d_state = rnn_fused.cell_backward_composite(mode, g, gx, gh, state, bias)
+    else:
+        d_gx, d_gh, d_state = rnn_fused.cell_backward(mode, g, gx, gh, state, bias,
+                                                      ctx.result() if mode.startswith("RNN") else None)
+    out = [d_gx, d_gh]
+    if i["has_state"]:
+        out.append(d_state)
+    if i["has_bias"]:
+        out.append(d_gh.sum(0) if ctx.needs(len(out)) else None)
+    return tuple(out)
+
+
+DERIVATIVES["fused_rnn_cell"] = Derivative(_fused_rnn_cell, save=ALL,
+                                           result=lambda ctx: ctx.info["mode"].startswith("RNN"),
+                                           name="FusedRnnCellBackward0")
+
+
+def _fused_rnn_sequence(ctx, g):
+    from ..ops import rnn_fused
+    i = ctx.info
+    mode, lstm = i["mode"], i["mode"] == "LSTM"
+    gi, w_hh, h0 = ctx.saved(0), ctx.saved(1), ctx.saved(2)
+    c0 = ctx.saved(3) if lstm else None
+    b_hh = ctx.saved(4 if lstm else 3) if i["has_bias"] else None
+    if _grad_mode_on():  # create_graph: gradients that are themselves differentiable
+        d_gi, d_w, d_h0, d_c0, d_b = rnn_fused.sequence_backward_composite(g, gi, w_hh, b_hh, h0, c0, ctx.result(),
+                                                                           mode, i["reverse"])
+    else:
+        d_gi, d_w, d_h0, d_c0, d_b = rnn_fused.sequence_backward(g, gi, w_hh, h0, c0, ctx.result(), i["ws"], mode,
+                                                                 i["reverse"], ctx.needs(1))
+    out = [d_gi, d_w, d_h0]
+    if lstm:
+        out.append(d_c0)
+    if i["has_bias"]:
+        out.append(d_b)
+    return tuple(out)
+
+
+DERIVATIVES["fused_rnn_sequence"] = Derivative(_fused_rnn_sequence, save=ALL, result=True,
+                                               name="FusedRnnSequenceBackward0")

@@ -10,6 +10,7 @@ import tensorlab as _tl
 from ..tensor import Tensor
 from ._grad import no_grad
 from ..ops import norm_fused as _fused
+from ..ops import batch_norm_fused as _bn_fused
 
 _LOW = (dtypes.float16, dtypes.bfloat16)
 
@@ -96,16 +97,18 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         if t is not None and (t.dim() != 1 or t.numel() != c):
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, "
                                f"but got {name} of shape {list(t.shape)} and input of shape {list(input.shape)}")
-    if input.numel() and _fused.supported(input, weight, bias) and (
-            input.dtype is dtypes.float32 or (weight is None and bias is None)):
-        # the fused statistics over each (sample, group) row; the per-channel affine as ops (float32 only,
-        # so that reduced precision never rounds the normalized values before the affine)
-        y = _fused.layer_norm(input.reshape(n, num_groups, -1), None, None, eps, False, 1).reshape(input.shape)
+    if input.numel() and _fused.supported(input, weight, bias):
+        # the fused statistics over each (sample, group) row; the per-channel affine as ops, in float32 (a
+        # float16/bfloat16 input with an affine is normalized in float32, so that reduced precision never
+        # rounds the normalized values before the affine)
+        low = input.dtype is not dtypes.float32 and (weight is not None or bias is not None)
+        x = input.float() if low else input
+        y = _fused.layer_norm(x.reshape(n, num_groups, -1), None, None, eps, False, 1).reshape(input.shape)
         if weight is not None:
-            y = y * _channel_view(weight, input.dim())
+            y = y * _channel_view(_opmath(weight), input.dim())
         if bias is not None:
-            y = y + _channel_view(bias, input.dim())
-        return y
+            y = y + _channel_view(_opmath(bias), input.dim())
+        return y.to(input.dtype) if low else y
     x = _opmath(input)
     g = x.reshape(n, num_groups, input.numel() // n // num_groups if n else 0)
     mean = g.mean(-1, keepdim=True)
@@ -128,6 +131,15 @@ def _verify_batch_size(shape):
                          f"torch.Size({list(shape)})")
 
 
+def _affine_empty(input, weight, bias):
+    y = input.clone()
+    if weight is not None:
+        y = y * _channel_view(weight, input.dim())
+    if bias is not None:
+        y = y + _channel_view(bias, input.dim())
+    return y
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """Normalize each channel (dim 1) over the batch and spatial dims. Training: batch statistics
     (biased variance), and running_mean/running_var, when given, updated in place with
@@ -144,6 +156,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         _verify_batch_size(input.shape)
     elif running_mean is None or running_var is None:
         raise RuntimeError("running_mean must be defined in evaluation mode")
+    if input.numel() == 0:  # torch: no statistics, running ones unchanged; the affine keeps the graph
+        return _affine_empty(input, weight, bias)
+    if _bn_fused.supported(input, weight, bias, running_mean, running_var):
+        return _bn_fused.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
     x = _opmath(input)
     dims = (0,) + tuple(range(2, input.dim()))
     if training:

@@ -1,7 +1,9 @@
 """Recurrent layers RNN (tanh/relu), LSTM (with proj_size) and GRU, and their cells, with torch's
 parameter names (weight_ih_l0, weight_hh_l0_reverse, ...), init U(-1/sqrt(H), 1/sqrt(H)), gate
-order (LSTM i, f, g, o; GRU r, z, n) and shapes. Written over matmul and elementwise ops: each
-layer/direction projects the inputs of all time steps with one matmul, then steps the recurrence."""
+order (LSTM i, f, g, o; GRU r, z, n) and shapes. Each layer/direction projects the inputs of all time steps
+with one matmul, then runs the recurrence: as one fused op for the whole sequence (ops/rnn_fused.sequence),
+or, where that does not apply (proj_size, very wide hidden states), one matmul and one fused cell op per step
+(ops/rnn_fused.cell); the composite steps below stay the reference (rnn_fused.ENABLED = False)."""
 from __future__ import annotations
 
 import math
@@ -10,6 +12,7 @@ import numbers
 import tensorlab as _tl
 
 from .. import _warn
+from ..ops import rnn_fused as _cells
 from . import functional as F, init
 from .module import Module
 from .parameter import Parameter
@@ -55,12 +58,32 @@ def _gru_step(gi, h, w_hh, b_hh, w_hr):
 _STEPS = {"LSTM": _lstm_step, "GRU": _gru_step, "RNN_TANH": _rnn_step(_tl.tanh), "RNN_RELU": _rnn_step(_tl.relu)}
 
 
+# -- the same steps as one fused cell op each (ops/rnn_fused.py): a matmul and one op per time step --------
+def _fused_step(mode):
+    def step(gi, state, w_hh, b_hh, w_hr):
+        if mode == "LSTM":
+            h, c = state
+            return _cells.cell(mode, gi, h.matmul(w_hh.t()), c, b_hh)
+        return _cells.cell(mode, gi, state.matmul(w_hh.t()), state if mode == "GRU" else None, b_hh)
+    return step
+
+
+_FUSED_STEPS = {mode: _fused_step(mode) for mode in _STEPS}
+
+
+def _step_for(mode, x, *tensors, w_hr=None):
+    """The fused step where ops/rnn_fused.py takes these operands (proj_size stays on the composite)."""
+    if w_hr is None and _cells.supported(x, *tensors):
+        return _FUSED_STEPS[mode]
+    return _STEPS[mode]
+
+
 def _run_direction(step, x, state, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, is_lstm):
     """x [T, B, I]; returns (outputs [T, B, H_out], final state)."""
     gi = x.matmul(w_ih.t())  # one matmul for every time step
     if b_ih is not None:
         gi = gi + b_ih
-    if b_hh is not None and step is not _gru_step:
+    if b_hh is not None and step is not _gru_step and step is not _FUSED_STEPS["GRU"]:
         # LSTM/RNN add b_hh to the sum of both projections: added once here, not at every step
         # (GRU keeps it per step: its b_hn sits inside r * (h W_hn + b_hn))
         gi = gi + b_hh
@@ -72,6 +95,19 @@ def _run_direction(step, x, state, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, is_lst
         state = step(steps[t], state, w_hh, b_hh, w_hr)
         outs[t] = state[0] if is_lstm else state
     return _tl.stack(outs, 0), state
+
+
+def _run_sequence(mode, x, state, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, is_lstm):
+    """_run_direction as one fused op for every time step (ops/rnn_fused.sequence)."""
+    gi = x.matmul(w_ih.t())
+    if b_ih is not None:
+        gi = gi + b_ih
+    if b_hh is not None and mode != "GRU":
+        gi = gi + b_hh
+        b_hh = None
+    h0, c0 = state if is_lstm else (state, None)
+    out, h_n, c_n = _cells.sequence(mode, gi, w_hh, b_hh, h0, c0, reverse)
+    return out, ((h_n, c_n) if is_lstm else h_n)
 
 
 def _check_hx_dims(hx, is_lstm, n, kind):
@@ -200,7 +236,9 @@ class RNNBase(Module):
     def _stack_layers(self, x, h0, c0):
         """x [T, B, I] (sequence first); h0 [L*D, B, H_out], c0 [L*D, B, H] or None."""
         is_lstm = self.mode == "LSTM"
-        step = _STEPS[self.mode]
+        step = _step_for(self.mode, x, h0, c0, *self._flat_weights, w_hr=self.proj_size or None)
+        whole = not self.proj_size and _cells.sequence_supported(x, self.hidden_size, self.mode, h0, c0,
+                                                                 *self._flat_weights)
         num_directions = 2 if self.bidirectional else 1
         h_n, c_n = [], []
         for layer in range(self.num_layers):
@@ -208,8 +246,12 @@ class RNNBase(Module):
             for direction in range(num_directions):
                 k = layer * num_directions + direction
                 state = (h0[k], c0[k]) if is_lstm else h0[k]
-                out, state = _run_direction(step, x, state, *self._layer_weights(layer, direction),
-                                            reverse=direction == 1, is_lstm=is_lstm)
+                if whole:
+                    out, state = _run_sequence(self.mode, x, state, *self._layer_weights(layer, direction),
+                                               reverse=direction == 1, is_lstm=is_lstm)
+                else:
+                    out, state = _run_direction(step, x, state, *self._layer_weights(layer, direction),
+                                                reverse=direction == 1, is_lstm=is_lstm)
                 outs.append(out)
                 if is_lstm:
                     h_n.append(state[0])
@@ -382,7 +424,8 @@ class RNNCell(RNNCellBase):
         if self.nonlinearity not in ("tanh", "relu"):
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
         gi, (h,), batched = self._prepare(input, hx, 1)
-        step = _STEPS["RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU"]
+        mode = "RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU"
+        step = _step_for(mode, gi, h, self.weight_hh, self.bias_hh)
         h = step(gi, h, self.weight_hh, self.bias_hh, None)
         return h if batched else h.squeeze(0)
 
@@ -393,7 +436,8 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         gi, (h, c), batched = self._prepare(input, hx, 2)
-        h, c = _lstm_step(gi, (h, c), self.weight_hh, self.bias_hh, None)
+        step = _step_for("LSTM", gi, h, c, self.weight_hh, self.bias_hh)
+        h, c = step(gi, (h, c), self.weight_hh, self.bias_hh, None)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -403,5 +447,6 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         gi, (h,), batched = self._prepare(input, hx, 1)
-        h = _gru_step(gi, h, self.weight_hh, self.bias_hh, None)
+        step = _step_for("GRU", gi, h, self.weight_hh, self.bias_hh)
+        h = step(gi, h, self.weight_hh, self.bias_hh, None)
         return h if batched else h.squeeze(0)

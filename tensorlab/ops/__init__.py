@@ -33,3 +33,5 @@ def install(tensor_cls):
     for m in modules():
         for name, fn in getattr(m, "METHODS", {}).items():
             setattr(tensor_cls, name, fn)
+FAMILIES += ("batch_norm_fused",)
+FAMILIES += ("rnn_fused",)

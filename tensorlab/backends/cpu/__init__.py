@@ -12,3 +12,5 @@ from .random import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .norm import *  # noqa: F401,F403
+from .batch_norm import *  # noqa: F401,F403
+from .rnn import *  # noqa: F401,F403

@@ -17,6 +17,8 @@ from .shape import *  # noqa: F401,F403
 from .random import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .norm import *  # noqa: F401,F403
+from .batch_norm import *  # noqa: F401,F403
+from .rnn import *  # noqa: F401,F403
 
 
 def current_device():

@@ -1,0 +1,211 @@
+"""CPU primitives of the fused recurrent cells (the names of backends/cuda/rnn.py): the gate math of
+kernels/rnn.cu in NumPy, float32 for float16/bfloat16/float32, float64 for float64. Operands are contiguous:
+gx / gh (B, G*H) with torch's gate order, states (B, H); mode is "LSTM", "GRU", "RNN_TANH" or "RNN_RELU".
+
+rnn_cell_fwd(mode, out, gx, gh, state, bias): LSTM out (2, B, H) = (h', c') from c = state; GRU out (B, H)
+from h = state; RNN out (B, H) (state None). bias (G*H) or None is added to gh (GRU: b_hn inside r * (.)).
+rnn_cell_bwd(mode, d_gx, d_gh, d_state, grad, gx, gh, state, bias, out): LSTM d_gx = the gates' gradient
+(gx's and gh's alike; d_gh None), d_state = dc; GRU d_gx, d_gh, d_state = dh; RNN d_gx (d_gh, d_state None).
+
+rnn_seq_fwd / rnn_seq_bwd run a whole layer direction (kernels/rnn.cu's rnn_seq_fwd / rnn_seq_bwd): gi (T, B, G*H)
+with the biases folded in (GRU: b_ih; b_hh as `b_hh`), w_hh (G*H, H); hs / cs (T, B, H) the hidden and cell
+states, ws (T, B, 4H, float32 or float64) the gate workspace the backward reads (LSTM i, f, g, o; GRU r, z, n,
+h W_hn + b_hn). States are rounded through the tensors' dtype every step, as the per-step cells store them."""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import _faults
+from .memory import array
+
+__all__ = ("rnn_cell_fwd", "rnn_cell_bwd", "rnn_seq_fwd", "rnn_seq_bwd")
+
+
+def _acc(t):
+    a = array(t)
+    return a.astype(np.float64 if a.dtype == np.float64 else np.float32, copy=False)
+
+
+def _sigmoid(v):
+    return 1 / (1 + np.exp(-v))
+
+
+def _gates(gx, gh, bias, g):
+    """(B, G, H) pre-activations x part and h part (bias added to the h part)."""
+    a, b = _acc(gx), _acc(gh)
+    hdim = a.shape[1] // g
+    a = a.reshape(a.shape[0], g, hdim)
+    b = b.reshape(b.shape[0], g, hdim)
+    if bias is not None:
+        b = b + _acc(bias).reshape(g, hdim)
+    return a, b
+
+
+def _store(t, v):
+    o = array(t)
+    np.copyto(o, v.reshape(o.shape).astype(o.dtype))
+
+
+def _lstm(gx, gh, c, bias):
+    a, b = _gates(gx, gh, bias, 4)
+    s = a + b
+    i, f, o = _sigmoid(s[:, 0]), _sigmoid(s[:, 1]), _sigmoid(s[:, 3])
+    g = np.tanh(s[:, 2])
+    cp = _acc(c)
+    c2 = f * cp + i * g
+    return i, f, g, o, cp, c2, np.tanh(c2)
+
+
+def _gru(gx, gh, h, bias):
+    a, b = _gates(gx, gh, bias, 3)
+    r = _sigmoid(a[:, 0] + b[:, 0])
+    z = _sigmoid(a[:, 1] + b[:, 1])
+    hn = b[:, 2]
+    n = np.tanh(a[:, 2] + r * hn)
+    return r, z, hn, n, _acc(h)
+
+
+def rnn_cell_fwd(mode, out, gx, gh, state, bias):
+    _faults.hit("launch")
+    if mode == "LSTM":
+        i, f, g, o, cp, c2, tc = _lstm(gx, gh, state, bias)
+        _store(out, np.stack([o * tc, c2]))
+    elif mode == "GRU":
+        r, z, hn, n, hp = _gru(gx, gh, state, bias)
+        _store(out, n + z * (hp - n))
+    else:
+        a, b = _gates(gx, gh, bias, 1)
+        v = (a + b)[:, 0]
+        _store(out, np.where(v < 0, 0, v) if mode == "RNN_RELU" else np.tanh(v))
+
+
+def rnn_cell_bwd(mode, d_gx, d_gh, d_state, grad, gx, gh, state, bias, out):
+    _faults.hit("launch")
+    gr = _acc(grad)
+    if mode == "LSTM":
+        i, f, g, o, cp, c2, tc = _lstm(gx, gh, state, bias)
+        dh, dc = gr[0], gr[1]
+        dc2 = dc + dh * o * (1 - tc * tc)
+        dg = np.stack([dc2 * g * i * (1 - i), dc2 * cp * f * (1 - f), dc2 * i * (1 - g * g), dh * tc * o * (1 - o)], 1)
+        _store(d_gx, dg)
+        _store(d_state, dc2 * f)
+    elif mode == "GRU":
+        r, z, hn, n, hp = _gru(gx, gh, state, bias)
+        dn = gr * (1 - z) * (1 - n * n)
+        dr = dn * hn * r * (1 - r)
+        dz = gr * (hp - n) * z * (1 - z)
+        _store(d_gx, np.stack([dr, dz, dn], 1))
+        _store(d_gh, np.stack([dr, dz, dn * r], 1))
+        _store(d_state, gr * z)
+    else:
+        y = _acc(out)
+        _store(d_gx, np.where(y > 0, gr, 0) if mode == "RNN_RELU" else gr * (1 - y * y))
+
+
+def _round(v, dt):
+    return v.astype(dt).astype(v.dtype, copy=False) if dt != v.dtype else v
+
+
+def rnn_seq_fwd(mode, hs, cs, ws, gi, w_hh, b_hh, h0, c0, reverse):
+    _faults.hit("launch")
+    hso = array(hs)
+    steps, batch, hidden = hso.shape
+    if not (steps and batch and hidden):
+        return
+    dt = hso.dtype
+    g_all = _acc(gi)
+    acc = g_all.dtype
+    w = _acc(w_hh)
+    bias = _acc(b_hh) if b_hh is not None else None
+    h = _acc(h0).copy()
+    c = _acc(c0).copy() if mode == "LSTM" else None
+    out_h = np.empty((steps, batch, hidden), acc)
+    out_c = np.empty((steps, batch, hidden), acc) if mode == "LSTM" else None
+    work = np.empty((steps, batch, 4, hidden), acc) if mode in ("LSTM", "GRU") else None
+    for step in range(steps):
+        t = steps - 1 - step if reverse else step
+        pre = (h @ w.T).reshape(batch, -1, hidden)
+        g = g_all[t].reshape(batch, -1, hidden)
+        if mode == "LSTM":
+            s = g + pre
+            i, f, o = _sigmoid(s[:, 0]), _sigmoid(s[:, 1]), _sigmoid(s[:, 3])
+            gg = np.tanh(s[:, 2])
+            c = _round(f * c + i * gg, dt)
+            h = o * np.tanh(c)
+            out_c[t] = c
+            work[t] = np.stack([i, f, gg, o], 1)
+        elif mode == "GRU":
+            if bias is not None:
+                pre = pre + bias.reshape(3, hidden)
+            r = _sigmoid(g[:, 0] + pre[:, 0])
+            z = _sigmoid(g[:, 1] + pre[:, 1])
+            n = np.tanh(g[:, 2] + r * pre[:, 2])
+            h = n + z * (h - n)
+            work[t] = np.stack([r, z, n, pre[:, 2]], 1)
+        else:
+            v = (g + pre)[:, 0]
+            h = np.where(v < 0, 0, v) if mode == "RNN_RELU" else np.tanh(v)
+        h = _round(h, dt)
+        out_h[t] = h
+    np.copyto(hso, out_h.astype(dt))
+    if out_c is not None:
+        co = array(cs)
+        np.copyto(co, out_c.astype(dt))
+    if work is not None:
+        np.copyto(array(ws), work.reshape(steps, batch, 4 * hidden))
+
+
+def rnn_seq_bwd(mode, d_gi, d_gh, d_h0, d_c0, grad_h, grad_c, ws, hs, cs, w_hh, h0, c0, reverse):
+    _faults.hit("launch")
+    gho = _acc(grad_h)
+    steps, batch, hidden = gho.shape
+    if not (steps and batch and hidden):
+        return
+    dt = array(d_gi).dtype
+    acc = gho.dtype
+    w = _acc(w_hh)
+    hsa = _acc(hs)
+    csa = _acc(cs) if mode == "LSTM" else None
+    gca = _acc(grad_c) if mode == "LSTM" else None
+    work = array(ws).reshape(steps, batch, 4, hidden) if mode in ("LSTM", "GRU") else None
+    gates = w.shape[0] // hidden
+    out_gi = np.empty((steps, batch, gates, hidden), acc)
+    out_gh = np.empty((steps, batch, gates, hidden), acc) if mode == "GRU" else None
+    dh = np.zeros((batch, hidden), acc)
+    dc = np.zeros((batch, hidden), acc)
+    for step in range(steps):
+        t = step if reverse else steps - 1 - step
+        tp = t + 1 if reverse else t - 1
+        first = tp < 0 or tp >= steps
+        dht = gho[t] + dh
+        direct = 0
+        if mode == "LSTM":
+            i, f, gg, o = (work[t, :, k] for k in range(4))
+            cp = _acc(c0) if first else csa[tp]
+            tc = np.tanh(csa[t])
+            dct = gca[t] + dc + dht * o * (1 - tc * tc)
+            dgate = np.stack([dct * gg * i * (1 - i), dct * cp * f * (1 - f), dct * i * (1 - gg * gg),
+                              dht * tc * o * (1 - o)], 1)
+            out_gi[t] = dgate
+            dc = dct * f
+        elif mode == "GRU":
+            r, z, n, hn = (work[t, :, k] for k in range(4))
+            hp = _acc(h0) if first else hsa[tp]
+            dn = dht * (1 - z) * (1 - n * n)
+            dr = dn * hn * r * (1 - r)
+            dz = dht * (hp - n) * z * (1 - z)
+            out_gi[t] = np.stack([dr, dz, dn], 1)
+            dgate = np.stack([dr, dz, dn * r], 1)
+            out_gh[t] = dgate
+            direct = dht * z
+        else:
+            y = hsa[t]
+            dgate = (np.where(y > 0, dht, 0) if mode == "RNN_RELU" else dht * (1 - y * y))[:, None]
+            out_gi[t] = dgate
+        dh = direct + _round(dgate.reshape(batch, -1), dt) @ w
+    _store(d_gi, out_gi)
+    if out_gh is not None:
+        _store(d_gh, out_gh)
+    _store(d_h0, dh)
+    if mode == "LSTM":
+        _store(d_c0, dc)
