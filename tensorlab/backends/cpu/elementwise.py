@@ -446,8 +446,21 @@ _BINARY = {
 }
 
 
+_SAME_SIZE_INT = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32), 8: np.dtype(np.int64)}
+
+
 def _where(o, cond, x, y, dt):
-    _store(o, np.where(cond, _cast(x, dt), _cast(y, dt)))
+    ity = _SAME_SIZE_INT.get(dt.itemsize)
+    if ity is None or o.dtype != dt or not isinstance(cond, np.ndarray) or cond.dtype != _BOOL:
+        _store(o, np.where(cond, _cast(x, dt), _cast(y, dt)))
+        return
+    # a branch-free select on the bits, y ^ ((x ^ y) & -cond): np.where branches per element and
+    # costs ~15x as much on a mask without runs (relu's backward, dropout)
+    xi = np.asarray(x, dtype=dt).view(ity)
+    yi = np.asarray(y, dtype=dt).view(ity)
+    t = np.bitwise_xor(xi, yi)
+    t = np.bitwise_and(t, np.negative(cond.view(np.int8), dtype=ity))
+    np.bitwise_xor(t, yi, out=o.view(ity))
 
 
 def _clamp(o, x, lo, hi, dt):
