@@ -530,3 +530,18 @@ def test_random_resize_and_set_sequences_match_torch(torch):
             results.append(trace)
         assert results[0] == results[1]
     run()
+
+
+def test_set_same_geometry_does_not_grow_storage(torch):
+    """torch 2.13 grows a resizable storage in set_ only when the sizes or strides change: the same
+    geometry at an offset past the end is refused, and nothing changes (hypothesis found this)."""
+    for lib in (tl, torch):
+        base = lib.arange(8, dtype=lib.float32)
+        t = lib.zeros(2)
+        t.set_(base.untyped_storage(), 0, (3, 1), (2, 1))
+        with pytest.raises(RuntimeError, match="out of bounds for storage of size 32"):
+            t.set_(base.untyped_storage(), 4, (3, 1), (2, 1))
+        assert (tuple(t.shape), t.stride(), t.storage_offset()) == ((3, 1), (2, 1), 0)
+        assert base.untyped_storage().nbytes() == 32
+        t.set_(base.untyped_storage(), 4, (3,), (2,))  # a new geometry grows it
+        assert base.untyped_storage().nbytes() == 36

@@ -201,7 +201,11 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
     itemsize = self._dtype.itemsize
     with meta_write_lock:
         have = storage.nbytes()
-        if storage.resizable():
+        # torch grows the storage only through a change of geometry: a layout whose sizes and strides
+        # are the tensor's own is checked against the storage as it is (torch 2.13's set_ quirk)
+        cur = self._meta.layout
+        same_geometry = tuple(lay.shape) == tuple(cur.shape) and tuple(lay.stride) == tuple(cur.stride)
+        if storage.resizable() and not same_geometry:
             L.check_bounds(lay.shape, lay.stride, lay.offset, itemsize, L.extent(lay.shape, lay.stride, lay.offset)
                            * itemsize, "setStorage")  # signs only: a resizable storage grows to fit
         else:
@@ -210,6 +214,10 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
             except RuntimeError as e:
                 if "out of bounds" not in str(e):
                     raise
+                if storage.resizable():
+                    raise RuntimeError(f"{e}. set_ grows a storage only when the sizes or strides change (as "
+                                       "torch); resize the storage first (storage.resize_) or pass a layout "
+                                       "that fits") from None
                 raise RuntimeError(f"{e}. {_NOT_RESIZABLE} (its memory is not owned by tensorlab, e.g. from_numpy); "
                                    "pass a layout that fits") from None
         need = check_nbytes(L.extent(lay.shape, lay.stride, lay.offset) * itemsize, "set_")
