@@ -52,8 +52,15 @@ class Tensor:
     # _hview: None, or [None or (meta, buffer, dtype, NumPy view)]: the CPU backend's cached view of
     # the tensor, used only while meta, buffer and dtype are still the tensor's (backends/cpu/
     # memory.array checks all three); pinned copies share the list with their tensor
-    __slots__ = ("_meta", "_dtype", "_vc", "_requires_grad", "_grad", "_grad_fn", "_base",
-                 "_retains_grad", "_hooks", "_inference", "_hview", "__dict__", "__weakref__")
+    __slots__ = ("_meta", "_dtype", "_vc", "_requires_grad", "_hview", "__dict__", "__weakref__")
+    # autograd's fields: class-level defaults, set on the instance (its __dict__) only where they
+    # differ, so every op's output and pinned operand is built with five stores, not eleven
+    _grad = None
+    _grad_fn = None
+    _base = None
+    _retains_grad = False
+    _hooks = None
+    _inference = False
 
     # -- construction -------------------------------------------------------------------------
     def __new__(cls, *args, dtype=None, device=None):
@@ -334,12 +341,6 @@ def _new(cls, meta, dtype, vc, requires_grad):
     t._dtype = dtype
     t._vc = vc
     t._requires_grad = requires_grad
-    t._grad = None
-    t._grad_fn = None
-    t._base = None
-    t._retains_grad = False
-    t._hooks = None
-    t._inference = False
     t._hview = None
     return t
 

@@ -14,10 +14,15 @@ __all__ = ("allocate", "contiguous_view", "buffer_nbytes", "buffer_ptr", "buffer
 _EMPTY_BUF = np.empty(0, dtype=np.uint8)
 
 
+_plans = _faults._plans  # _faults.hit's "is any plan installed" test, read without the call
+_U8 = np.dtype(np.uint8)
+
+
 def allocate(nbytes, device=None):
-    _faults.hit("alloc")
+    if _plans:
+        _faults.hit("alloc")
     try:
-        buf = np.empty(nbytes, dtype=np.uint8)
+        buf = np.empty(nbytes, _U8)
     except MemoryError:
         raise RuntimeError(f"DefaultCPUAllocator: not enough memory: you tried to allocate {nbytes} bytes.") from None
     if _faults.alloc_listeners:  # tl.profiler's memory records
