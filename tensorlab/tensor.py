@@ -52,12 +52,12 @@ class Tensor:
     # _hview: None, or [None or (meta, buffer, dtype, NumPy view)]: the CPU backend's cached view of
     # the tensor, used only while meta, buffer and dtype are still the tensor's (backends/cpu/
     # memory.array checks all three); pinned copies share the list with their tensor
-    __slots__ = ("_meta", "_dtype", "_vc", "_requires_grad", "_hview", "__dict__", "__weakref__")
+    __slots__ = ("_meta", "_dtype", "_vc", "_requires_grad", "_base", "_hview", "__dict__", "__weakref__")
     # autograd's fields: class-level defaults, set on the instance (its __dict__) only where they
-    # differ, so every op's output and pinned operand is built with five stores, not eleven
+    # differ, so every op's output and pinned operand is built with six stores, not eleven (_base
+    # stays a slot: every view sets it)
     _grad = None
     _grad_fn = None
-    _base = None
     _retains_grad = False
     _hooks = None
     _inference = False
@@ -341,6 +341,7 @@ def _new(cls, meta, dtype, vc, requires_grad):
     t._dtype = dtype
     t._vc = vc
     t._requires_grad = requires_grad
+    t._base = None
     t._hview = None
     return t
 

@@ -378,6 +378,7 @@ def _run_inplace(d, common, self, target, operands, shape, dev, params, inputs, 
             check_no_partial_overlap(target, *(t for t in pins if t._meta.storage is storage), op=op)
             break
     d.supports(common)
+    d._ok[(common, dtypes._default_dtype)] = (res, comp)  # supported: ready(common)'s memo, for _binary_'s fast path
     if common in _HALVES:
         _launch(d, dev, target, operands, common, res, comp, params)
     elif params:
@@ -548,6 +549,34 @@ def _binary(d, a, b, out, params=_NO_PARAMS, check=None, reflected=False):
 
 
 def _binary_(d, self, other, params=_NO_PARAMS, check=None):
+    if type(other) in _PY and isinstance(self, Tensor) and d.scalar_other:
+        # the common case as one straight line: `tensor op= number` into a writable contiguous tensor
+        # of the result's dtype (not a half) that autograd has nothing to say about; anything else
+        # takes the general path below, which makes the same checks the long way
+        meta = self._meta
+        lay = meta[1]
+        dt = self._dtype
+        if _RT.get((dt if lay[0] else (dt,), type(other), dtypes._default_dtype)) is dt:
+            r = d._ok.get((dt, dtypes._default_dtype))
+            hit = _CONTIGUOUS.get((lay[0],))
+            if (r is not None and r[0] is dt and hit is not None and hit[0] is lay and dt not in _HALVES
+                    and not meta[0]._readonly and not (self._requires_grad or self._inference or autograd_hooks._slow
+                                                       or self._base is not None)):
+                h = self._hview  # pinned(self, meta) inlined
+                if h is None:
+                    h = self._hview = [None]
+                t = _new_tensor(Tensor, meta, dt, self._vc, False)
+                t._hview = h
+                if check is not None:
+                    params = check(dt, t, other, params)
+                dev = meta[0].device
+                fn = getattr(_cpu if dev.type == "cpu" else backends.get(dev), d.prim)  # per call: patchable
+                if params:
+                    fn(t, d.kernel, t, other, r[1], **params)
+                else:
+                    fn(t, d.kernel, t, other, r[1])
+                self._vc.value += 1  # VersionCounter.bump(), after the write succeeded
+                return self
     if not isinstance(self, Tensor):
         raise TypeError(f"{d.name}_(): argument 'self' must be Tensor, not {type(self).__name__}")
     t = pinned(self)
