@@ -43,6 +43,8 @@ _CONTIGUOUS = _contiguous_layout.cache  # {(shape,): ...}, read directly on the 
 
 _cpu = backends.cpu
 _cpu_contiguous_view = backends.cpu.contiguous_view
+_cpu_allocate = backends.cpu.allocate
+_cpu_allocate_view = backends.cpu.allocate_view
 _wrap = UntypedStorage._wrap
 _tuple_new = tuple.__new__
 _object_new = object.__new__
@@ -66,8 +68,11 @@ def empty_tensor(shape, dtype, device, stride=None):
             lay, numel, plain = hit
             if numel > _SAFE_NUMEL:
                 L.check_storage_size(lay.shape, None, dtype.itemsize)
-            buf = _cpu.allocate(numel * dtype.itemsize, device)  # looked up per call: tests patch it
-            arr = _cpu_contiguous_view(buf, plain, dtype.np)
+            if _cpu.allocate is _cpu_allocate:  # one backend call for the buffer and its view
+                buf, arr = _cpu_allocate_view(numel * dtype.itemsize, plain, dtype.np, device)
+            else:  # allocate is wrapped (tests, the profiler's hooks): call it as it is now
+                buf = _cpu.allocate(numel * dtype.itemsize, device)
+                arr = _cpu_contiguous_view(buf, plain, dtype.np)
             s = _object_new(UntypedStorage)  # UntypedStorage._wrap(buf, device, True), inlined
             s._buf = buf
             s.device = device

@@ -1205,18 +1205,18 @@ def _invert(self):
 
 def _add_operator(self, other):
     # `a + b` is the commonest call of all: one Python frame less than _operator(add)
-    if type(other) not in _PY and not isinstance(other, Tensor) and _number(other) is None:
-        return NotImplemented
-    return _binary(ADD, self, other, None)
+    if isinstance(other, Tensor) or type(other) in _PY or _number(other) is not None:
+        return _binary(ADD, self, other, None)
+    return NotImplemented
 
 
 def _binary_operator(d, check=None):
     """A dunder calling the generic binary path directly (what _operator(fn) does through the
     public function, one Python frame and its keyword defaults less); `check` as the function's."""
     def dunder(self, other):
-        if type(other) not in _PY and not isinstance(other, Tensor) and _number(other) is None:
-            return NotImplemented
-        return _binary(d, self, other, None, _NO_PARAMS, check)
+        if isinstance(other, Tensor) or type(other) in _PY or _number(other) is not None:
+            return _binary(d, self, other, None, _NO_PARAMS, check)
+        return NotImplemented
     return dunder
 
 
