@@ -18,6 +18,9 @@ from .. import _warn
 from .. import autograd_hooks, backends, dtypes, layout as L
 from ..tensor import Tensor
 from ..tensor import _new as _new_tensor
+from ..tensor import Meta
+from ..storage import UntypedStorage
+from ._common import _SAFE_NUMEL, _cpu_allocate, _cpu_allocate_view, _object_new, _tuple_new
 from . import registry as R
 from ._common import (_CONTIGUOUS, check_cast, check_no_partial_overlap, check_writable, empty_tensor, output,
                       pinned, same_device)
@@ -468,6 +471,19 @@ def _inputs2(a, b, oa, ob):
     return (ob,)
 
 
+def _pin_of(x, meta):
+    """pinned(x, meta), remembered on x (Tensor._pin): a tensor used by op after op (a weight, a
+    loop's operand) is pinned once per metadata record. A pin is never published or resized, so
+    it stays a valid pin of x while x's record, version counter and dtype are the ones it holds."""
+    h = x._hview
+    if h is None:
+        h = x._hview = [None]
+    p = _new_tensor(Tensor, meta, x._dtype, x._vc, False)
+    p._hview = h
+    x._pin = p
+    return p
+
+
 def _binary(d, a, b, out, params=_NO_PARAMS, check=None, reflected=False):
     if out is None and isinstance(b, Tensor) and isinstance(a, Tensor):
         # the common case as one straight line: two tensors of one dtype (not a half), on one Device
@@ -481,23 +497,33 @@ def _binary(d, a, b, out, params=_NO_PARAMS, check=None, reflected=False):
             hit = _CONTIGUOUS.get((lay[0],))
             r = d._ok.get((dt, dtypes._default_dtype))
             if hit is not None and hit[0] is lay and r is not None and dt not in _HALVES:
-                h = a._hview  # pinned(a, ma) inlined: one record for the checks and the primitive
-                if h is None:
-                    h = a._hview = [None]
-                pa = _new_tensor(Tensor, ma, dt, a._vc, False)
-                pa._hview = h
+                pa = a._pin  # pinned(a, ma): one record for the checks and the primitive (_pin_of inlined)
+                if pa is None or pa._meta is not ma or pa._vc is not a._vc or pa._dtype is not dt:
+                    pa = _pin_of(a, ma)
                 if b is a:
                     pb = pa
                 else:
-                    h = b._hview
-                    if h is None:
-                        h = b._hview = [None]
-                    pb = _new_tensor(Tensor, mb, dt, b._vc, False)
-                    pb._hview = h
+                    pb = b._pin
+                    if pb is None or pb._meta is not mb or pb._vc is not b._vc or pb._dtype is not dt:
+                        pb = _pin_of(b, mb)
                 if check is not None:
                     params = check(dt, pa, pb, params)
                 dev = ma[0].device
-                t = empty_tensor(lay[0], r[0], dev)
+                res = r[0]
+                numel = hit[1]
+                if dev.type == "cpu" and _cpu.allocate is _cpu_allocate and numel <= _SAFE_NUMEL:
+                    # empty_tensor(lay[0], res, dev)'s CPU path, inlined: the buffer, its view, one Meta
+                    buf, arr = _cpu_allocate_view(numel * res.itemsize, hit[2], res.np, dev)
+                    s = _object_new(UntypedStorage)
+                    s._buf = buf
+                    s.device = dev
+                    s._resizable = True
+                    meta = _tuple_new(Meta, (s, lay))
+                    t = _new_tensor(Tensor, meta, res, None, False)
+                    if arr is not None:
+                        t._hview = [(meta, buf, res, arr)]
+                else:
+                    t = empty_tensor(lay[0], res, dev)
                 fn = getattr(_cpu if dev.type == "cpu" else backends.get(dev), d.prim)  # per call: patchable
                 if params:
                     fn(t, d.kernel, pa, pb, r[1], **params)
@@ -562,11 +588,9 @@ def _binary_(d, self, other, params=_NO_PARAMS, check=None):
             if (r is not None and r[0] is dt and hit is not None and hit[0] is lay and dt not in _HALVES
                     and not meta[0]._readonly and not (self._requires_grad or self._inference or autograd_hooks._slow
                                                        or self._base is not None)):
-                h = self._hview  # pinned(self, meta) inlined
-                if h is None:
-                    h = self._hview = [None]
-                t = _new_tensor(Tensor, meta, dt, self._vc, False)
-                t._hview = h
+                t = self._pin  # pinned(self, meta) (_pin_of inlined)
+                if t is None or t._meta is not meta or t._vc is not self._vc or t._dtype is not dt:
+                    t = _pin_of(self, meta)
                 if check is not None:
                     params = check(dt, t, other, params)
                 dev = meta[0].device

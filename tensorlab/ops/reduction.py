@@ -14,7 +14,7 @@ from .. import autograd_hooks, backends, dtypes, layout as L, return_types
 from ..tensor import Tensor
 from . import registry
 from ._common import check_cast, check_writable, empty_tensor, output, outputs, pinned
-from .elementwise import _grad_enabled
+from .elementwise import _grad_enabled, _pin_of
 from .registry import ALWAYS_BOOL, INT_TO_FLOAT, KEEP, NONE, OpDef
 
 _F = "reduction"
@@ -166,7 +166,10 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001
             dt = _I64
         dev = meta[0].device
         t = empty_tensor(_KEPT[len(dims)] if keepdim else (), dt, dev)
-        (_cpu if dev.type == "cpu" else backends.get(dev)).reduce(t, pinned(input, meta), "sum", dims, None)
+        x = input._pin  # pinned(input, meta), remembered (elementwise._pin_of)
+        if x is None or x._meta is not meta or x._vc is not input._vc or x._dtype is not input._dtype:
+            x = _pin_of(input, meta)
+        (_cpu if dev.type == "cpu" else backends.get(dev)).reduce(t, x, "sum", dims, None)
         if input._requires_grad or autograd_hooks._slow:
             return autograd_hooks.record(t, "sum", (input,), dim=dims, keepdim=keepdim, arg=None)
         return t
