@@ -410,7 +410,9 @@ def _unary(d, x, out, params=_NO_PARAMS, check=None, inplace=False):
         return _run_inplace(d, common, x, t, (t,), lay.shape, storage.device, params, (x,), ())
     meta = x._meta
     storage, lay = meta
-    px = pinned(x, meta)  # the record the output's shape came from is the one the primitive reads
+    px = x._pin  # pinned(x, meta): the record the output's shape came from is the one the primitive reads
+    if px is None or px._meta is not meta or px._vc is not x._vc or px._dtype is not common:
+        px = _pin_of(x, meta)
     if out is not None:
         return _run(d, common, (px,), lay.shape, storage.device, params, (x,), out, {id(x): px})
     r = d._ok.get((common, dtypes._default_dtype)) or d.ready(common)  # _run's no-out= path, inlined
@@ -457,10 +459,19 @@ def _binary_meta(d, a, b, reflected=False):
     raise TypeError(f"{d.name}(): argument 'input' (position 1) must be Tensor, not {type(a).__name__}")
 
 
+def _pin(x):
+    """pinned(x): its remembered pin while that is still x's record (_pin_of)."""
+    meta = x._meta
+    p = x._pin
+    if p is None or p._meta is not meta or p._vc is not x._vc or p._dtype is not x._dtype:
+        p = _pin_of(x, meta)
+    return p
+
+
 def _pin2(a, b):
     """a and b pinned (one record each for the whole op); the same tensor twice: one pin."""
-    pa = pinned(a) if isinstance(a, Tensor) else a
-    pb = pa if b is a else pinned(b) if isinstance(b, Tensor) else b
+    pa = _pin(a) if isinstance(a, Tensor) else a
+    pb = pa if b is a else _pin(b) if isinstance(b, Tensor) else b
     return pa, pb
 
 
@@ -485,22 +496,31 @@ def _pin_of(x, meta):
 
 
 def _binary(d, a, b, out, params=_NO_PARAMS, check=None, reflected=False):
-    if out is None and isinstance(b, Tensor) and isinstance(a, Tensor):
+    if out is None and isinstance(a, Tensor):
         # the common case as one straight line: two tensors of one dtype (not a half), on one Device
-        # object, both with the one contiguous Layout of their shape; anything else takes the general
-        # path below, which makes the same checks (and every failing one) the long way
+        # object, both with the one contiguous Layout of their shape, or such a tensor and a Python
+        # number that does not change its dtype; anything else takes the general path below, which
+        # makes the same checks (and every failing one) the long way
         ma = a._meta
-        mb = b._meta
         lay = ma[1]
         dt = a._dtype
-        if mb[1] is lay and b._dtype is dt and mb[0].device is ma[0].device:
+        if isinstance(b, Tensor):
+            mb = b._meta
+            same = mb[1] is lay and b._dtype is dt and mb[0].device is ma[0].device
+            number = False
+        else:
+            number = same = (type(b) in _PY and d.scalar_other
+                             and _RT.get((dt if lay[0] else (dt,), type(b), dtypes._default_dtype)) is dt)
+        if same:
             hit = _CONTIGUOUS.get((lay[0],))
             r = d._ok.get((dt, dtypes._default_dtype))
             if hit is not None and hit[0] is lay and r is not None and dt not in _HALVES:
                 pa = a._pin  # pinned(a, ma): one record for the checks and the primitive (_pin_of inlined)
                 if pa is None or pa._meta is not ma or pa._vc is not a._vc or pa._dtype is not dt:
                     pa = _pin_of(a, ma)
-                if b is a:
+                if number:
+                    pb = b
+                elif b is a:
                     pb = pa
                 else:
                     pb = b._pin
@@ -529,8 +549,9 @@ def _binary(d, a, b, out, params=_NO_PARAMS, check=None, reflected=False):
                     fn(t, d.kernel, pa, pb, r[1], **params)
                 else:
                     fn(t, d.kernel, pa, pb, r[1])
-                if autograd_hooks._slow or a._requires_grad or b._requires_grad:
-                    return autograd_hooks.record_op(t, d.name, (a, b), (pa, pb), d.kernel, params)
+                if autograd_hooks._slow or a._requires_grad or (not number and b._requires_grad):
+                    return autograd_hooks.record_op(t, d.name, (a,) if number else (a, b), (pa, pb), d.kernel,
+                                                    params)
                 return t
     oa, ob = a, b
     a, b = _pin2(a, b)
