@@ -10,8 +10,15 @@ import warnings
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
+_INSIDE = {}  # co_filename -> inside the package: abspath costs ~2 us, and a warning walks several frames
+
+
 def _inside(code):
-    return os.path.abspath(code.co_filename).startswith(_PACKAGE_DIR)
+    name = code.co_filename
+    r = _INSIDE.get(name)
+    if r is None:
+        r = _INSIDE[name] = os.path.abspath(name).startswith(_PACKAGE_DIR)
+    return r
 
 
 def user_stacklevel(start=1):

@@ -77,10 +77,16 @@ device = Device
 CPU = Device("cpu")
 
 
+_INTERNED = {"cpu": CPU}  # str -> the one Device object tensors on it share (the ops' fast paths test identity)
+
+
 def canonical(d):
     """The concrete device a tensor lives on: cpu, or cuda:N with the current index filled in."""
-    d = CPU if d is None else Device(d)
+    if d is None:
+        return CPU
+    d = Device(d)
     if d.type == "cuda" and d.index is None:
         from . import backends
-        return Device("cuda", backends.cuda_current_device())
-    return d
+        d = Device("cuda", backends.cuda_current_device())
+    r = _INTERNED.get(d._str)
+    return _INTERNED.setdefault(d._str, d) if r is None else r

@@ -15,7 +15,7 @@ _BOOL, _INT, _FLOAT = 0, 1, 2
 class DType:
     """A tensor element type. Compare with `is`/`==`; `repr` reads like torch's."""
 
-    __slots__ = ("name", "itemsize", "category", "is_signed", "np", "ctype", "torch_name", "_rank")
+    __slots__ = ("name", "itemsize", "category", "is_signed", "np", "ctype", "torch_name", "_rank", "is_floating_point")
 
     def __init__(self, name, np_type, ctype, torch_name, category, is_signed, rank):
         self.name = name
@@ -26,10 +26,7 @@ class DType:
         self.category = category
         self.is_signed = is_signed
         self._rank = rank
-
-    @property
-    def is_floating_point(self):
-        return self.category == _FLOAT
+        self.is_floating_point = category == _FLOAT  # a plain attribute: every op's dtype rules read it
 
     @property
     def is_complex(self):

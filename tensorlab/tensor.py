@@ -52,8 +52,17 @@ class Tensor:
     # _hview: None, or [None or (meta, buffer, dtype, NumPy view)]: the CPU backend's cached view of
     # the tensor, used only while meta, buffer and dtype are still the tensor's (backends/cpu/
     # memory.array checks all three); pinned copies share the list with their tensor
-    __slots__ = ("_meta", "_dtype", "_vc", "_requires_grad", "_grad", "_grad_fn", "_base",
-                 "_retains_grad", "_hooks", "_inference", "_hview", "__dict__", "__weakref__")
+    __slots__ = ("_meta", "_dtype", "_vc", "_requires_grad", "_base", "_hview", "_pin", "__dict__", "__weakref__")
+    # _pin: None, or the pinned copy the ops' fast paths made last (ops/elementwise._pin_of), reused
+    # while its record, dtype and version counter are still this tensor's
+    # autograd's fields: class-level defaults, set on the instance (its __dict__) only where they
+    # differ, so every op's output and pinned operand is built with six stores, not eleven (_base
+    # stays a slot: every view sets it)
+    _grad = None
+    _grad_fn = None
+    _retains_grad = False
+    _hooks = None
+    _inference = False
 
     # -- construction -------------------------------------------------------------------------
     def __new__(cls, *args, dtype=None, device=None):
@@ -82,6 +91,7 @@ class Tensor:
         """The last step of every metadata change: one assignment of a complete record."""
         self._meta = _meta_new(Meta, (storage, lay))
         self._hview = None  # never keep an old buffer alive through the cached view
+        self._pin = None  # nor an old storage through the ops' remembered pin
 
     # -- metadata -----------------------------------------------------------------------------
     @property
@@ -334,13 +344,9 @@ def _new(cls, meta, dtype, vc, requires_grad):
     t._dtype = dtype
     t._vc = vc
     t._requires_grad = requires_grad
-    t._grad = None
-    t._grad_fn = None
     t._base = None
-    t._retains_grad = False
-    t._hooks = None
-    t._inference = False
     t._hview = None
+    t._pin = None
     return t
 
 

@@ -43,6 +43,8 @@ _CONTIGUOUS = _contiguous_layout.cache  # {(shape,): ...}, read directly on the 
 
 _cpu = backends.cpu
 _cpu_contiguous_view = backends.cpu.contiguous_view
+_cpu_allocate = backends.cpu.allocate
+_cpu_allocate_view = backends.cpu.allocate_view
 _wrap = UntypedStorage._wrap
 _tuple_new = tuple.__new__
 _object_new = object.__new__
@@ -57,6 +59,29 @@ def _strided_layout(shape, stride):
 
 def empty_tensor(shape, dtype, device, stride=None):
     """A fresh tensor of `shape` (contiguous unless `stride` is given) on a concrete device."""
+    if stride is None and device.type == "cpu":  # the commonest case first: a contiguous CPU output of a known shape
+        try:
+            hit = _CONTIGUOUS.get((shape,))
+        except TypeError:  # an unhashable shape (a list): the general path below
+            hit = None
+        if hit is not None:
+            lay, numel, plain = hit
+            if numel > _SAFE_NUMEL:
+                L.check_storage_size(lay.shape, None, dtype.itemsize)
+            if _cpu.allocate is _cpu_allocate:  # one backend call for the buffer and its view
+                buf, arr = _cpu_allocate_view(numel * dtype.itemsize, plain, dtype.np, device)
+            else:  # allocate is wrapped (tests, the profiler's hooks): call it as it is now
+                buf = _cpu.allocate(numel * dtype.itemsize, device)
+                arr = _cpu_contiguous_view(buf, plain, dtype.np)
+            s = _object_new(UntypedStorage)  # UntypedStorage._wrap(buf, device, True), inlined
+            s._buf = buf
+            s.device = device
+            s._resizable = True
+            meta = _tuple_new(Meta, (s, lay))
+            t = _new_tensor(Tensor, meta, dtype, None, False)
+            if arr is not None:
+                t._hview = [(meta, buf, dtype, arr)]
+            return t
     if type(shape) in (tuple, L.Size):  # the hot path of every op's output: one immutable Layout per shape
         if stride is None:
             hit = _CONTIGUOUS.get((shape,))
@@ -66,9 +91,14 @@ def empty_tensor(shape, dtype, device, stride=None):
             if device.type == "cpu":  # with the NumPy view the CPU primitive reads first (Tensor._hview)
                 buf = _cpu.allocate(numel * dtype.itemsize, device)  # looked up per call: tests patch it
                 arr = _cpu_contiguous_view(buf, plain, dtype.np)
-                t = _new_tensor(Tensor, _tuple_new(Meta, (_wrap(buf, device, True), lay)), dtype, None, False)
+                s = _object_new(UntypedStorage)  # UntypedStorage._wrap(buf, device, True), inlined
+                s._buf = buf
+                s.device = device
+                s._resizable = True
+                meta = _tuple_new(Meta, (s, lay))
+                t = _new_tensor(Tensor, meta, dtype, None, False)
                 if arr is not None:
-                    t._hview = [(t._meta, buf, dtype, arr)]
+                    t._hview = [(meta, buf, dtype, arr)]
                 return t
         elif type(stride) is tuple:
             lay, numel = _strided_layout(shape, stride)

@@ -17,6 +17,10 @@ import numbers
 from .. import _warn
 from .. import autograd_hooks, backends, dtypes, layout as L
 from ..tensor import Tensor
+from ..tensor import _new as _new_tensor
+from ..tensor import Meta
+from ..storage import UntypedStorage
+from ._common import _SAFE_NUMEL, _cpu_allocate, _cpu_allocate_view, _object_new, _tuple_new
 from . import registry as R
 from ._common import (_CONTIGUOUS, check_cast, check_no_partial_overlap, check_writable, empty_tensor, output,
                       pinned, same_device)
@@ -377,6 +381,7 @@ def _run_inplace(d, common, self, target, operands, shape, dev, params, inputs, 
             check_no_partial_overlap(target, *(t for t in pins if t._meta.storage is storage), op=op)
             break
     d.supports(common)
+    d._ok[(common, dtypes._default_dtype)] = (res, comp)  # supported: ready(common)'s memo, for _binary_'s fast path
     if common in _HALVES:
         _launch(d, dev, target, operands, common, res, comp, params)
     elif params:
@@ -405,7 +410,9 @@ def _unary(d, x, out, params=_NO_PARAMS, check=None, inplace=False):
         return _run_inplace(d, common, x, t, (t,), lay.shape, storage.device, params, (x,), ())
     meta = x._meta
     storage, lay = meta
-    px = pinned(x, meta)  # the record the output's shape came from is the one the primitive reads
+    px = x._pin  # pinned(x, meta): the record the output's shape came from is the one the primitive reads
+    if px is None or px._meta is not meta or px._vc is not x._vc or px._dtype is not common:
+        px = _pin_of(x, meta)
     if out is not None:
         return _run(d, common, (px,), lay.shape, storage.device, params, (x,), out, {id(x): px})
     r = d._ok.get((common, dtypes._default_dtype)) or d.ready(common)  # _run's no-out= path, inlined
@@ -452,10 +459,19 @@ def _binary_meta(d, a, b, reflected=False):
     raise TypeError(f"{d.name}(): argument 'input' (position 1) must be Tensor, not {type(a).__name__}")
 
 
+def _pin(x):
+    """pinned(x): its remembered pin while that is still x's record (_pin_of)."""
+    meta = x._meta
+    p = x._pin
+    if p is None or p._meta is not meta or p._vc is not x._vc or p._dtype is not x._dtype:
+        p = _pin_of(x, meta)
+    return p
+
+
 def _pin2(a, b):
     """a and b pinned (one record each for the whole op); the same tensor twice: one pin."""
-    pa = pinned(a) if isinstance(a, Tensor) else a
-    pb = pa if b is a else pinned(b) if isinstance(b, Tensor) else b
+    pa = _pin(a) if isinstance(a, Tensor) else a
+    pb = pa if b is a else _pin(b) if isinstance(b, Tensor) else b
     return pa, pb
 
 
@@ -466,7 +482,77 @@ def _inputs2(a, b, oa, ob):
     return (ob,)
 
 
+def _pin_of(x, meta):
+    """pinned(x, meta), remembered on x (Tensor._pin): a tensor used by op after op (a weight, a
+    loop's operand) is pinned once per metadata record. A pin is never published or resized, so
+    it stays a valid pin of x while x's record, version counter and dtype are the ones it holds."""
+    h = x._hview
+    if h is None:
+        h = x._hview = [None]
+    p = _new_tensor(Tensor, meta, x._dtype, x._vc, False)
+    p._hview = h
+    x._pin = p
+    return p
+
+
 def _binary(d, a, b, out, params=_NO_PARAMS, check=None, reflected=False):
+    if out is None and isinstance(a, Tensor):
+        # the common case as one straight line: two tensors of one dtype (not a half), on one Device
+        # object, both with the one contiguous Layout of their shape, or such a tensor and a Python
+        # number that does not change its dtype; anything else takes the general path below, which
+        # makes the same checks (and every failing one) the long way
+        ma = a._meta
+        lay = ma[1]
+        dt = a._dtype
+        if isinstance(b, Tensor):
+            mb = b._meta
+            same = mb[1] is lay and b._dtype is dt and mb[0].device is ma[0].device
+            number = False
+        else:
+            number = same = (type(b) in _PY and d.scalar_other
+                             and _RT.get((dt if lay[0] else (dt,), type(b), dtypes._default_dtype)) is dt)
+        if same:
+            hit = _CONTIGUOUS.get((lay[0],))
+            r = d._ok.get((dt, dtypes._default_dtype))
+            if hit is not None and hit[0] is lay and r is not None and dt not in _HALVES:
+                pa = a._pin  # pinned(a, ma): one record for the checks and the primitive (_pin_of inlined)
+                if pa is None or pa._meta is not ma or pa._vc is not a._vc or pa._dtype is not dt:
+                    pa = _pin_of(a, ma)
+                if number:
+                    pb = b
+                elif b is a:
+                    pb = pa
+                else:
+                    pb = b._pin
+                    if pb is None or pb._meta is not mb or pb._vc is not b._vc or pb._dtype is not dt:
+                        pb = _pin_of(b, mb)
+                if check is not None:
+                    params = check(dt, pa, pb, params)
+                dev = ma[0].device
+                res = r[0]
+                numel = hit[1]
+                if dev.type == "cpu" and _cpu.allocate is _cpu_allocate and numel <= _SAFE_NUMEL:
+                    # empty_tensor(lay[0], res, dev)'s CPU path, inlined: the buffer, its view, one Meta
+                    buf, arr = _cpu_allocate_view(numel * res.itemsize, hit[2], res.np, dev)
+                    s = _object_new(UntypedStorage)
+                    s._buf = buf
+                    s.device = dev
+                    s._resizable = True
+                    meta = _tuple_new(Meta, (s, lay))
+                    t = _new_tensor(Tensor, meta, res, None, False)
+                    if arr is not None:
+                        t._hview = [(meta, buf, res, arr)]
+                else:
+                    t = empty_tensor(lay[0], res, dev)
+                fn = getattr(_cpu if dev.type == "cpu" else backends.get(dev), d.prim)  # per call: patchable
+                if params:
+                    fn(t, d.kernel, pa, pb, r[1], **params)
+                else:
+                    fn(t, d.kernel, pa, pb, r[1])
+                if autograd_hooks._slow or a._requires_grad or (not number and b._requires_grad):
+                    return autograd_hooks.record_op(t, d.name, (a,) if number else (a, b), (pa, pb), d.kernel,
+                                                    params)
+                return t
     oa, ob = a, b
     a, b = _pin2(a, b)
     ma = a._meta if isinstance(a, Tensor) else None
@@ -510,6 +596,32 @@ def _binary(d, a, b, out, params=_NO_PARAMS, check=None, reflected=False):
 
 
 def _binary_(d, self, other, params=_NO_PARAMS, check=None):
+    if type(other) in _PY and isinstance(self, Tensor) and d.scalar_other:
+        # the common case as one straight line: `tensor op= number` into a writable contiguous tensor
+        # of the result's dtype (not a half) that autograd has nothing to say about; anything else
+        # takes the general path below, which makes the same checks the long way
+        meta = self._meta
+        lay = meta[1]
+        dt = self._dtype
+        if _RT.get((dt if lay[0] else (dt,), type(other), dtypes._default_dtype)) is dt:
+            r = d._ok.get((dt, dtypes._default_dtype))
+            hit = _CONTIGUOUS.get((lay[0],))
+            if (r is not None and r[0] is dt and hit is not None and hit[0] is lay and dt not in _HALVES
+                    and not meta[0]._readonly and not (self._requires_grad or self._inference or autograd_hooks._slow
+                                                       or self._base is not None)):
+                t = self._pin  # pinned(self, meta) (_pin_of inlined)
+                if t is None or t._meta is not meta or t._vc is not self._vc or t._dtype is not dt:
+                    t = _pin_of(self, meta)
+                if check is not None:
+                    params = check(dt, t, other, params)
+                dev = meta[0].device
+                fn = getattr(_cpu if dev.type == "cpu" else backends.get(dev), d.prim)  # per call: patchable
+                if params:
+                    fn(t, d.kernel, t, other, r[1], **params)
+                else:
+                    fn(t, d.kernel, t, other, r[1])
+                self._vc.value += 1  # VersionCounter.bump(), after the write succeeded
+                return self
     if not isinstance(self, Tensor):
         raise TypeError(f"{d.name}_(): argument 'self' must be Tensor, not {type(self).__name__}")
     t = pinned(self)
@@ -1138,18 +1250,18 @@ def _invert(self):
 
 def _add_operator(self, other):
     # `a + b` is the commonest call of all: one Python frame less than _operator(add)
-    if type(other) not in _PY and not isinstance(other, Tensor) and _number(other) is None:
-        return NotImplemented
-    return _binary(ADD, self, other, None)
+    if isinstance(other, Tensor) or type(other) in _PY or _number(other) is not None:
+        return _binary(ADD, self, other, None)
+    return NotImplemented
 
 
 def _binary_operator(d, check=None):
     """A dunder calling the generic binary path directly (what _operator(fn) does through the
     public function, one Python frame and its keyword defaults less); `check` as the function's."""
     def dunder(self, other):
-        if type(other) not in _PY and not isinstance(other, Tensor) and _number(other) is None:
-            return NotImplemented
-        return _binary(d, self, other, None, _NO_PARAMS, check)
+        if isinstance(other, Tensor) or type(other) in _PY or _number(other) is not None:
+            return _binary(d, self, other, None, _NO_PARAMS, check)
+        return NotImplemented
     return dunder
 
 

@@ -17,6 +17,7 @@ from ..tensor import Tensor
 from ._common import check_no_partial_overlap, check_writable, empty_tensor, same_device
 from .creation import tensor as _tensor, zeros
 from .views import select_at, expand, select
+from .views import _MEMO as _VIEW_MEMO, _memo_view, _remember
 
 _INT, _SLICE, _NONE, _ELLIPSIS, _BOOL, _TENSOR, _MASK = range(7)  # kinds of index entries
 _CONSUMES_ONE = (_INT, _SLICE, _TENSOR)
@@ -219,16 +220,58 @@ def _advanced(view, adv):
 
 
 # -- reading ------------------------------------------------------------------------------------
+def _basic_key(index):
+    """A hashable stand-in for an index made only of ints, slices of ints, None and Ellipsis (a
+    plain view, a function of the layout alone), or None. Exact ints only: a bool or a float
+    equal to an int is another index (or an error)."""
+    kind = type(index)
+    if kind is int:
+        return index
+    if kind is tuple:
+        items = index
+    elif kind is slice or index is None or index is Ellipsis:
+        items = (index,)
+    else:
+        return None
+    key = []
+    for x in items:
+        kind = type(x)
+        if kind is int or x is None or x is Ellipsis:
+            key.append(x)
+        elif kind is slice:
+            a, b, c = x.start, x.stop, x.step
+            if (a is None or type(a) is int) and (b is None or type(b) is int) and (c is None or type(c) is int):
+                key.append((a, b, c))
+            else:
+                return None
+        else:
+            return None
+    return tuple(key)
+
+
 def getitem(self, index):
     meta = self._meta  # one record for the parse, the view and its storage
+    key = None
+    if not (self._requires_grad or autograd_hooks._slow):  # a basic index of a layout seen before: its view
+        key = _basic_key(index)
+        if key is not None:
+            key = ("getitem", meta[1], key)
+            lay = _VIEW_MEMO.get(key)
+            if lay is not None:
+                return _memo_view(self, meta, lay)
     if type(index) is int:  # the common case, without building the general parse
         shape = meta.layout.shape
         if shape and -shape[0] <= index < shape[0]:
-            return select_at(self, 0, index + shape[0] if index < 0 else index, meta)
+            out = select_at(self, 0, index + shape[0] if index < 0 else index, meta)
+            if key is not None:
+                _remember(key, out._meta[1])
+            return out
     dev = meta.storage.device
     lay, adv = _locate(self, _entries(index, dev, meta), meta)
     view = autograd_hooks.record(self._view_of(lay, meta=meta), "getitem", (self,), index=index)
     if not adv:
+        if key is not None:
+            _remember(key, lay)
         return view
     indices, shape, in_range = _advanced(view, adv)
     out = empty_tensor(shape, self._dtype, dev)

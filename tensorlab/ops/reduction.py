@@ -10,14 +10,15 @@ from __future__ import annotations
 import builtins as _b
 import operator
 
-from .. import autograd_hooks, dtypes, layout as L, return_types
+from .. import autograd_hooks, backends, dtypes, layout as L, return_types
 from ..tensor import Tensor
 from . import registry
 from ._common import check_cast, check_writable, empty_tensor, output, outputs, pinned
-from .elementwise import _grad_enabled
+from .elementwise import _grad_enabled, _pin_of
 from .registry import ALWAYS_BOOL, INT_TO_FLOAT, KEEP, NONE, OpDef
 
 _F = "reduction"
+_cpu = backends.cpu
 registry.register(
     OpDef("sum", _F, "reduce", NONE, info={"op": "sum", "integral": "int64"}),
     OpDef("prod", _F, "reduce", NONE, info={"op": "prod", "integral": "int64"}),
@@ -150,7 +151,28 @@ def check_nonempty(x, dims, name, full, exc=RuntimeError):
 
 
 # -- sum, prod, mean ---------------------------------------------------------------------------
+_ALL_DIMS = tuple(tuple(range(n)) for n in range(L.MAX_DIMS + 1))  # reduce_dims(x, None) by rank
+_KEPT = tuple((1,) * n for n in range(L.MAX_DIMS + 1))  # a full reduction's keepdim shape by rank
+_I64 = dtypes.int64
+
+
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001
+    if dim is None and dtype is None and out is None and isinstance(input, Tensor):
+        # the full sum as one straight line: what the general path below does for these arguments
+        meta = input._meta
+        dims = _ALL_DIMS[len(meta[1][0])]
+        dt = input._dtype
+        if not dt.is_floating_point:
+            dt = _I64
+        dev = meta[0].device
+        t = empty_tensor(_KEPT[len(dims)] if keepdim else (), dt, dev)
+        x = input._pin  # pinned(input, meta), remembered (elementwise._pin_of)
+        if x is None or x._meta is not meta or x._vc is not input._vc or x._dtype is not input._dtype:
+            x = _pin_of(input, meta)
+        (_cpu if dev.type == "cpu" else backends.get(dev)).reduce(t, x, "sum", dims, None)
+        if input._requires_grad or autograd_hooks._slow:
+            return autograd_hooks.record(t, "sum", (input,), dim=dims, keepdim=keepdim, arg=None)
+        return t
     refuse_out_grad("sum", out, input)
     x = check_tensor(input, "sum")
     dt = _accumulating_dtype(x, dtype, out)

@@ -7,7 +7,8 @@ import operator
 from .. import _warn
 from .. import autograd_hooks, dtypes, layout as L
 from ..layout import Layout, Size
-from ..tensor import Tensor, contiguous_format, meta_write_lock
+from ..tensor import Meta, Tensor, contiguous_format, meta_write_lock
+from ..tensor import _meta_new, _new
 from ._common import snapshot
 
 _VIEW_HINT = ("view size is not compatible with input tensor's size and stride (at least one dimension spans across "
@@ -21,13 +22,60 @@ def _view(self, meta, shape, stride, offset, op, /, **info):
 
 
 # -- reshaping ----------------------------------------------------------------------------------
+# Layouts of views already computed, keyed on the input's Layout and the op's arguments when they
+# are exact ints (a float or bool equal to an int must still reach the general path's TypeError):
+# a view is a pure function of the two, and only results that passed every check are kept.
+_MEMO = {}
+_MEMO_LIMIT = 4096
+
+
+def _remember(key, lay):
+    if len(_MEMO) >= _MEMO_LIMIT:
+        _MEMO.clear()
+    _MEMO[key] = lay
+
+
+def _ints(args):
+    for a in args:
+        if type(a) is not int:
+            return False
+    return True
+
+
+def _memo_view(self, meta, lay):
+    """A view over `meta`'s storage with the memoized `lay`: what _view does when autograd has
+    nothing to record (the caller checked), without recomputing the layout."""
+    t = _new(Tensor, _meta_new(Meta, (meta[0], lay)), self._dtype, self._vc, False)
+    base = self._base
+    t._base = self if base is None else base
+    return t
+
+
 def view(self, *shape, dtype=None, size=None):
     """Same elements, new shape (strides must allow it), or the same bytes as another dtype."""
+    if dtype is None and size is None and not (self._requires_grad or autograd_hooks._slow):
+        meta = self._meta
+        try:
+            key = ("view", meta[1], shape)
+            lay = _MEMO.get(key)
+        except TypeError:  # an unhashable argument (a list of sizes): the general path
+            lay = key = None
+        if lay is not None and _ints(shape):
+            return _memo_view(self, meta, lay)
+        out = _view_general(self, shape, dtype, size, meta)
+        if key is not None and _ints(shape):
+            _remember(key, out._meta[1])
+        return out
+    return _view_general(self, shape, dtype, size)
+
+
+def _view_general(self, shape, dtype, size, meta=None):
     if size is not None:
         shape = (size,)
     if dtype is not None or (len(shape) == 1 and isinstance(shape[0], dtypes.DType)):
         return _view_dtype(self, dtype if dtype is not None else shape[0])
-    meta = self._meta
+    if meta is None:
+        meta = self._meta
     lay = meta.layout
     shape = L.infer_size(L.normalize_shape(shape, "view"), L.prod(lay.shape))
     stride = L.view_strides(lay.shape, lay.stride, shape)
@@ -131,7 +179,26 @@ def unflatten(self, dim, sizes):
 
 # -- reordering dims ----------------------------------------------------------------------------
 def permute(self, *dims):
-    meta = self._meta
+    if not (self._requires_grad or autograd_hooks._slow):
+        flat = dims[0] if len(dims) == 1 and type(dims[0]) is tuple else dims  # permute((2, 1, 0)): permute(2, 1, 0)
+        meta = self._meta
+        try:
+            key = ("permute", meta[1], flat)
+            lay = _MEMO.get(key)
+        except TypeError:
+            lay = key = None
+        if lay is not None and _ints(flat):
+            return _memo_view(self, meta, lay)
+        out = _permute(self, dims, meta)
+        if key is not None and _ints(flat):
+            _remember(key, out._meta[1])
+        return out
+    return _permute(self, dims)
+
+
+def _permute(self, dims, meta=None):
+    if meta is None:
+        meta = self._meta
     lay = meta.layout
     ndim = len(lay.shape)
     dims = L.normalize_shape(dims, "permute")  # permute(0, 1), permute((0, 1)) or permute([0, 1])
@@ -177,8 +244,11 @@ def _identity_0d(self, name, hint):
     return permute(self, ())
 
 
+_REVERSED = tuple(tuple(range(n - 1, -1, -1)) for n in range(L.MAX_DIMS + 1))
+
+
 def _T(self):
-    n = self.dim()
+    n = len(self._meta[1][0])
     if n == 0:
         return _identity_0d(self, "T", "This function is the identity in these cases.")
     if n != 2:
@@ -186,7 +256,7 @@ def _T(self):
                    "it will throw an error in a future release. Consider `x.mT` to transpose batches of matrices "
                    "or `x.permute(*tensorlab.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.",
                    UserWarning)
-    return permute(self, tuple(range(n - 1, -1, -1)))
+    return permute(self, _REVERSED[n])
 
 
 def _mT(self):

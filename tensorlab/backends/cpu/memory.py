@@ -9,21 +9,45 @@ from ...layout import MAX_DIMS, contiguous_strides, raise_too_many_dims
 from ...memo import memoized
 from . import parallel as _par
 
-__all__ = ("allocate", "contiguous_view", "buffer_nbytes", "buffer_ptr", "buffer_tolist", "copy_bytes", "retire",
+__all__ = ("allocate", "allocate_view", "contiguous_view", "buffer_nbytes", "buffer_ptr", "buffer_tolist", "copy_bytes", "retire",
            "wrap_numpy", "array", "view_array", "copy", "copy_from_host", "to_host", "fill")
 
 _EMPTY_BUF = np.empty(0, dtype=np.uint8)
 
 
+_plans = _faults._plans  # _faults.hit's "is any plan installed" test, read without the call
+_U8 = np.dtype(np.uint8)
+
+
 def allocate(nbytes, device=None):
-    _faults.hit("alloc")
+    if _plans:
+        _faults.hit("alloc")
     try:
-        buf = np.empty(nbytes, dtype=np.uint8)
+        buf = np.empty(nbytes, _U8)
     except MemoryError:
         raise RuntimeError(f"DefaultCPUAllocator: not enough memory: you tried to allocate {nbytes} bytes.") from None
     if _faults.alloc_listeners:  # tl.profiler's memory records
         _faults.allocated(buf, nbytes)
     return buf
+
+
+def allocate_view(nbytes, shape, np_dtype, device=None):
+    """allocate(nbytes) and its contiguous_view(buf, shape, np_dtype) in one call: (buffer, view
+    or None), the fresh output of an op on the front end's straight paths."""
+    if _plans:
+        _faults.hit("alloc")
+    try:
+        buf = np.empty(nbytes, _U8)
+    except MemoryError:
+        raise RuntimeError(f"DefaultCPUAllocator: not enough memory: you tried to allocate {nbytes} bytes.") from None
+    if _faults.alloc_listeners:
+        _faults.allocated(buf, nbytes)
+    if nbytes > _CACHE_MAX:
+        return buf, None
+    try:
+        return buf, np.ndarray(shape, np_dtype, buf)
+    except ValueError:
+        return buf, None
 
 
 def contiguous_view(buf, shape, np_dtype):

@@ -112,48 +112,111 @@ _ZERO_C = {c: t(0) for c, t in _C_NP.items()}  # the scalar slot of a tensor ope
 def _run(prim, op, out, operands, compute, scalars_c, params, row=None):
     """Plan out and the tensor operands, pick the instantiation, pack and launch. `operands` are
     tensors or C scalar arguments (already converted); `params` the op's C parameters; `row` the
-    op's _kernel row when the caller looked it up already."""
+    op's _kernel row when the caller looked it up already.
+
+    What depends only on the layouts' strides, the dtypes and the kernel (the instantiation, its
+    geometry, dtype codes and packed layouts) is a recipe memoized on exactly those; buffers,
+    offsets, bounds and devices are read from each operand's one metadata snapshot and checked on
+    every call, as K.Plan checks them."""
+    o = K.operand(out)
+    olay = o.layout
+    shape = olay.shape
+    key = [prim, op, compute, scalars_c, K._wide[0], shape, olay.stride, o.dtype]
+    tensors = []  # (position in operands, launch operand)
+    for k, x in enumerate(operands):
+        if isinstance(x, np.generic):
+            key.append(None)
+        else:
+            t = _operand(x, shape)
+            tensors.append((k, t))
+            key.append(t.layout.stride)
+            key.append(t.dtype)
+    try:
+        key = tuple(key)
+        r = _RECIPES.get(key)
+    except TypeError:  # a layout of lists
+        key = r = None
+    if r is None:
+        r = _recipe(prim, op, o, tensors, operands, compute, scalars_c, row)
+        if key is not None:
+            if len(_RECIPES) >= 4096:
+                _RECIPES.clear()
+            _RECIPES[key] = r
+    n, expr, vec, reaches, codes, zero, mask, lays, count, tail = r
+    if not n:
+        return
+    buf = o.buffer
+    dev = buf.device
+    reach = reaches[0]
+    isz = o.dtype.itemsize
+    if (olay.offset + reach + 1) * isz > buf.nbytes:
+        K.check_bounds(o, reach)  # raises
+    p_out = _tuple_new(Pointer, (buf, olay.offset * isz))
+    ptrs = [p_out] * len(operands)  # a scalar's pointer slot is unused: point it at out
+    j = 1
+    for k, t in tensors:
+        tb = t.buffer
+        if tb.device != dev:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"cuda:{dev} and cuda:{tb.device}!")
+        reach = reaches[j]
+        off = t.layout.offset
+        isz = t.dtype.itemsize
+        if (off + reach + 1) * isz > tb.nbytes:
+            K.check_bounds(t, reach)  # raises
+        ptrs[k] = _tuple_new(Pointer, (tb, off * isz))
+        j += 1
+    scal = [x if isinstance(x, np.generic) else zero for x in operands]
+    if vec:
+        if prim == "unary":
+            args = (p_out, ptrs[0], *params, count)
+        else:
+            args = (p_out, *ptrs, *scal, mask, *params, count)
+    elif prim == "unary":
+        args = (p_out, ptrs[0], *codes, *params, count, *lays)
+    else:
+        args = (p_out, *ptrs, *codes, *scal, *params, count, *lays)
+    K.launch(_SRC, expr, dev, args, n=n)
+
+
+_RECIPES = {}  # _run's key -> _recipe's answer (immutable)
+_tuple_new = tuple.__new__
+
+
+def _recipe(prim, op, o, tensors, operands, compute, scalars_c, row):
+    """(n, name expression, vectorized?, reach per planned operand (out first), dtype codes (out,
+    each operand, compute), zero scalar for a tensor's scalar slot, scalar mask, packed layouts,
+    count, None): what _run launches with besides pointers, scalars and params. K.Plan checks the
+    shapes, bounds and devices of this first call."""
     if row is None:
         row = _kernel(prim, op)
     c = _C[compute]
-    o = K.operand(out)
-    shape = o.layout.shape
-    plan_ops = [o]
-    tensors = []  # (position in operands, launch operand)
-    for k, x in enumerate(operands):
-        if not isinstance(x, np.generic):
-            t = _operand(x, shape)
-            plan_ops.append(t)
-            tensors.append((k, t))
-    p = K.Plan(plan_ops)
+    p = K.Plan([o] + [t for _, t in tensors])
     if not p.n:
-        return
+        return (0, None, False, (), (), None, None, (), None, None)
     ix = p.index
-    p_ptrs = p.ptrs
-    ptrs = [p_ptrs[0]] * len(operands)  # a scalar's pointer slot is unused: point it at out
     codes = [_SCALAR_CODE] * len(operands)
     same_dtype = True
     odt = o.dtype
-    for j, (k, t) in enumerate(tensors):
-        ptrs[k] = p_ptrs[j + 1]
+    for k, t in tensors:
         codes[k] = _CODE[t.dtype]
         if t.dtype is not odt:
             same_dtype = False
     zero = _ZERO_C[c] if scalars_c is _C_NP[c] else scalars_c(0)
-    scal = [x if isinstance(x, np.generic) else zero for x in operands]
+    reaches = []
+    for op_ in p.operands:
+        r = 0
+        for n, st in zip(op_.layout.shape, op_.layout.stride):
+            r += (n - 1) * st
+        reaches.append(r)
     t_out = odt.ctype
     if row[2] and p.contiguous and same_dtype and t_out in ELEMENTWISE_VEC_TYPES and _VEC_C[t_out] == c:
         expr = _EXPR.get((prim, op, c, ix, t_out)) or _expr(prim, op, c, ix, t_out)
-        if prim == "unary":
-            args = (p_ptrs[0], ptrs[0], *params, p.count)
-        else:
-            mask = 0
-            for k, x in enumerate(operands):
-                if isinstance(x, np.generic):
-                    mask |= 1 << k
-            args = (p_ptrs[0], *ptrs, *scal, _MASK[mask], *params, p.count)
-        K.launch(_SRC, expr, p.device, args, n=p.n)
-        return
+        mask = 0
+        for k, x in enumerate(operands):
+            if isinstance(x, np.generic):
+                mask |= 1 << k
+        return (p.n, expr, True, tuple(reaches), (), zero, _MASK[mask], (), p.count, None)
     expr = _EXPR.get((prim, op, c, ix, None)) or _expr(prim, op, c, ix, None)
     empty = _EMPTY[ix]
     if p.contiguous:
@@ -165,10 +228,10 @@ def _run(prim, op, out, operands, compute, scalars_c, params, row=None):
             lays[k + 1] = p_lays[j + 1]
     cc = _CODE[compute]
     if prim == "unary":
-        args = (p_ptrs[0], ptrs[0], _CODE[odt], codes[0], cc, *params, p.count, *lays)
+        all_codes = (_CODE[odt], codes[0], cc)
     else:
-        args = (p_ptrs[0], *ptrs, _CODE[odt], *codes, cc, *scal, *params, p.count, *lays)
-    K.launch(_SRC, expr, p.device, args, n=p.n)
+        all_codes = (_CODE[odt], *codes, cc)
+    return (p.n, expr, False, tuple(reaches), all_codes, zero, None, tuple(lays), p.count, None)
 
 
 def _c_arg(v, compute, c):

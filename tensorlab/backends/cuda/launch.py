@@ -68,6 +68,8 @@ INT_MAX = 2 ** 31 - 1
 MAX_GRID_THREADS = 65535 * BLOCK  # the most a grid-stride loop adds to an index in one step
 
 LAUNCHES = {}  # (source, name expression) -> successful launches in this process
+_fault_plans = _faults._plans
+_functions = modules._functions  # modules.function's cache, read here without the call
 
 
 def _layout_dtype(np_index):
@@ -323,8 +325,9 @@ def grid_for(n, device, block=BLOCK):
 
 def launch(source, name_expression, device, args, *, n=None, grid=None, block=BLOCK, shared_mem=0, fault="launch"):
     """Run one kernel on the current stream of `device` (an index); `grid` defaults to grid_for(n)."""
-    _faults.hit(fault)
-    fn = modules.function(source, name_expression, device)
+    if _fault_plans:  # _faults.hit's "is any plan installed" test, without the call
+        _faults.hit(fault)
+    fn = _functions.get((source, name_expression, device)) or modules.function(source, name_expression, device)
     if isinstance(block, int):
         if grid is None:
             cap = _grid_caps.get(device)  # grid_for, inlined

@@ -76,8 +76,19 @@ def _coalesced(rows, nstrides):
     return _coalesce(sorted(rows, key=lambda r: -r[1]), nstrides)
 
 
+_KERNEL_DTYPES = {}
+
+
 def _kernel_dtypes(name, src, dst):
     """(dtype to convert the input to or None, dtype to reduce into when not dst, or None)."""
+    key = (name, src, dst)
+    r = _KERNEL_DTYPES.get(key)
+    if r is None:
+        r = _KERNEL_DTYPES[key] = _kernel_dtypes_of(name, src, dst)  # a pure function of the three
+    return r
+
+
+def _kernel_dtypes_of(name, src, dst):
     def have(i, o):
         return f"reduce_kernel<tl::{name}, {i.ctype}, {o.ctype}, int>" in _REDUCE
     if have(src, dst):
@@ -97,12 +108,74 @@ def _kernel_dtypes(name, src, dst):
 def _run_reduce(name, out, index_out, x, dims, arg, keep_order, flags):
     """Launch reduce_kernel for `name` over the sorted `dims` of operand x into the operands out
     (values) and index_out (arg ops), which have x's rank or drop the reduced dims."""
+    first = out if out is not None else index_out  # a valid pointer for an output the flags leave unwritten
+    xl, fl = x.layout, first.layout
+    il = None if index_out is None else index_out.layout
+    try:  # the geometry is a function of the layouts' shapes and strides, the dtypes and the device
+        key = (name, dims, keep_order, K._wide[0], x.buffer.device, xl.shape, xl.stride, x.dtype, fl.shape, fl.stride,
+               first.dtype, out is None, None if il is None else (il.shape, il.stride))
+        g = _GEOMETRY.get(key)
+    except TypeError:  # a layout of lists
+        key, g = None, None
+    if g is None:
+        g = _reduce_geometry(name, out, index_out, x, dims, keep_order)
+        if key is not None:
+            if len(_GEOMETRY) >= 4096:
+                _GEOMETRY.clear()
+            _GEOMETRY[key] = g
+    if g is None:  # nothing to write
+        return
+    dev, expr, reaches, first_args, second_args = g
+    # every call: each operand lies inside its buffer (a storage shrunk under a tensor) - K.plan's check
+    for op, reach in zip((x, first, index_out), reaches):
+        if reach is not None and (op.layout.offset + reach + 1) * op.dtype.itemsize > op.buffer.nbytes:
+            K.check_bounds(op, reach)  # raises
+    xp = _ptr(x)
+    outp = _ptr(first)
+    idxp = outp if index_out is None else _ptr(index_out)
+    arg = np.float64(arg)
+    if second_args is None:
+        grid, rest = first_args
+        K.launch("reduce.cu", expr, dev, (outp, idxp, xp, xp, *rest, np.int32(flags), arg), grid=grid)
+        return
+    (grid, rest), (grid2, rest2) = first_args, second_args
+    n_out, splits = rest2[0], rest2[1]
+    part = temp((int(n_out) * int(splits) * _STATE_BYTES,), dtypes.uint8, dev)
+    try:
+        pp = Pointer(part.buffer)
+        K.launch("reduce.cu", expr, dev, (outp, idxp, xp, pp, *rest, _PARTIAL_FLAG, arg), grid=grid)
+        K.launch("reduce.cu", expr, dev, (outp, idxp, xp, pp, *rest2, np.int32(flags | _READ_PARTIAL), arg),
+                 grid=grid2)
+    finally:
+        retire(part.buffer)
+
+
+_GEOMETRY = {}  # _run_reduce's key -> _reduce_geometry's answer (immutable)
+_PARTIAL_FLAG = np.int32(_WRITE_PARTIAL)
+
+
+def _reach(op):
+    """The largest element offset the operand's layout reaches (None when it has no elements)."""
+    lay = op.layout
+    if not _numel(lay.shape):
+        return None
+    r = 0
+    for n, st in zip(lay.shape, lay.stride):
+        r += (n - 1) * st
+    return r
+
+
+def _reduce_geometry(name, out, index_out, x, dims, keep_order):
+    """Everything _run_reduce launches with but the pointers and the flags: (device, name
+    expression, reach per operand (x, first output, index output), (grid, arguments) of the
+    first launch and of the second (None unless the reduction is split across blocks)), or
+    None when there is no output element. Checks the operands' bounds (K.plan) on the way."""
     shape, stride = tuple(x.layout.shape), tuple(x.layout.stride)
     dev = x.buffer.device
     targets = [t for t in (out, index_out) if t is not None]
     n_out = _numel(targets[0].layout.shape)
     if n_out == 0:
-        return
+        return None
     outer = _split_outer(shape, stride, dims, [out or index_out, index_out or out])
     oshape, (o_in, o_out, o_idx) = _coalesced(outer, 3)
     red = [(shape[d], stride[d]) for d in dims]
@@ -127,31 +200,17 @@ def _run_reduce(name, out, index_out, x, dims, arg, keep_order, flags):
     splits = -(-R // split_len) if R else 1
     expr = f"reduce_kernel<tl::{name}, {x.dtype.ctype}, {(out or x).dtype.ctype}, {ix}>"
     i_ = lambda v: K.index_scalar(v, ix)  # noqa: E731
-    xp = _ptr(x)
-    first = targets[0]  # a valid pointer for an output the flags leave unwritten
-    outp = _ptr(first)
-    idxp = outp if index_out is None else _ptr(index_out)
-    lay_in, lay_out, lay_idx, lay_red = (K.strided_layout(sh, st, ix) for sh, st in
-                                         ((oshape, o_in), (oshape, o_out), (oshape, o_idx), (rshape, r_in)))
-    arg = np.float64(arg)
+    lays = tuple(K.strided_layout(sh, st, ix) for sh, st in
+                 ((oshape, o_in), (oshape, o_out), (oshape, o_idx), (rshape, r_in)))
+    reaches = (_reach(x), _reach(targets[0]), None if index_out is None else _reach(index_out))
     if splits == 1:
-        K.launch("reduce.cu", expr, dev, (outp, idxp, xp, xp, i_(n_out), i_(R), i_(max(R, 1)), np.int64(R), lay_in,
-                                          lay_out, lay_idx, lay_red, np.int32(lanes), np.int32(red_fast),
-                                          np.int32(flags), arg), grid=(gx,))
-        return
-    part = temp((n_out * splits * _STATE_BYTES,), dtypes.uint8, dev)
-    try:
-        pp = Pointer(part.buffer)
-        K.launch("reduce.cu", expr, dev, (outp, idxp, xp, pp, i_(n_out), i_(R), i_(split_len), np.int64(R), lay_in,
-                                          lay_out, lay_idx, lay_red, np.int32(lanes), np.int32(red_fast),
-                                          np.int32(_WRITE_PARTIAL), arg), grid=(gx, splits))
-        lanes2 = 32 if splits <= 512 else 256
-        gx2 = min(-(-n_out // (K.BLOCK // lanes2)), 65535)
-        K.launch("reduce.cu", expr, dev, (outp, idxp, xp, pp, i_(n_out), i_(splits), i_(splits), np.int64(R), lay_in,
-                                          lay_out, lay_idx, lay_red, np.int32(lanes2), np.int32(1),
-                                          np.int32(flags | _READ_PARTIAL), arg), grid=(gx2,))
-    finally:
-        retire(part.buffer)
+        return dev, expr, reaches, ((gx,), (i_(n_out), i_(R), i_(max(R, 1)), np.int64(R), *lays, np.int32(lanes),
+                                            np.int32(red_fast))), None
+    lanes2 = 32 if splits <= 512 else 256
+    gx2 = min(-(-n_out // (K.BLOCK // lanes2)), 65535)
+    return dev, expr, reaches, ((gx, splits), (i_(n_out), i_(R), i_(split_len), np.int64(R), *lays, np.int32(lanes),
+                                               np.int32(red_fast))), \
+        ((gx2,), (i_(n_out), i_(splits), i_(splits), np.int64(R), *lays, np.int32(lanes2), np.int32(1)))
 
 
 def _converted(op, dtype, temps):
@@ -169,6 +228,9 @@ def reduce(out, x, op, dims, arg=None):
         return
     name = _OPS[op]
     conv, via = _kernel_dtypes(name, xo.dtype, oo.dtype)
+    if conv is None and via is None:  # the common case: a kernel for this dtype pair, no temporaries
+        _run_reduce(name, oo, None, xo, tuple(dims), 0.0 if arg is None else arg, False, _WRITE_VALUES)
+        return
     temps = []
     try:
         src = xo if conv is None else _converted(xo, conv, temps)

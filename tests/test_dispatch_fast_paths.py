@@ -1,0 +1,269 @@
+"""The ops' straight-line paths (issue 20: per-op host overhead) give exactly what the general
+paths give, and every check that makes a wrong call fail still runs on them: memoized view
+layouts refuse the arguments the general path refuses, fast binary / in-place / sum paths keep
+versions, autograd, read-only and overlap checks, and the CUDA launch recipes still bounds-check
+each operand against its buffer on every call."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorlab as tl
+
+
+def _warm(fn, n=3):
+    """Call fn a few times: the first call fills the memo, the later ones take the fast path."""
+    for _ in range(n):
+        r = fn()
+    return r
+
+
+# -- binary ---------------------------------------------------------------------------------
+
+def test_same_layout_binary_matches_torch(device, torch):
+    for name in ("add", "sub", "mul", "div", "maximum", "eq", "lt", "remainder", "minimum"):
+        a = tl.tensor([1.5, -2.0, 3.0, 0.25], device=device)
+        b = tl.tensor([0.5, 4.0, -3.0, 2.0], device=device)
+        ta, tb = torch.tensor(a.tolist()), torch.tensor(b.tolist())
+        got = _warm(lambda: getattr(tl, name)(a, b))
+        want = getattr(torch, name)(ta, tb)
+        assert got.tolist() == want.tolist(), name
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1], name
+
+
+def test_same_layout_binary_integer_true_division_promotes(device, torch):
+    a = tl.tensor([7, -7, 9], device=device)
+    b = tl.tensor([2, 2, 4], device=device)
+    got = _warm(lambda: a / b)
+    assert got.dtype is tl.float32
+    assert got.tolist() == (torch.tensor([7, -7, 9]) / torch.tensor([2, 2, 4])).tolist()
+
+
+def test_same_layout_binary_keeps_the_checks(device):
+    a = tl.tensor([True, False], device=device)
+    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool tensors"):
+        _warm(lambda: a - a)
+    i = tl.tensor([4, 5], device=device)
+    z = tl.tensor([0, 1], device=device)
+    assert _warm(lambda: i // tl.tensor([2, 2], device=device)).tolist() == [2, 2]
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        i // z
+
+
+def test_same_layout_binary_records_autograd(device):
+    a = tl.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+    b = tl.tensor([4.0, 5.0, 6.0], device=device)
+    _warm(lambda: a * b)  # the memo is warm for this layout and dtype
+    y = a * b
+    assert y.requires_grad and y.grad_fn is not None
+    y.sum().backward()
+    assert a.grad.tolist() == [4.0, 5.0, 6.0]
+
+
+def test_same_tensor_twice(device):
+    a = tl.tensor([1.0, 2.0, 3.0], device=device)
+    assert _warm(lambda: a * a).tolist() == [1.0, 4.0, 9.0]
+    assert a._version == 0
+
+
+# -- in-place with a number -----------------------------------------------------------------
+
+def test_inplace_number_bumps_the_version_once(device):
+    x = tl.tensor([1.0, 2.0], device=device)
+    v = x._version
+    for k in range(3):
+        assert x.mul_(2.0) is x
+        assert x._version == v + k + 1
+    assert x.tolist() == [8.0, 16.0]
+
+
+def test_inplace_number_keeps_the_cast_check(device):
+    x = tl.tensor([1, 2], device=device)
+    _warm(lambda: x.mul_(2))
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        x.mul_(1.5)
+    assert x.tolist() == [8, 16] and x._version == 3
+
+
+def test_inplace_number_refuses_a_read_only_array():
+    arr = np.arange(4, dtype=np.float32)
+    arr.flags.writeable = False
+    x = tl.from_numpy(arr)
+    y = tl.ones(4)
+    _warm(lambda: y.mul_(1.0))  # the same layout and dtype warm
+    with pytest.raises(RuntimeError, match="non-writable NumPy array"):
+        x.mul_(2.0)
+    assert arr.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_inplace_number_on_a_leaf_that_requires_grad_is_refused(device):
+    x = tl.tensor([1.0, 2.0], device=device)
+    _warm(lambda: x.mul_(1.0))
+    w = tl.tensor([1.0, 2.0], device=device, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        w.mul_(2.0)
+    assert w.tolist() == [1.0, 2.0]
+
+
+def test_inplace_number_through_a_view_writes_the_base(device):
+    base = tl.zeros(4, device=device)
+    v = base[1:3]
+    _warm(lambda: v.add_(1.0))
+    assert base.tolist() == [0.0, 3.0, 3.0, 0.0]
+    assert base._version == 3
+
+
+def test_inplace_number_refuses_an_expanded_tensor(device):
+    x = tl.tensor([1.0], device=device).expand(3)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        x.mul_(2.0)
+
+
+# -- full sum ---------------------------------------------------------------------------------
+
+def test_full_sum_matches_torch(device, torch):
+    for dtype, tdtype in ((tl.float32, torch.float32), (tl.int32, torch.int32), (tl.bool, torch.bool),
+                          (tl.float16, torch.float16)):
+        x = tl.tensor([1, 0, 3, 1], dtype=dtype, device=device)
+        tx = torch.tensor([1, 0, 3, 1], dtype=tdtype)
+        for keepdim in (False, True):
+            got = _warm(lambda: x.sum() if not keepdim else x.sum(keepdim=keepdim))
+            want = tx.sum() if not keepdim else tx.sum(dim=(0,), keepdim=True)
+            assert got.tolist() == want.tolist()
+            assert tuple(got.shape) == tuple(want.shape)
+            assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+
+
+def test_full_sum_of_a_view_and_of_an_empty_tensor(device):
+    x = tl.arange(12.0, device=device).view(3, 4)
+    assert _warm(lambda: x.T.sum()).item() == 66.0
+    assert _warm(lambda: x[:, 1:3].sum()).item() == float(sum(r * 4 + c for r in range(3) for c in (1, 2)))
+    assert _warm(lambda: tl.zeros(0, 3, device=device).sum()).item() == 0.0
+
+
+def test_full_sum_records_autograd(device):
+    x = tl.tensor([[1.0, 2.0], [3.0, 4.0]], device=device, requires_grad=True)
+    _warm(lambda: x.detach().sum())
+    x.sum().backward()
+    assert x.grad.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+
+
+# -- memoized view layouts ----------------------------------------------------------------------
+
+def test_view_memo_still_refuses_floats_and_bools(device):
+    x = tl.arange(8.0, device=device)
+    _warm(lambda: x.view(2, 4))
+    with pytest.raises(TypeError):
+        x.view(2.0, 4)
+    with pytest.raises(TypeError):
+        x.view(True, 8)
+    assert x.view(np.int64(2), 4).shape == (2, 4)
+
+
+def test_view_memo_refuses_incompatible_strides(device):
+    x = tl.arange(8.0, device=device).view(2, 4)
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        _warm(lambda: x.T.view(8))
+
+
+def test_getitem_memo_matches_torch(device, torch):
+    x = tl.arange(24.0, device=device).view(2, 3, 4)
+    tx = torch.arange(24.0).view(2, 3, 4)
+    for index in ((1, slice(None), None), (slice(1, None), None), (Ellipsis, slice(None, None, 2)), 1, -1,
+                  (0, 2, 3), (None, Ellipsis, None), slice(0, 1)):
+        got = _warm(lambda: x[index])
+        want = tx[index]
+        assert got.tolist() == want.tolist(), index
+        assert tuple(got.shape) == tuple(want.shape) and tuple(got.stride()) == tuple(want.stride()), index
+        assert got.storage_offset() == want.storage_offset(), index
+
+
+def test_getitem_memo_still_refuses_floats_and_keeps_bools_advanced(device):
+    x = tl.arange(6.0, device=device)
+    _warm(lambda: x[1])
+    with pytest.raises(IndexError):
+        x[1.0]
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[6]
+    t = x[True]  # a bool is an advanced index (a copy with a new dim), not x[1]
+    assert t.shape == (1, 6)
+    t[0, 0] = 100.0
+    assert x[0].item() == 0.0
+
+
+def test_memoized_views_share_storage_version_and_base(device):
+    x = tl.arange(8.0, device=device)
+    v = _warm(lambda: x.view(2, 4)[1:, None].T)
+    assert v._base is x and v.untyped_storage() is x.untyped_storage()
+    v.mul_(10.0)
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 40.0, 50.0, 60.0, 70.0]
+    assert x._version == v._version == 1
+
+
+def test_memoized_view_follows_set_and_resize(device):
+    x = tl.arange(8.0, device=device)
+    _warm(lambda: x.view(2, 4))
+    x.resize_(2, 3)
+    with pytest.raises(RuntimeError, match="invalid for input of size 6"):
+        x.view(2, 4)
+    assert x.view(3, 2).shape == (3, 2)
+
+
+def test_permute_memo_with_tuple_and_varargs(device, torch):
+    x = tl.arange(24.0, device=device).view(2, 3, 4)
+    tx = torch.arange(24.0).view(2, 3, 4)
+    a = _warm(lambda: x.permute(2, 0, 1))
+    b = _warm(lambda: x.permute((2, 0, 1)))
+    assert a.stride() == b.stride() == tuple(tx.permute(2, 0, 1).stride())
+    with pytest.raises(RuntimeError, match="duplicate dims"):
+        x.permute(0, 0, 1)
+    with pytest.raises(TypeError):
+        x.permute(2.0, 0, 1)
+
+
+def test_views_of_a_tensor_that_requires_grad_are_recorded(device):
+    x = tl.arange(8.0, device=device)
+    _warm(lambda: x.view(2, 4)[1:, None])
+    w = tl.arange(8.0, device=device, requires_grad=True)
+    y = w.view(2, 4)[1:, None]
+    assert y.grad_fn is not None
+    y.sum().backward()
+    assert w.grad.tolist() == [0.0] * 4 + [1.0] * 4
+
+
+def test_T_of_a_3d_tensor_warns_every_time(device):
+    x = tl.arange(8.0, device=device).view(2, 1, 4)
+    for _ in range(2):
+        with pytest.warns(UserWarning, match="x.T` on tensors of dimension other than 2"):
+            y = x.T
+    assert tuple(y.shape) == (4, 1, 2)
+
+
+# -- devices and the CUDA launch recipes ------------------------------------------------------
+
+def test_tensors_on_one_device_share_a_device_object(device):
+    a = tl.ones(2, device=device)
+    b = tl.zeros(2, device=tl.device(device))
+    assert a.device is b.device and a.device.type == tl.device(device).type
+
+
+def test_storage_shrunk_after_the_recipe_is_memoized_is_refused(device):
+    a = tl.arange(8.0, device=device)
+    b = tl.ones(8, device=device)
+    _warm(lambda: a + b)
+    _warm(lambda: a.sum())
+    b.untyped_storage().resize_(4)
+    with pytest.raises(RuntimeError, match="storage was shrunk"):
+        a + b
+    with pytest.raises(RuntimeError, match="storage was shrunk"):
+        b.sum()
+
+
+def test_broadcast_and_strided_operands_after_a_fast_one(device, torch):
+    a = tl.arange(8.0, device=device).view(2, 4)
+    b = tl.tensor([1.0, 2.0, 3.0, 4.0], device=device)
+    ta, tb = torch.arange(8.0).view(2, 4), torch.tensor([1.0, 2.0, 3.0, 4.0])
+    assert _warm(lambda: a + a).tolist() == (ta + ta).tolist()
+    assert _warm(lambda: a + b).tolist() == (ta + tb).tolist()
+    assert _warm(lambda: a.T + 1).tolist() == (ta.T + 1).tolist()
+    assert _warm(lambda: a.T * a.T).stride() == (ta.T * ta.T).stride()
