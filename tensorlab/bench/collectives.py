@@ -54,16 +54,6 @@ def element_count(size, n):
 
 
 # -- the parent: arguments, mpiexec, table, files ---------------------------------------------------
-def _int_list(text):
-    try:
-        values = [int(v, 0) for v in text.replace(" ", "").split(",") if v]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
-    return values
-
-
 def _names(choices):
     def parse(text):
         names = [v for v in text.replace(" ", "").split(",") if v]
@@ -86,6 +76,8 @@ def _positive_int(text):
 
 
 def parser():
+    from .cli import _int_list  # the bench command's size-list parser (cli imports this module lazily)
+
     p = argparse.ArgumentParser(
         prog="tensorlab-bench --collectives",
         description="Algorithm and bus bandwidth (nccl-tests' definitions) of all_reduce, all_gather and "
