@@ -178,6 +178,13 @@ GRAD_SAMPLES.update({
     "put_rows": [(lambda m, x: _nearest_input_grad(m, x), Arg((1, 2, 3, 4)))],
 })
 
+# nn.functional.linear as one op (ops/linear_fused.py)
+GRAD_SAMPLES["linear"] = [
+    (lambda m, x, w, b: m.nn.functional.linear(x, w, b), Arg((3, 4)), Arg((2, 4)), Arg((2,))),
+    (lambda m, x, w: m.nn.functional.linear(x, w), Arg((2, 3, 4)), Arg((2, 4))),
+    (lambda m, x, w, b: m.nn.functional.linear(x.mT, w, b), Arg((4, 3)), Arg((2, 4)), Arg((2,))),
+]
+
 
 
 def _fused_sdpa(m, q, k, v, mask=None, **kw):

@@ -1131,3 +1131,34 @@ def _fused_rnn_sequence(ctx, g):
 
 DERIVATIVES["fused_rnn_sequence"] = Derivative(_fused_rnn_sequence, save=ALL, result=True,
                                                name="FusedRnnSequenceBackward0")
+
+
+# -- fused linear (ops/linear_fused.py): x W^T + b as one op --------------------------------------
+def _linear(ctx, g):
+    """grad_input = g W, grad_weight = g^T x (products on transposed views: no copies), grad_bias
+    = g summed over the rows; x of any rank >= 2 is seen as its rows."""
+    x_shape = ctx.shape(0)
+    n_out, n_in = ctx.shape(1)
+    needs = ctx._needs
+    g2 = g if len(x_shape) == 2 else g.reshape(-1, n_out)
+    gx = gw = None
+    if needs[0]:
+        gx = g2.mm(ctx.saved(1))
+        if len(x_shape) != 2:
+            gx = gx.reshape(tuple(x_shape))
+    if needs[1]:
+        x = ctx.saved(0)
+        gw = g2.mT.mm(x if len(x_shape) == 2 else x.reshape(-1, n_in))
+    if len(needs) == 2:
+        return gx, gw
+    return gx, gw, (g2.sum(0) if needs[2] else None)
+
+
+def _linear_name(ctx):
+    if len(ctx.shape(0)) == 2:
+        return "AddmmBackward0" if len(ctx._metas) == 3 else "MmBackward0"
+    return "LinearBackward0"
+
+
+DERIVATIVES["linear"] = Derivative(_linear, save=lambda c: ([1] if c._needs[0] else []) + ([0] if c._needs[1] else []),
+                                   name=_linear_name)

@@ -86,6 +86,8 @@ def linear(input, weight, bias=None):
     """input @ weight.T + bias (weight [out_features, in_features])."""
     _check_tensor(input, "linear", "input")
     _check_tensor(weight, "linear", "weight")
+    if _linear_fused.supported(input, weight, bias):  # one GEMM, bias added in place (ops/linear_fused.py)
+        return _linear_fused.linear(input, weight, bias)
     out = input.matmul(weight.t())
     return out if bias is None else out + bias
 
@@ -290,3 +292,4 @@ from ..ops.pool import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_p
                         avg_pool1d, avg_pool2d, max_pool1d, max_pool1d_with_indices, max_pool2d,
                         max_pool2d_with_indices)
 from ..ops.upsample import interpolate  # noqa: E402,F401
+from ..ops import linear_fused as _linear_fused  # noqa: E402  (F.linear as one op)
