@@ -184,6 +184,11 @@ GRAD_SAMPLES["linear"] = [
     (lambda m, x, w: m.nn.functional.linear(x, w), Arg((2, 3, 4)), Arg((2, 4))),
     (lambda m, x, w, b: m.nn.functional.linear(x.mT, w, b), Arg((4, 3)), Arg((2, 4)), Arg((2,))),
 ]
+# cross_entropy / nll_loss over class indices as one node (ops/nll_fused.py)
+GRAD_SAMPLES["nll_loss"] = [
+    (lambda m, x, t: m.nn.functional.cross_entropy(x, t), Arg((4, 3)), idx([2, 0, 1, 1])),
+    (lambda m, x, t: m.nn.functional.nll_loss(x, t, reduction="sum", ignore_index=1), Arg((4, 3)), idx([2, 0, 1, 1])),
+]
 
 
 

@@ -1162,3 +1162,18 @@ def _linear_name(ctx):
 
 DERIVATIVES["linear"] = Derivative(_linear, save=lambda c: ([1] if c._needs[0] else []) + ([0] if c._needs[1] else []),
                                    name=_linear_name)
+
+
+# -- nll_loss over class indices as one node (ops/nll_fused.py) -----------------------------------
+def _nll_loss(ctx, g):
+    """d loss / d logp: grad * coef scattered at each row's target (coef: -1/N or -1 per row, or
+    a per-row tensor that is 0 where the target is ignored)."""
+    n, c = ctx.shape(0)
+    i = ctx.info
+    coef = i["coef"]
+    src = g * coef
+    src = src.expand(n, 1) if src.dim() == 0 else src.unsqueeze(1)
+    return (zeros((n, c), g).scatter(1, i["index"], src),)
+
+
+DERIVATIVES["nll_loss"] = Derivative(_nll_loss, name="NllLossBackward0")

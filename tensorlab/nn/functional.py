@@ -206,6 +206,10 @@ def _weighted_reduce(loss, w, reduction):
 
 
 def _nll(logp, target, weight, ignore_index, reduction):
+    if _nll_fused.supported(logp, target, weight, reduction):  # one NllLossBackward0 node (ops/nll_fused.py)
+        loss = _nll_fused.nll_loss(logp, target, ignore_index, reduction)
+        if loss is not None:
+            return loss
     loss, w, _ = _nll_terms(logp, target, weight, ignore_index)
     return _weighted_reduce(loss, w, reduction)
 
@@ -293,3 +297,4 @@ from ..ops.pool import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_p
                         max_pool2d_with_indices)
 from ..ops.upsample import interpolate  # noqa: E402,F401
 from ..ops import linear_fused as _linear_fused  # noqa: E402  (F.linear as one op)
+from ..ops import nll_fused as _nll_fused  # noqa: E402  (nll_loss as one node)

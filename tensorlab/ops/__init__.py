@@ -36,3 +36,4 @@ def install(tensor_cls):
 FAMILIES += ("batch_norm_fused",)
 FAMILIES += ("rnn_fused",)
 FAMILIES += ("linear_fused",)
+FAMILIES += ("nll_fused",)
