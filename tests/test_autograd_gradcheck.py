@@ -186,8 +186,13 @@ GRAD_SAMPLES["linear"] = [
 ]
 # cross_entropy / nll_loss over class indices as one node (ops/nll_fused.py)
 GRAD_SAMPLES["nll_loss"] = [
-    (lambda m, x, t: m.nn.functional.cross_entropy(x, t), Arg((4, 3)), idx([2, 0, 1, 1])),
+    (lambda m, x, t: m.nn.functional.nll_loss(x, t), Arg((4, 3)), idx([2, 0, 1, 1])),
     (lambda m, x, t: m.nn.functional.nll_loss(x, t, reduction="sum", ignore_index=1), Arg((4, 3)), idx([2, 0, 1, 1])),
+]
+GRAD_SAMPLES["cross_entropy_loss"] = [
+    (lambda m, x, t: m.nn.functional.cross_entropy(x, t), Arg((4, 3)), idx([2, 0, 1, 1])),
+    (lambda m, x, t: m.nn.functional.cross_entropy(x, t, reduction="sum", ignore_index=0), Arg((4, 3)),
+     idx([2, 0, 1, 0])),
 ]
 
 

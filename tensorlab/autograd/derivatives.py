@@ -1177,3 +1177,25 @@ def _nll_loss(ctx, g):
 
 
 DERIVATIVES["nll_loss"] = Derivative(_nll_loss, name="NllLossBackward0")
+
+
+def _cross_entropy_loss(ctx, g):
+    """d loss / d input = s_i * (onehot(t_i) - softmax(input)_i), s = grad * coef: the saved
+    probabilities scaled in place and s added at each row's target. With create_graph, the same
+    gradient from log_softmax of the saved input, differentiable."""
+    n, c = ctx.shape(0)
+    i = ctx.info
+    s = g * i["coef"]
+    s = s.expand(n, 1) if s.dim() == 0 else s.unsqueeze(1)
+    if _grad_mode_on():
+        from ..ops.reduction import log_softmax
+        lp = log_softmax(ctx.saved(0), 1)
+        gl = zeros((n, c), g).scatter(1, i["index"], s)
+        return (gl - lp.exp() * gl.sum(1, keepdim=True),)
+    q = i["logp"].exp()
+    q.mul_(s.neg())
+    return (q.scatter_add_(1, i["index"], s),)
+
+
+DERIVATIVES["cross_entropy_loss"] = Derivative(_cross_entropy_loss, save=(0,),
+                                               name="NllLossBackward0")

@@ -285,6 +285,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if label_smoothing > 0.0:
         return _cross_entropy_smoothed(input, target, weight, ignore_index, reduction, label_smoothing, cd,
                                        n_classes)
+    if _nll_fused.supported(input, target, weight, reduction):  # log_softmax + nll as one node
+        loss = _nll_fused.cross_entropy(input, target, ignore_index, reduction)
+        if loss is not None:
+            return loss
     return _nll(log_softmax(input, cd), target, weight, ignore_index, reduction)
 
 

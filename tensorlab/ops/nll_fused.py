@@ -20,7 +20,7 @@ from . import registry
 from .registry import KEEP, OpDef
 
 _F = "nll_fused"
-registry.register(OpDef("nll_loss", _F, "gather", KEEP))
+registry.register(OpDef("nll_loss", _F, "gather", KEEP), OpDef("cross_entropy_loss", _F, "gather", KEEP))
 FUNCTIONS = ()
 
 ENABLED = True  # False: nn.functional uses the composite (tests compare the two paths)
@@ -38,11 +38,11 @@ def supported(logp, target, weight, reduction):
     return logp._dtype in _FLOATS and target._dtype is dtypes.int64 and logp.device == target.device
 
 
-def nll_loss(logp, target, ignore_index, reduction):
-    """The loss of `supported` arguments, or None where the composite must run (CPU targets out
-    of range: it raises torch's error)."""
-    n, c = logp._meta.layout.shape
-    lp = logp.detach()
+def _terms(lp, target, ignore_index, reduction):
+    """(loss, index [N, 1], coef) from detached log-probabilities lp, or None where the composite
+    must run. loss = sum_i coef_i * lp[i, t_i]; coef is a number (-1/N or -1) when every target
+    counts, else a per-row tensor (0 where the target is ignored)."""
+    n, c = lp._meta.layout.shape
     mask = None
     if target.device.type == "cpu":
         t = target.numpy()
@@ -59,21 +59,36 @@ def nll_loss(logp, target, ignore_index, reduction):
         index = target.unsqueeze(1)
         loss = lp.gather(1, index).sum()
         if reduction == "mean":
-            loss = loss.div_(-n)
-            coef = -1.0 / n
-        else:
-            loss = loss.neg_()
-            coef = -1.0
-    else:
-        valid = target != ignore_index
-        index = target.where(valid, 0).unsqueeze(1)
-        picked = lp.gather(1, index).squeeze(1)
-        s = picked.where(valid, 0.0).sum()
-        if reduction == "mean":
-            count = valid.sum().to(logp._dtype)
-            loss = s.div_(count).neg_()  # 0/0: nan when every target is ignored, as torch
-            coef = (-1.0 / count).where(valid, 0.0)  # an ignored row gets no gradient
-        else:
-            loss = s.neg_()
-            coef = valid.to(logp._dtype).neg_()
+            return loss.div_(-n), index, -1.0 / n
+        return loss.neg_(), index, -1.0
+    valid = target != ignore_index
+    index = target.where(valid, 0).unsqueeze(1)
+    picked = lp.gather(1, index).squeeze(1)
+    s = picked.where(valid, 0.0).sum()
+    if reduction == "mean":
+        count = valid.sum().to(lp._dtype)
+        # 0/0: nan when every target is ignored, as torch; an ignored row gets no gradient
+        return s.div_(count).neg_(), index, (-1.0 / count).where(valid, 0.0)
+    return s.neg_(), index, valid.to(lp._dtype).neg_()
+
+
+def nll_loss(logp, target, ignore_index, reduction):
+    """The loss of `supported` arguments, or None where the composite must run (CPU targets out
+    of range: it raises torch's error)."""
+    r = _terms(logp.detach(), target, ignore_index, reduction)
+    if r is None:
+        return None
+    loss, index, coef = r
     return autograd_hooks.record(loss, "nll_loss", (logp,), index=index, coef=coef)
+
+
+def cross_entropy(input, target, ignore_index, reduction):
+    """log_softmax over dim 1 and nll_loss as one node (the gradient is coef * (onehot - softmax)
+    in one pass over the probabilities), or None where the composite must run."""
+    from .reduction import log_softmax
+    lp = log_softmax(input.detach(), 1)
+    r = _terms(lp, target, ignore_index, reduction)
+    if r is None:
+        return None
+    loss, index, coef = r
+    return autograd_hooks.record(loss, "cross_entropy_loss", (input,), index=index, coef=coef, logp=lp)
