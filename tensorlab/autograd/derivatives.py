@@ -1142,13 +1142,22 @@ def _linear(ctx, g):
     needs = ctx._needs
     g2 = g if len(x_shape) == 2 else g.reshape(-1, n_out)
     gx = gw = None
-    if needs[0]:
-        gx = g2.mm(ctx.saved(1))
-        if len(x_shape) != 2:
+    if not _grad_mode_on():  # no create_graph: the two products as direct GEMMs
+        from ..ops import linear_fused
+        x = ctx.saved(0) if needs[1] else None
+        if x is not None and len(x_shape) != 2:
+            x = x.reshape(-1, n_in)
+        gx, gw = linear_fused.backward(g2, x, ctx.saved(1) if needs[0] else None, needs[0], needs[1])
+        if gx is not None and len(x_shape) != 2:
             gx = gx.reshape(tuple(x_shape))
-    if needs[1]:
-        x = ctx.saved(0)
-        gw = g2.mT.mm(x if len(x_shape) == 2 else x.reshape(-1, n_in))
+    else:
+        if needs[0]:
+            gx = g2.mm(ctx.saved(1))
+            if len(x_shape) != 2:
+                gx = gx.reshape(tuple(x_shape))
+        if needs[1]:
+            x = ctx.saved(0)
+            gw = g2.mT.mm(x if len(x_shape) == 2 else x.reshape(-1, n_in))
     if len(needs) == 2:
         return gx, gw
     return gx, gw, (g2.sum(0) if needs[2] else None)

@@ -83,3 +83,28 @@ def linear(x, weight, bias=None):
                 be.binary(o2, "add", o2, bx, x._dtype)
     inputs = (x, weight) if bias is None else (x, weight, bias)
     return autograd_hooks.record(out, "linear", inputs)
+
+
+def _product(a, b, a_t=False):
+    """a @ b (a^T @ b when a_t) into a fresh contiguous tensor by one backend GEMM: the backward's
+    products without mm's argument checks (the shapes, dtypes and devices are the forward's)."""
+    am = a._meta
+    al = am.layout
+    if a_t:
+        a = _mat(a, (al.shape[1], al.shape[0]), (al.stride[1], al.stride[0]), am)
+    n, m = a._meta.layout.shape[0], b._meta.layout.shape[1]
+    out = empty_tensor((n, m), a._dtype, am.storage.device)
+    if n and m:
+        if a._meta.layout.shape[1]:
+            a._backend.matmul(out, a, b)
+        else:
+            out.zero_()
+    return out
+
+
+def backward(g2, x2, w, needs_x, needs_w):
+    """(g2 @ w, g2^T @ x2) of linear's backward as direct products (no graph: create_graph goes
+    through the ops in autograd/derivatives.py instead)."""
+    gx = _product(g2, w) if needs_x else None
+    gw = _product(g2, x2, a_t=True) if needs_w else None
+    return gx, gw
