@@ -8,6 +8,7 @@ its saved tensors after it ran."""
 from __future__ import annotations
 
 import heapq
+import itertools
 import threading
 
 from ..tensor import Tensor
@@ -221,7 +222,11 @@ def _run_backward(tensors, grads, retain_graph, create_graph, inputs=None, allow
     STATE.grad, STATE.backward = bool(create_graph), True
     heappop, heappush = heapq.heappop, heapq.heappush
     try:
-        ready = [(-n._seq, id(n), n) for n in roots if n not in deps]
+        # among nodes of one sequence number (the AccumulateGrads) the one made ready last runs
+        # first: a node's edges in reverse, so linear's bias gradient is ready before its
+        # weight's, as after torch's AddmmBackward0 (DDP buckets follow this order)
+        tick = itertools.count()
+        ready = [(-n._seq, -next(tick), n) for n in roots if n not in deps]
         heapq.heapify(ready)
         while ready:
             node = heappop(ready)[2]
@@ -278,7 +283,7 @@ def _run_backward(tensors, grads, retain_graph, create_graph, inputs=None, allow
                     left = deps[nxt] - 1
                     deps[nxt] = left
                     if left == 0:
-                        heappush(ready, (-nxt._seq, id(nxt), nxt))
+                        heappush(ready, (-nxt._seq, -next(tick), nxt))
                 i += 1
     finally:
         STATE.grad, STATE.backward = prev
