@@ -758,13 +758,20 @@ def _matmul(ctx, g):
         b = ctx.saved(1)
         b1 = b.unsqueeze(-1) if len(sb) == 1 else b
         a1_shape = (1,) + tuple(sa) if len(sa) == 1 else tuple(sa)
-        ga = sum_to(g1.matmul(b1.mT), a1_shape).reshape(tuple(sa))
+        ga = _as_shape(sum_to(g1.matmul(b1.mT), a1_shape), sa)
     if ctx.needs(1):
         a = ctx.saved(0)
         a1 = a.unsqueeze(0) if len(sa) == 1 else a
         b1_shape = tuple(sb) + (1,) if len(sb) == 1 else tuple(sb)
-        gb = sum_to(a1.mT.matmul(g1), b1_shape).reshape(tuple(sb))
+        gb = _as_shape(sum_to(a1.mT.matmul(g1), b1_shape), sb)
     return ga, gb
+
+
+def _as_shape(g, shape):
+    """g reshaped to `shape` only where it differs: a fresh product stays a non-view, which
+    AccumulateGrad stores as the .grad without a copy."""
+    shape = tuple(shape)
+    return g if tuple(g.shape) == shape else g.reshape(shape)
 
 
 def _matmul_name(ctx):
