@@ -64,9 +64,10 @@ def linear(x, weight, bias=None):
         n *= s
     if len(shape) == 2:
         x2 = x
+    elif L.is_contiguous(xl.shape, xl.stride) and n:
+        x2 = _mat(x, (n, n_in), (n_in, 1), xm)  # the rows of a contiguous x, viewed outside autograd
     else:
         x2 = x.detach().reshape(n, n_in)  # a view where x's layout allows one (as torch's linear)
-        xm = x2._meta
     o2 = out if len(shape) == 2 else _mat(out, (n, n_out), (n_out, 1), out._meta)
     wt = _mat(weight, (n_in, n_out), (wl.stride[1], wl.stride[0]), wm)
     be = x._backend
