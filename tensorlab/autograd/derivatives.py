@@ -1201,7 +1201,14 @@ def _cross_entropy_loss(ctx, g):
     gradient from log_softmax of the saved input, differentiable."""
     n, c = ctx.shape(0)
     i = ctx.info
-    s = g * i["coef"]
+    coef = i["coef"]
+    if not _grad_mode_on() and type(coef) is float and g.device.type == "cpu" and g.dim() == 0:
+        # one coefficient and a host scalar grad: s is a number (no device sync on the CPU)
+        sv = g.item() * coef
+        q = i["logp"].exp()
+        q.mul_(-sv)
+        return (q.scatter_(1, i["index"], value=sv, reduce="add"),)
+    s = g * coef
     s = s.expand(n, 1) if s.dim() == 0 else s.unsqueeze(1)
     if _grad_mode_on():
         from ..ops.reduction import log_softmax
