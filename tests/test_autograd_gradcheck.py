@@ -178,6 +178,23 @@ GRAD_SAMPLES.update({
     "put_rows": [(lambda m, x: _nearest_input_grad(m, x), Arg((1, 2, 3, 4)))],
 })
 
+# nn.functional.linear as one op (ops/linear_fused.py)
+GRAD_SAMPLES["linear"] = [
+    (lambda m, x, w, b: m.nn.functional.linear(x, w, b), Arg((3, 4)), Arg((2, 4)), Arg((2,))),
+    (lambda m, x, w: m.nn.functional.linear(x, w), Arg((2, 3, 4)), Arg((2, 4))),
+    (lambda m, x, w, b: m.nn.functional.linear(x.mT, w, b), Arg((4, 3)), Arg((2, 4)), Arg((2,))),
+]
+# cross_entropy / nll_loss over class indices as one node (ops/nll_fused.py)
+GRAD_SAMPLES["nll_loss"] = [
+    (lambda m, x, t: m.nn.functional.nll_loss(x, t), Arg((4, 3)), idx([2, 0, 1, 1])),
+    (lambda m, x, t: m.nn.functional.nll_loss(x, t, reduction="sum", ignore_index=1), Arg((4, 3)), idx([2, 0, 1, 1])),
+]
+GRAD_SAMPLES["cross_entropy_loss"] = [
+    (lambda m, x, t: m.nn.functional.cross_entropy(x, t), Arg((4, 3)), idx([2, 0, 1, 1])),
+    (lambda m, x, t: m.nn.functional.cross_entropy(x, t, reduction="sum", ignore_index=0), Arg((4, 3)),
+     idx([2, 0, 1, 0])),
+]
+
 
 
 def _fused_sdpa(m, q, k, v, mask=None, **kw):

@@ -411,8 +411,10 @@ def test_plot_timeline(device, tmp_path):
     assert "host ops" in labels and (device == "cpu" or any(lb.startswith("cuda:0 stream") for lb in labels))
 
 
-def test_ops_of_one_call_are_back_to_back_and_memory_columns(device):
+def test_ops_of_one_call_are_back_to_back_and_memory_columns(device, monkeypatch):
+    from tensorlab.ops import linear_fused
     x, w, b = tl.ones(4, 3, device=device), tl.ones(2, 3, device=device), tl.ones(2, device=device)
+    monkeypatch.setattr(linear_fused, "ENABLED", False)  # the composite: three ops of one call
     with profile(with_stack=True, profile_memory=True) as prof:
         tl.nn.functional.linear(x, w, b)  # LINEAR
     ops = prof.ops
@@ -425,8 +427,10 @@ def test_ops_of_one_call_are_back_to_back_and_memory_columns(device):
     assert mem in table and f"Self {mem}" in table
     row = next(ln for ln in table.splitlines() if ln.startswith("matmul"))
     assert "32 b" in row  # the 4x2 float32 output
+    monkeypatch.setattr(linear_fused, "ENABLED", True)
     with profile() as plain:
-        tl.nn.functional.linear(x, w, b)
+        tl.nn.functional.linear(x, w, b)  # one op (ops/linear_fused.py)
+    assert [o.name for o in plain.ops] == ["linear"]
     assert "Mem" not in plain.key_averages().table()  # profile_memory=False: torch's columns only
 
 

@@ -758,13 +758,20 @@ def _matmul(ctx, g):
         b = ctx.saved(1)
         b1 = b.unsqueeze(-1) if len(sb) == 1 else b
         a1_shape = (1,) + tuple(sa) if len(sa) == 1 else tuple(sa)
-        ga = sum_to(g1.matmul(b1.mT), a1_shape).reshape(tuple(sa))
+        ga = _as_shape(sum_to(g1.matmul(b1.mT), a1_shape), sa)
     if ctx.needs(1):
         a = ctx.saved(0)
         a1 = a.unsqueeze(0) if len(sa) == 1 else a
         b1_shape = tuple(sb) + (1,) if len(sb) == 1 else tuple(sb)
-        gb = sum_to(a1.mT.matmul(g1), b1_shape).reshape(tuple(sb))
+        gb = _as_shape(sum_to(a1.mT.matmul(g1), b1_shape), sb)
     return ga, gb
+
+
+def _as_shape(g, shape):
+    """g reshaped to `shape` only where it differs: a fresh product stays a non-view, which
+    AccumulateGrad stores as the .grad without a copy."""
+    shape = tuple(shape)
+    return g if tuple(g.shape) == shape else g.reshape(shape)
 
 
 def _matmul_name(ctx):
@@ -1131,3 +1138,87 @@ def _fused_rnn_sequence(ctx, g):
 
 DERIVATIVES["fused_rnn_sequence"] = Derivative(_fused_rnn_sequence, save=ALL, result=True,
                                                name="FusedRnnSequenceBackward0")
+
+
+# -- fused linear (ops/linear_fused.py): x W^T + b as one op --------------------------------------
+def _linear(ctx, g):
+    """grad_input = g W, grad_weight = g^T x (products on transposed views: no copies), grad_bias
+    = g summed over the rows; x of any rank >= 2 is seen as its rows."""
+    x_shape = ctx.shape(0)
+    n_out, n_in = ctx.shape(1)
+    needs = ctx._needs
+    g2 = g if len(x_shape) == 2 else g.reshape(-1, n_out)
+    gx = gw = None
+    if not _grad_mode_on():  # no create_graph: the two products as direct GEMMs
+        from ..ops import linear_fused
+        x = ctx.saved(0) if needs[1] else None
+        if x is not None and len(x_shape) != 2:
+            x = x.reshape(-1, n_in)
+        gx, gw = linear_fused.backward(g2, x, ctx.saved(1) if needs[0] else None, needs[0], needs[1])
+        if gx is not None and len(x_shape) != 2:
+            gx = gx.reshape(tuple(x_shape))
+    else:
+        if needs[0]:
+            gx = g2.mm(ctx.saved(1))
+            if len(x_shape) != 2:
+                gx = gx.reshape(tuple(x_shape))
+        if needs[1]:
+            x = ctx.saved(0)
+            gw = g2.mT.mm(x if len(x_shape) == 2 else x.reshape(-1, n_in))
+    if len(needs) == 2:
+        return gx, gw
+    return gx, gw, (g2.sum(0) if needs[2] else None)
+
+
+def _linear_name(ctx):
+    if len(ctx.shape(0)) == 2:
+        return "AddmmBackward0" if len(ctx._metas) == 3 else "MmBackward0"
+    return "LinearBackward0"
+
+
+DERIVATIVES["linear"] = Derivative(_linear, save=lambda c: ([1] if c._needs[0] else []) + ([0] if c._needs[1] else []),
+                                   name=_linear_name)
+
+
+# -- nll_loss over class indices as one node (ops/nll_fused.py) -----------------------------------
+def _nll_loss(ctx, g):
+    """d loss / d logp: grad * coef scattered at each row's target (coef: -1/N or -1 per row, or
+    a per-row tensor that is 0 where the target is ignored)."""
+    n, c = ctx.shape(0)
+    i = ctx.info
+    coef = i["coef"]
+    src = g * coef
+    src = src.expand(n, 1) if src.dim() == 0 else src.unsqueeze(1)
+    return (zeros((n, c), g).scatter(1, i["index"], src),)
+
+
+DERIVATIVES["nll_loss"] = Derivative(_nll_loss, name="NllLossBackward0")
+
+
+def _cross_entropy_loss(ctx, g):
+    """d loss / d input = s_i * (onehot(t_i) - softmax(input)_i), s = grad * coef: the saved
+    probabilities scaled in place and s added at each row's target. With create_graph, the same
+    gradient from log_softmax of the saved input, differentiable."""
+    n, c = ctx.shape(0)
+    i = ctx.info
+    coef = i["coef"]
+    if not _grad_mode_on() and type(coef) is float and g.device.type == "cpu" and g.dim() == 0:
+        # one coefficient and a host scalar grad: s is a number (no device sync on the CPU)
+        sv = g.item() * coef
+        q = i["logp"].exp()
+        q.mul_(-sv)
+        return (q.scatter_(1, i["index"], value=sv, reduce="add"),)
+    s = g * coef
+    s = s.expand(n, 1) if s.dim() == 0 else s.unsqueeze(1)
+    if _grad_mode_on():
+        from ..ops.reduction import log_softmax
+        lp = log_softmax(ctx.saved(0), 1)
+        gl = zeros((n, c), g).scatter(1, i["index"], s)
+        return (gl - lp.exp() * gl.sum(1, keepdim=True),)
+    q = i["logp"].exp()
+    q.mul_(s.neg())
+    return (q.scatter_add_(1, i["index"], s),)
+
+
+DERIVATIVES["cross_entropy_loss"] = Derivative(_cross_entropy_loss, save=(0,),
+                                               name="NllLossBackward0")

@@ -8,6 +8,7 @@ its saved tensors after it ran."""
 from __future__ import annotations
 
 import heapq
+import itertools
 import threading
 
 from ..tensor import Tensor
@@ -76,41 +77,42 @@ def _root_grads(tensors, grads, create_graph):
 
 
 def _collect(roots):
-    """Every node reachable from `roots` and how many edges reach it."""
+    """How many edges reach each node reachable from `roots` (keyed by the node itself: nodes
+    hash by identity)."""
     deps = {}
-    stack = [n for n in roots]
-    seen = set(id(n) for n in roots)
-    nodes = {id(n): n for n in roots}
+    stack = list(roots)
+    get = deps.get
     while stack:
         n = stack.pop()
         for nxt, _ in n.next_functions:
             if nxt is None:
                 continue
-            k = id(nxt)
-            deps[k] = deps.get(k, 0) + 1
-            if k not in seen:
-                seen.add(k)
-                nodes[k] = nxt
-                stack.append(nxt)
-    return nodes, deps
+            c = get(nxt)
+            if c is None:
+                deps[nxt] = 1
+                if nxt.next_functions:
+                    stack.append(nxt)
+            else:
+                deps[nxt] = c + 1
+    return deps
 
 
-def _needed(nodes, targets):
-    """Ids of the nodes through which some target is reached (only they need to run; a target
-    itself runs only when another target lies beyond it)."""
+def _needed(roots, deps, targets):
+    """The nodes through which some target is reached (only they need to run; a target itself
+    runs only when another target lies beyond it)."""
     parents = {}
-    for n in nodes.values():
+    for n in list(roots) + list(deps):
         for nxt, _ in n.next_functions:
             if nxt is not None:
-                parents.setdefault(id(nxt), []).append(n)
+                parents.setdefault(nxt, []).append(n)
     need = set()
-    stack = [p for t in targets for p in parents.get(id(t), ())]
+    stack = [p for t in targets for p in parents.get(t, ())]
     while stack:
         n = stack.pop()
-        if id(n) in need:
+        if n in need:
             continue
-        need.add(id(n))
-        stack.extend(parents.get(id(n), ()))
+        need.add(n)
+        stack.extend(parents.get(n, ()))
     return need
 
 
@@ -191,20 +193,20 @@ def _run_backward(tensors, grads, retain_graph, create_graph, inputs=None, allow
     user = {id(g) for g in roots_g}  # tensors the caller holds: never stored as a .grad without a copy
     if retain_graph is None:
         retain_graph = create_graph
-    buffers = {}
+    buffers = {}  # node -> the gradients arrived for its outputs
     roots = []
     for t, g in zip(tensors, roots_g):
         fn = edge_fn(t)
-        k = id(fn)
-        if k not in buffers:
-            buffers[k] = [None] * fn.n_outputs
+        buf = buffers.get(fn)
+        if buf is None:
+            buf = buffers[fn] = [None] * fn.n_outputs
             roots.append(fn)
-        buf = buffers[k]
         buf[t._output_nr] = _sum(buf[t._output_nr], g)
-    nodes, deps = _collect(roots)
+    deps = _collect(roots)
 
     targets = None
     captured = None
+    need = None
     if inputs is not None:
         targets = {}
         for i, x in enumerate(inputs):
@@ -212,36 +214,41 @@ def _run_backward(tensors, grads, retain_graph, create_graph, inputs=None, allow
                 raise TypeError(f"grad(): inputs must be Tensors, got {type(x).__name__} at index {i}")
             if not x._requires_grad:
                 raise RuntimeError(f"One of the differentiated Tensors does not require grad (input {i})")
-            fn = edge_fn(x)
-            targets.setdefault(id(fn), []).append((i, x))
-        need = _needed(nodes, [nodes[k] for k in targets if k in nodes])
+            targets.setdefault(edge_fn(x), []).append((i, x))
+        need = _needed(roots, deps, [n for n in targets if n in deps or n in buffers])
         captured = [None] * len(inputs)
-    else:
-        need = None
 
     prev = STATE.grad, STATE.backward
     STATE.grad, STATE.backward = bool(create_graph), True
+    heappop, heappush = heapq.heappop, heapq.heappush
     try:
-        ready = [(-n._seq, id(n), n) for n in roots if deps.get(id(n), 0) == 0]
+        # among nodes of one sequence number (the AccumulateGrads) the one made ready last runs
+        # first: a node's edges in reverse, so linear's bias gradient is ready before its
+        # weight's, as after torch's AddmmBackward0 (DDP buckets follow this order)
+        tick = itertools.count()
+        ready = [(-n._seq, -next(tick), n) for n in roots if n not in deps]
         heapq.heapify(ready)
         while ready:
-            _, k, node = heapq.heappop(ready)
-            gs = buffers.pop(k, None) or [None] * node.n_outputs
-            live = any(g is not None for g in gs)
-            if live:
+            node = heappop(ready)[2]
+            gs = buffers.pop(node, None)
+            live = gs is not None
+            if not live:
+                gs = [None] * node.n_outputs
+            is_acc = node.__class__ is AccumulateGrad
+            if live and (node._pre_hooks or node._retain is not None or (is_acc and node.variable._hooks)):
                 gs = _run_pre_hooks(node, gs, create_graph, user)
-            is_acc = isinstance(node, AccumulateGrad)
             if targets is not None:
-                if k in targets:
-                    for i, x in targets[k]:
+                tl = targets.get(node)
+                if tl is not None:
+                    for i, x in tl:
                         g = gs[0 if is_acc else x._output_nr]
                         if not accumulate:
                             captured[i] = g
                         elif g is not None:
                             _accumulate(x, g, create_graph, user)
                             captured[i] = g
-                if k not in need:
-                    if live and k in targets:
+                if node not in need:
+                    if live and tl is not None:
                         _release(node, retain_graph)
                     continue
             if is_acc:
@@ -250,22 +257,34 @@ def _run_backward(tensors, grads, retain_graph, create_graph, inputs=None, allow
                 continue
             if live:
                 outs = _apply(node, gs)
-                _release(node, retain_graph)
+                if not retain_graph:
+                    node.release()
             else:  # nothing arrived (every path gave None): still release the dependents
                 outs = [None] * len(node.next_functions)
-            for i, ((nxt, nr), g) in enumerate(zip(node.next_functions, outs)):
-                if nxt is None:
-                    continue
-                nk = id(nxt)
-                if g is not None:
-                    g = fit(g, node, i)
-                    buf = buffers.get(nk)
-                    if buf is None:
-                        buf = buffers[nk] = [None] * nxt.n_outputs
-                    buf[nr] = _sum(buf[nr], g)
-                left = deps[nk] = deps[nk] - 1
-                if left == 0:
-                    heapq.heappush(ready, (-nxt._seq, nk, nxt))
+            metas = node._metas
+            i = 0
+            for (nxt, nr), g in zip(node.next_functions, outs):
+                if nxt is not None:
+                    if g is not None:
+                        lay, dt, dev = metas[i]
+                        gm = g._meta
+                        if (gm.layout.shape != lay.shape or g._dtype is not dt
+                                or (gm.storage.device is not dev and gm.storage.device != dev)):
+                            g = fit(g, node, i)
+                        buf = buffers.get(nxt)
+                        if buf is None:
+                            if nxt.n_outputs == 1:
+                                buffers[nxt] = [g]
+                            else:
+                                buf = buffers[nxt] = [None] * nxt.n_outputs
+                                buf[nr] = g
+                        else:
+                            buf[nr] = g if buf[nr] is None else buf[nr] + g
+                    left = deps[nxt] - 1
+                    deps[nxt] = left
+                    if left == 0:
+                        heappush(ready, (-nxt._seq, -next(tick), nxt))
+                i += 1
     finally:
         STATE.grad, STATE.backward = prev
 
@@ -307,7 +326,7 @@ def _run_pre_hooks(node, gs, create_graph, user):
 
 
 def _apply(node, gs):
-    if any(g is None for g in gs):  # a multi-output node where some outputs got no gradient
+    if (gs[0] is None if len(gs) == 1 else any(g is None for g in gs)):  # some outputs got no gradient
         from ..ops.creation import zeros
         gs = [g if g is not None else zeros(m[0].shape, dtype=m[1], device=m[2]) for g, m in
               zip(gs, node.output_metas())]
@@ -322,7 +341,7 @@ def _apply(node, gs):
             r = fn(tuple(outs), tuple(gs))
             if r is not None:
                 outs = list(r)
-    if anomaly.is_anomaly_enabled():
+    if anomaly._enabled:
         anomaly.check_backward(node, outs)
     return outs
 

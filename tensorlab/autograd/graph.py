@@ -95,10 +95,25 @@ class Node:
 
     def __init__(self, op, d, inputs, info, out):
         self._op, self._d, self.info = op, d, info
-        self._needs = needs = [t._requires_grad for t in inputs]
-        self._metas = [(t._meta.layout, t._dtype, t._meta.storage.device) for t in inputs]
-        self.next_functions = tuple((edge_fn(t), t._output_nr) if r else _NO_EDGE for t, r in zip(inputs, needs))
-        self._out = (out._meta.layout, out._dtype, out._meta.storage.device)
+        needs = []
+        metas = []
+        edges = []
+        for t in inputs:  # one pass: what each input needs, its metadata, its edge
+            m = t._meta
+            metas.append((m.layout, t._dtype, m.storage.device))
+            if t._requires_grad:
+                needs.append(True)
+                fn = t._grad_fn
+                if fn is None:
+                    edges.append((acc_node(t), t._output_nr))
+                else:
+                    edges.append((fresh_fn(t) if t._base is not None else fn, t._output_nr))
+            else:
+                needs.append(False)
+                edges.append(_NO_EDGE)
+        self._needs, self._metas, self.next_functions = needs, metas, tuple(edges)
+        m = out._meta
+        self._out = (m.layout, out._dtype, m.storage.device)
         self._seq = next(_seq)
         self._pre_hooks = self._post_hooks = self._retain = self._trace = self._base_fn = self._metadata = None
         self._freed = False

@@ -86,6 +86,8 @@ def linear(input, weight, bias=None):
     """input @ weight.T + bias (weight [out_features, in_features])."""
     _check_tensor(input, "linear", "input")
     _check_tensor(weight, "linear", "weight")
+    if _linear_fused.supported(input, weight, bias):  # one GEMM, bias added in place (ops/linear_fused.py)
+        return _linear_fused.linear(input, weight, bias)
     out = input.matmul(weight.t())
     return out if bias is None else out + bias
 
@@ -204,6 +206,10 @@ def _weighted_reduce(loss, w, reduction):
 
 
 def _nll(logp, target, weight, ignore_index, reduction):
+    if _nll_fused.supported(logp, target, weight, reduction):  # one NllLossBackward0 node (ops/nll_fused.py)
+        loss = _nll_fused.nll_loss(logp, target, ignore_index, reduction)
+        if loss is not None:
+            return loss
     loss, w, _ = _nll_terms(logp, target, weight, ignore_index)
     return _weighted_reduce(loss, w, reduction)
 
@@ -279,6 +285,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if label_smoothing > 0.0:
         return _cross_entropy_smoothed(input, target, weight, ignore_index, reduction, label_smoothing, cd,
                                        n_classes)
+    if _nll_fused.supported(input, target, weight, reduction):  # log_softmax + nll as one node
+        loss = _nll_fused.cross_entropy(input, target, ignore_index, reduction)
+        if loss is not None:
+            return loss
     return _nll(log_softmax(input, cd), target, weight, ignore_index, reduction)
 
 
@@ -290,3 +300,5 @@ from ..ops.pool import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_p
                         avg_pool1d, avg_pool2d, max_pool1d, max_pool1d_with_indices, max_pool2d,
                         max_pool2d_with_indices)
 from ..ops.upsample import interpolate  # noqa: E402,F401
+from ..ops import linear_fused as _linear_fused  # noqa: E402  (F.linear as one op)
+from ..ops import nll_fused as _nll_fused  # noqa: E402  (nll_loss as one node)

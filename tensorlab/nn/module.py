@@ -72,13 +72,19 @@ class Module:
         self.__dict__.update(state)
         for name in _HOOK_DICTS:
             self.__dict__.setdefault(name, OrderedDict())
+        if any(self.__dict__[name] for name in _HOOK_DICTS):
+            self.__dict__["_has_hooks"] = True
         self.__dict__.setdefault("_non_persistent_buffers_set", set())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
+    # True once a forward/backward hook was registered on this module (sticky: a removed hook
+    # leaves it set, and _call_with_hooks then finds the dicts empty): __call__'s one read
+    _has_hooks = False
+
     def __call__(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks):
+        if not self._has_hooks:
             return self.forward(*args, **kwargs)
         return _call_with_hooks(self, args, kwargs)
 
@@ -88,6 +94,7 @@ class Module:
         hook(module, args, kwargs) -> None or (new_args, new_kwargs). Runs before forward()."""
         handle = RemovableHandle(self._forward_pre_hooks, extra_dict=self._forward_pre_hooks_with_kwargs)
         self._forward_pre_hooks[handle.id] = hook
+        self.__dict__["_has_hooks"] = True
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs[handle.id] = True
         if prepend:
@@ -100,6 +107,7 @@ class Module:
         handle = RemovableHandle(self._forward_hooks, extra_dict=[self._forward_hooks_with_kwargs,
                                                                   self._forward_hooks_always_called])
         self._forward_hooks[handle.id] = hook
+        self.__dict__["_has_hooks"] = True
         if with_kwargs:
             self._forward_hooks_with_kwargs[handle.id] = True
         if always_call:
@@ -112,6 +120,7 @@ class Module:
         """hook(module, grad_output) -> None or new grad_output, when the outputs' gradients are known."""
         handle = RemovableHandle(self._backward_pre_hooks)
         self._backward_pre_hooks[handle.id] = hook
+        self.__dict__["_has_hooks"] = True
         if prepend:
             self._backward_pre_hooks.move_to_end(handle.id, last=False)
         return handle
@@ -121,6 +130,7 @@ class Module:
         respect to the module's inputs are computed."""
         handle = RemovableHandle(self._backward_hooks)
         self._backward_hooks[handle.id] = hook
+        self.__dict__["_has_hooks"] = True
         if prepend:
             self._backward_hooks.move_to_end(handle.id, last=False)
         return handle

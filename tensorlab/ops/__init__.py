@@ -35,3 +35,5 @@ def install(tensor_cls):
             setattr(tensor_cls, name, fn)
 FAMILIES += ("batch_norm_fused",)
 FAMILIES += ("rnn_fused",)
+FAMILIES += ("linear_fused",)
+FAMILIES += ("nll_fused",)

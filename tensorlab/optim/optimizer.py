@@ -229,13 +229,19 @@ def _params_and_grads(group):
     """(p, the tensor to update, its gradient, negated when the group maximizes) for each parameter
     with a gradient: detached (autograd unaware of the update) unless the group is differentiable."""
     differentiable = group.get("differentiable", False)
+    maximize = group["maximize"]
     for p in group["params"]:
-        grad = p.grad
+        grad = p._grad
         if grad is None:
             continue
-        if not differentiable:
+        if differentiable:
+            yield p, p, (-grad if maximize else grad)
+            continue
+        # step() runs under no_grad (_grad_mode): in-place updates of p itself record nothing, so
+        # only a gradient that is part of a graph (create_graph) is detached
+        if grad._requires_grad:
             grad = grad.detach()
-        yield p, (p if differentiable else p.detach()), (-grad if group["maximize"] else grad)
+        yield p, p, (-grad if maximize else grad)
 
 
 _NAMES = {"eps": "epsilon"}  # torch's words in "Invalid epsilon value"

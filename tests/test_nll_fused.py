@@ -1,0 +1,68 @@
+"""cross_entropy / nll_loss over class indices as one NllLossBackward0 node (ops/nll_fused.py)
+against torch and against the composite it replaces: losses, gradients, ignored targets (some,
+all), double backward, retain_graph, and the composite's errors for out-of-range targets."""
+import numpy as np
+import pytest
+
+import tensorlab as tl
+from tensorlab.ops import nll_fused
+
+F = tl.nn.functional
+
+
+def _np(t):
+    return t.detach().cpu().numpy()
+
+
+TARGETS = {"plain": [1, 0, 4, 2, 3, 3], "ignored": [1, -100, 4, 2, -100, 3], "all_ignored": [-100] * 6,
+           "ignore_1": [1, 0, 4, 1, 3, 1]}
+
+
+@pytest.mark.parametrize("kind", sorted(TARGETS))
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("fn", ["cross_entropy", "nll_loss"])
+def test_nll_matches_torch(kind, reduction, fn, device, torch):
+    rng = np.random.default_rng(0)
+    xn = rng.standard_normal((6, 5))
+    tn = np.array(TARGETS[kind])
+    ii = 1 if kind == "ignore_1" else -100
+    out = {}
+    for lib, dev in ((tl, device), (torch, "cpu")):
+        x = lib.tensor(xn, device=dev, requires_grad=True)
+        inp = x if fn == "cross_entropy" else lib.nn.functional.log_softmax(x, 1)
+        loss = getattr(lib.nn.functional, fn)(inp, lib.tensor(tn, device=dev), ignore_index=ii, reduction=reduction)
+        loss.backward()
+        out[lib] = (loss, x.grad)
+        if lib is tl:
+            assert loss.grad_fn.name() == "NllLossBackward0"  # as torch (its cross_entropy ends in nll_loss)
+    for a, b in zip(out[tl], out[torch]):
+        np.testing.assert_allclose(_np(a), b.detach().numpy(), rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+def test_nll_float32_and_composite_agree(device):
+    rng = np.random.default_rng(1)
+    x0 = tl.tensor(rng.standard_normal((16, 7)).astype(np.float32), device=device)
+    t = tl.tensor(rng.integers(0, 7, 16), device=device)
+    t[3] = -100
+    res = []
+    for enabled in (True, False):
+        nll_fused.ENABLED = enabled
+        try:
+            x = x0.double().clone().requires_grad_()
+            loss = F.cross_entropy(x, t)
+            (gx,) = tl.autograd.grad(loss, x, create_graph=True, retain_graph=True)
+            (gx * gx).sum().backward(retain_graph=True)  # double backward through log_softmax's derivative
+            loss.backward()  # the graph was retained
+            res.append([_np(loss), _np(gx), _np(x.grad)])
+        finally:
+            nll_fused.ENABLED = True
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_nll_out_of_range_target_raises_as_torch():
+    x = tl.zeros(3, 4, requires_grad=True)
+    with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+        F.cross_entropy(x, tl.tensor([0, 7, 1]))
+    with pytest.raises(IndexError, match="Target -3 is out of bounds"):
+        F.cross_entropy(x, tl.tensor([0, -3, 1]))
