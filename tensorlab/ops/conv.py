@@ -104,7 +104,7 @@ def put_rows(g, dim, idx, size):
 
 
 def _channels_last(t):
-    return t.dim() == 4 and t.is_contiguous(memory_format=_CL) and not t.is_contiguous()
+    return t.dim() == 4 and not t.is_contiguous() and t.is_contiguous(memory_format=_CL)
 
 
 def keep_channels_last(y, *sources):
