@@ -411,3 +411,30 @@ def test_with_indices_forms_return_pairs(device, torch, fn, args):
     assert isinstance(y, tuple) and len(y) == 2
     _close(y[0], ty[0])
     _close(y[1], ty[1])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "uint8"])
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=(2, 3), stride=(3, 3)),
+                                dict(kernel_size=3, stride=1), dict(kernel_size=2, stride=2, dilation=2)], ids=str)
+def test_max_pool2d_unpadded_windows_nan_ties_and_gradients(device, torch, dtype, kw):
+    """Windows with every tap inside the input (the convnet's 2x2 pool, strides past the kernel,
+    overlapping and dilated windows): values, indices (ties: the first maximum; NaN: the last one),
+    and the input's gradient — a store where windows cannot share an element, a sum where they can."""
+    rng = np.random.default_rng(3)
+    arr = rng.integers(0, 4, (2, 3, 7, 8)).astype(dtype)  # few distinct values: many ties
+    if dtype.startswith("float"):
+        arr[0, 0, 1, 1] = arr[0, 0, 0, 1] = arr[1, 2, 4, 5] = np.nan
+        arr[0, 1, 2:4, 2:4] = -np.inf
+    y = F.max_pool2d(tl.tensor(arr, device=device), return_indices=True, **kw)
+    ty = torch.nn.functional.max_pool2d(torch.tensor(arr), return_indices=True, **kw)
+    _close(y[0], ty[0], rtol=0, atol=0)
+    _close(y[1], ty[1])
+    if not dtype.startswith("float"):
+        return
+    x, tx = tl.tensor(arr, device=device).requires_grad_(True), torch.tensor(arr).requires_grad_(True)
+    g = _rand(tuple(ty[0].shape), 4, "float32").astype(dtype)
+    F.max_pool2d(x, **kw).backward(tl.tensor(g, device=device))
+    torch.nn.functional.max_pool2d(tx, **kw).backward(torch.tensor(g))
+    # each element gets its windows' gradients in window order (float16: summed in float32 and rounded
+    # once, where torch rounds every partial sum of overlapping windows)
+    _close(x.grad, tx.grad, **(dict(rtol=4e-3, atol=1e-3) if dtype == "float16" else dict(rtol=0, atol=0)))

@@ -222,10 +222,10 @@ def test_input_projection_is_one_matmul_per_layer_and_direction(device, monkeypa
     T, B, L, D = 7, 2, 2, 2
     m = getattr(nn, name)(3, 4, num_layers=L, bidirectional=True).to(device)
     m(tl.zeros(T, B, 3, device=device))
-    assert len([s for s in calls if s[0] == T]) == L * D  # [T, B, in] @ W_ih^T: one per layer/direction
+    assert len([s for s in calls if s[0] == T * B]) == L * D  # [T*B, in] @ W_ih^T: one per layer/direction
     assert len(calls) == L * D
     calls.clear()
     monkeypatch.setattr(rnn_fused, "SEQUENCE", False)
     m(tl.zeros(T, B, 3, device=device))
-    assert len([s for s in calls if s[0] == T]) == L * D
+    assert len([s for s in calls if s[0] == T * B]) == L * D
     assert len(calls) == L * D * (1 + T)

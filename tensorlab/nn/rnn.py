@@ -78,15 +78,24 @@ def _step_for(mode, x, *tensors, w_hr=None):
     return _STEPS[mode]
 
 
+def _input_projection(x, w_ih, b_ih, b_hh):
+    """x [T, B, I] -> x W_ih^T + b_ih + b_hh [T, B, G*H] for every time step at once: one GEMM over
+    the T*B rows, and one add of the two biases summed first. LSTM and RNN add b_hh to the sum of
+    both projections, so it is added here once, not at every step; GRU passes b_hh None (its b_hn
+    sits inside r * (h W_hn + b_hn))."""
+    steps, batch = x.shape[0], x.shape[1]
+    gi = x.reshape(steps * batch, x.shape[2]).matmul(w_ih.t())
+    bias = b_ih if b_hh is None else (b_hh if b_ih is None else b_ih + b_hh)
+    if bias is not None:
+        gi = gi.add_(bias)  # the product's own buffer (matmul's gradient does not read its result)
+    return gi.reshape(steps, batch, gi.shape[1])
+
+
 def _run_direction(step, x, state, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, is_lstm):
     """x [T, B, I]; returns (outputs [T, B, H_out], final state)."""
-    gi = x.matmul(w_ih.t())  # one matmul for every time step
-    if b_ih is not None:
-        gi = gi + b_ih
-    if b_hh is not None and step is not _gru_step and step is not _FUSED_STEPS["GRU"]:
-        # LSTM/RNN add b_hh to the sum of both projections: added once here, not at every step
-        # (GRU keeps it per step: its b_hn sits inside r * (h W_hn + b_hn))
-        gi = gi + b_hh
+    gru = step is _gru_step or step is _FUSED_STEPS["GRU"]
+    gi = _input_projection(x, w_ih, b_ih, None if gru else b_hh)
+    if not gru:
         b_hh = None
     steps = gi.unbind(0)
     outs = [None] * len(steps)
@@ -99,11 +108,8 @@ def _run_direction(step, x, state, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, is_lst
 
 def _run_sequence(mode, x, state, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, is_lstm):
     """_run_direction as one fused op for every time step (ops/rnn_fused.sequence)."""
-    gi = x.matmul(w_ih.t())
-    if b_ih is not None:
-        gi = gi + b_ih
-    if b_hh is not None and mode != "GRU":
-        gi = gi + b_hh
+    gi = _input_projection(x, w_ih, b_ih, None if mode == "GRU" else b_hh)
+    if mode != "GRU":
         b_hh = None
     h0, c0 = state if is_lstm else (state, None)
     out, h_n, c_n = _cells.sequence(mode, gi, w_hh, b_hh, h0, c0, reverse)

@@ -22,8 +22,9 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False):
     if not tensors:
         return _tensor(0.0)
     first_device = tensors[0].device
-    with no_grad():
-        norms = [_norm(t.detach(), norm_type).to(first_device) for t in tensors]
+    with no_grad():  # (nothing is recorded: no detach needed)
+        norms = [_norm(t, norm_type) for t in tensors]
+        norms = [n if n.device == first_device else n.to(first_device) for n in norms]
         total = _norm(_stack(norms), norm_type)
     if error_if_nonfinite and total.isnan().logical_or(total.isinf()).item():
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
@@ -39,8 +40,12 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm):
         return
     with no_grad():
         coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
+        on = {coef.device: coef}  # the coefficient once per device
         for g in grads:
-            g.detach().mul_(coef.to(g.device))
+            c = on.get(g.device)
+            if c is None:
+                c = on[g.device] = coef.to(g.device)
+            (g.detach() if g.requires_grad else g).mul_(c)
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):

@@ -104,7 +104,7 @@ def put_rows(g, dim, idx, size):
 
 
 def _channels_last(t):
-    return t.dim() == 4 and t.is_contiguous(memory_format=_CL) and not t.is_contiguous()
+    return t.dim() == 4 and not t.is_contiguous() and t.is_contiguous(memory_format=_CL)
 
 
 def keep_channels_last(y, *sources):
@@ -263,9 +263,10 @@ def _conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
 
 
 def _conv2d_core(x, w, kernel, dilation, padding, stride, out_hw, groups):
-    """One (cout/g, K) x (K, B * L) product per group: real GEMMs (the batch folded into the columns,
-    no broadcast batch dim, which NumPy would run without BLAS), then the result put back as
-    (B, cout, oh, ow)."""
+    """One (cout/g, K) x (K, L) BLAS product per image and group, the weight broadcast over the
+    batch: the columns are read as im2col lays them out and each product is written straight
+    into its place in the (B, cout, oh, ow) result, so nothing is permuted or copied around the
+    products (nor in their gradients: the columns' gradient comes out in col2im's layout)."""
     B, C = x.shape[:2]
     cout = w.shape[0]
     L = out_hw[0] * out_hw[1]
@@ -274,13 +275,8 @@ def _conv2d_core(x, w, kernel, dilation, padding, stride, out_hw, groups):
         cols = x.reshape(B, groups, K, L)
     else:
         cols = im2col(x, kernel, dilation, padding, stride, out_hw).reshape(B, groups, K, L)
-    wm = w.reshape(groups, cout // groups, K)
-    if B == 1:
-        y = wm.matmul(cols[0])
-    else:
-        y = wm.matmul(cols.permute(1, 2, 0, 3).reshape(groups, K, B * L))
-        y = y.reshape(groups, cout // groups, B, L).permute(2, 0, 1, 3)
-    return y.reshape(B, cout, out_hw[0], out_hw[1]).contiguous()
+    y = w.reshape(groups, cout // groups, K).matmul(cols)
+    return y.reshape(B, cout, out_hw[0], out_hw[1])
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):

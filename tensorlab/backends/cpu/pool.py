@@ -39,6 +39,9 @@ def max_pool2d(out, indices, x, kernel, stride, padding, dilation):
     low = _lowest(a.dtype)
     rows, rin = _taps(OH, H, kh, sh, ph, dh)
     cols, cin = _taps(OW, W, kw, sw, pw, dw)
+    if rin.all() and cin.all() and a.dtype.kind in "fiu":  # no tap in the padding: a running max over the taps
+        _max_over_taps(o, ix, a, rows, cols, kernel, dilation, padding, stride, W)
+        return
     win = windows(a, kernel, dilation, padding, stride, (OH, OW), low).reshape(N, C, kh * kw, OH, OW)
     pick = win.argmax(axis=2)
     if (a.dtype.kind == "f" or a.dtype in HALF) and np.isnan(a).any():  # the input is the cheaper place to look
@@ -54,6 +57,33 @@ def max_pool2d(out, indices, x, kernel, stride, padding, dilation):
     r = rows[pick // kw, np.arange(OH)[:, None]]
     c = cols[pick % kw, np.arange(OW)[None, :]]
     np.copyto(ix, r * W + c)
+
+
+def _max_over_taps(o, ix, a, rows, cols, kernel, dilation, padding, stride, W):
+    """max_pool2d when every tap of every window lies inside the input: torch's loop turned inside
+    out, one pass per kernel tap over all windows at once. A tap takes over a window when it is
+    greater than the running maximum, or is NaN (so each window gets its first maximum, or its
+    last NaN); the value is the running np.maximum (NaN propagates), the winning tap the last one
+    that took over (the largest t with m_t), its index read from the tap's offset table."""
+    kh, kw = kernel
+    win = windows(a, kernel, dilation, padding, stride, o.shape[2:], _lowest(a.dtype))
+    nan = a.dtype.kind == "f" and np.isnan(a.max())  # NaN propagates through max: one cheap look
+    tap_t = np.uint8 if kh * kw < 256 else np.int64
+    tap = np.zeros(o.shape, dtype=tap_t)
+    m = np.empty(o.shape, dtype=bool)
+    np.copyto(o, win[:, :, 0, 0])
+    for t in range(1, kh * kw):
+        v = win[:, :, t // kw, t % kw]
+        np.greater(v, o, out=m)
+        if nan:
+            m |= np.isnan(v)
+        np.maximum(o, v, out=o)
+        np.maximum(tap, np.multiply(m, tap_t(t), dtype=tap_t), out=tap)
+    # tap t = (i, j) of window (y, x) reads rows[i, y] * W + cols[j, x] = the window's first
+    # element's index + i * dh * W + j * dw
+    (dh, dw) = dilation
+    off = (np.arange(kh)[:, None] * (dh * W) + np.arange(kw)[None, :] * dw).reshape(-1)
+    np.add(np.take(off, tap), rows[0][:, None] * W + cols[0][None, :], out=ix)
 
 
 def _last_nan(win, pick, axis):
@@ -96,7 +126,26 @@ def adaptive_max_pool2d_backward(grad_input, grad_output, indices):
 
 
 def max_pool2d_backward(grad_input, grad_output, indices, kernel, stride, padding, dilation):
-    _scatter_by_index(grad_input, grad_output, indices)
+    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+    if sh >= (kh - 1) * dh + 1 and sw >= (kw - 1) * dw + 1:  # windows never share an element
+        _put_by_index(grad_input, grad_output, indices)
+    else:
+        _scatter_by_index(grad_input, grad_output, indices)
+
+
+def _put_by_index(grad_input, grad_output, indices):
+    """_scatter_by_index when no two windows share an input element: each index is written at
+    most once, so a plain store is the sum (nothing to accumulate, no rounding)."""
+    gi, go, ix = _arrays(grad_input, grad_output, indices)
+    N, C, H, W = gi.shape
+    L = ix.shape[2] * ix.shape[3]
+    pos = ix.reshape(N * C, L) + np.arange(0, N * C * H * W, H * W, dtype=np.int64)[:, None]
+    direct = gi.flags.c_contiguous
+    flat = gi.reshape(-1) if direct else np.empty(gi.size, dtype=gi.dtype)
+    flat.fill(0)
+    flat[pos.reshape(-1)] = go.reshape(-1)
+    if not direct:
+        np.copyto(gi, flat.reshape(gi.shape))
 
 
 def _scatter_by_index(grad_input, grad_output, indices):

@@ -112,29 +112,80 @@ def rnn_seq_fwd(mode, hs, cs, ws, gi, w_hh, b_hh, h0, c0, reverse):
     steps, batch, hidden = hso.shape
     if not (steps and batch and hidden):
         return
+    if mode == "LSTM":
+        with np.errstate(all="ignore"):
+            _lstm_seq_fwd(hso, array(cs), array(ws), _acc(gi), _acc(w_hh), _acc(h0), _acc(c0), reverse)
+        return
+    _seq_fwd(mode, hso, ws, gi, w_hh, b_hh, h0, reverse)
+
+
+# The LSTM workspace of the CPU backend holds the gates in the order i, f, o, g (its own layout: only
+# rnn_seq_bwd below reads it): the three sigmoids are then one contiguous block of each row.
+_LSTM_WS = (0, 1, 3, 2)  # torch's gate (i, f, g, o) slot of each workspace slot
+
+
+def _lstm_seq_fwd(hso, cso, wso, g_all, w, h0, c0, reverse):
+    """A whole LSTM layer direction, a handful of NumPy calls per step into preallocated buffers.
+    The sigmoid gates' pre-activations are negated once up front (the input projections and
+    W_hh's rows; exact), so each step's product already holds -s for i, f, o and the sigmoid is
+    1 / (1 + exp(-s)) in three in-place calls; the same bits as computing it from s."""
+    steps, batch, hidden = hso.shape
+    dt = hso.dtype
+    acc = g_all.dtype
+    H = hidden
+    sign = np.array([-1, -1, -1, 1], dtype=acc)[:, None]  # per workspace slot: i, f, o negated; g as is
+    wp = (w.reshape(4, H, H)[list(_LSTM_WS)] * sign[:, :, None]).reshape(4 * H, H).T  # (H, 4H), slot order
+    gp = np.multiply(g_all.reshape(steps, batch, 4, H)[:, :, list(_LSTM_WS)], sign)  # (T, B, 4, H)
+    direct = dt == acc  # states written straight into the result (else rounded through dt, copied at the end)
+    out_h = hso if direct else np.empty((steps, batch, H), acc)
+    out_c = cso if direct else np.empty((steps, batch, H), acc)
+    work = wso.reshape(steps, batch, 4, H)
+    h, c = h0, c0
+    ig = np.empty((batch, H), acc)
+    for step in range(steps):
+        t = steps - 1 - step if reverse else step
+        wt = work[t]
+        flat = wt.reshape(batch, 4 * H)
+        np.matmul(h, wp, out=flat)
+        flat += gp[t].reshape(batch, 4 * H)
+        sig = wt[:, 0:3]
+        np.exp(sig, out=sig)
+        sig += 1
+        np.reciprocal(sig, out=sig)
+        gg = wt[:, 3]
+        np.tanh(gg, out=gg)
+        cn, hn = out_c[t], out_h[t]
+        np.multiply(wt[:, 1], c, out=cn)
+        np.multiply(wt[:, 0], gg, out=ig)
+        cn += ig
+        if not direct:
+            cn[...] = cn.astype(dt)
+        np.tanh(cn, out=hn)
+        hn *= wt[:, 2]
+        if not direct:
+            hn[...] = hn.astype(dt)
+        h, c = hn, cn
+    if not direct:
+        np.copyto(hso, out_h, casting="unsafe")
+        np.copyto(cso, out_c, casting="unsafe")
+
+
+def _seq_fwd(mode, hso, ws, gi, w_hh, b_hh, h0, reverse):
+    """GRU and the plain RNNs, step by step."""
+    steps, batch, hidden = hso.shape
     dt = hso.dtype
     g_all = _acc(gi)
     acc = g_all.dtype
     w = _acc(w_hh)
     bias = _acc(b_hh) if b_hh is not None else None
     h = _acc(h0).copy()
-    c = _acc(c0).copy() if mode == "LSTM" else None
     out_h = np.empty((steps, batch, hidden), acc)
-    out_c = np.empty((steps, batch, hidden), acc) if mode == "LSTM" else None
-    work = np.empty((steps, batch, 4, hidden), acc) if mode in ("LSTM", "GRU") else None
+    work = np.empty((steps, batch, 4, hidden), acc) if mode == "GRU" else None
     for step in range(steps):
         t = steps - 1 - step if reverse else step
         pre = (h @ w.T).reshape(batch, -1, hidden)
         g = g_all[t].reshape(batch, -1, hidden)
-        if mode == "LSTM":
-            s = g + pre
-            i, f, o = _sigmoid(s[:, 0]), _sigmoid(s[:, 1]), _sigmoid(s[:, 3])
-            gg = np.tanh(s[:, 2])
-            c = _round(f * c + i * gg, dt)
-            h = o * np.tanh(c)
-            out_c[t] = c
-            work[t] = np.stack([i, f, gg, o], 1)
-        elif mode == "GRU":
+        if mode == "GRU":
             if bias is not None:
                 pre = pre + bias.reshape(3, hidden)
             r = _sigmoid(g[:, 0] + pre[:, 0])
@@ -148,9 +199,6 @@ def rnn_seq_fwd(mode, hs, cs, ws, gi, w_hh, b_hh, h0, c0, reverse):
         h = _round(h, dt)
         out_h[t] = h
     np.copyto(hso, out_h.astype(dt))
-    if out_c is not None:
-        co = array(cs)
-        np.copyto(co, out_c.astype(dt))
     if work is not None:
         np.copyto(array(ws), work.reshape(steps, batch, 4 * hidden))
 
@@ -161,34 +209,82 @@ def rnn_seq_bwd(mode, d_gi, d_gh, d_h0, d_c0, grad_h, grad_c, ws, hs, cs, w_hh, 
     steps, batch, hidden = gho.shape
     if not (steps and batch and hidden):
         return
+    if mode == "LSTM":
+        with np.errstate(all="ignore"):
+            _lstm_seq_bwd(d_gi, d_h0, d_c0, gho, _acc(grad_c), array(ws), _acc(cs), _acc(w_hh), _acc(c0), reverse)
+        return
+    _seq_bwd(mode, d_gi, d_gh, d_h0, gho, ws, hs, w_hh, h0, reverse)
+
+
+def _lstm_seq_bwd(d_gi, d_h0, d_c0, gho, gca, wsa, csa, w, c0, reverse):
+    """Backpropagation through time of _lstm_seq_fwd. Everything that does not depend on the
+    recurrence (tanh(c), the gates' derivative factors) is computed for all steps at once; a
+    step is then a few in-place calls and the product with W_hh."""
+    steps, batch, H = gho.shape
+    dgo = array(d_gi)
+    dt = dgo.dtype
+    acc = gho.dtype
+    work = wsa.reshape(steps, batch, 4, H)
+    i, f, o, g = (work[:, :, k] for k in range(4))  # the workspace's slot order (_LSTM_WS)
+    prev_c = np.empty_like(csa)  # the cell state each step read
+    if reverse:
+        prev_c[:-1], prev_c[-1] = csa[1:], c0
+    else:
+        prev_c[1:], prev_c[0] = csa[:-1], c0
+    tc = np.tanh(csa)
+    a = 1 - tc * tc
+    a *= o                              # dc += dh * o * (1 - tanh(c)^2)
+    fac = np.empty((steps, batch, 4, H), acc)  # d(gate pre-activation) = dc * fac[0:3], dh * fac[3]
+    np.multiply(g, i * (1 - i), out=fac[:, :, 0])
+    np.multiply(prev_c, f * (1 - f), out=fac[:, :, 1])
+    np.multiply(i, 1 - g * g, out=fac[:, :, 2])
+    np.multiply(tc, o * (1 - o), out=fac[:, :, 3])
+    direct = dt == acc
+    out = dgo.reshape(steps, batch, 4, H) if direct else np.empty((steps, batch, 4, H), acc)
+    use_gc = bool(gca.any())
+    dh = np.zeros((batch, H), acc)
+    dc = np.zeros((batch, H), acc)
+    dht = np.empty((batch, H), acc)
+    dct = np.empty((batch, H), acc)
+    for step in range(steps):
+        t = step if reverse else steps - 1 - step
+        dg = out[t]
+        np.add(gho[t], dh, out=dht)
+        np.multiply(dht, a[t], out=dct)
+        if use_gc:
+            dct += gca[t]
+        dct += dc
+        np.multiply(dct[:, None, :], fac[t, :, 0:3], out=dg[:, 0:3])
+        np.multiply(dht, fac[t, :, 3], out=dg[:, 3])
+        np.multiply(dct, f[t], out=dc)
+        if not direct:
+            dg[...] = dg.astype(dt)
+        np.matmul(dg.reshape(batch, 4 * H), w, out=dh)
+    if not direct:
+        np.copyto(dgo, out.reshape(dgo.shape), casting="unsafe")
+    _store(d_h0, dh)
+    _store(d_c0, dc)
+
+
+def _seq_bwd(mode, d_gi, d_gh, d_h0, gho, ws, hs, w_hh, h0, reverse):
+    """GRU and the plain RNNs, step by step."""
+    steps, batch, hidden = gho.shape
     dt = array(d_gi).dtype
     acc = gho.dtype
     w = _acc(w_hh)
     hsa = _acc(hs)
-    csa = _acc(cs) if mode == "LSTM" else None
-    gca = _acc(grad_c) if mode == "LSTM" else None
-    work = array(ws).reshape(steps, batch, 4, hidden) if mode in ("LSTM", "GRU") else None
+    work = array(ws).reshape(steps, batch, 4, hidden) if mode == "GRU" else None
     gates = w.shape[0] // hidden
     out_gi = np.empty((steps, batch, gates, hidden), acc)
     out_gh = np.empty((steps, batch, gates, hidden), acc) if mode == "GRU" else None
     dh = np.zeros((batch, hidden), acc)
-    dc = np.zeros((batch, hidden), acc)
     for step in range(steps):
         t = step if reverse else steps - 1 - step
         tp = t + 1 if reverse else t - 1
         first = tp < 0 or tp >= steps
         dht = gho[t] + dh
         direct = 0
-        if mode == "LSTM":
-            i, f, gg, o = (work[t, :, k] for k in range(4))
-            cp = _acc(c0) if first else csa[tp]
-            tc = np.tanh(csa[t])
-            dct = gca[t] + dc + dht * o * (1 - tc * tc)
-            dgate = np.stack([dct * gg * i * (1 - i), dct * cp * f * (1 - f), dct * i * (1 - gg * gg),
-                              dht * tc * o * (1 - o)], 1)
-            out_gi[t] = dgate
-            dc = dct * f
-        elif mode == "GRU":
+        if mode == "GRU":
             r, z, n, hn = (work[t, :, k] for k in range(4))
             hp = _acc(h0) if first else hsa[tp]
             dn = dht * (1 - z) * (1 - n * n)
@@ -207,5 +303,3 @@ def rnn_seq_bwd(mode, d_gi, d_gh, d_h0, d_c0, grad_h, grad_c, ws, hs, cs, w_hh, 
     if out_gh is not None:
         _store(d_gh, out_gh)
     _store(d_h0, dh)
-    if mode == "LSTM":
-        _store(d_c0, dc)
