@@ -328,8 +328,70 @@ def _erf64(x):
     return out
 
 
+# float32 erf: a rational function of x^2 (Eigen's and XLA's float erf, x clamped to [-4, 4]),
+# evaluated in float64 without branches: within one float32 ulp of erf after the final rounding,
+# in ~20 NumPy passes instead of the float64 algorithm's masked regions.
+_EA = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+       -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)
+_EB = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
+       -1.42647390514189e-02)
+
+
+def _erf_rational(x):
+    """erf(x) for float32-valued x, computed in float64 (a fresh float64 array)."""
+    xc = np.clip(x, -4.0, 4.0, dtype=np.float64)  # NaN stays NaN
+    x2 = xc * xc
+    p = x2 * _EA[0]
+    for c in _EA[1:-1]:
+        p += c
+        p *= x2
+    p += _EA[-1]
+    p *= xc
+    q = x2 * _EB[0]
+    for c in _EB[1:-1]:
+        q += c
+        q *= x2
+    q += _EB[-1]
+    p /= q
+    return p
+
+
 def _erf(o, a, dt):
+    if dt == np.float32:
+        _store(o, _erf_rational(a))
+        return
     _store(o, _erf64(a))
+
+
+# 1 + erf(x / sqrt 2) = erfc(-x / sqrt 2) for GELU in float32: the Chebyshev fit of erfc (Numerical
+# Recipes' erfcc, relative error < 1.2e-7 everywhere), t exp(-z^2 + P(t)) with t = 1 / (1 + |z| / 2),
+# so the negative tail keeps its relative accuracy (1 + erf there would cancel).
+_ERFC = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398,
+         1.48851587, -0.82215223, 0.17087277)
+
+
+def _gelu_f32(o, x):
+    f = np.float32
+    if x.ndim == 0:  # NumPy's 0-d results are scalars, which `out=` refuses
+        x, o = x.reshape(1), o.reshape(1)
+    z = np.multiply(x, f(-_SQRT1_2), dtype=f)  # gelu(x) = x/2 erfc(z)
+    t = np.abs(z)
+    a2 = np.square(t)
+    t *= f(0.5)
+    t += f(1)
+    np.reciprocal(t, out=t)
+    p = t * f(_ERFC[-1])
+    for c in _ERFC[-2:0:-1]:
+        p += f(c)
+        p *= t
+    p += f(_ERFC[0])
+    p -= a2
+    np.exp(p, out=p)
+    p *= t                      # erfc(|z|)
+    r = np.subtract(f(2), p)    # erfc(-|z|)
+    np.copyto(r, p, where=z >= 0)
+    r *= f(0.5)
+    np.multiply(r, x, out=o, casting=_U)
 
 
 _SQRT1_2 = 0.70710678118654752440
@@ -344,6 +406,9 @@ def _gelu(o, a, dt, approximate="none"):
         inner += x
         inner *= dt.type(_SQRT_2_PI)
         t = np.tanh(inner)
+    elif dt == np.float32:
+        _gelu_f32(o, x)
+        return
     else:  # 0.5 x (1 + erf(x / sqrt 2))
         t = _erf64(x * dt.type(_SQRT1_2)).astype(dt)
     t += dt.type(1)
