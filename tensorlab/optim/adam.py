@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..ops.creation import zeros_like
 from ..ops.elementwise import maximum
+from . import _adam_cpu
 from .optimizer import (Optimizer, _adam_moments, _check_betas, _check_fused_flags, _check_fused_param, _check_lr,
                         _check_nonnegative, _count_step, _decay, _grad_mode, _group_defaults, _params_and_grads,
                         _scalar_state)
@@ -57,6 +58,11 @@ class Adam(Optimizer):
                     state = self._state_for(p, amsgrad, group)
                     step_t, exp_avg, exp_avg_sq = state["step"], state["exp_avg"], state["exp_avg_sq"]
                     _count_step(p, group, step_t)
+                    if not (amsgrad or group["capturable"] or group["differentiable"]) and type(lr) in (int, float) \
+                            and step_t.device.type == "cpu" and _adam_cpu.eligible(param, grad, exp_avg, exp_avg_sq) \
+                            and _adam_cpu.update(param, grad, exp_avg, exp_avg_sq, beta1, beta2, lr, eps,
+                                                 weight_decay, decoupled, step_t.item()):
+                        continue  # the same update as below, in a few NumPy calls
                     grad = _decay(grad, param, weight_decay, lr, decoupled)
                     _adam_moments(exp_avg, exp_avg_sq, grad, beta1, beta2)
                     if group["capturable"] or group["differentiable"] or step_t.device.type != "cpu":
