@@ -356,9 +356,28 @@ def _erf_rational(x):
     return p
 
 
+_CACHE_BLOCK = 1 << 15  # elements per step of a many-pass kernel: its temporaries stay in cache
+
+
+def _blocked(kernel, o, x):
+    """kernel(o, x) (a many-pass elementwise kernel writing o) run over cache-sized pieces of
+    contiguous same-shape operands; anything else in one call. Elementwise: the same bits."""
+    n = o.size
+    if n <= _CACHE_BLOCK or x.shape != o.shape or not (o.flags.c_contiguous and x.flags.c_contiguous):
+        kernel(o, x)
+        return
+    of, xf = o.reshape(-1), x.reshape(-1)
+    for i in range(0, n, _CACHE_BLOCK):
+        kernel(of[i:i + _CACHE_BLOCK], xf[i:i + _CACHE_BLOCK])
+
+
+def _erf_f32(o, x):
+    _store(o, _erf_rational(x))
+
+
 def _erf(o, a, dt):
     if dt == np.float32:
-        _store(o, _erf_rational(a))
+        _blocked(_erf_f32, o, np.asarray(a))
         return
     _store(o, _erf64(a))
 
@@ -407,7 +426,7 @@ def _gelu(o, a, dt, approximate="none"):
         inner *= dt.type(_SQRT_2_PI)
         t = np.tanh(inner)
     elif dt == np.float32:
-        _gelu_f32(o, x)
+        _blocked(_gelu_f32, o, x)
         return
     else:  # 0.5 x (1 + erf(x / sqrt 2))
         t = _erf64(x * dt.type(_SQRT1_2)).astype(dt)
