@@ -458,6 +458,78 @@ _UNARY = {
 }
 
 
+_1_SQRT_2PI = 0.39894228040143267794
+
+
+def _gelu_bwd_f32(o, g, x):
+    """g * (Phi(x) + x phi(x)) in float32, Phi from the erfc fit of _gelu_f32."""
+    f = np.float32
+    z = np.multiply(x, f(-_SQRT1_2), dtype=f)
+    t = np.abs(z)
+    a2 = np.square(t)  # x^2 / 2
+    t *= f(0.5)
+    t += f(1)
+    np.reciprocal(t, out=t)
+    p = t * f(_ERFC[-1])
+    for c in _ERFC[-2:0:-1]:
+        p += f(c)
+        p *= t
+    p += f(_ERFC[0])
+    p -= a2
+    np.exp(p, out=p)
+    p *= t                      # erfc(|z|)
+    r = np.subtract(f(2), p)    # erfc(-|z|)
+    np.copyto(r, p, where=z >= 0)
+    r *= f(0.5)                 # Phi(x)
+    np.negative(a2, out=a2)
+    np.exp(a2, out=a2)
+    a2 *= f(_1_SQRT_2PI)        # phi(x)
+    a2 *= x
+    r += a2
+    np.multiply(g, r, out=o, casting=_U)
+
+
+def _gelu_bwd_pair(g, x, dt):
+    """(g, x) as arrays of dt with o's shape for the blocked kernel, or None."""
+    if not (isinstance(g, np.ndarray) and isinstance(x, np.ndarray)) or g.shape != x.shape:
+        return None
+    return np.asarray(g, dtype=dt), np.asarray(x, dtype=dt)
+
+
+def _gelu_backward(o, g, x, dt, approximate="none"):
+    """GELU's derivative times g, torch's formulas (GeluBackward's CPU kernel) evaluated in dt."""
+    if approximate != "tanh" and dt == np.float32:
+        pair = _gelu_bwd_pair(g, x, dt)
+        if pair is not None and pair[1].shape == o.shape:
+            gg, xx = pair
+            if o.size <= _CACHE_BLOCK or not (o.flags.c_contiguous and gg.flags.c_contiguous
+                                               and xx.flags.c_contiguous):
+                if o.ndim == 0:
+                    o, gg, xx = o.reshape(1), gg.reshape(1), xx.reshape(1)
+                _gelu_bwd_f32(o, gg, xx)
+                return
+            of, gf, xf = o.reshape(-1), gg.reshape(-1), xx.reshape(-1)
+            for i in range(0, o.size, _CACHE_BLOCK):
+                j = i + _CACHE_BLOCK
+                _gelu_bwd_f32(of[i:j], gf[i:j], xf[i:j])
+            return
+    x = np.asarray(x, dtype=dt)
+    g = np.asarray(g, dtype=dt)
+    if approximate == "tanh":
+        beta, kappa = dt.type(_SQRT_2_PI), dt.type(0.044715)
+        x2 = x * x
+        inner = beta * (x + kappa * (x2 * x))
+        t = np.tanh(inner)
+        left = dt.type(0.5) * x
+        right = dt.type(1) + t
+        d = dt.type(0.5) * right + left * (dt.type(1) - t * t) * beta * (dt.type(1) + dt.type(3) * kappa * x2)
+    else:
+        cdf = dt.type(0.5) * (dt.type(1) + _erf64(x * dt.type(_SQRT1_2)).astype(dt))
+        pdf = np.exp(x * x * dt.type(-0.5)) * dt.type(_1_SQRT_2PI)
+        d = cdf + x * pdf
+    np.multiply(g, d, out=o, dtype=dt, casting=_U)
+
+
 def _add(o, a, b, dt, alpha=None):
     if alpha is not None:
         b = np.multiply(b, dt.type(alpha), dtype=dt, casting=_U)
@@ -517,6 +589,7 @@ def _extreme(uf):
 
 
 _BINARY = {
+    "gelu_backward": _gelu_backward,
     "add": _add, "sub": _sub, "mul": _ufunc(np.multiply), "div_true": _ufunc(np.true_divide),
     "div_trunc": _div_trunc, "div_floor": _ufunc(np.floor_divide), "remainder": _ufunc(np.remainder),
     "fmod": _ufunc(np.fmod), "pow": _pow, "maximum": _extreme(np.maximum), "minimum": _extreme(np.minimum),
