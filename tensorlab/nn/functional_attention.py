@@ -37,6 +37,10 @@ def _c_name(dt):
 def _safe_softmax(scores):
     """softmax over the last dim; a row whose scores are all -inf gives zeros instead of NaN."""
     p = softmax(scores, -1)
+    # a row of -inf scores is the only one whose softmax is NaN throughout; where no element is NaN
+    # there is no such row and p is the answer (the test reads a flag: only on the CPU, no GPU sync)
+    if p.device.type == "cpu" and not bool(p.detach().isnan().any()):
+        return p
     dead = (scores == float("-inf")).all(-1, keepdim=True)
     return _tl.where(dead, 0.0, p)
 
