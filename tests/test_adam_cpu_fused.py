@@ -29,7 +29,8 @@ def _run(cls, kw, dtype, fused, monkeypatch):
     assert bool(calls) == fused
     st = [opt.state[p] for p in ps]
     return ([p.detach().numpy().copy() for p in ps], [s["exp_avg"].numpy().copy() for s in st],
-            [(p._version, s["exp_avg"]._version, s["exp_avg_sq"]._version) for p, s in zip(ps, st)])
+            [(p._version, s["exp_avg"]._version, s["exp_avg_sq"]._version, s["step"]._version, s["step"].item(),
+              s["step"].dtype, s["step"].device.type) for p, s in zip(ps, st)])
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

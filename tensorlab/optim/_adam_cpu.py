@@ -19,9 +19,13 @@ from ..dtypes import float32, float64
 _FLOATS = (float32, float64)
 
 
-def eligible(param, grad, exp_avg, exp_avg_sq):
-    """True when `update` may run for these tensors (see the module's docstring)."""
+def eligible(param, grad, exp_avg, exp_avg_sq, step):
+    """True when `update` may run for these tensors (see the module's docstring); `step` is the
+    state's step count, a one-element float32 CPU tensor."""
     if _faults._plans or autograd_hooks._slow:
+        return False
+    if step.device.type != "cpu" or step._dtype is not float32 or step.numel() != 1 or step._inference \
+            or step._requires_grad:
         return False
     dt = param._dtype
     if dt not in _FLOATS or grad._dtype is not dt or exp_avg._dtype is not dt or exp_avg_sq._dtype is not dt:
@@ -40,11 +44,15 @@ def eligible(param, grad, exp_avg, exp_avg_sq):
     return len(ss) == 3
 
 
-def update(param, grad, exp_avg, exp_avg_sq, beta1, beta2, lr, eps, weight_decay, decoupled, step):
-    """One Adam step for a parameter that `eligible` accepted; `step` is the already-counted step."""
-    p, g, m, v = array(param), array(grad), array(exp_avg), array(exp_avg_sq)
-    if not (p.flags.writeable and m.flags.writeable and v.flags.writeable):
+def update(param, grad, exp_avg, exp_avg_sq, beta1, beta2, lr, eps, weight_decay, decoupled, step_t):
+    """One Adam step for a parameter that `eligible` accepted, counting the step first (step_t += 1
+    in float32, as the general path's add_)."""
+    p, g, m, v, s = array(param), array(grad), array(exp_avg), array(exp_avg_sq), array(step_t)
+    if not (p.flags.writeable and m.flags.writeable and v.flags.writeable and s.flags.writeable):
         return False
+    np.add(s, np.float32(1), out=s)
+    step_t._vc.value += 1
+    step = float(s.reshape(-1)[0])
     if p.ndim == 0:  # NumPy's 0-d results are scalars, which `out=` refuses
         p, g, m, v = p.reshape(1), g.reshape(1), m.reshape(1), v.reshape(1)
     f = p.dtype.type

@@ -57,12 +57,12 @@ class Adam(Optimizer):
                 for p, param, grad in _params_and_grads(group):
                     state = self._state_for(p, amsgrad, group)
                     step_t, exp_avg, exp_avg_sq = state["step"], state["exp_avg"], state["exp_avg_sq"]
-                    _count_step(p, group, step_t)
                     if not (amsgrad or group["capturable"] or group["differentiable"]) and type(lr) in (int, float) \
-                            and step_t.device.type == "cpu" and _adam_cpu.eligible(param, grad, exp_avg, exp_avg_sq) \
+                            and _adam_cpu.eligible(param, grad, exp_avg, exp_avg_sq, step_t) \
                             and _adam_cpu.update(param, grad, exp_avg, exp_avg_sq, beta1, beta2, lr, eps,
-                                                 weight_decay, decoupled, step_t.item()):
-                        continue  # the same update as below, in a few NumPy calls
+                                                 weight_decay, decoupled, step_t):
+                        continue  # the same update as below (step count included), in a few NumPy calls
+                    _count_step(p, group, step_t)
                     grad = _decay(grad, param, weight_decay, lr, decoupled)
                     _adam_moments(exp_avg, exp_avg_sq, grad, beta1, beta2)
                     if group["capturable"] or group["differentiable"] or step_t.device.type != "cpu":
