@@ -389,28 +389,45 @@ _ERFC = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.2788680
          1.48851587, -0.82215223, 0.17087277)
 
 
-def _gelu_f32(o, x):
+_ERFC_T = np.array(_ERFC[1:], dtype=np.float32)  # the coefficients of t, t^2, ..., t^9
+_LN2 = 0.69314718055994530942
+
+
+def _erfc_core(x, c0_shift):
+    """For a 1-D float32 x: (p, a, a2) with a = |min(x, 1e4)| / sqrt 2, a2 = a^2, t = 1 / (1 + a/2) and
+    p = t exp(P(t) + c0_shift - a2) = erfc(a) exp(c0_shift). P's powers of t are rows of one buffer
+    and P their product with the coefficients (one BLAS matrix-vector product, each element its own
+    dot product: the same bits whatever the blocking)."""
     f = np.float32
-    if x.ndim == 0:  # NumPy's 0-d results are scalars, which `out=` refuses
-        x, o = x.reshape(1), o.reshape(1)
-    z = np.multiply(x, f(-_SQRT1_2), dtype=f)  # gelu(x) = x/2 erfc(z)
-    t = np.abs(z)
-    a2 = np.square(t)
-    t *= f(0.5)
+    a = np.minimum(x, f(1e4))  # +inf: erfc underflows to 0 and nothing multiplies inf by it
+    np.abs(a, out=a)
+    a *= f(_SQRT1_2)
+    a2 = np.square(a)
+    v = np.empty((9, x.size), f)
+    t = v[0]
+    np.multiply(a, f(0.5), out=t)
     t += f(1)
     np.reciprocal(t, out=t)
-    p = t * f(_ERFC[-1])
-    for c in _ERFC[-2:0:-1]:
-        p += f(c)
-        p *= t
-    p += f(_ERFC[0])
+    for k in range(1, 9):
+        np.multiply(v[k - 1], t, out=v[k])
+    p = _ERFC_T @ v
+    p += f(_ERFC[0] + c0_shift)
     p -= a2
     np.exp(p, out=p)
-    p *= t                      # erfc(|z|)
-    r = np.subtract(f(2), p)    # erfc(-|z|)
-    np.copyto(r, p, where=z >= 0)
-    r *= f(0.5)
-    np.multiply(r, x, out=o, casting=_U)
+    p *= t
+    return p, a, a2
+
+
+def _gelu_f32(o, x):
+    """gelu(x) = max(x, 0) - |x|/2 erfc(|x| / sqrt 2), in float32 (x 1-D, or any shape via a copy)."""
+    f = np.float32
+    shape = x.shape
+    x = x.reshape(-1) if x.flags.c_contiguous else np.ascontiguousarray(x).reshape(-1)
+    p, a, _ = _erfc_core(x, -0.5 * _LN2)  # erfc(a) / sqrt 2
+    p *= a                                 # |x| / 2 erfc(|x| / sqrt 2)
+    r = np.maximum(x, f(0))
+    r -= p
+    np.copyto(o, r.reshape(shape), casting=_U)
 
 
 _SQRT1_2 = 0.70710678118654752440
@@ -462,31 +479,20 @@ _1_SQRT_2PI = 0.39894228040143267794
 
 
 def _gelu_bwd_f32(o, g, x):
-    """g * (Phi(x) + x phi(x)) in float32, Phi from the erfc fit of _gelu_f32."""
+    """g (Phi(x) + x phi(x)) in float32, Phi(x) = 1/2 + sign(x) (1/2 - erfc(|x| / sqrt 2) / 2)."""
     f = np.float32
-    z = np.multiply(x, f(-_SQRT1_2), dtype=f)
-    t = np.abs(z)
-    a2 = np.square(t)  # x^2 / 2
-    t *= f(0.5)
-    t += f(1)
-    np.reciprocal(t, out=t)
-    p = t * f(_ERFC[-1])
-    for c in _ERFC[-2:0:-1]:
-        p += f(c)
-        p *= t
-    p += f(_ERFC[0])
-    p -= a2
-    np.exp(p, out=p)
-    p *= t                      # erfc(|z|)
-    r = np.subtract(f(2), p)    # erfc(-|z|)
-    np.copyto(r, p, where=z >= 0)
-    r *= f(0.5)                 # Phi(x)
+    shape = x.shape
+    x = x.reshape(-1) if x.flags.c_contiguous else np.ascontiguousarray(x).reshape(-1)
+    p, _, a2 = _erfc_core(x, -_LN2)  # erfc(a) / 2
+    np.subtract(f(0.5), p, out=p)
+    np.copysign(p, x, out=p)
+    p += f(0.5)                      # Phi(x)
     np.negative(a2, out=a2)
     np.exp(a2, out=a2)
-    a2 *= f(_1_SQRT_2PI)        # phi(x)
     a2 *= x
-    r += a2
-    np.multiply(g, r, out=o, casting=_U)
+    a2 *= f(_1_SQRT_2PI)             # x phi(x)
+    p += a2
+    np.multiply(g, p.reshape(shape), out=o, casting=_U)
 
 
 def _gelu_bwd_pair(g, x, dt):
