@@ -82,6 +82,7 @@ ELEMENTWISE = {
         "logical_and": ("LogicalAnd", "BIFD"), "logical_or": ("LogicalOr", "BIFD"),
         "logical_xor": ("LogicalXor", "BIFD"), "bitwise_and": ("BitwiseAnd", "BI"),
         "bitwise_or": ("BitwiseOr", "BI"), "bitwise_xor": ("BitwiseXor", "BI"),
+        "gelu_backward": ("GeluBackward", "FD"),
     },
     "ternary": {
         "where": ("Where", "BIFD"), "clamp": ("Clamp", "IFD"), "lerp": ("Lerp", "FD"), "addcmul": ("Addcmul", "IFD"),

@@ -112,7 +112,7 @@ class _Case:
             return {"decimals": {"vec": 1, "dense": -1}.get(self.variant, 0)}
         if self.op == "nan_to_num" and letter in "FD":
             return {"nan": 1.5, "posinf": 7.0, "neginf": -7.0}
-        if self.op == "gelu" and self.variant in ("vec", "strided"):
+        if self.op in ("gelu", "gelu_backward") and self.variant in ("vec", "strided"):
             return {"approximate": "tanh"}
         return {}
 

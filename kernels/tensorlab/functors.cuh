@@ -297,6 +297,26 @@ TL_BINARY(BitwiseAnd, static_cast<C>(a & b))
 TL_BINARY(BitwiseOr, static_cast<C>(a | b))
 TL_BINARY(BitwiseXor, static_cast<C>(a ^ b))
 
+// gelu_backward: a = grad, b = x; p0 != 0 selects the tanh approximation; torch's GeluBackward
+// formulas, in C (erf rounded once from double, as m::erf everywhere)
+template <typename F>
+__device__ __forceinline__ F gelu_backward_(F g, F x, const Params<F>& p) {
+  if (p.p0 != F(0)) {
+    const F beta = F(0.79788456080286535588), kappa = F(0.044715);
+    F x2 = m::mul_rn(x, x);
+    F inner = m::mul_rn(beta, x + m::mul_rn(kappa, m::mul_rn(x2, x)));
+    F t = m::tanh(inner);
+    F right = F(1) + t;
+    F rd = m::mul_rn(m::mul_rn(m::mul_rn(F(0.5) * x, F(1) - m::mul_rn(t, t)), beta),
+                     F(1) + m::mul_rn(F(3) * kappa, x2));
+    return g * (m::mul_rn(F(0.5), right) + rd);
+  }
+  F cdf = F(0.5) * (F(1) + m::erf(x * F(0.70710678118654752440)));
+  F pdf = m::exp(m::mul_rn(x, x) * F(-0.5)) * F(0.39894228040143267794);
+  return g * (cdf + m::mul_rn(x, pdf));
+}
+TL_BINARY(GeluBackward, gelu_backward_(a, b, p))
+
 // -- ternary ----------------------------------------------------------------------------------
 // lerp: torch's two-sided formula, exact at both ends
 template <typename F>

@@ -216,6 +216,11 @@ _def("sign floor ceil round trunc", lambda c, g: (zeros_like(g),))
 
 def _gelu(c, g):
     x = _x(c)
+    if not _grad_mode_on():  # one kernel; under create_graph the composite below (differentiable)
+        from ..ops.activation_backward import gelu_backward
+        r = gelu_backward(g, x, c.info.get("approximate", "none"))
+        if r is not None:
+            return r
     if c.info.get("approximate") == "tanh":
         beta, kappa = _SQRT_2 * _2_SQRT_PI * 0.5, 0.044715
         x2 = x * x

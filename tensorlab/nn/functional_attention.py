@@ -37,6 +37,10 @@ def _c_name(dt):
 def _safe_softmax(scores):
     """softmax over the last dim; a row whose scores are all -inf gives zeros instead of NaN."""
     p = softmax(scores, -1)
+    # a row of -inf scores is the only one whose softmax is NaN throughout; where no element is NaN
+    # there is no such row and p is the answer (the test reads a flag: only on the CPU, no GPU sync)
+    if p.device.type == "cpu" and not bool(p.detach().isnan().any()):
+        return p
     dead = (scores == float("-inf")).all(-1, keepdim=True)
     return _tl.where(dead, 0.0, p)
 
@@ -254,6 +258,37 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if not is_batched:
         out = out.squeeze(1)
     return out, None
+
+
+def _self_attention_batch_first(x, num_heads, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias,
+                                attn_mask, dropout_p, is_causal):
+    """MultiheadAttention's common case, batch-first self-attention (query is key is value, [N, L, E])
+    with no bias_k/bias_v, zero attention, key padding mask or weights: the same math as
+    multi_head_attention_forward without leaving the batch-first layout. The packed projection's
+    q, k and v are strided views [N, H, L, hd] of it (no copies) and the heads' output is
+    gathered back by one copy. Returns the output [N, L, E], or None where the general path must
+    run (it raises what torch raises for bad arguments)."""
+    if x.dim() != 3 or in_proj_weight is None or tuple(in_proj_weight.shape) != (3 * x.shape[-1], x.shape[-1]):
+        return None
+    n, length, e = x.shape
+    if e % num_heads:
+        return None
+    if attn_mask is not None:
+        if attn_mask.dim() != 2 or tuple(attn_mask.shape) != (length, length):
+            return None
+        if attn_mask.dtype is not dtypes.bool and not attn_mask.dtype.is_floating_point:
+            return None
+    if is_causal and attn_mask is None:
+        return None
+    if is_causal:  # the hint with a mask, no weights: torch drops the mask and masks causally
+        attn_mask = None
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", x.dtype)
+    proj = linear(x, in_proj_weight, in_proj_bias)                                   # [N, L, 3E]
+    q, k, v = proj.unflatten(-1, (3, num_heads, e // num_heads)).permute(2, 0, 3, 1, 4).unbind(0)
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)   # [N, H, L, hd]
+    out = out.transpose(1, 2).reshape(n, length, e)
+    return linear(out, out_proj_weight, out_proj_bias)
 
 
 def _pad_last(mask):

@@ -11,6 +11,7 @@ from .. import dtypes
 from . import functional as F, init
 from .container import ModuleList
 from .dropout import Dropout
+from .functional_attention import _self_attention_batch_first
 from .linear import Linear
 from .module import Module
 from .normalization import LayerNorm
@@ -79,6 +80,14 @@ class MultiheadAttention(Module):
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
         is_batched = query.dim() == 3
+        if self.batch_first and is_batched and query is key and key is value and self._qkv_same_embed_dim \
+                and not need_weights and key_padding_mask is None and self.bias_k is None and self.bias_v is None \
+                and not self.add_zero_attn:
+            out = _self_attention_batch_first(query, self.num_heads, self.in_proj_weight, self.in_proj_bias,
+                                                self.out_proj.weight, self.out_proj.bias, attn_mask,
+                                                self.dropout if self.training else 0.0, is_causal)
+            if out is not None:
+                return out, None
         if self.batch_first and is_batched:
             # keep self-attention's q is k is v, so the projection stays one packed matmul
             if key is value:

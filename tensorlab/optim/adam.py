@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..ops.creation import zeros_like
 from ..ops.elementwise import maximum
+from . import _adam_cpu
 from .optimizer import (Optimizer, _adam_moments, _check_betas, _check_fused_flags, _check_fused_param, _check_lr,
                         _check_nonnegative, _count_step, _decay, _grad_mode, _group_defaults, _params_and_grads,
                         _scalar_state)
@@ -56,6 +57,11 @@ class Adam(Optimizer):
                 for p, param, grad in _params_and_grads(group):
                     state = self._state_for(p, amsgrad, group)
                     step_t, exp_avg, exp_avg_sq = state["step"], state["exp_avg"], state["exp_avg_sq"]
+                    if not (amsgrad or group["capturable"] or group["differentiable"]) and type(lr) in (int, float) \
+                            and _adam_cpu.eligible(param, grad, exp_avg, exp_avg_sq, step_t) \
+                            and _adam_cpu.update(param, grad, exp_avg, exp_avg_sq, beta1, beta2, lr, eps,
+                                                 weight_decay, decoupled, step_t):
+                        continue  # the same update as below (step count included), in a few NumPy calls
                     _count_step(p, group, step_t)
                     grad = _decay(grad, param, weight_decay, lr, decoupled)
                     _adam_moments(exp_avg, exp_avg_sq, grad, beta1, beta2)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ... import _faults
 from .memory import array
-from .reduction import HALF
+from .reduction import _SHORT_ROW, HALF, _row_max
 
 __all__ = ("attention_fwd", "attention_bwd")
 
@@ -49,11 +49,89 @@ def _inputs(q, k, v, mask):
     return a.astype(acc), _heads(array(k).astype(acc), H), _heads(array(v).astype(acc), H), m, acc
 
 
+def _row_sums(x):
+    """Sums along the last dim as one BLAS matrix-vector product (each row its own dot product)."""
+    n = x.shape[-1]
+    return (x.reshape(-1, n) @ np.ones(n, x.dtype)).reshape(x.shape[:-1] + (1,))
+
+
+def _one_block_scores(q, k, m, is_causal, scale, L, S, B, H):
+    """All the scores at once (S <= BLOCK): [B, H, L, S], masked with -inf, in q's dtype."""
+    s = np.matmul(q, k.swapaxes(-1, -2))
+    s *= s.dtype.type(scale)
+    if is_causal:
+        s += np.triu(np.full((L, S), -np.inf, s.dtype), 1)
+    elif m is not None:
+        mm = m.reshape(B, H, L, S) if m.shape != (B, H, L, S) else m
+        if mm.dtype == np.bool_:
+            np.copyto(s, -np.inf, where=~mm)
+        else:
+            s += mm.astype(s.dtype, copy=False)
+    return s
+
+
+def _one_block_fwd(out, lse, qa, ka, va, m, is_causal, scale):
+    """The forward in one step when every key fits one block: no running max or rescaling."""
+    B, H, L, _ = qa.shape
+    S = ka.shape[2]
+    p = _one_block_scores(qa, ka, m, is_causal, scale, L, S, B, H)
+    mx = (_row_max(p.reshape(-1, S)) if S <= _SHORT_ROW else p.reshape(-1, S).max(-1, keepdims=True)).reshape(
+        B, H, L, 1)
+    dead = mx == -np.inf  # rows that keep no key: zeros out, lse -inf (as the blocked path)
+    any_dead = bool(dead.any())
+    if any_dead:
+        mx[dead] = 0.0
+    p -= mx
+    np.exp(p, out=p)
+    sm = _row_sums(p)
+    o = np.matmul(p, va)
+    if any_dead:
+        sm[dead] = 1.0
+    o /= sm
+    if any_dead:
+        o[np.broadcast_to(dead, o.shape)] = 0.0
+    np.copyto(array(out), o, casting="unsafe")
+    ls = np.log(sm)
+    ls += mx
+    if any_dead:
+        ls[dead] = -np.inf
+    np.copyto(array(lse), ls[..., 0], casting="unsafe")
+
+
+def _one_block_bwd(dq, dk, dv, gm, go, qa, ka, va, oa, ls, m, is_causal, scale):
+    B, H, L, _ = qa.shape
+    S = ka.shape[2]
+    dead = ls == -np.inf
+    if dead.any():
+        ls = np.where(dead, 0.0, ls).astype(ls.dtype)
+    p = _one_block_scores(qa, ka, m, is_causal, scale, L, S, B, H)
+    p -= ls
+    np.exp(p, out=p)  # masked scores (-inf) give 0; a dead row is all -inf: 0 too
+    delta = _row_sums(go * oa)
+    ds = np.matmul(go, va.swapaxes(-1, -2))
+    ds -= delta
+    ds *= p
+    np.copyto(array(dv), np.matmul(p.swapaxes(-1, -2), go), casting="unsafe")
+    sc = ds.dtype.type(scale)
+    gk = np.matmul(ds.swapaxes(-1, -2), qa)
+    gk *= sc
+    np.copyto(array(dk), gk, casting="unsafe")
+    gq = np.matmul(ds, ka)
+    gq *= sc
+    np.copyto(array(dq), gq, casting="unsafe")
+    if gm is not None:
+        np.copyto(gm, ds, casting="unsafe")
+
+
 def attention_fwd(out, lse, q, k, v, mask, is_causal, scale):
     _faults.hit("launch")
     qa, ka, va, m, acc = _inputs(q, k, v, mask)
     B, H, L, _ = qa.shape
     S = ka.shape[2]
+    if 0 < S <= BLOCK and array(k).shape[1] == H:
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            _one_block_fwd(out, lse, qa, ka, va, m, is_causal, scale)
+        return
     o = np.zeros(qa.shape[:3] + (va.shape[3],), acc)
     mx = np.full((B, H, L, 1), -np.inf, acc)
     sm = np.zeros((B, H, L, 1), acc)
@@ -81,6 +159,11 @@ def attention_bwd(dq, dk, dv, dmask, dout, q, k, v, out, lse, mask, is_causal, s
     S = ka.shape[2]
     hk = array(k).shape[1]
     go = array(dout).astype(acc)
+    if 0 < S <= BLOCK and hk == H:  # every key in one block
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            _one_block_bwd(dq, dk, dv, None if dmask is None else array(dmask), go, qa, ka, va,
+                           array(out).astype(acc, copy=False), array(lse).astype(acc)[..., None], m, is_causal, scale)
+        return
     ls = array(lse).astype(acc)[..., None]
     delta = (go * array(out).astype(acc)).sum(-1, keepdims=True)
     dead = ls == -np.inf

@@ -42,17 +42,27 @@ def layer_norm_fwd(y, mean, rstd, x, weight, bias, eps, rms):
     _par.run(len(pieces), task)
 
 
+def _row_sums(a):
+    """Each row's float32 sum as one BLAS matrix-vector product (every row its own dot product, so
+    a row's sum does not depend on the blocking or the thread count)."""
+    return a @ np.ones(a.shape[1], _F32)
+
+
 def _ln_rows(yo, mo, ro, xa, w, b, eps, rms):
     a = xa.astype(_F32, copy=False)
+    n = _F32(a.shape[1])
     if rms:
         mu = np.zeros(a.shape[0], _F32)
-        var = np.mean(a * a, axis=1, dtype=_F32)
+        var = _row_sums(a * a) / n
         d = a  # a - 0 is a, bit for bit (-0.0 - 0.0 is -0.0); never written: it may be x itself
     else:
-        mu = np.mean(a, axis=1, dtype=_F32)
+        mu = _row_sums(a) / n
         d = a - mu[:, None]
-        var = np.mean(d * d, axis=1, dtype=_F32)
-    r = (_F32(1) / np.sqrt(var + _F32(eps))).astype(_F32)
+        var = _row_sums(d * d) / n
+    r = var
+    r += _F32(eps)
+    np.sqrt(r, out=r)
+    np.divide(_F32(1), r, out=r)
     if yo.dtype == _F32 and not np.may_share_memory(yo, xa):
         out = yo  # computed in the output's own memory
     else:
@@ -103,13 +113,26 @@ def _ln_bwd_rows(gi, ga, xa, ma, ra, w, rms, want_w, want_b):
     """grad_input of these rows (written into gi) and their column sums for dweight and dbias."""
     g = ga.astype(_F32, copy=False)
     r = ra[:, None]
-    xh = (xa.astype(_F32, copy=False) - ma[:, None]) * r
+    xh = xa.astype(_F32, copy=False) - ma[:, None]
+    xh *= r
     if gi is not None:
         gw = g * w if w is not None else g
         n = _F32(g.shape[1])
-        mean_a = _F32(0) if rms else np.sum(gw, axis=1, dtype=_F32, keepdims=True) / n
-        mb = np.sum(gw * xh, axis=1, dtype=_F32, keepdims=True) / n
-        np.copyto(gi, (r * (gw - mean_a - xh * mb)).astype(gi.dtype))
+        out = gi if gi.dtype == _F32 and gi.flags.c_contiguous and not (
+            np.may_share_memory(gi, g) or np.may_share_memory(gi, xa)) else np.empty(g.shape, _F32)
+        np.multiply(gw, xh, out=out)
+        mb = _row_sums(out)
+        mb /= n
+        np.multiply(xh, mb[:, None], out=out)
+        if rms:
+            np.subtract(gw, out, out=out)
+        else:  # (gw - mean(gw)) - xhat * mean(gw xhat), in this order
+            mean_a = _row_sums(gw)
+            mean_a /= n
+            np.subtract(gw - mean_a[:, None], out, out=out)
+        out *= r
+        if out is not gi:
+            np.copyto(gi, out.astype(gi.dtype, copy=False))
     return (np.sum(g * xh, axis=0, dtype=_F32) if want_w else None,
             np.sum(g, axis=0, dtype=_F32) if want_b else None)
 

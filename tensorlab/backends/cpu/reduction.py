@@ -376,6 +376,9 @@ def softmax(out, x, dim, log):
 
 def _softmax_block(o, a, dim, log):
     b = _floating(a, o.dtype)
+    if dim == b.ndim - 1 and b.ndim and b.flags.c_contiguous and b.dtype in _BLAS_FLOATS and b.shape[-1] >= 2:
+        _softmax_rows(o, b, log)
+        return
     m = np.max(b, axis=dim, keepdims=True)
     direct = o.dtype == b.dtype and not np.may_share_memory(o, b)
     shifted = np.subtract(b, m, out=o) if direct else b - m  # the result's own memory when it can be
@@ -386,3 +389,50 @@ def _softmax_block(o, a, dim, log):
         shifted /= np.sum(shifted, axis=dim, keepdims=True)
     if not direct:
         np.copyto(o, shifted, casting="unsafe")
+
+
+_BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_SHORT_ROW = 32  # rows up to this long take their max by halving (NumPy's max along them is slow)
+
+
+def _row_max(x):
+    """max of each row of a 2-D array as [rows, 1]: pairwise halving of the columns (np.maximum on
+    half-rows is several times faster than a max reduction along short rows); NaN propagates."""
+    n = x.shape[1]
+    h = n // 2
+    m = np.maximum(x[:, :h], x[:, h:2 * h])
+    if n % 2:
+        np.maximum(m[:, :1], x[:, 2 * h:], out=m[:, :1])
+    n = h
+    while n > 1:
+        h = n // 2
+        if n % 2:
+            np.maximum(m[:, :1], m[:, 2 * h:n], out=m[:, :1])
+        np.maximum(m[:, :h], m[:, h:2 * h], out=m[:, :h])
+        n = h
+    return m[:, :1]
+
+
+def _softmax_rows(o, b, log):
+    """softmax / log_softmax along the last dim of a C-contiguous float32/float64 array, rows at a
+    time: the max by halving, the sums as one BLAS matrix-vector product (each row its own dot
+    product: the same bits whatever the blocking or thread count), softmax's division as a
+    multiplication by the reciprocal of the sum (as torch's CPU kernel)."""
+    n = b.shape[-1]
+    x = b.reshape(-1, n)
+    direct = o.dtype == b.dtype and o.flags.c_contiguous and not np.may_share_memory(o, b)
+    out = o.reshape(-1, n) if direct else np.empty(x.shape, b.dtype)
+    np.subtract(x, _row_max(x) if n <= _SHORT_ROW else np.max(x, axis=1, keepdims=True), out=out)
+    ones = np.ones(n, b.dtype)
+    if log:
+        e = np.exp(out)
+        s = e @ ones
+        np.log(s, out=s)
+        out -= s[:, None]
+    else:
+        np.exp(out, out=out)
+        s = out @ ones
+        np.divide(b.dtype.type(1), s, out=s)
+        out *= s[:, None]
+    if not direct:
+        np.copyto(o, out.reshape(b.shape), casting="unsafe")

@@ -284,7 +284,11 @@ def binary(out, op, a, b, compute, **params):
     """out = op(a, b); `a`/`b` are tensors or Python numbers (converted to `compute` here)."""
     c = _C[compute]
     row = _kernel("binary", op)
-    if params:
+    if op == "gelu_backward":  # p0: the tanh approximation
+        if set(params) - {"approximate"}:
+            raise TypeError(f"binary {op!r}: unexpected parameters {sorted(params)}")
+        alpha = 1 if params.get("approximate", "none") == "tanh" else 0
+    elif params:
         alpha = _one_param("binary", op, params, "alpha") if op in ("add", "sub") else _no_params(op, params)
     else:
         alpha = 1
