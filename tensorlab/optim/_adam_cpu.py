@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _faults, autograd_hooks
+from ..autograd import grad_mode as _grad_mode
 from ..backends.cpu.memory import array
 from ..dtypes import float32, float64
 
@@ -37,9 +38,12 @@ def eligible(param, grad, exp_avg, exp_avg_sq, step):
     if grad.shape != shape or exp_avg.shape != shape or exp_avg_sq.shape != shape:
         return False
     gs = grad._meta.storage
+    grad_on = _grad_mode.STATE.grad  # the optimizer steps under no_grad: a leaf parameter is updated in place
     for t in (param, exp_avg, exp_avg_sq):
-        if t._inference or t._requires_grad or t._meta.storage is gs:
+        if t._inference or (t._requires_grad and (grad_on or t is not param)) or t._meta.storage is gs:
             return False
+    if grad._requires_grad:
+        return False
     ss = {id(param._meta.storage), id(exp_avg._meta.storage), id(exp_avg_sq._meta.storage)}
     return len(ss) == 3
 
