@@ -11,7 +11,7 @@ import pytest
 
 import tensorlab as tl
 import tensorlab.nn.functional as F
-from tensorlab.backends.cpu import parallel
+from tensorlab.backends.cpu import parallel, reduction
 from tensorlab.testing import InjectedFault, assert_unchanged, inject_fault, snapshot
 
 BIG = 1 << 19          # elements: above parallel.PARALLEL_MIN and reduction.BLOCKED_MIN
@@ -115,6 +115,54 @@ def test_blas_threads_follow():
     tl.set_num_threads(1)
     a = rand(256, 256)
     np.testing.assert_allclose((tl.from_numpy(a) @ tl.from_numpy(a)).numpy(), a @ a, rtol=1e-5, atol=1e-4)
+
+
+def test_blas_single_threaded_inside_pool_calls():
+    """While a pool call runs, BLAS runs with one thread (the pool is the parallelism; a BLAS call
+    in a task then splits nothing, so its bits do not depend on the thread count); afterwards
+    BLAS has its thread count back, also when set_num_threads was called meanwhile."""
+    if not parallel.blas_follows():
+        pytest.skip("NumPy's BLAS exposes no thread control here")
+    tl.set_num_threads(2)
+    before = parallel.blas_num_threads()
+    seen = []
+
+    def task(i):
+        seen.append(parallel.blas_num_threads())
+        if i == 0:
+            tl.set_num_threads(2)  # from inside a call: applied when the call ends
+    parallel.run(4, task)
+    assert seen == [1, 1, 1, 1]
+    assert parallel.blas_num_threads() == before
+    tl.set_num_threads(1)
+    assert parallel.blas_num_threads() == 1
+
+
+def test_float_sum_by_blas_rows_is_accurate():
+    """A large contiguous float32 sum goes through BLAS dot products of fixed rows (plus a tail):
+    as accurate as NumPy's pairwise sum against float64, whatever the length's remainder."""
+    rng = np.random.default_rng(11)
+    for n in (1 << 20, (1 << 21) + 4095, 3 * (1 << 20) + 1):
+        a = (rng.standard_normal(n) + 0.25).astype(np.float32)
+        exact = a.astype(np.float64).sum()
+        ours = float(tl.from_numpy(a).sum())
+        assert abs(ours - exact) <= max(4 * abs(float(a.sum()) - exact), 1e-6 * abs(exact))
+        mean = float(tl.from_numpy(a).mean())
+        assert mean == pytest.approx(exact / n, rel=1e-5)
+    d = rng.standard_normal(1 << 20)
+    assert float(tl.from_numpy(d).sum()) == pytest.approx(d.sum(), rel=1e-12)
+    for n in (1 << 20, 4096 * 77 + 3):  # 77 rows: bodies of 76, 72, 64, 60 rows, 4-row and 1-row rests
+        a = rand(n, seed=n)
+        if parallel.blas_threads() is not None:
+            # the rows' grouping (body / 4-row products / single rows) depends on BLAS's thread
+            # count; the bits must not: each row is computed by the same kernel either way
+            sums = [reduction._dot_sum(a, nt).tobytes() for nt in range(1, 7)]
+            assert len(set(sums)) == 1
+    special = np.ones(1 << 20, np.float32)
+    special[12345] = np.inf
+    assert float(tl.from_numpy(special).sum()) == np.inf
+    special[777] = -np.inf
+    assert np.isnan(float(tl.from_numpy(special).sum()))
 
 
 # -- elementwise: bit-identical whatever the thread count ---------------------------------------------

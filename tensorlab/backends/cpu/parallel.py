@@ -23,8 +23,10 @@ Rules every parallel primitive keeps:
 
 The BLAS library NumPy links (OpenBLAS) gets the same thread count, capped at the usable cores
 (its threads spin), when its thread control can be found among the loaded libraries (no
-threadpoolctl needed); otherwise BLAS keeps its own. As with torch's BLAS, a large matrix
-product's last bits may depend on BLAS's thread count (it splits the product differently)."""
+threadpoolctl needed); otherwise BLAS keeps its own. While a pool call runs, BLAS runs on one
+thread (the pool is the parallelism). As with torch's BLAS, a large matrix product's last bits
+may depend on BLAS's thread count (it splits the product differently); a large float sum, which
+uses BLAS's threads directly, is arranged so that they do not (reduction._dot_sum)."""
 from __future__ import annotations
 
 import ctypes
@@ -106,12 +108,59 @@ def blas_num_threads():
 
 
 def _set_blas(n):
-    global _blas_setter, _blas_searched
+    global _blas_setter, _blas_searched, _blas_before
     if not _blas_searched:
         _blas_searched = True
         _blas_setter = _find_blas("set")
     if n is not None and _blas_setter is not None:
-        _blas_setter(min(int(n), _usable_cores()))  # OpenBLAS's spinning threads must not outnumber cores
+        with _serial_lock:
+            n = min(int(n), _usable_cores())  # OpenBLAS's spinning threads must not outnumber cores
+            if _serial_depth:
+                _blas_before = n  # a pool call in flight: set when the last one ends
+            else:
+                _blas_setter(n)
+
+
+# While a pool call runs, BLAS runs single-threaded: the pool is the parallelism (nested BLAS
+# threads would oversubscribe the cores), and a BLAS call inside a task then computes the same
+# bits whatever the thread count (OpenBLAS splits a product's rows among its threads unevenly,
+# and a row's dot product can round differently in a remainder group than in a full one).
+_serial_lock = threading.Lock()
+_serial_depth = 0  # pool calls in flight (any thread)
+
+
+_blas_getter = None
+_blas_before = None  # BLAS's own thread count when the first pool call in flight began
+
+
+def blas_threads():
+    """BLAS's thread count now (cheap), or None when its control is not reachable."""
+    global _blas_getter
+    if _blas_getter is None:
+        _set_blas(None)
+        _blas_getter = _find_blas("get") or False  # False: looked for, not found
+    return _blas_getter() if _blas_getter and _blas_setter else None
+
+
+def _blas_serial_enter():
+    global _serial_depth, _blas_before
+    if blas_threads() is None:
+        return False
+    with _serial_lock:
+        _serial_depth += 1
+        if _serial_depth == 1:
+            _blas_before = _blas_getter()
+            if _blas_before != 1:
+                _blas_setter(1)
+    return True
+
+
+def _blas_serial_exit():
+    global _serial_depth
+    with _serial_lock:
+        _serial_depth -= 1
+        if _serial_depth == 0 and _blas_before != 1:
+            _blas_setter(_blas_before)
 
 
 # -- public thread count -----------------------------------------------------------------------------
@@ -231,7 +280,20 @@ def run(n, fn):
     """fn(0) ... fn(n - 1), spread over the pool; returns when all have finished. The caller
     takes tasks too. Serial with one thread, for one task, and inside a pool worker."""
     threads = _num_threads
-    if threads <= 1 or n <= 1 or getattr(_local, "worker", False):
+    if threads <= 1 or getattr(_local, "worker", False):
+        for i in range(n):
+            fn(i)
+        return
+    serial = _blas_serial_enter()
+    try:
+        _run(n, fn, threads)
+    finally:
+        if serial:
+            _blas_serial_exit()
+
+
+def _run(n, fn, threads):
+    if n <= 1:
         for i in range(n):
             fn(i)
         return

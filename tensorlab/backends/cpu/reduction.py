@@ -208,6 +208,12 @@ def _blocked_reduce(op, fn, a, dims, o, arg):
         d = 0
     else:
         d = outer_r
+    if op in ("sum", "mean") and a.ndim == 1 and a.dtype == o.dtype and a.dtype in _BLAS_FLOATS:
+        nt = _par.blas_threads()
+        if nt:
+            r = _dot_sum(a, nt)
+            np.copyto(o, np.reshape(r if op == "sum" else r / r.dtype.type(a.size), o.shape))
+            return
     per = max(1, RED_BLOCK // (a.size // a.shape[d]))
     pieces = _par.split_ranges(a.shape[d], per)
 
@@ -224,6 +230,33 @@ def _blocked_reduce(op, fn, a, dims, o, arg):
 
     r = _COMBINED[op](blocks, a, dims, o.dtype, arg)
     np.copyto(o, np.reshape(r, o.shape), casting="unsafe")
+
+
+DOT_ROW = 4096  # a float32/float64 full sum: rows of this many elements, each one BLAS dot product
+
+
+def _dot_sum(b, nt):
+    """Sum of a contiguous 1-D float32/float64 array as [1]: its whole rows of DOT_ROW elements
+    summed by BLAS matrix-vector products with a vector of ones (each row a SIMD dot product with
+    many accumulators: as accurate as NumPy's pairwise sum, and it streams memory at the
+    machine's rate, on BLAS's own `nt` threads), then the row sums and the tail added pairwise.
+
+    Same bits whatever the thread count: OpenBLAS computes rows in groups of 4 (a row's bits
+    differ in a group and alone) and splits a product's rows among its threads in ceil-sized
+    pieces of at least 4 rows. So the body is a multiple of 4*nt rows (every thread's piece a
+    multiple of 4), the rest goes in 4-row products (one piece each), and only the last rows
+    past a multiple of 4 are computed alone: which rows are grouped depends on the length only."""
+    rows = b.size // DOT_ROW
+    m = b[:rows * DOT_ROW].reshape(rows, DOT_ROW)
+    ones = np.ones(DOT_ROW, b.dtype)
+    body = rows // (4 * nt) * (4 * nt)
+    fours = rows // 4 * 4
+    parts = [m[:body] @ ones]
+    parts += [m[i:i + 4] @ ones for i in range(body, fours, 4)]
+    parts += [m[i:i + 1] @ ones for i in range(fours, rows)]
+    if rows * DOT_ROW < b.size:
+        parts.append(np.add.reduce(b[rows * DOT_ROW:], keepdims=True))
+    return np.add.reduce(np.concatenate(parts), keepdims=True)
 
 
 def _ufunc_blocks(ufunc):
