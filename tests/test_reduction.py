@@ -572,6 +572,42 @@ def test_softmax_is_stable_for_large_logits(device):
     check(h, [0.5, 0.5], tl.float16)
 
 
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows", [9, 700])  # one call; a large input in row blocks on the CPU pool
+def test_softmax_rows_of_every_kind(device, np_dtype, rows):
+    """Rows that need the shift by their max (large logits, all below exp's range, +inf, all -inf,
+    NaN) next to ordinary rows in the same call: each row as its float64 reference computed alone
+    (softmax and log_softmax), whatever its neighbours are."""
+    rng = np.random.default_rng(rows)
+    a = (rng.standard_normal((rows, 1000)) * 4).astype(np_dtype)
+    a[1] += 500            # exp overflows: needs the shift
+    a[2] -= 300            # exp underflows everywhere: sum < 1
+    a[3, 17] = np.inf
+    a[4] = -np.inf
+    a[5, 3] = np.nan
+    a[6] = -np.inf
+    a[6, 5] = 2.0          # a single finite entry among -inf
+    a[7, :] = 0.0
+    a[7, 0] = 80.0         # sum of exp(x) just past the no-shift range (float32)
+    x = tl.tensor(a, device=device)
+    w = a.astype(np.float64)
+    with np.errstate(all="ignore"):
+        m = w.max(1, keepdims=True)
+        e = np.exp(w - m)
+        ref = e / e.sum(1, keepdims=True)
+        lref = (w - m) - np.log(e.sum(1, keepdims=True))
+    f32 = np_dtype == np.float32
+    # (log_softmax near 0: log(sum) carries the sum's relative rounding as an absolute error)
+    for got, want, atol in ((host(tl.softmax(x, 1)), ref, 1e-30), (host(tl.log_softmax(x, 1)), lref, 2e-6 if f32 else 1e-14)):
+        assert got.dtype == np_dtype
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=2e-5 if f32 else 1e-12, atol=atol)
+    # a row's result does not depend on the other rows (up to the BLAS sum's last bit)
+    for r in range(8):
+        alone = host(tl.softmax(tl.tensor(a[r:r + 1], device=device), 1))[0]
+        np.testing.assert_allclose(host(tl.softmax(x, 1))[r], alone, rtol=1e-6 if np_dtype == np.float32 else 1e-14)
+
+
 def test_softmax_dtype_and_errors(device):
     x = tl.tensor([[1, 2], [3, 4]], device=device)
     with pytest.raises(RuntimeError, match="dtype=tensorlab.float32"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import _faults
+from . import parallel as _par
 from .memory import array
 from .reduction import _SHORT_ROW, HALF, _row_max
 
@@ -52,7 +53,7 @@ def _inputs(q, k, v, mask):
 def _row_sums(x):
     """Sums along the last dim as one BLAS matrix-vector product (each row its own dot product)."""
     n = x.shape[-1]
-    return (x.reshape(-1, n) @ np.ones(n, x.dtype)).reshape(x.shape[:-1] + (1,))
+    return _par.row_sums(x.reshape(-1, n)).reshape(x.shape[:-1] + (1,))
 
 
 def _one_block_scores(q, k, m, is_causal, scale, L, S, B, H):

@@ -38,7 +38,8 @@ from itertools import count
 
 import numpy as np
 
-__all__ = ("get_num_threads", "set_num_threads", "run", "elementwise", "copyto", "fill", "row_blocks", "split_ranges")
+__all__ = ("get_num_threads", "set_num_threads", "run", "elementwise", "copyto", "fill", "row_blocks", "split_ranges",
+           "row_sums")
 
 
 def _usable_cores():
@@ -161,6 +162,24 @@ def _blas_serial_exit():
         _serial_depth -= 1
         if _serial_depth == 0 and _blas_before != 1:
             _blas_setter(_blas_before)
+
+
+_BLAS_THREADS_FROM = 8192  # elements of a matrix-vector product below which OpenBLAS never threads
+
+
+def row_sums(m):
+    """Each row's sum of a 2-D float32/float64 array as one BLAS matrix-vector product with a
+    vector of ones (a SIMD dot product per row), BLAS on one thread: a row's bits then depend on
+    the rows around it in `m` (OpenBLAS groups rows by 4) but never on the thread count."""
+    ones = np.ones(m.shape[1], m.dtype)
+    if m.size < _BLAS_THREADS_FROM or _num_threads <= 1 or getattr(_local, "worker", False):
+        return m @ ones
+    serial = _blas_serial_enter()
+    try:
+        return m @ ones
+    finally:
+        if serial:
+            _blas_serial_exit()
 
 
 # -- public thread count -----------------------------------------------------------------------------

@@ -446,26 +446,55 @@ def _row_max(x):
     return m[:, :1]
 
 
+# A row whose sum of exp(x) lies in [1, _EXP_SUM_MAX] needs no shift by its max: nothing
+# overflowed, the reciprocal of the sum is a normal number, and a term that underflowed was below
+# the smallest normal number relative to a sum of at least 1 (so was the exact result).
+_EXP_SUM_MAX = {np.dtype(np.float32): 2.0 ** 100, np.dtype(np.float64): 2.0 ** 900}
+
+
 def _softmax_rows(o, b, log):
     """softmax / log_softmax along the last dim of a C-contiguous float32/float64 array, rows at a
-    time: the max by halving, the sums as one BLAS matrix-vector product (each row its own dot
-    product: the same bits whatever the blocking or thread count), softmax's division as a
-    multiplication by the reciprocal of the sum (as torch's CPU kernel)."""
+    time, the row sums as one BLAS matrix-vector product.
+
+    softmax in three passes: exp(x), its row sums, the multiplication by the sum's reciprocal (as
+    torch's CPU kernel). exp(x - max) / sum equals exp(x) / sum(exp(x)) in real numbers, and both
+    round to within a few ulps; the shift by the max is what keeps exp from overflowing, needed
+    only for the rows whose sum of exp(x) says so (past _EXP_SUM_MAX, under 1, inf or NaN): those
+    rows alone are computed again with their max subtracted, so each row's result depends on that
+    row only (and on its position among 4-row groups of the block, for the sum's last bit).
+    log_softmax keeps the shift always: (x - max) - log(sum) is accurate near 0 (the likely
+    classes), where x - log(sum(exp(x))) would lose the bits of x's magnitude."""
     n = b.shape[-1]
     x = b.reshape(-1, n)
     direct = o.dtype == b.dtype and o.flags.c_contiguous and not np.may_share_memory(o, b)
     out = o.reshape(-1, n) if direct else np.empty(x.shape, b.dtype)
-    np.subtract(x, _row_max(x) if n <= _SHORT_ROW else np.max(x, axis=1, keepdims=True), out=out)
-    ones = np.ones(n, b.dtype)
     if log:
-        e = np.exp(out)
-        s = e @ ones
+        _softmax_shifted(x, True, out)
+    else:
+        np.exp(x, out=out)
+        s = _par.row_sums(out)
+        ok = (s >= 1) & (s <= _EXP_SUM_MAX[b.dtype])  # NaN fails both
+        np.divide(b.dtype.type(1), s, out=s)
+        out *= s[:, None]
+        if not ok.all():
+            bad = np.flatnonzero(~ok)
+            out[bad] = _softmax_shifted(x[bad], False, np.empty((len(bad), n), b.dtype))
+    if not direct:
+        np.copyto(o, out.reshape(b.shape), casting="unsafe")
+
+
+def _softmax_shifted(x, log, out):
+    """softmax / log_softmax of the rows of a 2-D float32/float64 array into `out`, each row's max
+    subtracted first."""
+    n = x.shape[1]
+    np.subtract(x, _row_max(x) if n <= _SHORT_ROW else np.max(x, axis=1, keepdims=True), out=out)
+    if log:
+        s = _par.row_sums(np.exp(out))
         np.log(s, out=s)
         out -= s[:, None]
     else:
         np.exp(out, out=out)
-        s = out @ ones
-        np.divide(b.dtype.type(1), s, out=s)
+        s = _par.row_sums(out)
+        np.divide(x.dtype.type(1), s, out=s)
         out *= s[:, None]
-    if not direct:
-        np.copyto(o, out.reshape(b.shape), casting="unsafe")
+    return out
