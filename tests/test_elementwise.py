@@ -939,6 +939,25 @@ def test_int_division_by_zero_on_empty(device, op):
         f(tl.ones(3, dtype=tl.int32, device=device), 0)
 
 
+@pytest.mark.parametrize("n", [6, 70000])  # one call; a large input on the CPU pool
+def test_relu_forward_and_gradient_at_special_values(device, n):
+    """relu's gradient is torch's threshold_backward, result <= 0 ? 0 : grad: a NaN input passes
+    its gradient on (NaN <= 0 is false), -0.0 and 0.0 get none. Exact values (torch 2.13's
+    documented formula, not path-dependent); the forward as max(x, 0) keeping -0.0."""
+    vals = np.array([math.nan, -1.0, 0.0, -0.0, 2.0, -math.inf, math.inf], np.float32)
+    a = np.resize(vals, n)
+    for dt in (tl.float32, tl.float64):
+        x = tl.tensor(a, device=device).to(dt).requires_grad_()
+        r = x.relu()
+        g = tl.tensor(np.resize(np.arange(1, 8, dtype=np.float32), n), device=device).to(dt)
+        r.backward(g)
+        want_grad = np.where(np.isnan(a) | (a > 0), np.resize(np.arange(1, 8), n), 0)
+        np.testing.assert_array_equal(x.grad.float().cpu().numpy(), want_grad)
+        out = r.detach().float().cpu().numpy()
+        np.testing.assert_array_equal(out, np.where(np.isnan(a) | (a >= 0), a, 0.0))
+        assert (np.signbit(out) == (np.signbit(a) & (a == 0))).all()
+
+
 def test_clamp_and_relu_keep_the_input_at_ties(device):
     """torch's `x < lo ? lo : x`: -0.0 clamped to [0, 1] stays -0.0 (its reciprocal is -inf), NaN
     propagates, in place too; relu(-0.0) is -0.0. Exact values from torch 2.13 (not path-dependent)."""

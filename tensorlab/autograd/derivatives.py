@@ -207,7 +207,8 @@ DERIVATIVES.update({
     "tanh": _unary(lambda c, g: g * (1 - c.result() * c.result()), result=True),
     "sigmoid": _unary(lambda c, g: g * c.result() * (1 - c.result()), result=True),
     "erf": _unary(lambda c, g: g * _2_SQRT_PI * (-_x(c) * _x(c)).exp(), save_x=True),
-    "relu": _unary(lambda c, g: E.where(c.result() > 0, g, 0.0), result=True),
+    # threshold_backward, as torch: result <= 0 ? 0 : grad (a NaN result passes the gradient on)
+    "relu": _unary(lambda c, g: E.where(c.result() <= 0, 0.0, g), result=True),
     "nan_to_num": _unary(lambda c, g: E.where(_x(c).isfinite(), g, 0.0), save_x=True),
 })
 # piecewise constant: zero gradient almost everywhere (torch gives these a grad_fn too)

@@ -242,9 +242,28 @@ def _before_write(o, x, dt):
     return x
 
 
+_ZERO_ROW = 4096
+_zero_rows = {}  # dtype -> a read-only row of _ZERO_ROW zeros
+
+
+def _zeros_like_row(a, dt):
+    """A zero operand for max(a, 0) as an array row broadcast along a's last dim: NumPy's maximum
+    with a scalar operand takes a loop about 3x slower than with an array one. None when a's
+    last dim is longer than the row or `a` is not an array of dtype dt."""
+    if not isinstance(a, np.ndarray) or a.dtype != dt or not a.ndim or a.shape[-1] > _ZERO_ROW:
+        return None
+    z = _zero_rows.get(dt)
+    if z is None:
+        z = np.zeros(_ZERO_ROW, dt)
+        z.flags.writeable = False
+        _zero_rows[dt] = z
+    return z[:a.shape[-1]]
+
+
 def _relu(o, a, dt):
     a = _before_write(o, a, dt)
-    np.maximum(a, dt.type(0), out=o, dtype=dt, casting=_U)
+    z = _zeros_like_row(a, dt)
+    np.maximum(a, dt.type(0) if z is None else z, out=o, dtype=dt, casting=_U)
     _keep_input_at_ties(o, a, dt)
 
 
@@ -619,13 +638,18 @@ def _where(o, cond, x, y, dt):
         return
     # a branch-free select on the bits, y ^ ((x ^ y) & -cond): np.where branches per element and
     # costs ~15x as much on a mask without runs (relu's backward, dropout)
+    # (the mask: negated in int8, then widened with its sign: a ufunc casting int8 to the wider
+    # type on the fly runs a buffered loop, slower than the two plain passes)
     xi = np.asarray(x, dtype=dt).view(ity)
     yi = np.asarray(y, dtype=dt).view(ity)
-    if yi.ndim == 0 and yi == 0:  # where(cond, x, 0) (relu's backward): x & -cond, one pass fewer twice
-        np.bitwise_and(xi, np.negative(cond.view(np.int8), dtype=ity), out=o.view(ity))
+    if yi.ndim == 0 and yi == 0:  # where(cond, x, 0): x & -cond, one pass fewer twice
+        np.bitwise_and(xi, np.negative(cond.view(np.int8)).astype(ity), out=o.view(ity))
+        return
+    if xi.ndim == 0 and xi == 0:  # where(cond, 0, y) (relu's backward): y & (cond - 1)
+        np.bitwise_and(yi, np.subtract(cond.view(np.int8), np.int8(1)).astype(ity), out=o.view(ity))
         return
     t = np.bitwise_xor(xi, yi)
-    t = np.bitwise_and(t, np.negative(cond.view(np.int8), dtype=ity))
+    t = np.bitwise_and(t, np.negative(cond.view(np.int8)).astype(ity))
     np.bitwise_xor(t, yi, out=o.view(ity))
 
 
