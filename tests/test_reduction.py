@@ -480,6 +480,38 @@ def test_norm_orders_match_numpy(device, p, dtype):
         check(make(arr, device, "strided").norm(p, dim), want, dtype)
 
 
+@pytest.mark.parametrize("p", [2, 1, _INF, 0, 3.0, 0.5], ids=str)
+@pytest.mark.parametrize("dtype", [tl.float32, tl.float64, tl.float16], ids=lambda d: d.name)
+def test_foreach_norm_is_each_norm(device, p, dtype):
+    """foreach_norm (clip_grad_norm_'s one call for the list) gives each tensor's norm exactly as
+    norm() does, bit for bit: views, a 0-d tensor, an empty one, a large one (blocked path)."""
+    from tensorlab.ops.reduction import foreach_norm
+    ts = [make(sample((3, 5), dtype, seed=1), device, "strided"), make(sample((4,), dtype, seed=2), device),
+          tl.tensor(-3.5, device=device).to(dtype), make(sample((2, 3, 4), dtype, seed=3), device, "transposed"),
+          tl.from_numpy(np.random.default_rng(4).standard_normal(600_000).astype(dtype.np)).to(device)]
+    if p != _INF:
+        ts.append(tl.zeros((0, 3), dtype=dtype, device=device))
+    got = foreach_norm(ts, p)
+    assert got.shape == (len(ts),) and got.dtype == dtype and got.device == ts[0].device
+    want = [t.norm(p) for t in ts]
+    np.testing.assert_array_equal(host(got).view(np.uint8), np.stack([host(w) for w in want]).view(np.uint8))
+
+
+def test_foreach_norm_refuses_what_norm_must_handle(device):
+    from tensorlab.ops.reduction import foreach_norm
+    a, b = tl.ones(3, device=device), tl.ones(3, dtype=tl.float64, device=device)
+    with pytest.raises(RuntimeError, match=r"expected all tensors to have dtype Float on .*got Double.*call norm\(\) per tensor"):
+        foreach_norm([a, b])
+    with pytest.raises(RuntimeError, match="needs p >= 0"):
+        foreach_norm([a], -1.0)
+    with pytest.raises(RuntimeError, match="needs p >= 0"):
+        foreach_norm([a, tl.ones(0, device=device)], _INF)
+    with pytest.raises(RuntimeError, match="Expected a floating point"):
+        foreach_norm([tl.ones(3, dtype=tl.int64, device=device)])
+    with pytest.raises(TypeError, match="must be Tensor"):
+        foreach_norm([a, 3.0])
+
+
 def test_norm_rejects_nuc_and_integers(device):
     if device == "cpu":  # the nuclear norm goes through tl.linalg's SVD (NumPy's LAPACK, CPU only)
         assert tl.ones((2, 2), device=device).norm("nuc").item() == pytest.approx(2.0)

@@ -5,10 +5,16 @@ import types
 
 from .. import _warn
 from ..ops.creation import tensor as _tensor
+from .. import dtypes as _dtypes
+from ..ops.reduction import foreach_norm as _foreach_norm
 from ..ops.reduction import norm as _norm
 from ..ops.shape import stack as _stack
 from ..tensor import Tensor
 from ._grad import no_grad
+
+
+_INF = float("inf")
+_F32 = _dtypes.float32
 
 
 def _as_list(tensors):
@@ -21,11 +27,17 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False):
     norm_type = float(norm_type)
     if not tensors:
         return _tensor(0.0)
-    first_device = tensors[0].device
+    first = tensors[0]
+    first_device = first.device
     with no_grad():  # (nothing is recorded: no detach needed)
-        norms = [_norm(t, norm_type) for t in tensors]
-        norms = [n if n.device == first_device else n.to(first_device) for n in norms]
-        total = _norm(_stack(norms), norm_type)
+        if norm_type >= 0 and (norm_type != _INF or all(t.numel() for t in tensors)) and \
+                first.dtype.is_floating_point and all(t.dtype is first.dtype and t.device == first_device
+                                                      for t in tensors):
+            norms = _foreach_norm(tensors, norm_type)  # one backend call for the list
+        else:
+            norms = [_norm(t, norm_type) for t in tensors]
+            norms = _stack([n if n.device == first_device else n.to(first_device) for n in norms])
+        total = _norm(norms, norm_type)
     if error_if_nonfinite and total.isnan().logical_or(total.isinf()).item():
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
                            "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
@@ -40,6 +52,13 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm):
         return
     with no_grad():
         coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
+        if coef.device.type == "cpu" and coef.dtype is _F32 and all(g.device.type == "cpu" and g.dtype is _F32
+                                                                   for g in grads):
+            # a host number, read without a sync: the same float32 factor, on mul_'s scalar path
+            c = coef.item()
+            for g in grads:
+                (g.detach() if g.requires_grad else g).mul_(c)
+            return
         on = {coef.device: coef}  # the coefficient once per device
         for g in grads:
             c = on.get(g.device)

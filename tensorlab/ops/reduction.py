@@ -32,6 +32,7 @@ registry.register(
     OpDef("var", _F, "reduce", KEEP, info={"op": "var", "requires": "floating"}),
     OpDef("std", _F, "reduce", KEEP, info={"op": "std", "requires": "floating"}),
     OpDef("norm", _F, "reduce", KEEP, info={"op": "norm", "requires": "floating"}),
+    OpDef("foreach_norm", _F, "foreach_norm", KEEP, differentiable=False, info={"requires": "floating"}),
     OpDef("logsumexp", _F, "reduce", INT_TO_FLOAT, info={"op": "logsumexp"}),
     OpDef("all", _F, "reduce", ALWAYS_BOOL, differentiable=False, info={"op": "all", "uint8": "uint8"}),
     OpDef("any", _F, "reduce", ALWAYS_BOOL, differentiable=False, info={"op": "any", "uint8": "uint8"}),
@@ -385,6 +386,32 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
                 raise RuntimeError(f"linalg.vector_norm cannot compute the {what} norm on the dimension {d} because "
                                    "this dimension is empty and the operation does not have an identity")
     return _run("norm", "norm", input, x, dims, keepdim, dt, out, p)
+
+
+def foreach_norm(tensors, p=2.0):
+    """The p-norm of each tensor, all of it, as one 1-D tensor (torch._foreach_norm, stacked):
+    one backend call for the list, each norm computed exactly as norm(t, p). Every tensor must
+    be a floating tensor of one dtype on one device (clip_grad_norm_'s common case); p a
+    non-negative finite number, or inf with no empty tensor. Not recorded by autograd."""
+    ts = list(tensors)
+    if not ts:
+        raise RuntimeError("foreach_norm: expected at least one tensor")
+    ts = [check_tensor(t, "foreach_norm") for t in ts]  # pinned: one read of each one's metadata
+    p = float(p)
+    first = ts[0]
+    dt, dev = first._dtype, first.device
+    if not dt.is_floating_point:
+        raise RuntimeError(f"foreach_norm: Expected a floating point tensor, got {dt.torch_name}")
+    for t in ts:
+        if t._dtype is not dt or t.device != dev:
+            raise RuntimeError(f"foreach_norm: expected all tensors to have dtype {dt.torch_name} on {dev}, got "
+                               f"{t._dtype.torch_name} on {t.device}: call norm() per tensor for mixed lists")
+    if not (p >= 0) or (p == _INF and _b.any(t.numel() == 0 for t in ts)):
+        raise RuntimeError(f"foreach_norm: order {p} needs p >= 0 (and no empty tensor for inf): call norm() "
+                           "per tensor for the error torch gives there")
+    res = empty_tensor((len(ts),), dt, dev)
+    first._backend.foreach_norm(res, ts, p)
+    return res
 
 
 def logsumexp(input, dim, keepdim=False, *, out=None):

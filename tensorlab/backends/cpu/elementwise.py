@@ -21,6 +21,7 @@ __all__ = ("unary", "binary", "ternary")
 
 _U = "unsafe"  # the front end already checked castability; NumPy must not re-check it
 _BOOL = np.dtype(np.bool_)
+_F32 = np.dtype(np.float32)
 _PY_TYPES = frozenset((bool, int, float))  # the front end hands numbers over as exactly these
 
 try:  # np.errstate costs ~1.5 us a call; setting its context variable directly costs ~0.1 us
@@ -242,28 +243,46 @@ def _before_write(o, x, dt):
     return x
 
 
-_ZERO_ROW = 4096
-_zero_rows = {}  # dtype -> a read-only row of _ZERO_ROW zeros
+_CONST_ROW = 4096
+_const_rows = {}  # (dtype, value bits) -> a read-only row of _CONST_ROW copies of the value
 
 
-def _zeros_like_row(a, dt):
-    """A zero operand for max(a, 0) as an array row broadcast along a's last dim: NumPy's maximum
-    with a scalar operand takes a loop about 3x slower than with an array one. None when a's
-    last dim is longer than the row or `a` is not an array of dtype dt."""
-    if not isinstance(a, np.ndarray) or a.dtype != dt or not a.ndim or a.shape[-1] > _ZERO_ROW:
-        return None
-    z = _zero_rows.get(dt)
-    if z is None:
-        z = np.zeros(_ZERO_ROW, dt)
-        z.flags.writeable = False
-        _zero_rows[dt] = z
-    return z[:a.shape[-1]]
+def _const_row(a, value, dt):
+    """`value` (a scalar of dtype dt) as an operand for np.maximum/np.minimum against `a`: a row of
+    copies broadcast along a's last dim when a is an array of dtype dt whose last dim fits the row,
+    else the scalar itself. NumPy's max/min with a scalar operand take a loop about 3x slower
+    than with an array operand; the result is the same."""
+    v = dt.type(value)
+    if not isinstance(a, np.ndarray) or a.dtype != dt or not a.ndim or a.shape[-1] > _CONST_ROW or v != v:
+        return v
+    key = (dt, v.tobytes())
+    r = _const_rows.get(key)
+    if r is None:
+        r = np.full(_CONST_ROW, v, dt)
+        r.flags.writeable = False
+        if len(_const_rows) < 64:  # the common bounds (0, 1, 6, ...); any other value: a fresh row
+            _const_rows[key] = r
+    return r[:a.shape[-1]]
+
+
+def _extreme_const(uf, x, value, dt, out=None):
+    """uf(x, value) for np.maximum/np.minimum and a scalar value, against a row of copies
+    (_const_row); a long contiguous 1-D x goes as rows of _CONST_ROW plus a tail."""
+    if x.ndim == 1 and x.size > _CONST_ROW and x.flags.c_contiguous and x.dtype == dt:
+        if out is None:
+            out = np.empty_like(x)
+        bulk = x.size - x.size % _CONST_ROW
+        rows = x[:bulk].reshape(-1, _CONST_ROW)
+        uf(rows, _const_row(rows, value, dt), out=out[:bulk].reshape(-1, _CONST_ROW), dtype=dt, casting=_U)
+        if bulk < x.size:
+            uf(x[bulk:], dt.type(value), out=out[bulk:], dtype=dt, casting=_U)
+        return out
+    return uf(x, _const_row(x, value, dt), out=out, dtype=dt, casting=_U)
 
 
 def _relu(o, a, dt):
     a = _before_write(o, a, dt)
-    z = _zeros_like_row(a, dt)
-    np.maximum(a, dt.type(0) if z is None else z, out=o, dtype=dt, casting=_U)
+    _extreme_const(np.maximum, a, 0, dt, o)
     _keep_input_at_ties(o, a, dt)
 
 
@@ -418,7 +437,7 @@ def _erfc_core(x, c0_shift):
     and P their product with the coefficients (one BLAS matrix-vector product, each element its own
     dot product: the same bits whatever the blocking)."""
     f = np.float32
-    a = np.minimum(x, f(1e4))  # +inf: erfc underflows to 0 and nothing multiplies inf by it
+    a = _extreme_const(np.minimum, x, 1e4, _F32)  # +inf: erfc underflows to 0 and nothing multiplies inf by it
     np.abs(a, out=a)
     a *= f(_SQRT1_2)
     a2 = np.square(a)
@@ -444,7 +463,7 @@ def _gelu_f32(o, x):
     x = x.reshape(-1) if x.flags.c_contiguous else np.ascontiguousarray(x).reshape(-1)
     p, a, _ = _erfc_core(x, -0.5 * _LN2)  # erfc(a) / sqrt 2
     p *= a                                 # |x| / 2 erfc(|x| / sqrt 2)
-    r = np.maximum(x, f(0))
+    r = _extreme_const(np.maximum, x, 0, _F32)
     r -= p
     np.copyto(o, r.reshape(shape), casting=_U)
 
@@ -656,6 +675,10 @@ def _where(o, cond, x, y, dt):
 def _clamp(o, x, lo, hi, dt):
     # max then min, as torch: NaN anywhere propagates, and min > max gives max
     x = _before_write(o, x, dt)
+    if lo is not None and not isinstance(lo, np.ndarray):
+        lo = _const_row(x, lo, dt)
+    if hi is not None and not isinstance(hi, np.ndarray):
+        hi = _const_row(x, hi, dt)
     if lo is None:
         np.minimum(x, hi, out=o, dtype=dt, casting=_U)
     elif hi is None:

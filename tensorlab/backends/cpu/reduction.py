@@ -15,7 +15,7 @@ from . import parallel as _par
 from .elementwise import _quiet_off, _quiet_on
 from .memory import array
 
-__all__ = ("reduce", "arg_reduce", "cumulative", "softmax")
+__all__ = ("reduce", "foreach_norm", "arg_reduce", "cumulative", "softmax")
 
 _F32 = np.dtype(np.float32)
 HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
@@ -100,6 +100,9 @@ def _count_nonzero(a, dims, o, arg):
 
 
 def _norm(a, dims, o, p):
+    if p == 2:  # x * x is |x| * |x|, bit for bit: no abs pass
+        w = _wide(a, o.dtype)
+        return np.sqrt(np.add.reduce(np.square(w), axis=dims, keepdims=True))
     b = np.abs(_wide(a, o.dtype))
     if p == 0:
         return np.count_nonzero(b, axis=dims, keepdims=True).astype(b.dtype)
@@ -109,8 +112,6 @@ def _norm(a, dims, o, p):
         return np.min(b, axis=dims, keepdims=True)
     if p == 1:
         return np.sum(b, axis=dims, keepdims=True)
-    if p == 2:
-        return np.sqrt(np.sum(b * b, axis=dims, keepdims=True))
     return np.sum(b ** b.dtype.type(p), axis=dims, keepdims=True) ** b.dtype.type(1.0 / p)
 
 
@@ -155,8 +156,24 @@ def reduce(out, x, op, dims, arg=None):
     a = array(x)
     dims = tuple(dims)
     o = _kept(array(out), a, dims)
-    fn = _REDUCERS[op]
     _faults.hit("launch")
+    _reduce_into(o, a, op, dims, arg)
+
+
+def foreach_norm(out, tensors, p):
+    """out[i] = the p-norm of all of tensors[i] (torch._foreach_norm), each exactly as
+    reduce(out[i], tensors[i], "norm", every dim, p) computes it."""
+    o = array(out)
+    arrays = [array(t) for t in tensors]
+    _faults.hit("launch")
+    for i, a in enumerate(arrays):
+        if a.ndim == 0:
+            a = a.reshape(1)
+        _reduce_into(o[i:i + 1].reshape((1,) * a.ndim), a, "norm", tuple(range(a.ndim)), p)
+
+
+def _reduce_into(o, a, op, dims, arg):
+    fn = _REDUCERS[op]
     token = _quiet_on()  # np.errstate(all="ignore") without its ~1.5 us of Python
     try:
         if a.size >= BLOCKED_MIN and dims:

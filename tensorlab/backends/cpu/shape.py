@@ -64,9 +64,8 @@ def gather(out, x, dim, index):
     idx = _at_least_1d(array(index))
     _check_index(idx, a.shape[dim], "gather", dim)
     _faults.hit("launch")
-    if idx.size:
-        np.copyto(o, np.take_along_axis(_leading(a, idx.shape, dim), idx.astype(np.intp, copy=False),
-                                        axis=dim).reshape(o.shape))
+    if idx.size:  # index arrays for every axis (the others' aranges span the index's sizes only)
+        np.copyto(o, a[_scatter_positions(idx, dim)].reshape(o.shape))
 
 
 def _scatter_positions(idx, dim):

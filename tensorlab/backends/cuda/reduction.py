@@ -12,13 +12,14 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes
+from ... import layout as L
 from ...kernel_table import KERNELS
 from ...layout import coalesce
 from . import launch as K
 from .driver import Pointer
 from .memory import temp, copy, retire
 
-__all__ = ("reduce", "arg_reduce", "cumulative", "softmax")
+__all__ = ("reduce", "foreach_norm", "arg_reduce", "cumulative", "softmax")
 
 _REDUCE = frozenset(KERNELS["reduce.cu"])
 _SCAN = frozenset(KERNELS["scan.cu"])
@@ -243,6 +244,18 @@ def reduce(out, x, op, dims, arg=None):
     finally:
         for t in temps:
             retire(t.buffer)
+
+
+def foreach_norm(out, tensors, p):
+    """out[i] = the p-norm of all of tensors[i] (torch._foreach_norm): one reduce launch each,
+    straight into out's element i."""
+    oo = K.operand(out)
+    lay = oo.layout
+    step = lay.stride[0] if lay.shape else 0
+    for i, t in enumerate(tensors):
+        xo = K.operand(t)
+        elem = K.Operand(oo.buffer, L.make((), (), lay.offset + i * step), oo.dtype)
+        reduce(elem, xo, "norm", tuple(range(len(xo.layout.shape))), p)
 
 
 def arg_reduce(values, indices, x, op, dim):
