@@ -66,3 +66,47 @@ def test_nll_out_of_range_target_raises_as_torch():
         F.cross_entropy(x, tl.tensor([0, 7, 1]))
     with pytest.raises(IndexError, match="Target -3 is out of bounds"):
         F.cross_entropy(x, tl.tensor([0, -3, 1]))
+
+
+@pytest.mark.parametrize("dtype", [tl.float32, tl.float64], ids=lambda d: d.name)
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_cross_entropy_primitives_are_the_ops_they_replace(device, dtype, reduction):
+    """backends/*/loss.py against the ops they stand for, bit for bit: log_softmax, gather, sum
+    and div_ forward; exp, mul_ and scatter_ add backward (on CUDA the primitive composes those
+    kernels; on the CPU, cross_entropy's plain case takes it for every loss)."""
+    from tensorlab.ops._common import empty_tensor
+    rng = np.random.default_rng(5)
+    n, c = 37, 11
+    x = tl.tensor(rng.standard_normal((n, c)) * 3, dtype=dtype, device=device)
+    index = tl.tensor(rng.integers(0, c, n), device=device).unsqueeze(1)
+    divisor = -n if reduction == "mean" else -1
+    lp = empty_tensor((n, c), dtype, x.device)
+    loss = empty_tensor((), dtype, x.device)
+    x._backend.cross_entropy(loss, lp, x, index, divisor)
+    want_lp = F.log_softmax(x, 1)
+    np.testing.assert_array_equal(_np(lp), _np(want_lp))
+    picked = want_lp.gather(1, index)
+    want = picked.reshape(-1).sum().div_(divisor)
+    assert _np(loss).tobytes() == _np(want).tobytes()
+    sv = 0.37 / n
+    q = empty_tensor((n, c), dtype, x.device)
+    x._backend.cross_entropy_backward(q, lp, index, sv)
+    ref = lp.exp()
+    ref.mul_(-sv)
+    ref.scatter_(1, index, value=sv, reduce="add")
+    np.testing.assert_array_equal(_np(q), _np(ref))
+
+
+def test_cross_entropy_plain_case_matches_torch_float32(torch):
+    """The CPU plain case (every target counted) end to end against torch: loss and gradient."""
+    rng = np.random.default_rng(6)
+    xn = rng.standard_normal((64, 10)).astype(np.float32) * 4
+    tn = rng.integers(0, 10, 64)
+    res = []
+    for lib in (tl, torch):
+        x = lib.tensor(xn, requires_grad=True)
+        loss = lib.nn.functional.cross_entropy(x, lib.tensor(tn))
+        loss.backward()
+        res.append((loss.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_allclose(res[0][0], res[1][0], rtol=2e-6)
+    np.testing.assert_allclose(res[0][1], res[1][1], rtol=2e-5, atol=1e-8)

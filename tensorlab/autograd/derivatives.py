@@ -1211,7 +1211,14 @@ def _cross_entropy_loss(ctx, g):
     if not _grad_mode_on() and type(coef) is float and g.device.type == "cpu" and g.dim() == 0:
         # one coefficient and a host scalar grad: s is a number (no device sync on the CPU)
         sv = g.item() * coef
-        q = i["logp"].exp()
+        lp = i["logp"]
+        if lp._dtype in (dtypes.float32, dtypes.float64):  # exp, mul_, scatter_ add as one primitive
+            from ..ops._common import empty_tensor, pinned
+            p = pinned(lp)
+            q = empty_tensor(p._meta.layout.shape, p._dtype, p.device)
+            p._backend.cross_entropy_backward(q, p, i["index"], sv)
+            return (q,)
+        q = lp.exp()
         q.mul_(-sv)
         return (q.scatter_(1, i["index"], value=sv, reduce="add"),)
     s = g * coef

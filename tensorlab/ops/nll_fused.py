@@ -17,13 +17,19 @@ from __future__ import annotations
 from .. import autograd_hooks, dtypes
 from ..tensor import Tensor
 from . import registry
+from ._common import empty_tensor, pinned
 from .registry import KEEP, OpDef
 
 _F = "nll_fused"
-registry.register(OpDef("nll_loss", _F, "gather", KEEP), OpDef("cross_entropy_loss", _F, "gather", KEEP))
+registry.register(OpDef("nll_loss", _F, "gather", KEEP), OpDef("cross_entropy_loss", _F, "gather", KEEP),
+                  # the plain case's primitives (backends/*/loss.py): forward (recorded as
+                  # cross_entropy_loss, whose derivative calls the second), and the gradient
+                  OpDef("cross_entropy_plain", _F, "cross_entropy", KEEP, differentiable=False),
+                  OpDef("cross_entropy_plain_backward", _F, "cross_entropy_backward", KEEP, differentiable=False))
 FUNCTIONS = ()
 
 ENABLED = True  # False: nn.functional uses the composite (tests compare the two paths)
+_PLAIN_DTYPES = frozenset((dtypes.float32, dtypes.float64))  # the cross_entropy primitive's dtypes
 _FLOATS = frozenset((dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64))
 
 
@@ -38,24 +44,30 @@ def supported(logp, target, weight, reduction):
     return logp._dtype in _FLOATS and target._dtype is dtypes.int64 and logp.device == target.device
 
 
-def _terms(lp, target, ignore_index, reduction):
+def _host_targets(target, c, ignore_index):
+    """On the CPU, the targets read once on the host: "plain" (all in [0, c), none ignored),
+    "masked" (some equal ignore_index) or None (one out of range: the composite raises torch's
+    IndexError). Elsewhere "masked": no host read (that would be a sync per loss)."""
+    if target.device.type != "cpu":
+        return "masked"
+    t = target.numpy()
+    lo, hi = int(t.min()), int(t.max())
+    if lo < 0 or hi >= c:
+        if (lo < 0 and lo != ignore_index) or (hi >= c and hi != ignore_index):
+            return None
+        return "masked"
+    return "masked" if lo <= ignore_index <= hi else "plain"
+
+
+def _terms(lp, target, ignore_index, reduction, kind=None):
     """(loss, index [N, 1], coef) from detached log-probabilities lp, or None where the composite
     must run. loss = sum_i coef_i * lp[i, t_i]; coef is a number (-1/N or -1) when every target
     counts, else a per-row tensor (0 where the target is ignored)."""
     n, c = lp._meta.layout.shape
-    mask = None
-    if target.device.type == "cpu":
-        t = target.numpy()
-        lo, hi = int(t.min()), int(t.max())
-        if lo < 0 or hi >= c:
-            if (lo < 0 and lo != ignore_index) or (hi >= c and hi != ignore_index):
-                return None  # the composite raises torch's IndexError (or finds the bad target exactly)
-            mask = True
-        elif lo <= ignore_index <= hi:
-            mask = True
-    else:
-        mask = True
-    if mask is None:  # every target counts: loss = -sum(logp[i, t_i]) (/ N)
+    kind = kind or _host_targets(target, c, ignore_index)
+    if kind is None:
+        return None  # the composite raises torch's IndexError (or finds the bad target exactly)
+    if kind == "plain":  # every target counts: loss = -sum(logp[i, t_i]) (/ N)
         index = target.unsqueeze(1)
         loss = lp.gather(1, index).sum()
         if reduction == "mean":
@@ -86,8 +98,19 @@ def cross_entropy(input, target, ignore_index, reduction):
     """log_softmax over dim 1 and nll_loss as one node (the gradient is coef * (onehot - softmax)
     in one pass over the probabilities), or None where the composite must run."""
     from .reduction import log_softmax
+    n, c = input._meta.layout.shape
+    kind = _host_targets(target, c, ignore_index)
+    if kind == "plain" and input._dtype in _PLAIN_DTYPES and input.device.type == "cpu":
+        # log_softmax, gather, sum and the division as one primitive (backends/cpu/loss.py)
+        x = pinned(input)
+        lp = empty_tensor((n, c), x._dtype, x.device)
+        loss = empty_tensor((), x._dtype, x.device)
+        index = target.unsqueeze(1)
+        x._backend.cross_entropy(loss, lp, x, index, -n if reduction == "mean" else -1)
+        coef = -1.0 / n if reduction == "mean" else -1.0
+        return autograd_hooks.record(loss, "cross_entropy_loss", (input,), index=index, coef=coef, logp=lp)
     lp = log_softmax(input.detach(), 1)
-    r = _terms(lp, target, ignore_index, reduction)
+    r = _terms(lp, target, ignore_index, reduction, kind)
     if r is None:
         return None
     loss, index, coef = r

@@ -268,7 +268,8 @@ def _const_row(a, value, dt):
 def _extreme_const(uf, x, value, dt, out=None):
     """uf(x, value) for np.maximum/np.minimum and a scalar value, against a row of copies
     (_const_row); a long contiguous 1-D x goes as rows of _CONST_ROW plus a tail."""
-    if x.ndim == 1 and x.size > _CONST_ROW and x.flags.c_contiguous and x.dtype == dt:
+    if x.ndim == 1 and x.size > _CONST_ROW and x.flags.c_contiguous and x.dtype == dt and \
+            (out is None or (out.flags.c_contiguous and out.shape == x.shape and out.dtype == dt)):
         if out is None:
             out = np.empty_like(x)
         bulk = x.size - x.size % _CONST_ROW

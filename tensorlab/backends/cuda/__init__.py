@@ -19,6 +19,7 @@ from .reduction import *  # noqa: F401,F403
 from .norm import *  # noqa: F401,F403
 from .batch_norm import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
 
 
 def current_device():
