@@ -23,29 +23,33 @@ _FLOATS = (float32, float64)
 def eligible(param, grad, exp_avg, exp_avg_sq, step):
     """True when `update` may run for these tensors (see the module's docstring); `step` is the
     state's step count, a one-element float32 CPU tensor."""
+    return eligible_states(param, grad, (exp_avg, exp_avg_sq), step)
+
+
+def eligible_states(param, grad, states, step):
+    """True when a NumPy update of `param` and its optimizer `states` (tensors of its shape) from
+    `grad` may replace the op path: see the module's docstring (Adadelta's update uses it too)."""
     if _faults._plans or autograd_hooks._slow:
         return False
     if step.device.type != "cpu" or step._dtype is not float32 or step.numel() != 1 or step._inference \
             or step._requires_grad:
         return False
     dt = param._dtype
-    if dt not in _FLOATS or grad._dtype is not dt or exp_avg._dtype is not dt or exp_avg_sq._dtype is not dt:
-        return False
-    if param.device.type != "cpu" or grad.device.type != "cpu" or exp_avg.device.type != "cpu" \
-            or exp_avg_sq.device.type != "cpu":
-        return False
     shape = param.shape
-    if grad.shape != shape or exp_avg.shape != shape or exp_avg_sq.shape != shape:
+    if dt not in _FLOATS or param.device.type != "cpu":
         return False
+    for t in (grad,) + tuple(states):
+        if t._dtype is not dt or t.device.type != "cpu" or t.shape != shape:
+            return False
     gs = grad._meta.storage
     grad_on = _grad_mode.STATE.grad  # the optimizer steps under no_grad: a leaf parameter is updated in place
-    for t in (param, exp_avg, exp_avg_sq):
+    for t in (param,) + tuple(states):
         if t._inference or (t._requires_grad and (grad_on or t is not param)) or t._meta.storage is gs:
             return False
     if grad._requires_grad:
         return False
-    ss = {id(param._meta.storage), id(exp_avg._meta.storage), id(exp_avg_sq._meta.storage)}
-    return len(ss) == 3
+    ss = {id(t._meta.storage) for t in (param,) + tuple(states)}
+    return len(ss) == 1 + len(states)
 
 
 def update(param, grad, exp_avg, exp_avg_sq, beta1, beta2, lr, eps, weight_decay, decoupled, step_t):

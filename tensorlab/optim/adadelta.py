@@ -1,6 +1,7 @@
 """Adadelta; torch's update, term by term (torch.optim.adadelta._single_tensor_adadelta)."""
 from __future__ import annotations
 
+from . import _adadelta_cpu
 from .optimizer import (Optimizer, _check_lr, _check_nonnegative, _count_step, _decay, _first_state, _grad_mode,
                         _group_defaults, _params_and_grads, _value)
 
@@ -27,10 +28,15 @@ class Adadelta(Optimizer):
         with _grad_mode(self):
             for group in self.param_groups:
                 lr, rho, eps, weight_decay = _value(group["lr"]), group["rho"], group["eps"], group["weight_decay"]
+                fast = not (group["capturable"] or group["differentiable"]) and type(lr) in (int, float)
                 for p, param, grad in _params_and_grads(group):
                     state = self.state[p]
                     _first_state(state, p, group, "square_avg", "acc_delta")
                     square_avg, acc_delta, step = state["square_avg"], state["acc_delta"], state["step"]
+                    if fast and _adadelta_cpu.eligible(param, grad, square_avg, acc_delta, step) \
+                            and _adadelta_cpu.update(param, grad, square_avg, acc_delta, lr, rho, eps, weight_decay,
+                                                     step):
+                        continue  # the same update as below (step count included), in a few NumPy calls
                     _count_step(p, group, step)
                     grad = _decay(grad, param, weight_decay)
                     square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
