@@ -459,7 +459,6 @@ def _erfc_core(x, c0_shift):
 
 def _gelu_f32(o, x):
     """gelu(x) = max(x, 0) - |x|/2 erfc(|x| / sqrt 2), in float32 (x 1-D, or any shape via a copy)."""
-    f = np.float32
     shape = x.shape
     x = x.reshape(-1) if x.flags.c_contiguous else np.ascontiguousarray(x).reshape(-1)
     p, a, _ = _erfc_core(x, -0.5 * _LN2)  # erfc(a) / sqrt 2
