@@ -138,6 +138,32 @@ def test_blas_single_threaded_inside_pool_calls():
     assert parallel.blas_num_threads() == 1
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_fork_during_a_pool_call_gives_the_child_its_blas_threads():
+    """A process forked while a pool call holds BLAS at one thread: the child has no pool call in
+    flight, so it gets BLAS's thread count back (and its pool works)."""
+    if not parallel.blas_follows() or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs OpenBLAS's thread control and two cores")
+    tl.set_num_threads(2)
+    result = {}
+
+    def task(i):
+        if i == 0:
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: report BLAS's threads and a pool sum, then leave at once
+                os.close(r)
+                ok = float(tl.from_numpy(np.ones(1 << 20, np.float32)).sum()) == float(1 << 20)
+                os.write(w, f"{parallel.blas_num_threads()} {int(ok)}".encode())
+                os._exit(0)
+            os.close(w)
+            os.waitpid(pid, 0)
+            result["child"] = os.read(r, 64).decode()
+            os.close(r)
+    parallel.run(2, task)
+    assert result["child"] == "2 1"
+
+
 def test_float_sum_by_blas_rows_is_accurate():
     """A large contiguous float32 sum goes through BLAS dot products of fixed rows (plus a tail):
     as accurate as NumPy's pairwise sum against float64, whatever the length's remainder."""

@@ -345,10 +345,15 @@ def _run(n, fn, threads):
 
 
 def _after_fork_in_child():  # the parent's workers do not exist in a forked child
-    global _jobs, _lock
+    global _jobs, _lock, _serial_lock, _serial_depth
     _jobs = queue.SimpleQueue()
     _lock = threading.Lock()
     _workers.clear()
+    _serial_lock = threading.Lock()
+    if _serial_depth:  # forked while another thread's pool call held BLAS at one thread: none runs here
+        _serial_depth = 0
+        if _blas_setter is not None and _blas_before is not None and _blas_before != 1:
+            _blas_setter(_blas_before)
 
 
 if hasattr(os, "register_at_fork"):
