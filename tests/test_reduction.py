@@ -480,6 +480,33 @@ def test_norm_orders_match_numpy(device, p, dtype):
         check(make(arr, device, "strided").norm(p, dim), want, dtype)
 
 
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64])
+def test_sums_over_leading_dims(device, np_dtype):
+    """sum/mean over the leading dims of a contiguous float tensor (a bias gradient's g.sum(0); the
+    CPU takes one BLAS product with ones): float64 reference, inf/NaN columns, -0.0 columns sum to
+    +0.0 (torch), one row, empty columns."""
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((300, 7, 5)).astype(np_dtype)
+    a[:, 0, 1] = -0.0
+    a[5, 1, 2] = np.inf
+    a[9, 2, 3] = np.nan
+    a[3, 3, 4], a[4, 3, 4] = np.inf, -np.inf
+    x = tl.tensor(a, device=device)
+    w = a.astype(np.float64)
+    tol = 2e-6 if np_dtype == np.float32 else 1e-13
+    for dims in (0, (0, 1)):
+        got = host(x.sum(dims))
+        want = w.sum(dims)
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 30)
+        np.testing.assert_allclose(host(x.mean(dims)), w.mean(dims), rtol=tol, atol=tol)
+    s0 = host(x.sum(0))
+    assert s0[0, 1] == 0 and not np.signbit(s0[0, 1])
+    assert s0[1, 2] == np.inf and np.isnan(s0[2, 3]) and np.isnan(s0[3, 4])
+    one = tl.tensor(a[:1], device=device)
+    np.testing.assert_array_equal(host(one.sum(0)), a[0])
+    assert host(tl.zeros((4, 0), dtype=tl.float32, device=device).sum(0)).shape == (0,)
+
+
 @pytest.mark.parametrize("p", [2, 1, _INF, 0, 3.0, 0.5], ids=str)
 @pytest.mark.parametrize("dtype", [tl.float32, tl.float64, tl.float16], ids=lambda d: d.name)
 def test_foreach_norm_is_each_norm(device, p, dtype):

@@ -131,8 +131,8 @@ def _ln_bwd_rows(gi, ga, xa, ma, ra, w, rms, want_w, want_b):
         out *= r
         if out is not gi:
             np.copyto(gi, out.astype(gi.dtype, copy=False))
-    return (np.sum(g * xh, axis=0, dtype=_F32) if want_w else None,
-            np.sum(g, axis=0, dtype=_F32) if want_b else None)
+    return (_par.col_sums(np.multiply(g, xh, out=xh)) if want_w else None,
+            _par.col_sums(g) if want_b else None)
 
 
 def embedding_bwd(grad_weight, grad_output, sorted_indices, order, padding_idx, scale_grad_by_freq):

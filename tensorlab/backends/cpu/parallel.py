@@ -39,7 +39,7 @@ from itertools import count
 import numpy as np
 
 __all__ = ("get_num_threads", "set_num_threads", "run", "elementwise", "copyto", "fill", "row_blocks", "split_ranges",
-           "row_sums")
+           "row_sums", "col_sums")
 
 
 def _usable_cores():
@@ -177,6 +177,20 @@ def row_sums(m):
     serial = _blas_serial_enter()
     try:
         return m @ ones
+    finally:
+        if serial:
+            _blas_serial_exit()
+
+
+def col_sums(m):
+    """Each column's sum of a 2-D float32/float64 array as one BLAS vector-matrix product with a
+    vector of ones, BLAS on one thread (as row_sums)."""
+    ones = np.ones(m.shape[0], m.dtype)
+    if m.size < _BLAS_THREADS_FROM or _num_threads <= 1 or getattr(_local, "worker", False):
+        return ones @ m
+    serial = _blas_serial_enter()
+    try:
+        return ones @ m
     finally:
         if serial:
             _blas_serial_exit()

@@ -65,8 +65,27 @@ def _ufunc_reduce(ufunc, a, dims, o):
     return ufunc.reduce(a, axis=dims, dtype=acc, keepdims=True)
 
 
+def _leading_sums(a, dims, dt):
+    """A sum over the leading dims of a C-contiguous float32/float64 array (a bias gradient's
+    g.sum(0)) as one BLAS vector-matrix product with ones: NumPy's add.reduce over an outer axis
+    adds row by row with short inner loops (5x slower, and less accurate than BLAS's grouped
+    rows). None where that does not apply."""
+    k = len(dims)
+    if not (0 < k < a.ndim and dims == _LEADING[k] and a.dtype == dt and dt in _BLAS_FLOATS
+            and a.flags.c_contiguous and a.size):
+        return None
+    lead = 1
+    for n in a.shape[:k]:
+        lead *= n
+    return _par.col_sums(a.reshape(lead, a.size // lead)).reshape((1,) * k + a.shape[k:])
+
+
+_LEADING = tuple(tuple(range(k)) for k in range(33))
+
+
 def _sum(a, dims, o, arg):
-    return _ufunc_reduce(np.add, a, dims, o)
+    r = _leading_sums(a, dims, o.dtype)
+    return _ufunc_reduce(np.add, a, dims, o) if r is None else r
 
 
 def _prod(a, dims, o, arg):
@@ -74,8 +93,10 @@ def _prod(a, dims, o, arg):
 
 
 def _mean(a, dims, o, arg):
-    a, acc = _convert(a, o.dtype)
-    s = np.add.reduce(a, axis=dims, dtype=acc, keepdims=True)
+    s = _leading_sums(a, dims, o.dtype)
+    if s is None:
+        a, acc = _convert(a, o.dtype)
+        s = np.add.reduce(a, axis=dims, dtype=acc, keepdims=True)
     return s / s.dtype.type(_count(a, dims))
 
 
