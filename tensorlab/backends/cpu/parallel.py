@@ -167,33 +167,29 @@ def _blas_serial_exit():
 _BLAS_THREADS_FROM = 8192  # elements of a matrix-vector product below which OpenBLAS never threads
 
 
+def _serial_product(a, b):
+    """a @ b with BLAS on one thread (a matrix-vector product with ones: row or column sums)."""
+    if a.size + b.size < _BLAS_THREADS_FROM or _num_threads <= 1 or getattr(_local, "worker", False):
+        return a @ b
+    serial = _blas_serial_enter()
+    try:
+        return a @ b
+    finally:
+        if serial:
+            _blas_serial_exit()
+
+
 def row_sums(m):
     """Each row's sum of a 2-D float32/float64 array as one BLAS matrix-vector product with a
     vector of ones (a SIMD dot product per row), BLAS on one thread: a row's bits then depend on
     the rows around it in `m` (OpenBLAS groups rows by 4) but never on the thread count."""
-    ones = np.ones(m.shape[1], m.dtype)
-    if m.size < _BLAS_THREADS_FROM or _num_threads <= 1 or getattr(_local, "worker", False):
-        return m @ ones
-    serial = _blas_serial_enter()
-    try:
-        return m @ ones
-    finally:
-        if serial:
-            _blas_serial_exit()
+    return _serial_product(m, np.ones(m.shape[1], m.dtype))
 
 
 def col_sums(m):
     """Each column's sum of a 2-D float32/float64 array as one BLAS vector-matrix product with a
     vector of ones, BLAS on one thread (as row_sums)."""
-    ones = np.ones(m.shape[0], m.dtype)
-    if m.size < _BLAS_THREADS_FROM or _num_threads <= 1 or getattr(_local, "worker", False):
-        return ones @ m
-    serial = _blas_serial_enter()
-    try:
-        return ones @ m
-    finally:
-        if serial:
-            _blas_serial_exit()
+    return _serial_product(np.ones(m.shape[0], m.dtype), m)
 
 
 # -- public thread count -----------------------------------------------------------------------------
