@@ -283,7 +283,9 @@ def _dot_sum(b, nt):
     differ in a group and alone) and splits a product's rows among its threads in ceil-sized
     pieces of at least 4 rows. So the body is a multiple of 4*nt rows (every thread's piece a
     multiple of 4), the rest goes in 4-row products (one piece each), and only the last rows
-    past a multiple of 4 are computed alone: which rows are grouped depends on the length only."""
+    past a multiple of 4 are computed alone: which rows are grouped depends on the length only.
+    (One race is left: another thread's pool call that ends between reading nt and the product
+    can give BLAS more threads than nt for this call, and a row's last bit may then differ.)"""
     rows = b.size // DOT_ROW
     m = b[:rows * DOT_ROW].reshape(rows, DOT_ROW)
     ones = np.ones(DOT_ROW, b.dtype)
