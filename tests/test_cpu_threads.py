@@ -127,12 +127,16 @@ def test_blas_single_threaded_inside_pool_calls():
     before = parallel.blas_num_threads()
     seen = []
 
+    bounds = []
+
     def task(i):
         seen.append(parallel.blas_num_threads())
+        bounds.append(parallel.blas_threads_bound())  # what BLAS returns to: a large sum aligns for it
         if i == 0:
             tl.set_num_threads(2)  # from inside a call: applied when the call ends
     parallel.run(4, task)
     assert seen == [1, 1, 1, 1]
+    assert bounds == [before] * 4
     assert parallel.blas_num_threads() == before
     tl.set_num_threads(1)
     assert parallel.blas_num_threads() == 1

@@ -143,6 +143,16 @@ def blas_threads():
     return _blas_getter() if _blas_getter and _blas_setter else None
 
 
+def blas_threads_bound():
+    """The most threads BLAS may use for a call starting now: its count, or the count it returns to
+    when a pool call in flight (which holds it at one) ends. None without BLAS control."""
+    now = blas_threads()
+    if now is None:
+        return None
+    before = _blas_before if _serial_depth else None
+    return max(now, before or 1)
+
+
 def _blas_serial_enter():
     global _serial_depth, _blas_before
     if blas_threads() is None:

@@ -247,7 +247,7 @@ def _blocked_reduce(op, fn, a, dims, o, arg):
     else:
         d = outer_r
     if op in ("sum", "mean") and a.ndim == 1 and a.dtype == o.dtype and a.dtype in _BLAS_FLOATS:
-        nt = _par.blas_threads()
+        nt = _par.blas_threads_bound()
         if nt:
             r = _dot_sum(a, nt)
             np.copyto(o, np.reshape(r if op == "sum" else r / r.dtype.type(a.size), o.shape))
@@ -284,8 +284,9 @@ def _dot_sum(b, nt):
     pieces of at least 4 rows. So the body is a multiple of 4*nt rows (every thread's piece a
     multiple of 4), the rest goes in 4-row products (one piece each), and only the last rows
     past a multiple of 4 are computed alone: which rows are grouped depends on the length only.
-    (One race is left: another thread's pool call that ends between reading nt and the product
-    can give BLAS more threads than nt for this call, and a row's last bit may then differ.)"""
+    nt is the most threads BLAS may use meanwhile (parallel.blas_threads_bound: another thread's
+    pool call holds it at one and restores it when it ends); a body aligned for nt threads is
+    aligned for one too."""
     rows = b.size // DOT_ROW
     m = b[:rows * DOT_ROW].reshape(rows, DOT_ROW)
     ones = np.ones(DOT_ROW, b.dtype)
