@@ -87,6 +87,7 @@ ELEMENTWISE = {
     "ternary": {
         "where": ("Where", "BIFD"), "clamp": ("Clamp", "IFD"), "lerp": ("Lerp", "FD"), "addcmul": ("Addcmul", "IFD"),
         "addcdiv": ("Addcdiv", "FD"), "masked_fill": ("MaskedFill", "BIFD"),
+        "gelu_backward_out": ("GeluBackwardOut", "FD"),
     },
 }
 ELEMENTWISE_BOOL_RESULT = frozenset(("isnan", "isinf", "isfinite", "logical_not", "eq", "ne", "lt", "le", "gt", "ge",

@@ -69,3 +69,47 @@ def test_gelu_grad_of_a_broadcast_gradient(device, torch):
     tl.nn.functional.gelu(x).sum().backward()
     torch.nn.functional.gelu(tx).sum().backward()
     np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [9, 70001])
+def test_gelu_grad_from_the_kept_result(device, dtype, n):
+    """The "gelu_backward_out" kernel (Phi(x) = gelu(x) / x off the forward's result; the CPU's
+    exact gelu keeps its result for it) against the float64 derivative, special values included
+    (+-0 -> 0.5, +-inf and NaN -> NaN as torch, the far tail: no -0.0)."""
+    from tensorlab.ops.activation_backward import gelu_backward_from_output
+    rng = np.random.default_rng(n)
+    xs = np.concatenate([[0.0, -0.0, np.inf, -np.inf, np.nan, -20.0, -9.0, -3.0, 1.0], rng.standard_normal(n) * 3])
+    x = tl.tensor(xs, dtype=getattr(tl, dtype), device=device)
+    g = tl.tensor(rng.standard_normal(xs.size) + 1.5, dtype=x.dtype, device=device)
+    y = tl.nn.functional.gelu(x)
+    got = gelu_backward_from_output(g, x, y).double().cpu().numpy()
+    xv = x.double().cpu().numpy()
+    gv = g.double().cpu().numpy()
+    fin = np.isfinite(xv)
+    want = _exact(xv[fin], gv[fin], "none")
+    tol = TOL[dtype]
+    np.testing.assert_allclose(got[fin], want, rtol=tol["rtol"] * 4, atol=tol["atol"])
+    assert np.isnan(got[~fin]).all()
+    np.testing.assert_allclose(got[:2], 0.5 * gv[:2], rtol=tol["rtol"])  # gelu'(+-0) = 1/2
+    if dtype == "float32":  # gelu'(-20) underflows: +0, as torch's cdf + x * pdf gives it (not -0)
+        assert got[5] == 0 and not np.signbit(got[5])
+
+
+def test_gelu_result_changed_in_place_is_no_error():
+    """The CPU keeps gelu's result for the backward, but torch's GeluBackward keeps only the input:
+    changing the result in place afterwards must not raise, and the gradient is the same."""
+    rng = np.random.default_rng(3)
+    xs = rng.standard_normal((4, 5)).astype(np.float32)
+    grads = []
+    for change in (False, True):
+        x = tl.tensor(xs, requires_grad=True)
+        y = tl.nn.functional.gelu(x)
+        z = y * 2
+        if change:
+            y.add_(1.0)  # y is not needed by mul's gradient w.r.t. x ... but gelu kept it
+        z.sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=2e-6, atol=2e-7)
+    np.testing.assert_allclose(grads[0], 2 * _exact(xs.ravel().astype(np.float64), 1.0, "none").reshape(4, 5),
+                               rtol=2e-6, atol=2e-6)

@@ -317,6 +317,16 @@ __device__ __forceinline__ F gelu_backward_(F g, F x, const Params<F>& p) {
 }
 TL_BINARY(GeluBackward, gelu_backward_(a, b, p))
 
+// gelu_backward_out: a = grad, b = x, c = gelu(x) (the forward's result); Phi(x) = gelu(x) / x
+// (0.5 at x = 0), phi(x) = exp(-x^2 / 2) / sqrt(2 pi); the final + 0 turns a -0 factor into +0 as
+// torch's cdf + x * pdf gives it
+template <typename F>
+__device__ __forceinline__ F gelu_backward_out_(F g, F x, F y) {
+  F cdf = x == F(0) ? F(0.5) : y / x;
+  F pdf = m::exp(m::mul_rn(x, x) * F(-0.5)) * F(0.39894228040143267794);
+  return g * ((cdf + m::mul_rn(x, pdf)) + F(0));
+}
+
 // -- ternary ----------------------------------------------------------------------------------
 // lerp: torch's two-sided formula, exact at both ends
 template <typename F>
@@ -331,6 +341,7 @@ TL_TERNARY(Lerp, lerp_(a, b, c))
 TL_TERNARY(Addcmul, add(a, mul(mul(b, p.p0), c)))  // p0: value
 TL_TERNARY(Addcdiv, add(a, mul(b, p.p0) / c))
 TL_TERNARY(MaskedFill, (b != C(0)) ? c : a)
+TL_TERNARY(GeluBackwardOut, gelu_backward_out_(a, b, c))
 
 #undef TL_UNARY
 #undef TL_BINARY

@@ -218,7 +218,12 @@ _def("sign floor ceil round trunc", lambda c, g: (zeros_like(g),))
 def _gelu(c, g):
     x = _x(c)
     if not _grad_mode_on():  # one kernel; under create_graph the composite below (differentiable)
-        from ..ops.activation_backward import gelu_backward
+        from ..ops.activation_backward import gelu_backward, gelu_backward_from_output
+        y = c.result_unchanged()  # kept on the CPU (_gelu_keeps_result), unless changed in place since
+        if y is not None:
+            r = gelu_backward_from_output(g, x, y)
+            if r is not None:
+                return r
         r = gelu_backward(g, x, c.info.get("approximate", "none"))
         if r is not None:
             return r
@@ -238,7 +243,15 @@ def _silu(c, g):
     return g * s * (1 + x * (1 - s))
 
 
-DERIVATIVES["gelu"] = _unary(_gelu, save_x=True)
+def _gelu_keeps_result(ctx):
+    """The CPU keeps exact gelu's float32/float64 result too: its backward reads Phi(x) = gelu(x) / x
+    off it (ops/activation_backward.py). A result changed in place later is simply not used."""
+    _, dt, dev = ctx._metas[0]
+    return dev.type == "cpu" and dt in _GELU_KEEPS and ctx.info.get("approximate", "none") == "none"
+
+
+_GELU_KEEPS = (dtypes.float32, dtypes.float64)
+DERIVATIVES["gelu"] = _unary(_gelu, save_x=True, result=_gelu_keeps_result)
 DERIVATIVES["silu"] = _unary(_silu, save_x=True)
 
 

@@ -169,6 +169,16 @@ class Node:
                                f"save (tensorlab/autograd/derivatives.py)")
         return self._result.unpack(self)
 
+    def result_unchanged(self):
+        """The kept result if it is still at the version it was saved at, else None: for a
+        derivative that can do without it (gelu's), so changing the result in place is no error
+        there (torch's GeluBackward keeps only the input)."""
+        self._check_live()
+        r = self._result
+        if r is None or r.tensor._vc.value != r.version:
+            return None
+        return r.tensor
+
     def needs(self, i):
         return self._needs[i]
 

@@ -711,8 +711,30 @@ def _masked_fill(o, x, mask, value, dt):
     _store(o, np.where(mask, _cast(value, dt), _cast(x, dt)))
 
 
+def _gelu_backward_out(o, g, x, y, dt):
+    """g (Phi(x) + x phi(x)) with Phi(x) = gelu(x) / x read off the forward's result y (0.5 at x = 0;
+    CPU float32 gelu keeps its relative accuracy in the negative tail, so the quotient does) and
+    phi(x) = exp(-x^2 / 2) / sqrt(2 pi): no erfc to evaluate again. + 0 turns a -0 factor into +0
+    (torch's cdf + x * pdf there)."""
+    if o.ndim == 0:  # NumPy's 0-d results are scalars, which the in-place steps below refuse
+        o, g, x, y = o.reshape(1), np.reshape(g, 1), np.reshape(x, 1), np.reshape(y, 1)
+    x = np.asarray(x, dtype=dt)
+    cdf = np.array(np.divide(y, x, dtype=dt, casting=_U), ndmin=1)  # operands may broadcast
+    zero = np.equal(x, 0)
+    if zero.any():
+        cdf[np.broadcast_to(zero, cdf.shape)] = 0.5
+    pdf = np.square(x)
+    pdf *= dt.type(-0.5)
+    np.exp(pdf, out=pdf)
+    pdf *= dt.type(_1_SQRT_2PI)
+    pdf *= x
+    cdf += pdf
+    cdf += dt.type(0)
+    np.multiply(g, cdf, out=o, dtype=dt, casting=_U)
+
+
 _TERNARY = {"where": _where, "clamp": _clamp, "lerp": _lerp, "addcmul": _addcmul, "addcdiv": _addcdiv,
-            "masked_fill": _masked_fill}
+            "masked_fill": _masked_fill, "gelu_backward_out": _gelu_backward_out}
 
 unary.kernels = frozenset(_UNARY)
 binary.kernels = frozenset(_BINARY)
