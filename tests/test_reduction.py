@@ -482,9 +482,9 @@ def test_norm_orders_match_numpy(device, p, dtype):
 
 @pytest.mark.parametrize("np_dtype", [np.float32, np.float64])
 def test_sums_over_leading_dims(device, np_dtype):
-    """sum/mean over the leading dims of a contiguous float tensor (a bias gradient's g.sum(0); the
-    CPU takes one BLAS product with ones): float64 reference, inf/NaN columns, -0.0 columns sum to
-    +0.0 (torch), one row, empty columns."""
+    """sum/mean over the leading dims or the last dim of a contiguous float tensor (a bias
+    gradient's g.sum(0), softmax's backward; the CPU takes one BLAS product with ones): float64
+    reference, inf/NaN columns, -0.0 columns sum to +0.0 (torch), one row, empty columns."""
     rng = np.random.default_rng(8)
     a = rng.standard_normal((300, 7, 5)).astype(np_dtype)
     a[:, 0, 1] = -0.0
@@ -494,7 +494,7 @@ def test_sums_over_leading_dims(device, np_dtype):
     x = tl.tensor(a, device=device)
     w = a.astype(np.float64)
     tol = 2e-6 if np_dtype == np.float32 else 1e-13
-    for dims in (0, (0, 1)):
+    for dims in (0, (0, 1), 2, -1):
         got = host(x.sum(dims))
         want = w.sum(dims)
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 30)
@@ -502,6 +502,9 @@ def test_sums_over_leading_dims(device, np_dtype):
     s0 = host(x.sum(0))
     assert s0[0, 1] == 0 and not np.signbit(s0[0, 1])
     assert s0[1, 2] == np.inf and np.isnan(s0[2, 3]) and np.isnan(s0[3, 4])
+    s2 = host(x.sum(-1, keepdim=True))
+    assert s2.shape == (300, 7, 1) and s2[5, 1, 0] == np.inf and np.isnan(s2[9, 2, 0])
+    assert s2[3, 3, 0] == np.inf and s2[4, 3, 0] == -np.inf
     one = tl.tensor(a[:1], device=device)
     np.testing.assert_array_equal(host(one.sum(0)), a[0])
     assert host(tl.zeros((4, 0), dtype=tl.float32, device=device).sum(0)).shape == (0,)
