@@ -411,6 +411,43 @@ def test_layer_norm_grads_deterministic():
     same_bits(each_thread_count(run))
 
 
+@pytest.mark.parametrize("padding", [0, 1])
+def test_conv_and_pool_batches_bit_identical(padding, torch, monkeypatch):
+    """im2col, col2im and max_pool2d (forward, backward) spread a batch over the pool: every
+    result has the bits of the one-thread call, matches torch, and the pool really ran pieces."""
+    X = rand(9, 6, 30, 30, seed=20)
+    X[1, 2, 3, 4] = np.nan  # a NaN in one sample: the pool's NaN look is per piece
+    Wt = rand(7, 6, 3, 3, seed=21) * 0.2
+    G = rand(9, 7, 28 + 2 * padding, 28 + 2 * padding, seed=22)
+    pieces = []
+    real_run = parallel.run
+    monkeypatch.setattr(parallel, "run", lambda n, fn: (pieces.append(n), real_run(n, fn)))
+
+    def run():
+        x = tl.from_numpy(X).requires_grad_()
+        w = tl.from_numpy(Wt).requires_grad_()
+        y = F.conv2d(x, w, padding=padding)
+        p, ix = F.max_pool2d(y, 3, 2, padding, return_indices=True)
+        (y * tl.from_numpy(G)).sum().backward(retain_graph=True)
+        gx1 = x.grad.numpy().copy()
+        x.grad = None
+        p.sum().backward()
+        return np.concatenate([a.ravel().astype(np.float32) for a in
+                               (y.detach().numpy(), p.detach().numpy(), ix.numpy(), gx1, x.grad.numpy())])
+    results = each_thread_count(run)
+    same_bits(results)
+    assert pieces and max(pieces) > 1
+    tx = torch.from_numpy(X).requires_grad_()
+    ty = torch.nn.functional.conv2d(tx, torch.from_numpy(Wt), padding=padding)
+    tp, tix = torch.nn.functional.max_pool2d(ty, 3, 2, padding, return_indices=True)
+    x = tl.from_numpy(X)
+    y = F.conv2d(x, tl.from_numpy(Wt), padding=padding)
+    p, ix = F.max_pool2d(y, 3, 2, padding, return_indices=True)
+    np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(ix.numpy(), tix.numpy())
+    np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-4, atol=1e-4)
+
+
 # -- the pool: exceptions, nesting, concurrency, faults --------------------------------------------------
 
 class Boom(Exception):

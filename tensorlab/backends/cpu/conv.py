@@ -7,6 +7,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ... import _faults
+from . import parallel as _par
 from .memory import array
 from .reduction import HALF
 
@@ -19,7 +20,10 @@ def im2col(out, x, kernel, dilation, padding, stride, pad_value):
     o = array(out)
     a = array(x)
     _faults.hit("launch")
-    np.copyto(o, windows(a, o.shape[2:4], dilation, padding, stride, o.shape[4:], pad_value))
+
+    def part(b0, b1):  # samples b0..b1-1 (the batch spread over the CPU pool)
+        np.copyto(o[b0:b1], windows(a[b0:b1], o.shape[2:4], dilation, padding, stride, o.shape[4:], pad_value))
+    _par.over_items(o.shape[0], o.size, part)
 
 
 def _reach(n_out, k, s, d):
@@ -59,9 +63,14 @@ def col2im(out, cols, kernel, dilation, padding, stride):
     if not (kh and kw and oh and ow):  # no window reads anything
         o[...] = 0
         return
-    acc = np.zeros((B, C, max(_reach(oh, kh, sh, dh), ph + H), max(_reach(ow, kw, sw, dw), pw + W)), dtype=acc_t)
-    with np.errstate(all="ignore"):
+    hp, wp = max(_reach(oh, kh, sh, dh), ph + H), max(_reach(ow, kw, sw, dw), pw + W)
+
+    def part(b0, b1):  # samples b0..b1-1 (the batch spread over the CPU pool)
+        acc = np.zeros((b1 - b0, C, hp, wp), dtype=acc_t)
+        cb = c[b0:b1]
         for i in range(kh):
             for j in range(kw):
-                acc[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw] += c[:, :, i, j]
-        np.copyto(o, acc[:, :, ph:ph + H, pw:pw + W], casting="unsafe")
+                acc[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw] += cb[:, :, i, j]
+        np.copyto(o[b0:b1], acc[:, :, ph:ph + H, pw:pw + W], casting="unsafe")
+    with np.errstate(all="ignore"):
+        _par.over_items(B, c.size, part)

@@ -39,7 +39,7 @@ from itertools import count
 import numpy as np
 
 __all__ = ("get_num_threads", "set_num_threads", "run", "elementwise", "copyto", "fill", "row_blocks", "split_ranges",
-           "row_sums", "col_sums")
+           "row_sums", "col_sums", "over_items")
 
 
 def _usable_cores():
@@ -56,6 +56,7 @@ PARALLEL_MIN = 1 << 19
 CHUNK_MIN, CHUNK_MAX = 1 << 15, 1 << 20  # elements per task of an elementwise op: about 4 tasks a thread
 TILE_G, TILE_F = 64, 32  # tiles of a transposed op: along the operand's fast axis, along the output's
 BLOCK_BYTES = 1 << 19    # bytes of input per row block of a row-wise composite op (softmax, layer norm)
+ITEMS_WORK_MIN = 1 << 17  # element passes below which a per-item op (im2col, col2im, pools) stays one call
 
 elem_min = PARALLEL_MIN  # the elementwise threshold callers compare with
 
@@ -391,6 +392,18 @@ def row_blocks(rows, row_bytes, min_rows=1):
     """Pieces of range(rows) of about BLOCK_BYTES of input each: a fixed function of the shape."""
     per = max(min_rows, BLOCK_BYTES // max(1, row_bytes))
     return split_ranges(rows, per)
+
+
+def over_items(n, work, fn):
+    """fn(start, stop) over pieces of range(n), n independent items (a batch's samples: im2col,
+    col2im, the pools), one piece a thread, when `work` (the element passes of the whole op) pays
+    for waking the pool; else one call fn(0, n). Each item is computed exactly as in one call."""
+    threads = _num_threads
+    if threads <= 1 or n < 2 or work < ITEMS_WORK_MIN or getattr(_local, "worker", False):
+        fn(0, n)
+        return
+    pieces = split_ranges(n, -(-n // min(n, threads)))
+    run(len(pieces), lambda i: fn(*pieces[i]))
 
 
 def _chunk(n):

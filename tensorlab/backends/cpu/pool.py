@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import _faults
+from . import parallel as _par
 from .conv import windows
 from .memory import array
 from .reduction import HALF
@@ -33,6 +34,12 @@ def max_pool2d(out, indices, x, kernel, stride, padding, dilation):
     """torch's loop, vectorized: each window's first maximum (row-major), or its last NaN; a window
     whose inside elements all equal the dtype's lowest value gives its first inside element."""
     o, ix, a = _arrays(out, indices, x)
+    taps = kernel[0] * kernel[1]
+    _par.over_items(a.shape[0], o.size * taps * 4,  # ~4 passes a tap; the batch spread over the CPU pool
+                    lambda b0, b1: _max_pool(o[b0:b1], ix[b0:b1], a[b0:b1], kernel, stride, padding, dilation))
+
+
+def _max_pool(o, ix, a, kernel, stride, padding, dilation):
     N, C, H, W = a.shape
     OH, OW = o.shape[2:]
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
@@ -137,6 +144,11 @@ def _put_by_index(grad_input, grad_output, indices):
     """_scatter_by_index when no two windows share an input element: each index is written at
     most once, so a plain store is the sum (nothing to accumulate, no rounding)."""
     gi, go, ix = _arrays(grad_input, grad_output, indices)
+    _par.over_items(gi.shape[0], gi.size + 3 * go.size,  # the batch spread over the CPU pool
+                    lambda b0, b1: _put(gi[b0:b1], go[b0:b1], ix[b0:b1]))
+
+
+def _put(gi, go, ix):
     N, C, H, W = gi.shape
     L = ix.shape[2] * ix.shape[3]
     pos = ix.reshape(N * C, L) + np.arange(0, N * C * H * W, H * W, dtype=np.int64)[:, None]
