@@ -428,42 +428,55 @@ _ERFC = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.2788680
          1.48851587, -0.82215223, 0.17087277)
 
 
-_ERFC_T = np.array(_ERFC[1:], dtype=np.float32)  # the coefficients of t, t^2, ..., t^9
+_ERFC_F32 = tuple(np.float32(c) for c in _ERFC)
 _LN2 = 0.69314718055994530942
+_ERFC_K = np.float32(2 * 1.41421356237309504880)  # t = 1 / (1 + a / 2) = K / (K + |x|) for a = |x| / sqrt 2
+_full_f32 = {}  # value -> a read-only float32 array of _CACHE_BLOCK copies (an operand of np.maximum/minimum)
+
+
+def _f32_full(value, n):
+    """n float32 copies of value as an operand for np.maximum/np.minimum (NumPy's loop with a
+    scalar operand is ~5x slower than with an array); a fresh array past _CACHE_BLOCK."""
+    if n > _CACHE_BLOCK:
+        return np.full(n, value, np.float32)
+    r = _full_f32.get(value)
+    if r is None:
+        r = np.full(_CACHE_BLOCK, value, np.float32)
+        r.flags.writeable = False
+        _full_f32[value] = r
+    return r[:n]
 
 
 def _erfc_core(x, c0_shift):
-    """For a 1-D float32 x: (p, a, a2) with a = |min(x, 1e4)| / sqrt 2, a2 = a^2, t = 1 / (1 + a/2) and
-    p = t exp(P(t) + c0_shift - a2) = erfc(a) exp(c0_shift). P's powers of t are rows of one buffer
-    and P their product with the coefficients (one BLAS matrix-vector product, each element its own
-    dot product: the same bits whatever the blocking)."""
+    """For a 1-D float32 x: (p, u, s) with u = |min(x, 1e4)|, s = -u^2 / 2, t = 1 / (1 + u / (2 sqrt 2))
+    and p = t exp(P(t) + c0_shift + s) = erfc(u / sqrt 2) exp(c0_shift), P by Horner's rule (each
+    step one in-place pass over arrays that stay in cache; more accurate than summing powers)."""
     f = np.float32
-    a = _extreme_const(np.minimum, x, 1e4, _F32)  # +inf: erfc underflows to 0 and nothing multiplies inf by it
-    np.abs(a, out=a)
-    a *= f(_SQRT1_2)
-    a2 = np.square(a)
-    v = np.empty((9, x.size), f)
-    t = v[0]
-    np.multiply(a, f(0.5), out=t)
-    t += f(1)
-    np.reciprocal(t, out=t)
-    for k in range(1, 9):
-        np.multiply(v[k - 1], t, out=v[k])
-    p = _ERFC_T @ v
+    c = _ERFC_F32
+    u = np.minimum(x, _f32_full(1e4, x.size))  # +inf: erfc underflows to 0 and nothing multiplies inf by it
+    np.abs(u, out=u)
+    t = np.add(u, _ERFC_K)
+    np.divide(_ERFC_K, t, out=t)
+    p = np.multiply(t, c[9])
+    for ck in c[8:0:-1]:
+        p += ck
+        p *= t
     p += f(_ERFC[0] + c0_shift)
-    p -= a2
+    s = np.multiply(u, f(-0.5))
+    s *= u
+    p += s
     np.exp(p, out=p)
     p *= t
-    return p, a, a2
+    return p, u, s
 
 
 def _gelu_f32(o, x):
     """gelu(x) = max(x, 0) - |x|/2 erfc(|x| / sqrt 2), in float32 (x 1-D, or any shape via a copy)."""
     shape = x.shape
     x = x.reshape(-1) if x.flags.c_contiguous else np.ascontiguousarray(x).reshape(-1)
-    p, a, _ = _erfc_core(x, -0.5 * _LN2)  # erfc(a) / sqrt 2
-    p *= a                                 # |x| / 2 erfc(|x| / sqrt 2)
-    r = _extreme_const(np.maximum, x, 0, _F32)
+    p, u, _ = _erfc_core(x, -_LN2)  # erfc(|x| / sqrt 2) / 2
+    p *= u                          # |x| / 2 erfc(|x| / sqrt 2)
+    r = np.maximum(x, _f32_full(0.0, x.size))
     r -= p
     np.copyto(o, r.reshape(shape), casting=_U)
 
@@ -521,11 +534,10 @@ def _gelu_bwd_f32(o, g, x):
     f = np.float32
     shape = x.shape
     x = x.reshape(-1) if x.flags.c_contiguous else np.ascontiguousarray(x).reshape(-1)
-    p, _, a2 = _erfc_core(x, -_LN2)  # erfc(a) / 2
+    p, _, a2 = _erfc_core(x, -_LN2)  # erfc(|x| / sqrt 2) / 2, -x^2 / 2
     np.subtract(f(0.5), p, out=p)
     np.copysign(p, x, out=p)
     p += f(0.5)                      # Phi(x)
-    np.negative(a2, out=a2)
     np.exp(a2, out=a2)
     a2 *= x
     a2 *= f(_1_SQRT_2PI)             # x phi(x)
