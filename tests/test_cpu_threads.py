@@ -117,6 +117,20 @@ def test_blas_threads_follow():
     np.testing.assert_allclose((tl.from_numpy(a) @ tl.from_numpy(a)).numpy(), a @ a, rtol=1e-5, atol=1e-4)
 
 
+def test_blas_core_names_the_kernels_openblas_loaded():
+    """parallel.blas_core() reads the kernel set off the OpenBLAS library NumPy loaded (the bench
+    prints it): in a fresh process told OPENBLAS_CORETYPE=Sandybridge it says so."""
+    import subprocess
+    import sys
+    if not parallel.blas_follows():
+        pytest.skip("NumPy's BLAS is not a reachable OpenBLAS here")
+    assert parallel.blas_core()
+    env = dict(os.environ, OPENBLAS_CORETYPE="Sandybridge")
+    code = "from tensorlab.backends.cpu import parallel; print(parallel.blas_core())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "Sandybridge", out.stderr
+
+
 def test_blas_single_threaded_inside_pool_calls():
     """While a pool call runs, BLAS runs with one thread (the pool is the parallelism; a BLAS call
     in a task then splits nothing, so its bits do not depend on the thread count); afterwards

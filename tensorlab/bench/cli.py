@@ -14,6 +14,7 @@ import numpy as np
 
 import tensorlab as tl
 from tensorlab import backends
+from tensorlab.backends.cpu import parallel as _par
 
 from . import models as model_bench
 from . import overhead, report, suite
@@ -156,7 +157,8 @@ def _machine():
     info = {"platform": platform.platform(), "machine": platform.machine(), "processor": platform.processor(),
             "python": platform.python_version(), "cpu_count": os.cpu_count(),
             "tensorlab_threads": thread_counts.tensorlab_threads(),
-            "tensorlab_can_set_threads": thread_counts.can_set_tensorlab_threads()}
+            "tensorlab_can_set_threads": thread_counts.can_set_tensorlab_threads(),
+            "blas_core": _par.blas_core(), "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE")}
     torch = torch_module()
     if torch is not None:
         info["torch_threads"] = torch.get_num_threads()
@@ -205,8 +207,11 @@ def main(argv=None):
     tl_threads = thread_counts.tensorlab_threads()
     tl_text = f"{tl_threads} CPU thread{'s' if tl_threads != 1 else ''}" + \
         ("" if thread_counts.can_set_tensorlab_threads() else ", no tl.set_num_threads")
+    core = _par.blas_core()
+    blas_text = "" if core is None else f" (OpenBLAS {core} kernels" + \
+        (", set by OPENBLAS_CORETYPE)" if os.environ.get("OPENBLAS_CORETYPE") else ")")
     print(f"tensorlab-bench {tl.__version__} ({mode}; tensorlab {tl_text}): {platform.platform()}, Python "
-          f"{platform.python_version()}, numpy {versions['numpy']}, {torch_text}"
+          f"{platform.python_version()}, numpy {versions['numpy']}{blas_text}, {torch_text}"
           + (f", cupy {versions['cupy']}" if versions["cupy"] else ""))
     for line in cuda_lines:
         print(line)

@@ -97,6 +97,30 @@ _blas_setter = None
 _blas_searched = False
 
 
+def blas_core():
+    """The name of the kernel set NumPy's OpenBLAS runs ("Haswell", "SkylakeX", ...), or None when
+    OpenBLAS's library is not reachable (tensorlab/_blas_core.py chooses it where it can)."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split(None, 5)[5].strip() for line in f if "openblas" in line.lower() and
+                     len(line.split(None, 5)) == 6}
+    except OSError:
+        return None
+    for p in sorted(paths):
+        try:
+            lib = ctypes.CDLL(p)
+        except OSError:
+            continue
+        for name in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename64_",
+                     "openblas_get_corename"):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.argtypes = ()
+                fn.restype = ctypes.c_char_p
+                return fn().decode()
+    return None
+
+
 def blas_follows():
     """True when BLAS's thread count follows set_num_threads (OpenBLAS's control was found)."""
     _set_blas(None)
