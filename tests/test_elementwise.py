@@ -685,6 +685,28 @@ def test_erf_dense_grid_float64(device):
     assert math.isnan(tl.erf(tl.tensor([math.nan], device=device)).item())
 
 
+def test_gelu_float32_accuracy_on_a_dense_grid(device):
+    """Exact GELU in float32 against float64 erfc on a grid longer than the CPU's cache block. The
+    CPU keeps its relative accuracy where gelu(x) is tiny (x < -4; its backward reads
+    Phi(x) = gelu(x) / x off this result): 2e-5 down to the smallest normal float32, a few
+    subnormal steps below. CUDA computes torch's 0.5 x (1 + erf(x / sqrt 2)), which cancels there:
+    torch's absolute accuracy. Special values as torch (-inf * 0: NaN)."""
+    xs = np.concatenate([np.linspace(-13, 8, 120001), [0.0, -0.0, 1e30, -1e30]]).astype(np.float32)
+    got = to_numpy(tl.nn.functional.gelu(tl.tensor(xs, device=device))).astype(np.float64)
+    x64 = xs.astype(np.float64)
+    ref = np.array([0.5 * v * math.erfc(-v / math.sqrt(2)) for v in x64])
+    err = np.abs(got - ref)
+    if device == "cpu":
+        normal = np.abs(ref) >= 2.0 ** -126
+        rel = err[normal] / np.abs(ref[normal])
+        assert rel.max() < 2e-5, (rel.max(), xs[normal][rel.argmax()])
+        assert err[~normal].max() <= 4 * 2.0 ** -149
+    else:
+        np.testing.assert_allclose(got, ref, rtol=2e-6, atol=2e-6)
+    special = to_numpy(tl.nn.functional.gelu(tl.tensor([np.inf, -np.inf, np.nan], device=device)))
+    assert special[0] == np.inf and np.isnan(special[1]) and np.isnan(special[2])
+
+
 def test_gelu_silu_sigmoid_known_values(device):
     x = tl.tensor([-3.0, 0.5, 3.0], device=device)
     # torch's values; at -3 the result is a cancellation (1 + tanh(..) ~ 0.0024), so allow float32 noise
