@@ -69,9 +69,9 @@ _local = threading.local()     # .worker: this thread is one of the pool's
 
 # -- BLAS thread control ---------------------------------------------------------------------------
 
-def _find_blas(verb="set"):
-    """OpenBLAS's set_num_threads (verb "set") or get_num_threads (verb "get") in the process's
-    loaded libraries (the one NumPy uses), or None."""
+def _openblas_function(names):
+    """The first of `names` that an OpenBLAS library loaded in this process (the one NumPy uses)
+    exports, or None."""
     try:
         with open("/proc/self/maps") as f:
             paths = {line.split(None, 5)[5].strip() for line in f if "openblas" in line.lower() and
@@ -83,14 +83,21 @@ def _find_blas(verb="set"):
             lib = ctypes.CDLL(p)
         except OSError:
             continue
-        for name in ("scipy_openblas_%s_num_threads64_", "scipy_openblas_%s_num_threads",
-                     "openblas_%s_num_threads64_", "openblas_%s_num_threads"):
-            fn = getattr(lib, name % verb, None)
+        for name in names:
+            fn = getattr(lib, name, None)
             if fn is not None:
-                fn.argtypes = (ctypes.c_int,) if verb == "set" else ()
-                fn.restype = None if verb == "set" else ctypes.c_int
                 return fn
     return None
+
+
+def _find_blas(verb="set"):
+    """OpenBLAS's set_num_threads (verb "set") or get_num_threads (verb "get"), or None."""
+    fn = _openblas_function([n % verb for n in ("scipy_openblas_%s_num_threads64_", "scipy_openblas_%s_num_threads",
+                                                "openblas_%s_num_threads64_", "openblas_%s_num_threads")])
+    if fn is not None:
+        fn.argtypes = (ctypes.c_int,) if verb == "set" else ()
+        fn.restype = None if verb == "set" else ctypes.c_int
+    return fn
 
 
 _blas_setter = None
@@ -98,27 +105,15 @@ _blas_searched = False
 
 
 def blas_core():
-    """The name of the kernel set NumPy's OpenBLAS runs ("Haswell", "SkylakeX", ...), or None when
-    OpenBLAS's library is not reachable (tensorlab/_blas_core.py chooses it where it can)."""
-    try:
-        with open("/proc/self/maps") as f:
-            paths = {line.split(None, 5)[5].strip() for line in f if "openblas" in line.lower() and
-                     len(line.split(None, 5)) == 6}
-    except OSError:
+    """The name of the kernel set NumPy's OpenBLAS runs ("Haswell", "SkylakeX", ...; OpenBLAS picks it
+    by CPU when it loads, or takes OPENBLAS_CORETYPE), or None when its library is not reachable."""
+    fn = _openblas_function(("scipy_openblas_get_corename64_", "scipy_openblas_get_corename",
+                             "openblas_get_corename64_", "openblas_get_corename"))
+    if fn is None:
         return None
-    for p in sorted(paths):
-        try:
-            lib = ctypes.CDLL(p)
-        except OSError:
-            continue
-        for name in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename64_",
-                     "openblas_get_corename"):
-            fn = getattr(lib, name, None)
-            if fn is not None:
-                fn.argtypes = ()
-                fn.restype = ctypes.c_char_p
-                return fn().decode()
-    return None
+    fn.argtypes = ()
+    fn.restype = ctypes.c_char_p
+    return fn().decode()
 
 
 def blas_follows():
