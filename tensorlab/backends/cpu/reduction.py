@@ -12,7 +12,7 @@ import numpy as np
 
 from ... import _faults
 from . import parallel as _par
-from .elementwise import _quiet_off, _quiet_on
+from .elementwise import _fault_plans, _quiet_off, _quiet_on
 from .memory import array
 
 __all__ = ("reduce", "foreach_norm", "arg_reduce", "cumulative", "softmax")
@@ -189,7 +189,16 @@ def reduce(out, x, op, dims, arg=None):
     a = array(x)
     dims = tuple(dims)
     o = _kept(array(out), a, dims)
-    _faults.hit("launch")
+    if _fault_plans:
+        _faults.hit("launch")
+    if op == "sum" and len(dims) == a.ndim and a.dtype is o.dtype and a.dtype in _BLAS_FLOATS and a.size < BLOCKED_MIN:
+        # a small full float32/float64 sum (x.sum()): the one ufunc call the general path ends in
+        token = _quiet_on()
+        try:
+            np.add.reduce(a, axis=dims, out=o, keepdims=True)
+        finally:
+            _quiet_off(token)
+        return
     _reduce_into(o, a, op, dims, arg)
 
 
