@@ -296,6 +296,36 @@ def test_transposed_edges_and_batches():
                                           X.astype(np_dt).transpose(2, 1, 0))
 
 
+@pytest.mark.parametrize("shape", [(182, 182), (200, 300), (512, 512), (3, 100, 130), (300, 700)])
+def test_transposed_ops_below_the_pool_threshold(shape, monkeypatch):
+    """From parallel.TILED_MIN elements on, an op whose operand is transposed relative to its output
+    (x.T + x, x.T.contiguous(), copy_ of a transposed view, a casting copy) goes through the tiled
+    paths even below the pool's threshold: NumPy's bits, torch's output strides, and the tiles ran."""
+    X = rand(*shape, seed=13)
+    ran = []
+    for name in ("tiled", "tiled_copy"):
+        real = getattr(parallel, name)
+        monkeypatch.setattr(parallel, name, lambda *a, _real=real, _name=name: ran.append((_name, _real(*a))) or
+                            ran[-1][1])
+    x = tl.from_numpy(X)
+    xt = x.transpose(-1, -2)
+    want_t = np.swapaxes(X, -1, -2)
+    for n in THREADS:
+        tl.set_num_threads(n)
+        if shape[-1] == shape[-2]:
+            y = xt + x
+            np.testing.assert_array_equal(y.numpy(), want_t + X)
+            assert y.stride() == xt.stride()  # torch: the result follows the first operand's layout
+            np.testing.assert_array_equal((x * xt).numpy(), X * want_t)
+        np.testing.assert_array_equal(xt.contiguous().numpy(), want_t)
+        d = tl.empty(*want_t.shape, dtype=tl.float64)
+        d.copy_(xt)
+        np.testing.assert_array_equal(d.numpy(), want_t.astype(np.float64))
+    assert ("tiled_copy", True) in ran
+    if shape[-1] == shape[-2]:
+        assert ("tiled", True) in ran
+
+
 def test_inplace_transposed_copy_and_overlap():
     for n in THREADS:
         tl.set_num_threads(n)

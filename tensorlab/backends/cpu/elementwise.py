@@ -110,9 +110,11 @@ def binary(out, op, a, b, compute, **params):
             _faults.hit("launch")
         uf = _PLAIN_BINARY.get(op)
         if uf is not None and not params and o.dtype is dt and x.dtype is dt and y.dtype is dt:
-            if o.size >= _par.elem_min:
+            n = o.size
+            if n >= _par.elem_min:
                 _split_plain(uf, o, (x, y))
-            else:
+            elif n < _par.TILED_MIN or (x.flags.c_contiguous and y.flags.c_contiguous) or not _par.tiled(
+                    lambda out, *xs: uf(*xs, out=out), o, (x, y), lambda out, *xs: uf(*xs, out=out, order="C")):
                 uf(x, y, out=o)  # the kernel's ufunc: operands of one dtype select the same loop
         elif o.size >= _par.elem_min:
             _split(_BINARY[op], o, (x, y), dt, params)

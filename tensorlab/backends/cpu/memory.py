@@ -228,8 +228,11 @@ def copy(dst, src):
     s = array(src)
     token = _quiet_casts()
     try:
-        if d.size < _par.elem_min or not _par.copyto(d, s):  # large copies: split over the CPU pool
-            np.copyto(d, s, casting="unsafe")
+        if d.size >= _par.elem_min:  # large copies: split over the CPU pool
+            if not _par.copyto(d, s):
+                np.copyto(d, s, casting="unsafe")
+        elif d.size < _par.TILED_MIN or s.flags.c_contiguous or not _par.tiled_copy(d, s):  # a transposed
+            np.copyto(d, s, casting="unsafe")                                                 # source: tiles
     finally:
         _loud(token)
 
