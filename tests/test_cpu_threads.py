@@ -296,11 +296,14 @@ def test_transposed_edges_and_batches():
                                           X.astype(np_dt).transpose(2, 1, 0))
 
 
-@pytest.mark.parametrize("shape", [(182, 182), (200, 300), (512, 512), (3, 100, 130), (300, 700)])
-def test_transposed_ops_below_the_pool_threshold(shape, monkeypatch):
+@pytest.mark.parametrize("shape,tiles", [((182, 182), False), ((256, 256), True), ((300, 700), False),
+                                         ((512, 512), True), ((3, 128, 256), True), ((2, 200, 130), False)])
+def test_transposed_ops_below_the_pool_threshold(shape, tiles, monkeypatch):
     """From parallel.TILED_MIN elements on, an op whose operand is transposed relative to its output
-    (x.T + x, x.T.contiguous(), copy_ of a transposed view, a casting copy) goes through the tiled
-    paths even below the pool's threshold: NumPy's bits, torch's output strides, and the tiles ran."""
+    (x.T + x, x.T.contiguous(), copy_ of a transposed view, a casting copy) goes through tiles even
+    below the pool's threshold where the transposed operand's stride is a multiple of
+    parallel.ALIASED bytes (power-of-two rows), through NumPy's own order elsewhere, and an
+    F-ordered result is computed in the reversed (C) frame: NumPy's bits and torch's strides always."""
     X = rand(*shape, seed=13)
     ran = []
     for name in ("tiled", "tiled_copy"):
@@ -317,13 +320,15 @@ def test_transposed_ops_below_the_pool_threshold(shape, monkeypatch):
             np.testing.assert_array_equal(y.numpy(), want_t + X)
             assert y.stride() == xt.stride()  # torch: the result follows the first operand's layout
             np.testing.assert_array_equal((x * xt).numpy(), X * want_t)
+            np.testing.assert_array_equal((xt - 1.5).numpy(), want_t - np.float32(1.5))
+        y = xt + tl.from_numpy(want_t.copy())  # a transposed and a contiguous operand, any shape
+        np.testing.assert_array_equal(y.numpy(), want_t + want_t)
         np.testing.assert_array_equal(xt.contiguous().numpy(), want_t)
         d = tl.empty(*want_t.shape, dtype=tl.float64)
         d.copy_(xt)
         np.testing.assert_array_equal(d.numpy(), want_t.astype(np.float64))
-    assert ("tiled_copy", True) in ran
-    if shape[-1] == shape[-2]:
-        assert ("tiled", True) in ran
+    assert (("tiled_copy", True) in ran) == tiles
+    assert (("tiled", True) in ran) == tiles
 
 
 def test_inplace_transposed_copy_and_overlap():

@@ -111,10 +111,16 @@ def binary(out, op, a, b, compute, **params):
         uf = _PLAIN_BINARY.get(op)
         if uf is not None and not params and o.dtype is dt and x.dtype is dt and y.dtype is dt:
             n = o.size
-            if n >= _par.elem_min:
+            if n >= _par.TILED_MIN and not (x.flags.c_contiguous and y.flags.c_contiguous):
+                o, x, y = _c_frame(o, x, y)
+                if n >= _par.elem_min:
+                    _split_plain(uf, o, (x, y))
+                elif not _par.tiled(lambda out, *xs: uf(*xs, out=out), o, (x, y),
+                                    lambda out, *xs: uf(*xs, out=out, order="C")):
+                    uf(x, y, out=o)
+            elif n >= _par.elem_min:
                 _split_plain(uf, o, (x, y))
-            elif n < _par.TILED_MIN or (x.flags.c_contiguous and y.flags.c_contiguous) or not _par.tiled(
-                    lambda out, *xs: uf(*xs, out=out), o, (x, y), lambda out, *xs: uf(*xs, out=out, order="C")):
+            else:
                 uf(x, y, out=o)  # the kernel's ufunc: operands of one dtype select the same loop
         elif o.size >= _par.elem_min:
             _split(_BINARY[op], o, (x, y), dt, params)
@@ -135,6 +141,18 @@ def _split(kernel, o, args, dt, params):
     when the output overlaps an operand."""
     if not _par.elementwise(kernel, o, args, (dt,), params):
         kernel(o, *args, dt, **params)
+
+
+def _c_frame(o, *args):
+    """(o, *args) with every axis reversed when o is F-contiguous (torch's layout for x.T + x) and
+    each operand is an array of o's shape or a scalar: the same elements, but NumPy then iterates
+    along the C-contiguous reversed output (about 2x faster than its own order for F-order outputs,
+    measured 300^2 to 2000^2); the operands unchanged otherwise."""
+    if o.ndim < 2 or o.flags.c_contiguous or not o.flags.f_contiguous:
+        return (o,) + args
+    if any(isinstance(a, np.ndarray) and a.ndim and a.shape != o.shape for a in args):
+        return (o,) + args
+    return (o.T,) + tuple(a.T if isinstance(a, np.ndarray) else a for a in args)
 
 
 def _split_plain(uf, o, args):
