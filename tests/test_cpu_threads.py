@@ -331,6 +331,32 @@ def test_transposed_ops_below_the_pool_threshold(shape, tiles, monkeypatch):
     assert (("tiled", True) in ran) == tiles
 
 
+@pytest.mark.parametrize("shape,row_shape", [((1024, 1024), (1024,)), ((1000, 1000), (1000,)),
+                                             ((4, 256, 512), (256, 512)), ((1021, 400), (400,)),
+                                             ((300, 2048), (2048,))])
+def test_row_broadcast_ops_in_longer_rows(shape, row_shape, monkeypatch):
+    """`a + row` from elementwise._ROWS_MIN elements on views a as rows k times longer with the row
+    tiled k times (or leaves it where k does not divide the rows): NumPy's bits for both operand
+    orders and non-commutative ops, every thread count, the tiling used where it applies."""
+    from tensorlab.backends.cpu import elementwise as E
+    A = rand(*shape, seed=31)
+    R = rand(*row_shape, seed=32) + 2
+    used = []
+    real = E._long_rows
+    monkeypatch.setattr(E, "_long_rows", lambda o, x, y: used.append(o.shape) or real(o, x, y))
+    a, r = tl.from_numpy(A), tl.from_numpy(R)
+    for n in THREADS:
+        tl.set_num_threads(n)
+        np.testing.assert_array_equal((a + r).numpy(), A + R)
+        np.testing.assert_array_equal((r - a).numpy(), R - A)
+        np.testing.assert_array_equal((a / r).numpy(), A / R)
+        np.testing.assert_array_equal((r * a).numpy(), R * A)
+    assert used
+    rows = int(np.prod(shape)) // int(np.prod(row_shape))
+    tiled = any(rows % k == 0 and k * int(np.prod(row_shape)) <= E._ROW_TILE for k in (64, 32, 16, 8))
+    assert (real(np.empty(shape, np.float32), A, R)[0].shape != shape) == tiled
+
+
 def test_inplace_transposed_copy_and_overlap():
     for n in THREADS:
         tl.set_num_threads(n)

@@ -118,10 +118,13 @@ def binary(out, op, a, b, compute, **params):
                 elif not _par.tiled(lambda out, *xs: uf(*xs, out=out), o, (x, y),
                                     lambda out, *xs: uf(*xs, out=out, order="C")):
                     uf(x, y, out=o)
-            elif n >= _par.elem_min:
-                _split_plain(uf, o, (x, y))
             else:
-                uf(x, y, out=o)  # the kernel's ufunc: operands of one dtype select the same loop
+                if n >= _ROWS_MIN:
+                    o, x, y = _long_rows(o, x, y)
+                if n >= _par.elem_min:
+                    _split_plain(uf, o, (x, y))
+                else:
+                    uf(x, y, out=o)  # the kernel's ufunc: operands of one dtype select the same loop
         elif o.size >= _par.elem_min:
             _split(_BINARY[op], o, (x, y), dt, params)
         else:
@@ -153,6 +156,46 @@ def _c_frame(o, *args):
     if any(isinstance(a, np.ndarray) and a.ndim and a.shape != o.shape for a in args):
         return (o,) + args
     return (o.T,) + tuple(a.T if isinstance(a, np.ndarray) else a for a in args)
+
+
+_ROWS_MIN = 1 << 18  # elements from which a row-broadcast operand is tiled into longer rows
+_ROW_TILE = 1 << 14  # elements of a tiled row at most
+
+
+def _long_rows(o, x, y):
+    """(o, x, y) for a C-contiguous o and operands that are o itself in shape (C-contiguous) or a
+    C-contiguous row broadcast over o's leading dims (a bias): o viewed as rows k times longer
+    and the row operand tiled k times, k in (64, 32, 16, 8) with k rows within _ROW_TILE elements
+    (NumPy's per-row iteration of a broadcast operand makes `a + row` ~2x a plain add; 1Mi:
+    163 -> 115 us). The same elements in the same places; unchanged where that does not apply."""
+    if not o.flags.c_contiguous or o.ndim < 2:
+        return o, x, y
+    row = None
+    for a in (x, y):
+        if not isinstance(a, np.ndarray) or not a.ndim:
+            continue
+        if a.shape == o.shape:
+            if not a.flags.c_contiguous:
+                return o, x, y
+        elif row is None and a.flags.c_contiguous and a.ndim < o.ndim and a.shape == o.shape[o.ndim - a.ndim:]:
+            row = a
+        else:
+            return o, x, y
+    if row is None:
+        return o, x, y
+    length = row.size
+    rows = o.size // length
+    k = next((k for k in (64, 32, 16, 8) if rows % k == 0 and k * length <= _ROW_TILE), None)
+    if k is None:
+        return o, x, y
+    tiled_row = np.tile(row.reshape(-1), k)
+    shape = (rows // k, k * length)
+
+    def view(a):
+        if a is row:
+            return tiled_row
+        return a.reshape(shape) if isinstance(a, np.ndarray) and a.ndim else a
+    return o.reshape(shape), view(x), view(y)
 
 
 def _split_plain(uf, o, args):
