@@ -115,8 +115,8 @@ def binary(out, op, a, b, compute, **params):
                 o, x, y = _c_frame(o, x, y)
                 if n >= _par.elem_min:
                     _split_plain(uf, o, (x, y))
-                elif not _par.tiled(lambda out, *xs: uf(*xs, out=out), o, (x, y),
-                                    lambda out, *xs: uf(*xs, out=out, order="C")):
+                elif not (_aliased_last(x) or _aliased_last(y)) or not _par.tiled(
+                        lambda out, *xs: uf(*xs, out=out), o, (x, y), lambda out, *xs: uf(*xs, out=out, order="C")):
                     uf(x, y, out=o)
             else:
                 if n >= _ROWS_MIN:
@@ -144,6 +144,12 @@ def _split(kernel, o, args, dt, params):
     when the output overlaps an operand."""
     if not _par.elementwise(kernel, o, args, (dt,), params):
         kernel(o, *args, dt, **params)
+
+
+def _aliased_last(a):
+    """Whether `a` steps along its last axis by a nonzero multiple of parallel.ALIASED bytes: the one
+    case where tiles beat NumPy's order below the pool's threshold (a cheap test before tiled())."""
+    return isinstance(a, np.ndarray) and a.ndim > 1 and a.strides[-1] and not a.strides[-1] % _par.ALIASED
 
 
 def _c_frame(o, *args):
@@ -188,7 +194,9 @@ def _long_rows(o, x, y):
     k = next((k for k in (64, 32, 16, 8) if rows % k == 0 and k * length <= _ROW_TILE), None)
     if k is None:
         return o, x, y
-    tiled_row = np.tile(row.reshape(-1), k)
+    tiled_row = np.empty((k, length), row.dtype)
+    np.copyto(tiled_row, row.reshape(1, length))
+    tiled_row = tiled_row.reshape(-1)
     shape = (rows // k, k * length)
 
     def view(a):

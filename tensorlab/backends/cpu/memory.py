@@ -231,8 +231,9 @@ def copy(dst, src):
         if d.size >= _par.elem_min:  # large copies: split over the CPU pool
             if not _par.copyto(d, s):
                 np.copyto(d, s, casting="unsafe")
-        elif d.size < _par.TILED_MIN or s.flags.c_contiguous or not _par.tiled_copy(d, s):  # a transposed
-            np.copyto(d, s, casting="unsafe")                                                 # source: tiles
+        elif d.size < _par.TILED_MIN or s.ndim < 2 or not s.strides[-1] or s.strides[-1] % _par.ALIASED or \
+                not _par.tiled_copy(d, s):  # a source transposed at an aliased stride: tiles
+            np.copyto(d, s, casting="unsafe")
     finally:
         _loud(token)
 

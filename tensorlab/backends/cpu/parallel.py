@@ -502,13 +502,12 @@ def tiled(kernel, o, args, ordered):
     x.T.contiguous()), for sizes below the pool's threshold too: on one core the tiles are ~4x
     faster than NumPy's own iteration there. False (nothing done) where that does not apply."""
     arrays = [a for a in args if isinstance(a, np.ndarray) and a.ndim]
-    if not _independent(o, arrays):
+    if any(a.shape != o.shape for a in arrays):  # the cheap refusals first: this runs for small ops too
         return False
-    full = [np.broadcast_to(a, o.shape) if isinstance(a, np.ndarray) and a.ndim else a for a in args]
-    gf = _transposed_axes(o, [a for a in full if isinstance(a, np.ndarray) and a.ndim])
-    if gf is None:
+    gf = _transposed_axes(o, arrays)
+    if gf is None or not _independent(o, arrays):
         return False
-    _tiles(kernel, o, full, (), {}, ordered, gf)
+    _tiles(kernel, o, list(args), (), {}, ordered, gf)
     return True
 
 
@@ -621,11 +620,11 @@ def tiled_copy(d, s):
     each reads that many streams of the source in order and writes whole cache lines of d (NumPy's
     strided copy there is ~2x faster than a ufunc over tiles, ~4x faster than one copyto). Blocks
     spread over the pool for a large copy. False (nothing done) where that does not apply."""
-    if not isinstance(s, np.ndarray) or not s.ndim or np.may_share_memory(d, s):
+    if not isinstance(s, np.ndarray) or not s.ndim:
         return False
-    full = np.broadcast_to(s, d.shape)
+    full = s if s.shape == d.shape else np.broadcast_to(s, d.shape)
     gf = _transposed_axes(d, [full], aliased_only=d.size < elem_min)  # large copies gain anyway
-    if gf is None:
+    if gf is None or np.may_share_memory(d, s):
         return False
     f = gf[1]
     tf = TILE_FS[0]
