@@ -357,6 +357,81 @@ def test_row_broadcast_ops_in_longer_rows(shape, row_shape, monkeypatch):
     assert (real(np.empty(shape, np.float32), A, R)[0].shape != shape) == tiled
 
 
+@pytest.mark.parametrize("case", ["col", "row", "strided", "unary_strided", "small_rows", "few_elements"])
+def test_row_long_ufunc_buffer(case, monkeypatch):
+    """Elementwise ufuncs whose operands do not flatten to one run (a broadcast column, a bias row,
+    a strided view) run under a ufunc buffer as long as the output's rows where parallel.rows_state
+    says so (rows of ROW_BUF_MIN..ROW_BUF_MAX elements, ROW_BUF_ELEMS elements or more), on the
+    caller and on every pool worker alike, and NumPy's default buffer elsewhere; NumPy's bits
+    every time, with every thread count."""
+    import threading
+    from tensorlab.backends.cpu import elementwise as E
+    wide = rand(1024, 1040, seed=40)
+    # 2047 rows: no k divides them, so the bias row is not tiled into rows past ROW_BUF_MAX (_long_rows)
+    X = {"col": wide[:, :1000].copy(), "row": rand(2047, 600, seed=41), "strided": wide[:, :1000],
+         "unary_strided": wide[:, :1000], "small_rows": rand(4096, 300, seed=42), "few_elements": rand(12, 1000, seed=43)}[case]
+    col, row = rand(X.shape[0], 1, seed=44), rand(X.shape[1], seed=45)
+    if case == "unary_strided":
+        name, fn, want = "exp", lambda x: x.exp(), np.exp(X)
+        table = E._PLAIN_UNARY
+    else:
+        other = {"col": col, "row": row}.get(case, X)
+        name, fn, want = "mul", lambda x: x * tl.from_numpy(other), X * other
+        table = E._PLAIN_BINARY
+    real = table[name]
+    seen = []
+
+    def recording(*args, **kw):
+        seen.append((threading.get_ident(), np.getbufsize()))
+        return real(*args, **kw)
+    monkeypatch.setitem(table, name, recording)
+    x = tl.from_numpy(wide)[:, :1000] if case in ("strided", "unary_strided") else tl.from_numpy(X)
+    buffered = case in ("col", "row", "strided", "unary_strided")
+    expect = X.shape[1] // 16 * 16 if buffered else 8192
+    assert (parallel.rows_state(want) is not None) == buffered
+    for n in THREADS:
+        tl.set_num_threads(n)
+        seen.clear()
+        got = fn(x).numpy()
+        np.testing.assert_array_equal(got, want)
+        assert got.tobytes() == np.ascontiguousarray(want).tobytes()
+        assert seen and {b for _, b in seen} == {expect}
+        if n > 1 and X.size >= parallel.elem_min:
+            assert len({t for t, _ in seen}) > 1  # the workers computed pieces under the same buffer
+    assert np.getbufsize() == 8192  # the caller's own state is back
+
+
+def test_pool_jobs_carry_only_the_backends_numpy_states():
+    """A pool job hands its workers the caller's NumPy state when it is one the backend set (a row
+    buffer); any other (a user's np.errstate / np.setbufsize) leaves the workers quiet, at NumPy's
+    default buffer."""
+    import threading
+    from tensorlab.backends.cpu.parallel import _extobj_contextvar
+    tl.set_num_threads(2)
+    seen = {}
+
+    def task(i):
+        seen[threading.get_ident()] = (np.getbufsize(), np.geterr()["over"])
+        threading.Event().wait(0.02)  # long enough for the worker to claim the other task
+    token = _extobj_contextvar.set(parallel.rows_state(np.empty((64, 1024), np.float32)))
+    try:
+        parallel.run(2, task)
+    finally:
+        _extobj_contextvar.reset(token)
+    assert set(seen.values()) == {(1024, "ignore")} and len(seen) == 2
+    seen.clear()
+    with np.errstate(over="raise"):
+        np.setbufsize(4096)
+        try:
+            parallel.run(2, task)
+        finally:
+            np.setbufsize(8192)
+    assert len(seen) == 2
+    me = threading.get_ident()
+    assert seen[me] == (4096, "raise")
+    assert [v for t, v in seen.items() if t != me] == [(8192, "ignore")]
+
+
 def test_inplace_transposed_copy_and_overlap():
     for n in THREADS:
         tl.set_num_threads(n)

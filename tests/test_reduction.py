@@ -671,6 +671,25 @@ def test_softmax_rows_of_every_kind(device, np_dtype, rows):
         np.testing.assert_allclose(host(tl.softmax(x, 1))[r], alone, rtol=1e-6 if np_dtype == np.float32 else 1e-14)
 
 
+@pytest.mark.parametrize("rows", [64, 1100])  # one call; a large input in row blocks on the CPU pool
+def test_log_softmax_float32_accuracy_across_logit_scales(device, rows):
+    """float32 log_softmax within a few ulps of max(|y|, 1) of the float64 result at every logit
+    scale: the CPU's unshifted sums (log(sum) split into a float32 value and its remainder) below
+    the exp-overflow range, the max-shifted path past it. torch measured on the same inputs: up
+    to 4.0 such ulps (scale 20)."""
+    rng = np.random.default_rng(rows)
+    eps = np.finfo(np.float32).eps
+    for scale in (0.1, 1.0, 5.0, 20.0, 40.0, 60.0, 69.0, 80.0, 200.0):
+        a = (rng.standard_normal((rows, 1024)) * scale / 3).astype(np.float32)
+        a[:, 0] += scale  # a clear winner at about `scale`
+        w = a.astype(np.float64)
+        want = w - w.max(1, keepdims=True)
+        want -= np.log(np.exp(want).sum(1, keepdims=True))
+        got = host(tl.log_softmax(tl.tensor(a, device=device), 1)).astype(np.float64)
+        err = np.abs(got - want) / (np.maximum(np.abs(want), 1.0) * eps)
+        assert err.max() <= 6.0, (scale, err.max())
+
+
 def test_softmax_dtype_and_errors(device):
     x = tl.tensor([[1, 2], [3, 4]], device=device)
     with pytest.raises(RuntimeError, match="dtype=tensorlab.float32"):

@@ -24,12 +24,13 @@ _BOOL = np.dtype(np.bool_)
 _F32 = np.dtype(np.float32)
 _PY_TYPES = frozenset((bool, int, float))  # the front end hands numbers over as exactly these
 
-try:  # np.errstate costs ~1.5 us a call; setting its context variable directly costs ~0.1 us
-    from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
-    _QUIET = _make_extobj(all="ignore")
-    _quiet_on = partial(_extobj_contextvar.set, _QUIET)  # C calls, no Python frame
+_extobj_contextvar = _par._extobj_contextvar
+_rows_state = _par.rows_state
+_ROW_BUF_ELEMS = _par.ROW_BUF_ELEMS
+if _extobj_contextvar is not None:  # np.errstate costs ~1.5 us a call; setting its context variable ~0.1 us
+    _quiet_on = partial(_extobj_contextvar.set, _par.QUIET)  # C calls, no Python frame
     _quiet_off = _extobj_contextvar.reset
-except ImportError:  # pragma: no cover - other NumPy versions
+else:  # pragma: no cover - other NumPy versions
     def _quiet_on():
         es = np.errstate(all="ignore")
         es.__enter__()
@@ -53,6 +54,29 @@ def _cast(x, dt):
     return x.astype(dt, copy=False) if isinstance(x, np.ndarray) else x
 
 
+def _row_buffer(o):
+    """This thread's NumPy ufunc buffer as long as o's rows where that is faster
+    (parallel.rows_state); the caller's _quiet_off(token) puts the previous state back."""
+    st = _rows_state(o)
+    if st is not None:
+        _extobj_contextvar.set(st)
+
+
+def row_buffered(o, fn, *args):
+    """fn(*args) with this thread's ufunc buffer as long as o's rows where that is faster
+    (parallel.rows_state): for the row-wise composites elsewhere in the backend (softmax, layer
+    norm) whose ufunc calls are elementwise and whose sums are BLAS products (a pairwise sum's
+    bits could depend on the buffer)."""
+    st = _rows_state(o) if o.size >= _ROW_BUF_ELEMS else None
+    if st is None:
+        return fn(*args)
+    token = _extobj_contextvar.set(st)
+    try:
+        return fn(*args)
+    finally:
+        _extobj_contextvar.reset(token)
+
+
 def _launch(kernel, op, o, args, dt, params):
     token = _quiet_on()
     try:
@@ -60,6 +84,8 @@ def _launch(kernel, op, o, args, dt, params):
         if check is not None and dt.kind in "iub" and o.size:  # an empty result divides nothing (torch)
             check(args, dt)
         _faults.hit("launch")
+        if o.size >= _ROW_BUF_ELEMS:
+            _row_buffer(o)
         if o.size >= _par.elem_min:
             _split(kernel, o, args, dt, params)
         else:
@@ -79,6 +105,8 @@ def unary(out, op, x, compute, **params):
         try:
             if _fault_plans:
                 _faults.hit("launch")
+            if o.size >= _ROW_BUF_ELEMS:
+                _row_buffer(o)
             if o.size >= _par.elem_min:
                 _split_plain(uf, o, (a,))
             else:
@@ -113,14 +141,17 @@ def binary(out, op, a, b, compute, **params):
             n = o.size
             if n >= _par.TILED_MIN and not (x.flags.c_contiguous and y.flags.c_contiguous):
                 o, x, y = _c_frame(o, x, y)
+                _row_buffer(o)
                 if n >= _par.elem_min:
                     _split_plain(uf, o, (x, y))
                 elif not (_aliased_last(x) or _aliased_last(y)) or not _par.tiled(
                         lambda out, *xs: uf(*xs, out=out), o, (x, y), lambda out, *xs: uf(*xs, out=out, order="C")):
                     uf(x, y, out=o)
             else:
-                if n >= _ROWS_MIN:
-                    o, x, y = _long_rows(o, x, y)
+                if n >= _ROW_BUF_ELEMS:
+                    if n >= _ROWS_MIN:
+                        o, x, y = _long_rows(o, x, y)
+                    _row_buffer(o)
                 if n >= _par.elem_min:
                     _split_plain(uf, o, (x, y))
                 else:

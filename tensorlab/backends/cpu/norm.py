@@ -11,6 +11,7 @@ import numpy as np
 
 from ... import _faults
 from . import parallel as _par
+from .elementwise import row_buffered
 from .memory import array
 from .reduction import HALF
 
@@ -32,13 +33,13 @@ def layer_norm_fwd(y, mean, rstd, x, weight, bias, eps, rms):
     w = None if weight is None else _f32(weight)
     b = None if bias is None else _f32(bias)
     if xa.size < _par.elem_min or xa.ndim != 2:
-        _ln_rows(ya, ma, ra, xa, w, b, eps, rms)
+        row_buffered(xa, _ln_rows, ya, ma, ra, xa, w, b, eps, rms)
         return
     pieces = _par.row_blocks(xa.shape[0], xa.shape[1] * 4)
 
     def task(i):
         s, e = pieces[i]
-        _ln_rows(ya[s:e], ma[s:e], ra[s:e], xa[s:e], w, b, eps, rms)
+        row_buffered(xa[s:e], _ln_rows, ya[s:e], ma[s:e], ra[s:e], xa[s:e], w, b, eps, rms)
     _par.run(len(pieces), task)
 
 
@@ -87,15 +88,15 @@ def layer_norm_bwd(grad_input, grad_weight, grad_bias, grad_output, x, mean, rst
     gi = None if grad_input is None else array(grad_input)
     want_w, want_b = grad_weight is not None, grad_bias is not None
     if ga.size < _par.elem_min or ga.ndim != 2:
-        pw, pb = _ln_bwd_rows(gi, ga, xa, ma, ra, w, rms, want_w, want_b)
+        pw, pb = row_buffered(ga, _ln_bwd_rows, gi, ga, xa, ma, ra, w, rms, want_w, want_b)
     else:
         pieces = _par.row_blocks(ga.shape[0], ga.shape[1] * 4)
         parts = [None] * len(pieces)
 
         def task(i):
             s, e = pieces[i]
-            parts[i] = _ln_bwd_rows(None if gi is None else gi[s:e], ga[s:e], xa[s:e], ma[s:e], ra[s:e], w, rms,
-                                    want_w, want_b)
+            parts[i] = row_buffered(ga[s:e], _ln_bwd_rows, None if gi is None else gi[s:e], ga[s:e], xa[s:e],
+                                    ma[s:e], ra[s:e], w, rms, want_w, want_b)
         _par.run(len(pieces), task)
         pw = np.sum(np.stack([p[0] for p in parts]), axis=0, dtype=_F32) if want_w else None
         pb = np.sum(np.stack([p[1] for p in parts]), axis=0, dtype=_F32) if want_b else None

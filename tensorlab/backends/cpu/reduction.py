@@ -12,7 +12,7 @@ import numpy as np
 
 from ... import _faults
 from . import parallel as _par
-from .elementwise import _fault_plans, _quiet_off, _quiet_on
+from .elementwise import _fault_plans, _quiet_off, _quiet_on, row_buffered
 from .memory import array
 
 __all__ = ("reduce", "foreach_norm", "arg_reduce", "cumulative", "softmax")
@@ -513,25 +513,41 @@ def _softmax_rows(o, b, log):
     only for the rows whose sum of exp(x) says so (past _EXP_SUM_MAX, under 1, inf or NaN): those
     rows alone are computed again with their max subtracted, so each row's result depends on that
     row only (and on its position among 4-row groups of the block, for the sum's last bit).
-    log_softmax keeps the shift always: (x - max) - log(sum) is accurate near 0 (the likely
-    classes), where x - log(sum(exp(x))) would lose the bits of x's magnitude."""
+
+    float32 log_softmax takes the same unshifted sums, in four passes: exp(x), the row sums, then
+    x - c - r, where L = log(sum) is taken in float64 and split into c = float32(L) and the float32
+    remainder r = float32(L - c). The result near 0 (the likely classes) keeps its bits: x - c is
+    exact when x is near c (Sterbenz) and r carries what rounding L to float32 lost (plain
+    x - float32(L) would be off by up to half an ulp of L: 4e-6 at L = 69). Rows whose sums fail
+    the range test, and float64, take the max-shifted path: (x - max) - log(sum(exp(x - max)))."""
     n = b.shape[-1]
     x = b.reshape(-1, n)
     direct = o.dtype == b.dtype and o.flags.c_contiguous and not np.may_share_memory(o, b)
     out = o.reshape(-1, n) if direct else np.empty(x.shape, b.dtype)
-    if log:
-        _softmax_shifted(x, True, out)
-    else:
-        np.exp(x, out=out)
-        s = _par.row_sums(out)
-        ok = (s >= 1) & (s <= _EXP_SUM_MAX[b.dtype])  # NaN fails both
-        np.divide(b.dtype.type(1), s, out=s)
-        out *= s[:, None]
-        if not ok.all():
-            bad = np.flatnonzero(~ok)
-            out[bad] = _softmax_shifted(x[bad], False, np.empty((len(bad), n), b.dtype))
+    row_buffered(out, _softmax_rows_into, out, x, log)  # per-row broadcasts: 2-3x at 1024 wide
     if not direct:
         np.copyto(o, out.reshape(b.shape), casting="unsafe")
+
+
+def _softmax_rows_into(out, x, log):
+    dt = x.dtype
+    if log and dt != _F32:
+        _softmax_shifted(x, True, out)
+        return
+    np.exp(x, out=out)
+    s = _par.row_sums(out)
+    ok = (s >= 1) & (s <= _EXP_SUM_MAX[dt])  # NaN fails both
+    if log:
+        lse = np.log(s.astype(np.float64))
+        c = lse.astype(_F32)
+        np.subtract(x, c[:, None], out=out)
+        out -= (lse - c).astype(_F32)[:, None]
+    else:
+        np.divide(dt.type(1), s, out=s)
+        out *= s[:, None]
+    if not ok.all():
+        bad = np.flatnonzero(~ok)
+        out[bad] = _softmax_shifted(x[bad], log, np.empty((len(bad), x.shape[1]), dt))
 
 
 def _softmax_shifted(x, log, out):
