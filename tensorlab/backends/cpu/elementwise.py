@@ -67,14 +67,7 @@ def row_buffered(o, fn, *args):
     (parallel.rows_state): for the row-wise composites elsewhere in the backend (softmax, layer
     norm) whose ufunc calls are elementwise and whose sums are BLAS products (a pairwise sum's
     bits could depend on the buffer)."""
-    st = _rows_state(o) if o.size >= _ROW_BUF_ELEMS else None
-    if st is None:
-        return fn(*args)
-    token = _extobj_contextvar.set(st)
-    try:
-        return fn(*args)
-    finally:
-        _extobj_contextvar.reset(token)
+    return _par.buffered(_rows_state(o) if o.size >= _ROW_BUF_ELEMS else None, fn, *args)
 
 
 def _launch(kernel, op, o, args, dt, params):

@@ -299,6 +299,9 @@ except ImportError:  # pragma: no cover - other NumPy versions: errstate, NumPy'
 
     def rows_state(o):
         return None
+
+    def buffer_state(size):
+        return None
 else:
     QUIET = _make_extobj(all="ignore", bufsize=ROW_BUF_MAX)
     _ours = {QUIET}             # the states a pool job carries to its workers
@@ -317,12 +320,31 @@ else:
         n = o.shape[-1]
         if not ROW_BUF_MIN <= n < ROW_BUF_MAX or o.strides[-1] != o.itemsize:
             return None
-        size = n & ~15
+        return buffer_state(n & ~15)
+
+    def buffer_state(size):
+        """The NumPy state (errors ignored) with a ufunc buffer of `size` elements, rounded up to
+        NumPy's multiple of 16; None past NumPy's default size."""
+        size = -(-size // 16) * 16
+        if size > ROW_BUF_MAX:
+            return None
         st = _row_states.get(size)
         if st is None:
             st = _row_states[size] = _make_extobj(all="ignore", bufsize=size)
             _ours.add(st)
         return st
+
+
+def buffered(state, fn, *args):
+    """fn(*args) under the NumPy state `state` (rows_state / buffer_state) on this thread, or
+    as it is when state is None."""
+    if state is None:
+        return fn(*args)
+    token = _extobj_contextvar.set(state)
+    try:
+        return fn(*args)
+    finally:
+        _extobj_contextvar.reset(token)
 
 
 def _worker():

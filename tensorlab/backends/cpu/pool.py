@@ -78,9 +78,10 @@ def _max_over_taps(o, ix, a, rows, cols, kernel, dilation, padding, stride, W):
     tap_t = np.uint8 if kh * kw < 256 else np.int64
     tap = np.zeros(o.shape, dtype=tap_t)
     m = np.empty(o.shape, dtype=bool)
-    np.copyto(o, win[:, :, 0, 0])
+    v = np.empty(o.shape, dtype=a.dtype)  # each tap copied contiguous first: NumPy's copy of the
+    np.copyto(o, win[:, :, 0, 0])          # strided windows, then flat ufuncs (2x the ufuncs on them)
     for t in range(1, kh * kw):
-        v = win[:, :, t // kw, t % kw]
+        np.copyto(v, win[:, :, t // kw, t % kw])
         np.greater(v, o, out=m)
         if nan:
             m |= np.isnan(v)
