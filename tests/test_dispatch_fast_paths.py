@@ -267,3 +267,32 @@ def test_broadcast_and_strided_operands_after_a_fast_one(device, torch):
     assert _warm(lambda: a + b).tolist() == (ta + tb).tolist()
     assert _warm(lambda: a.T + 1).tolist() == (ta.T + 1).tolist()
     assert _warm(lambda: a.T * a.T).stride() == (ta.T * ta.T).stride()
+
+
+def test_wrapped_arrays_and_contiguous_views_take_the_straight_path(monkeypatch):
+    """A from_numpy tensor laid out as a fresh output, and a view that is (a contiguous reshape or
+    a batch element), share the contiguous Layout record op outputs use, so `a + b` and `x.mul_(2)`
+    on them take the straight line (the general path's _out_stride never runs) and give its values;
+    a non-contiguous view keeps its own record and the general path."""
+    from tensorlab.ops import elementwise as E
+    calls = []
+    real = E._out_stride
+    monkeypatch.setattr(E, "_out_stride", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    x = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
+    _warm(lambda: (tl.ones(3, 4) + tl.ones(3, 4), tl.ones(4, 3) * tl.ones(4, 3), tl.ones(4) + tl.ones(4)))
+    calls.clear()  # the ops' dtype memos are warm
+    a, b = tl.from_numpy(x), tl.from_numpy(x * 2)
+    assert a._meta.layout is b._meta.layout  # one record for both
+    np.testing.assert_array_equal((a + b).numpy(), x * 3)
+    v, w = a.view(4, 3), b[1]  # a contiguous reshape; a batch element: offset 4, not a fresh layout
+    np.testing.assert_array_equal((v * v).numpy(), (x * x).reshape(4, 3))
+    assert calls == []
+    np.testing.assert_array_equal((w + w).numpy(), x[1] * 4)  # offset 4: the general path, same values
+    assert len(calls) == 1
+    y = tl.from_numpy(np.ones((3, 4), np.float32))
+    y.mul_(2.0)
+    assert y._version == 1 and y.tolist() == [[2.0] * 4] * 3
+    t = a.t()  # transposed: its own record, computed the long way
+    assert t._meta.layout is not tl.empty(4, 3)._meta.layout
+    np.testing.assert_array_equal((t + t).numpy(), x.T * 2)
+    assert len(calls) == 2

@@ -41,6 +41,23 @@ def _contiguous_layout(shape):
 _CONTIGUOUS = _contiguous_layout.cache  # {(shape,): ...}, read directly on the hot path of empty_tensor
 
 
+def interned(lay, make=False):
+    """The one contiguous Layout of lay's shape that op outputs share (_contiguous_layout) when lay
+    equals it, else lay: a view or a wrapped array laid out as a fresh output takes the ops'
+    straight paths, which test layouts by identity. make: also when no output of that shape was
+    made yet (a wrapped array; views look only at shapes already seen, a dict lookup)."""
+    if lay.offset == 0:
+        hit = _CONTIGUOUS.get((lay.shape,))
+        if hit is None and make and lay.stride == L.contiguous_strides(lay.shape):
+            try:
+                hit = _contiguous_layout(lay.shape)
+            except RuntimeError:  # a size past what empty_tensor accepts: keep the array's own record
+                return lay
+        if hit is not None and hit[0].stride == lay.stride:
+            return hit[0]
+    return lay
+
+
 _cpu = backends.cpu
 _cpu_contiguous_view = backends.cpu.contiguous_view
 _cpu_allocate = backends.cpu.allocate

@@ -11,7 +11,7 @@ from .. import _warn, autograd_hooks, backends, dtypes, layout as L
 from ..device import CPU, canonical
 from ..storage import ReadOnlyStorage, UntypedStorage
 from ..tensor import Tensor
-from ._common import empty_like_layout, empty_tensor
+from ._common import empty_like_layout, empty_tensor, interned
 
 
 def _finish(t, requires_grad):
@@ -246,7 +246,7 @@ def from_numpy(ndarray):
                    "(np.array(arr) or tensorlab.tensor(arr)) if you need to write.", UserWarning)
     buf, shape, strides = backends.cpu.wrap_numpy(ndarray)
     storage = (UntypedStorage if ndarray.flags.writeable else ReadOnlyStorage)._wrap(buf, CPU, False)
-    return Tensor._make(storage, L.Layout(L.Size(shape), strides, 0), dt)
+    return Tensor._make(storage, interned(L.Layout(L.Size(shape), strides, 0), make=True), dt)
 
 
 def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):

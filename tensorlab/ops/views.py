@@ -9,7 +9,7 @@ from .. import autograd_hooks, dtypes, layout as L
 from ..layout import Layout, Size
 from ..tensor import Meta, Tensor, contiguous_format, meta_write_lock
 from ..tensor import _meta_new, _new
-from ._common import snapshot
+from ._common import interned, snapshot
 
 _VIEW_HINT = ("view size is not compatible with input tensor's size and stride (at least one dimension spans across "
               "two contiguous subspaces). Use .reshape(...) instead.")
@@ -17,7 +17,7 @@ _VIEW_HINT = ("view size is not compatible with input tensor's size and stride (
 
 def _view(self, meta, shape, stride, offset, op, /, **info):
     """A view of `self` computed from `meta`, the one record of self the op read."""
-    out = self._view_of(Layout(Size(shape), tuple(stride), offset), meta=meta)
+    out = self._view_of(interned(Layout(Size(shape), tuple(stride), offset)), meta=meta)
     return autograd_hooks.record(out, op, (self,), **info)
 
 
