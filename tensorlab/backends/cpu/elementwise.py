@@ -338,7 +338,7 @@ def _before_write(o, x, dt):
     return x
 
 
-_CONST_ROW = 4096
+_CONST_ROW = _par.ROW_BUF_MAX  # NumPy's buffer length: rows this long go to the loop in place (4096: 13 vs 8.8 us at 64Ki)
 _const_rows = {}  # (dtype, value bits) -> a read-only row of _CONST_ROW copies of the value
 
 
@@ -362,17 +362,20 @@ def _const_row(a, value, dt):
 
 def _extreme_const(uf, x, value, dt, out=None):
     """uf(x, value) for np.maximum/np.minimum and a scalar value, against a row of copies
-    (_const_row); a long contiguous 1-D x goes as rows of _CONST_ROW plus a tail."""
-    if x.ndim == 1 and x.size > _CONST_ROW and x.flags.c_contiguous and x.dtype == dt and \
+    (_const_row); a long contiguous x (any shape: its elements in order) goes as rows of _CONST_ROW
+    plus a tail (short rows against a broadcast row go through NumPy's buffer: (128, 512) 32 -> 9 us)."""
+    if x.size > _CONST_ROW and x.flags.c_contiguous and x.dtype == dt and \
             (out is None or (out.flags.c_contiguous and out.shape == x.shape and out.dtype == dt)):
         if out is None:
             out = np.empty_like(x)
+        shape = out.shape
+        x, out = x.reshape(-1), out.reshape(-1)
         bulk = x.size - x.size % _CONST_ROW
         rows = x[:bulk].reshape(-1, _CONST_ROW)
         uf(rows, _const_row(rows, value, dt), out=out[:bulk].reshape(-1, _CONST_ROW), dtype=dt, casting=_U)
         if bulk < x.size:
             uf(x[bulk:], dt.type(value), out=out[bulk:], dtype=dt, casting=_U)
-        return out
+        return out.reshape(shape)
     return uf(x, _const_row(x, value, dt), out=out, dtype=dt, casting=_U)
 
 
