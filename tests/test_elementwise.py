@@ -993,3 +993,18 @@ def test_clamp_and_relu_keep_the_input_at_ties(device):
             assert math.isnan(g[2])
         assert xs.clamp(0, 1).float().tolist()[4:] == [0.0, 1.0]
     assert tl.tensor(-0.0, device=device).clamp_(0, 1).reciprocal().item() == -math.inf
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_gelu_primitive_broadcasts_its_operand(dtype):
+    """The CPU backend's gelu with an operand broadcast over the output (as the launch tests pass
+    it): every row of the result is gelu of the one input row (float32 writes the output in place
+    only when the shapes agree)."""
+    from tensorlab import backends
+    x = np.linspace(-4, 4, 37).astype(dtype)
+    out = tl.empty((3, 37), dtype=tl.float64 if dtype == np.float64 else tl.float32)
+    backends.cpu.unary(out, "gelu", tl.from_numpy(x), out.dtype)
+    ref = np.array([0.5 * v * math.erfc(-v / math.sqrt(2)) for v in x.astype(np.float64)])
+    got = out.numpy().astype(np.float64)
+    for row in got:
+        np.testing.assert_allclose(row, ref, rtol=2e-6, atol=1e-7)

@@ -577,7 +577,7 @@ def _gelu_f32(o, x):
     x = x.reshape(-1) if x.flags.c_contiguous else np.ascontiguousarray(x).reshape(-1)
     p, u, _ = _erfc_core(x, -_LN2)  # erfc(|x| / sqrt 2) / 2
     p *= u                          # |x| / 2 erfc(|x| / sqrt 2)
-    direct = o.dtype == np.float32 and o.flags.c_contiguous and (
+    direct = o.dtype == np.float32 and o.shape == shape and o.flags.c_contiguous and (
         o.ctypes.data == x.ctypes.data or not np.may_share_memory(o, x))  # read x before writing there
     r = np.maximum(x, _f32_full(0.0, x.size), out=o.reshape(-1) if direct else None)
     r -= p
