@@ -178,9 +178,7 @@ def pad(g, shape, d, start):
     packed q/k/v projection cost half as much as by concatenation with zero pieces)."""
     n, k = shape[d], g.shape[d]
     if k != n and not _grad_mode_on():
-        z = zeros(shape, g)
-        z.narrow(d, start, k).copy_(g)
-        return z
+        return embed(g, shape, lambda z: z.narrow(d, start, k))
     parts = []
     if start:
         parts.append(zeros(shape[:d] + (start,) + shape[d + 1:], g))
