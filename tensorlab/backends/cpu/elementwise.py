@@ -363,7 +363,8 @@ def _const_row(a, value, dt):
 def _extreme_const(uf, x, value, dt, out=None):
     """uf(x, value) for np.maximum/np.minimum and a scalar value, against a row of copies
     (_const_row); a long contiguous x (any shape: its elements in order) goes as rows of _CONST_ROW
-    plus a tail (short rows against a broadcast row go through NumPy's buffer: (128, 512) 32 -> 9 us)."""
+    plus a tail (shorter rows against a broadcast row go through NumPy's buffer: a (128, 512) relu
+    took 32 us, 26 us so)."""
     if x.size > _CONST_ROW and x.flags.c_contiguous and x.dtype == dt and \
             (out is None or (out.flags.c_contiguous and out.shape == x.shape and out.dtype == dt)):
         if out is None:
