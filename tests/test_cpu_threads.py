@@ -21,8 +21,10 @@ THREADS = (1, 2, 3)
 @pytest.fixture(autouse=True)
 def _restore_threads():
     n = tl.get_num_threads()
+    parallel._spin_until = 0.0  # no test starts in OpenBLAS's mode (parallel.blas_product) because of another
     yield
     tl.set_num_threads(n)
+    parallel._spin_until = 0.0
 
 
 def rand(*shape, seed=0, dtype=np.float32):
@@ -156,6 +158,49 @@ def test_blas_single_threaded_inside_pool_calls():
     assert parallel.blas_num_threads() == 1
 
 
+def test_blas_modes_keep_spinning_openblas_threads_off_the_pool():
+    """A product of BLAS_OWN_MIN multiply-adds or more runs on OpenBLAS's threads; while those may
+    still spin, pool calls run on the calling thread with BLAS held at one (a worker would share a
+    core with a spinning thread) and smaller products may use OpenBLAS's threads too. Otherwise a
+    product OpenBLAS would thread is held at one thread and the pool has the cores."""
+    if not parallel.blas_follows() or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs OpenBLAS's thread control and two cores")
+    tl.set_num_threads(2)
+    seen = []
+
+    def product():
+        seen.append(parallel.blas_num_threads())
+    parallel.blas_product(parallel.BLAS_THREADED_FROM // 2, product)  # OpenBLAS would not thread it: as is
+    parallel.blas_product(parallel.BLAS_OWN_MIN // 2, product)  # held at one
+    assert seen == [2, 1] and not parallel.blas_spinning()
+    bar = threading.Barrier(2, timeout=30)
+    parallel.run(2, lambda i: bar.wait())  # two threads: the barrier needs both
+
+    parallel.blas_product(parallel.BLAS_OWN_MIN, product)  # OpenBLAS's threads
+    assert seen[2] == 2 and parallel.blas_spinning()
+    parallel.blas_product(parallel.BLAS_OWN_MIN // 2, product)  # they spin: this one may use them too
+    assert seen[3] == 2
+    ran = []
+    parallel.run(3, lambda i: ran.append((threading.current_thread(), parallel.blas_num_threads())))
+    assert ran == [(threading.current_thread(), 1)] * 3
+    assert parallel.elementwise(lambda o, a: np.add(a, 1, out=o), np.empty(BIG, np.float32),
+                                (np.ones(BIG, np.float32),)) is False  # the caller's one call
+    assert parallel.blas_num_threads() == 2
+
+    # through the ops: a GEMM-sized product switches modes, a convolution's stack of small ones does not
+    parallel._spin_until = 0.0
+    x, w = rand(64, 16, 72, seed=30), rand(72, 576, seed=31)  # 64 products of 663Ki multiply-adds
+    stack = (tl.from_numpy(x) @ tl.from_numpy(w)).numpy()
+    assert not parallel.blas_spinning()
+    np.testing.assert_allclose(stack, np.matmul(x, w), rtol=1e-5, atol=1e-4)
+    a, b = rand(512, 128, seed=32), rand(128, 256, seed=33)
+    np.testing.assert_allclose((tl.from_numpy(a) @ tl.from_numpy(b)).numpy(), a @ b, rtol=1e-5, atol=1e-4)
+    assert parallel.blas_spinning()
+    same_bits([(tl.from_numpy(x) @ tl.from_numpy(w)).numpy(), stack])  # serial meanwhile: the same bits
+    tl.set_num_threads(1)
+    same_bits([(tl.from_numpy(x) @ tl.from_numpy(w)).numpy(), stack])
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_fork_during_a_pool_call_gives_the_child_its_blas_threads():
     """A process forked while a pool call holds BLAS at one thread: the child has no pool call in
@@ -195,13 +240,22 @@ def test_float_sum_by_blas_rows_is_accurate():
         assert mean == pytest.approx(exact / n, rel=1e-5)
     d = rng.standard_normal(1 << 20)
     assert float(tl.from_numpy(d).sum()) == pytest.approx(d.sum(), rel=1e-12)
-    for n in (1 << 20, 4096 * 77 + 3):  # 77 rows: bodies of 76, 72, 64, 60 rows, 4-row and 1-row rests
+    for n in (1 << 20, 4096 * 77 + 3, 4096 * 1101 + 5):  # the last: blocks of 512, 512 and 77 rows
         a = rand(n, seed=n)
         if parallel.blas_threads() is not None:
-            # the rows' grouping (body / 4-row products / single rows) depends on BLAS's thread
-            # count; the bits must not: each row is computed by the same kernel either way
-            sums = [reduction._dot_sum(a, nt).tobytes() for nt in range(1, 7)]
+            # blocks of rows over the pool, BLAS on one thread in each: the same bits at every
+            # thread count, and the bits of one product over all the rows
+            sums = []
+            for t in (1, 2, 3):
+                tl.set_num_threads(t)
+                sums.append(reduction._dot_sum(a).tobytes())
             assert len(set(sums)) == 1
+            rows = n // reduction.DOT_ROW
+            whole = parallel.blas_serial(np.matmul, a[:rows * reduction.DOT_ROW].reshape(rows, -1),
+                                         np.ones(reduction.DOT_ROW, a.dtype))
+            one = np.add.reduce(np.concatenate([whole, np.add.reduce(a[rows * reduction.DOT_ROW:], keepdims=True)]),
+                                keepdims=True)
+            assert sums[0] == one.tobytes()
     special = np.ones(1 << 20, np.float32)
     special[12345] = np.inf
     assert float(tl.from_numpy(special).sum()) == np.inf

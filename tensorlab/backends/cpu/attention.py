@@ -124,7 +124,19 @@ def _one_block_bwd(dq, dk, dv, gm, go, qa, ka, va, oa, ls, m, is_causal, scale):
         np.copyto(gm, ds, casting="unsafe")
 
 
+def _per_head(q, k):
+    """Multiply-adds of a head's score product q @ k^T."""
+    qa, ka = array(q), array(k)
+    return qa.shape[-2] * qa.shape[-1] * ka.shape[-2]
+
+
 def attention_fwd(out, lse, q, k, v, mask, is_causal, scale):
+    """Its products on OpenBLAS's threads or held at one thread (parallel.blas_product: the largest
+    is a head's scores)."""
+    return _par.blas_product(_per_head(q, k), _attention_fwd, out, lse, q, k, v, mask, is_causal, scale)
+
+
+def _attention_fwd(out, lse, q, k, v, mask, is_causal, scale):
     _faults.hit("launch")
     qa, ka, va, m, acc = _inputs(q, k, v, mask)
     B, H, L, _ = qa.shape
@@ -154,6 +166,13 @@ def attention_fwd(out, lse, q, k, v, mask, is_causal, scale):
 
 
 def attention_bwd(dq, dk, dv, dmask, dout, q, k, v, out, lse, mask, is_causal, scale):
+    """Its products on OpenBLAS's threads or held at one thread (parallel.blas_product: the largest
+    is a head's scores)."""
+    return _par.blas_product(_per_head(q, k), _attention_bwd, dq, dk, dv, dmask, dout, q, k, v, out, lse, mask,
+                             is_causal, scale)
+
+
+def _attention_bwd(dq, dk, dv, dmask, dout, q, k, v, out, lse, mask, is_causal, scale):
     _faults.hit("launch")
     qa, ka, va, m, acc = _inputs(q, k, v, mask)
     B, H, L, _ = qa.shape

@@ -16,7 +16,9 @@ _F32 = np.dtype(np.float32)
 def matmul(out, a, b):
     """out[..., n, m] = a[..., n, k] @ b[..., k, m]. The batch dims of a, b and out are equal
     (broadcast ones have stride 0). float16/bfloat16 multiply and accumulate in float32 and
-    round once; integers wrap on overflow as in torch."""
+    round once; integers wrap on overflow as in torch. With more than one thread a large stack of
+    products is split over the CPU pool, and a product runs on OpenBLAS's threads or held at one
+    thread (parallel.blas_product)."""
     o = array(out)
     x = array(a)
     y = array(b)
@@ -25,36 +27,43 @@ def matmul(out, a, b):
         x = x.astype(_F32)
         y = y.astype(_F32)
     with np.errstate(all="ignore"):
-        if o.ndim > 2 and o.size >= _par.elem_min and _batched(o, x, y):
+        if _par.get_num_threads() > 1:
+            per = x.shape[-2] * x.shape[-1] * y.shape[-1]  # multiply-adds of one matrix product
+            if o.ndim > 2 and per < _par.BLAS_OWN_MIN and per * (o.size // max(1, o.shape[-2] * o.shape[-1])) >= \
+                    SPLIT_MIN and not _par.blas_spinning() and _split(o, x, y):
+                return
+            _par.blas_product(per, _product, o, x, y)  # OpenBLAS's threads, or held at one (parallel.py)
             return
-        if o.dtype == x.dtype:
-            np.matmul(x, y, out=o)
-        else:
-            np.copyto(o, np.matmul(x, y), casting="unsafe")
+        _product(o, x, y)
 
 
-_BLAS_ALONE = 1 << 21  # multiply-adds of one matrix product from which BLAS's own threads take over
+# multiply-adds of a whole stack of products below parallel.BLAS_OWN_MIN each from which it is
+# split over the pool: a pool call costs 60-90 us on a 2-core VM (a sleeping thread's wake-up),
+# about what 4Mi multiply-adds take on one core; measured on two threads, 64 products of
+# 16x72x576 (a convolution's): 877 -> 463-514 us; 64x2304x32 alone (4.7Mi): no gain
+SPLIT_MIN = 1 << 23
 
 
-def _batched(o, x, y):
-    """A stack of small products (attention's heads): blocks of one batch dim on the CPU pool,
-    each block one np.matmul (the same per-matrix BLAS calls as the whole stack). Large
-    matrices are left to BLAS, which threads each product itself. True when done."""
-    n, k, m = x.shape[-2], x.shape[-1], y.shape[-1]
-    threads = _par.get_num_threads()
+def _product(o, x, y):
+    if o.dtype == x.dtype:
+        np.matmul(x, y, out=o)
+    else:
+        np.copyto(o, np.matmul(x, y), casting="unsafe")
+
+
+def _split(o, x, y):
+    """The stack over the CPU pool in blocks of its outermost batch dim of two or more matrices,
+    one block a thread, each block one np.matmul (the same per-matrix BLAS calls as the whole
+    stack: the same bits). True when done."""
     ax = next((d for d in range(o.ndim - 2) if o.shape[d] >= 2), None)
-    if n * k * m >= _BLAS_ALONE or ax is None or threads < 2:
+    if ax is None:
         return False
-    per = max(1, -(-o.shape[ax] // (4 * threads)))
-    pieces = _par.split_ranges(o.shape[ax], per)
-    same = o.dtype == x.dtype
+    pieces = _par.split_ranges(o.shape[ax], -(-o.shape[ax] // min(_par.get_num_threads(), o.shape[ax])))
+    lead = (slice(None),) * ax
 
     def task(i):
-        sl = (slice(None),) * ax + (slice(*pieces[i]),)
-        if same:
-            np.matmul(x[sl], y[sl], out=o[sl])
-        else:
-            np.copyto(o[sl], np.matmul(x[sl], y[sl]), casting="unsafe")
+        sl = lead + (slice(*pieces[i]),)
+        _product(o[sl], x[sl], y[sl])
     _par.run(len(pieces), task)
     return True
 

@@ -24,10 +24,12 @@ Rules every parallel primitive keeps:
 
 The BLAS library NumPy links (OpenBLAS) gets the same thread count, capped at the usable cores
 (its threads spin), when its thread control can be found among the loaded libraries (no
-threadpoolctl needed); otherwise BLAS keeps its own. While a pool call runs, BLAS runs on one
-thread (the pool is the parallelism). As with torch's BLAS, a large matrix product's last bits
-may depend on BLAS's thread count (it splits the product differently); a large float sum, which
-uses BLAS's threads directly, is arranged so that they do not (reduction._dot_sum)."""
+threadpoolctl needed); otherwise BLAS keeps its own: that count is for the process's own NumPy
+calls. The CPU backend's own products either run on OpenBLAS's threads or hold BLAS at one thread
+(blas_product: OpenBLAS's idle threads spin after a threaded call and would take the pool's
+cores), and every pool call holds BLAS at one thread. A large matrix product's last bits may
+depend on how it is split (as torch's depend on its BLAS's threads); a large float sum is blocked
+by its length alone, so it does not (reduction._dot_sum)."""
 from __future__ import annotations
 
 import ctypes
@@ -35,11 +37,12 @@ import operator
 import os
 import queue
 import threading
+import time
 from itertools import count
 
 import numpy as np
 
-__all__ = ("get_num_threads", "set_num_threads", "run", "elementwise", "copyto", "fill", "row_blocks", "split_ranges",
+__all__ = ("get_num_threads", "set_num_threads", "run", "blas_serial", "blas_product", "blas_spinning", "elementwise", "copyto", "fill", "row_blocks", "split_ranges",
            "row_sums", "col_sums", "over_items", "tiled", "tiled_copy")
 
 
@@ -202,16 +205,60 @@ def _blas_serial_exit():
 _BLAS_THREADS_FROM = 8192  # elements of a matrix-vector product below which OpenBLAS never threads
 
 
-def _serial_product(a, b):
-    """a @ b with BLAS on one thread (a matrix-vector product with ones: row or column sums)."""
-    if a.size + b.size < _BLAS_THREADS_FROM or _num_threads <= 1 or getattr(_local, "worker", False):
-        return a @ b
+def blas_serial(fn, *args):
+    """fn(*args) with BLAS on one thread (a pool call holds it so too)."""
+    if getattr(_local, "worker", False):  # inside a pool call, which holds BLAS at one thread already
+        return fn(*args)
     serial = _blas_serial_enter()
     try:
-        return a @ b
+        return fn(*args)
     finally:
         if serial:
             _blas_serial_exit()
+
+
+# OpenBLAS's idle threads spin for a while after a threaded call (its wake-up path), and with as
+# many threads as cores the spinning takes the cores the pool's workers need: measured on a 2-core
+# VM, a pool-split col2im right after a threaded 128x256x512 product ran at serial speed (3.1 vs
+# 1.5-1.8 ms; 2.9-3.3 ms at every delay up to 100 ms after the product, 1.8-2.1 from 150 ms on), a
+# relu at half its serial speed. So the backend keeps to one of two modes, whichever the program
+# is in: a product of BLAS_OWN_MIN multiply-adds or more runs on OpenBLAS's threads (which beat a
+# pool split there: 128x256x512 195 vs 245-260 us, a pool call costing 60-90 us of thread wake-ups
+# on such a VM), and for BLAS_SPIN_S after it every product goes to OpenBLAS's threads too while
+# pool calls run serially; otherwise products are held at one BLAS thread (or split over the pool,
+# linalg.matmul) and the pool has the cores.
+BLAS_THREADED_FROM = 1 << 19  # multiply-adds of one product below which OpenBLAS never threads it (~1Mi measured)
+BLAS_OWN_MIN = 1 << 23        # ... from which the backend lets OpenBLAS's threads run it
+BLAS_SPIN_S = 0.15            # how long they spin afterwards (OpenBLAS's default: 2^28 cycles, ~0.1 s)
+_spin_until = 0.0
+_monotonic = time.monotonic
+
+
+def blas_spinning():
+    """True while OpenBLAS's threads may still spin after a threaded product of the backend."""
+    return _monotonic() < _spin_until
+
+
+def blas_product(per, fn, *args):
+    """fn(*args): BLAS work whose largest single matrix product has `per` multiply-adds, on
+    OpenBLAS's own threads or held at one thread by the rule above."""
+    global _spin_until
+    if per < BLAS_THREADED_FROM or _num_threads <= 1 or getattr(_local, "worker", False):
+        return fn(*args)
+    if per < BLAS_OWN_MIN and _monotonic() >= _spin_until:
+        return blas_serial(fn, *args)
+    try:
+        return fn(*args)
+    finally:
+        if (blas_threads_bound() or 1) > 1:
+            _spin_until = _monotonic() + BLAS_SPIN_S
+
+
+def _serial_product(a, b):
+    """a @ b with BLAS on one thread (a matrix-vector product with ones: row or column sums)."""
+    if a.size + b.size < _BLAS_THREADS_FROM or _num_threads <= 1:  # one thread: BLAS has one (set_num_threads)
+        return a @ b
+    return blas_serial(np.matmul, a, b)
 
 
 def row_sums(m):
@@ -425,7 +472,11 @@ def run(n, fn):
         return
     serial = _blas_serial_enter()
     try:
-        _run(n, fn, threads)
+        if _monotonic() < _spin_until:  # OpenBLAS's threads have the cores (blas_product): one thread
+            for i in range(n):
+                fn(i)
+        else:
+            _run(n, fn, threads)
     finally:
         if serial:
             _blas_serial_exit()
@@ -498,7 +549,8 @@ def over_items(n, work, fn):
     col2im, the pools), one piece a thread, when `work` (the element passes of the whole op) pays
     for waking the pool; else one call fn(0, n). Each item is computed exactly as in one call."""
     threads = _num_threads
-    if threads <= 1 or n < 2 or work < ITEMS_WORK_MIN or getattr(_local, "worker", False):
+    if threads <= 1 or n < 2 or work < ITEMS_WORK_MIN or getattr(_local, "worker", False) or \
+            _monotonic() < _spin_until:
         fn(0, n)
         return
     pieces = split_ranges(n, -(-n // min(n, threads)))
@@ -637,7 +689,7 @@ def elementwise(kernel, o, args, tail=(), params=None, ordered=None):
     arrays = [a for a in args if isinstance(a, np.ndarray) and a.ndim]
     if not _independent(o, arrays):
         return False
-    serial = _num_threads <= 1 or getattr(_local, "worker", False)
+    serial = _num_threads <= 1 or getattr(_local, "worker", False) or _monotonic() < _spin_until
     n = o.size
     if o.flags.c_contiguous and all(a.shape == o.shape and a.flags.c_contiguous for a in arrays):
         if serial:

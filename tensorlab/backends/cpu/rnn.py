@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import _faults
+from . import parallel as _par
 from .memory import array
 
 __all__ = ("rnn_cell_fwd", "rnn_cell_bwd", "rnn_seq_fwd", "rnn_seq_bwd")
@@ -107,6 +108,13 @@ def _round(v, dt):
 
 
 def rnn_seq_fwd(mode, hs, cs, ws, gi, w_hh, b_hh, h0, c0, reverse):
+    """Its products on OpenBLAS's threads or held at one thread (parallel.blas_product: the largest
+    is the batch by W_hh)."""
+    return _par.blas_product(array(hs).shape[1] * array(w_hh).size, _rnn_seq_fwd, mode, hs, cs, ws, gi, w_hh, b_hh,
+                             h0, c0, reverse)
+
+
+def _rnn_seq_fwd(mode, hs, cs, ws, gi, w_hh, b_hh, h0, c0, reverse):
     _faults.hit("launch")
     hso = array(hs)
     steps, batch, hidden = hso.shape
@@ -210,6 +218,13 @@ def _seq_fwd(mode, hso, ws, gi, w_hh, b_hh, h0, reverse):
 
 
 def rnn_seq_bwd(mode, d_gi, d_gh, d_h0, d_c0, grad_h, grad_c, ws, hs, cs, w_hh, h0, c0, reverse):
+    """Its products on OpenBLAS's threads or held at one thread (parallel.blas_product: the largest
+    is the batch by W_hh)."""
+    return _par.blas_product(array(grad_h).shape[1] * array(w_hh).size, _rnn_seq_bwd, mode, d_gi, d_gh, d_h0, d_c0,
+                             grad_h, grad_c, ws, hs, cs, w_hh, h0, c0, reverse)
+
+
+def _rnn_seq_bwd(mode, d_gi, d_gh, d_h0, d_c0, grad_h, grad_c, ws, hs, cs, w_hh, h0, c0, reverse):
     _faults.hit("launch")
     gho = _acc(grad_h)
     steps, batch, hidden = gho.shape
