@@ -296,3 +296,49 @@ def test_wrapped_arrays_and_contiguous_views_take_the_straight_path(monkeypatch)
     assert t._meta.layout is not tl.empty(4, 3)._meta.layout
     np.testing.assert_array_equal((t + t).numpy(), x.T * 2)
     assert len(calls) == 2
+
+
+def test_copies_of_contiguous_tensors_take_the_straight_path(device, monkeypatch):
+    """x.to(device), x.to(dtype), clone() and the factories give a contiguous result the one shared
+    Layout record of its shape (their strides are given explicitly, preserve_format), so `a + b` on
+    them takes the straight line; a copy of a transposed tensor keeps its own strides."""
+    from tensorlab.ops import elementwise as E
+    calls = []
+    real = E._out_stride
+    monkeypatch.setattr(E, "_out_stride", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    x = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
+    host = tl.from_numpy(x)
+    a = host.to(device)
+    b = tl.tensor(x * 2, device=device)
+    c = a.clone()
+    d = tl.ones(3, 4, device=device).double().float()
+    assert a._meta.layout is b._meta.layout is c._meta.layout is d._meta.layout is host._meta.layout
+    _warm(lambda: (a + b, c * d))  # the ops' dtype memos
+    calls.clear()
+    np.testing.assert_array_equal((a + b).cpu().numpy(), x * 3)
+    np.testing.assert_array_equal((c * d).cpu().numpy(), x)
+    assert calls == []
+    t = host.t().to(device)  # preserve_format keeps the transposed strides: its own record
+    assert t.stride() == (1, 4) and t._meta.layout is not tl.empty(4, 3)._meta.layout
+    np.testing.assert_array_equal((t + t).cpu().numpy(), x.T * 2)
+    assert len(calls) == 1
+
+
+def test_cuda_identity_recipes_follow_each_call(cuda):
+    """The CUDA elementwise launch found by the Layout records' identity (elementwise._FAST) reads
+    every call's own buffers and offsets: a view at another offset with the same strides, a
+    broadcast operand, a scalar, and an output on the same shape all compute their own values."""
+    from tensorlab.backends.cuda import elementwise as CE
+    x = np.arange(24, dtype=np.float32)
+    base = tl.tensor(x, device=cuda)
+    a, b = base[:8], base[8:16]  # views at offsets 0 and 8 of one buffer
+    row = tl.tensor(x[:4], device=cuda)
+    m = base[:12].view(3, 4)
+    for _ in range(3):
+        np.testing.assert_array_equal((a + b).cpu().numpy(), x[:8] + x[8:16])
+        np.testing.assert_array_equal((b + a).cpu().numpy(), x[8:16] + x[:8])
+        np.testing.assert_array_equal((m + row).cpu().numpy(), x[:12].reshape(3, 4) + x[:4])
+        np.testing.assert_array_equal((m * 2.5).cpu().numpy(), x[:12].reshape(3, 4) * 2.5)
+    assert CE._FAST  # the calls above went through it
+    CE._FAST.clear()  # dropping it only costs the next call a lookup by strides
+    np.testing.assert_array_equal((a - b).cpu().numpy(), x[:8] - x[8:16])

@@ -69,9 +69,12 @@ _object_new = object.__new__
 
 @memoized
 def _strided_layout(shape, stride):
-    """(Layout, elements spanned) for outputs with given strides (preserve_format)."""
+    """(Layout, elements spanned) for outputs with given strides (preserve_format): the one
+    contiguous record of the shape when the strides are contiguous (interned), so a copy of a
+    contiguous tensor (x.cuda(), x.to(dtype), clone) takes the straight paths its source takes."""
     size = _checked_size(shape)
-    return L.Layout(size, stride, 0), L.extent(size, stride, 0)
+    lay = interned(L.Layout(size, stride, 0), make=True)
+    return lay, L.extent(size, stride, 0)
 
 
 def empty_tensor(shape, dtype, device, stride=None):
@@ -99,6 +102,17 @@ def empty_tensor(shape, dtype, device, stride=None):
             if arr is not None:
                 t._hview = [(meta, buf, dtype, arr)]
             return t
+    elif stride is None:  # the same for a device's contiguous output: the backend's buffer, one Meta
+        try:
+            hit = _CONTIGUOUS.get((shape,))
+        except TypeError:
+            hit = None
+        if hit is not None and hit[1] <= _SAFE_NUMEL:
+            s = _object_new(UntypedStorage)
+            s._buf = backends.get(device).allocate(hit[1] * dtype.itemsize, device)  # looked up per call: patchable
+            s.device = device
+            s._resizable = True
+            return _new_tensor(Tensor, _tuple_new(Meta, (s, hit[0])), dtype, None, False)
     if type(shape) in (tuple, L.Size):  # the hot path of every op's output: one immutable Layout per shape
         if stride is None:
             hit = _CONTIGUOUS.get((shape,))

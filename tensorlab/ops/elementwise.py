@@ -542,9 +542,11 @@ def _binary(d, a, b, out, params=_NO_PARAMS, check=None, reflected=False):
                     t = _new_tensor(Tensor, meta, res, None, False)
                     if arr is not None:
                         t._hview = [(meta, buf, res, arr)]
+                    be = _cpu
                 else:
+                    be = backends.get(dev)
                     t = empty_tensor(lay[0], res, dev)
-                fn = getattr(_cpu if dev.type == "cpu" else backends.get(dev), d.prim)  # per call: patchable
+                fn = getattr(be, d.prim)  # per call: patchable
                 if params:
                     fn(t, d.kernel, pa, pb, r[1], **params)
                 else:

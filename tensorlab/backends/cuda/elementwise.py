@@ -98,11 +98,18 @@ def _int_arg(value, compute, c):
 
 
 def _operand(x, shape):
-    """A tensor as a launch operand of the output's shape (broadcast dims get stride 0)."""
+    """A tensor (or launch Operand) as a launch operand of the output's shape (broadcast dims get
+    stride 0)."""
+    if type(x) is _Operand:
+        return _expanded(x.buffer, x.layout, x.dtype, shape)
     storage, lay = x._meta
+    return _expanded(storage._buf, lay, x._dtype, shape)
+
+
+def _expanded(buf, lay, dtype, shape):
     if lay.shape != shape and tuple(lay.shape) != tuple(shape):
         lay = Layout(tuple(shape), tuple(expand_strides(lay.shape, lay.stride, shape)), lay.offset)
-    return K._operand_of(storage._buf, lay, x._dtype)
+    return K._operand_of(buf, lay, dtype)
 
 
 _MASK = [np.int32(m) for m in range(8)]  # which of (up to 3) operands are scalars, as the vec kernels take it
@@ -117,20 +124,86 @@ def _run(prim, op, out, operands, compute, scalars_c, params, row=None):
     What depends only on the layouts' strides, the dtypes and the kernel (the instantiation, its
     geometry, dtype codes and packed layouts) is a recipe memoized on exactly those; buffers,
     offsets, bounds and devices are read from each operand's one metadata snapshot and checked on
-    every call, as K.Plan checks them."""
-    o = K.operand(out)
+    every call, as K.Plan checks them. Tensors whose Layout records were seen before (the shared
+    record of a contiguous shape, ops/_common.interned) find their recipe, driver function and grid
+    by the records' identity (_FAST holds the records, so their ids stay theirs while cached)."""
+    if type(out) is _Operand:
+        return _run_operands(prim, op, out, operands, compute, scalars_c, params, row)
+    metas = []
+    for x in operands:
+        if isinstance(x, np.generic):
+            metas.append(None)
+        elif type(x) is _Operand:
+            return _run_operands(prim, op, K.operand(out), operands, compute, scalars_c, params, row)
+        else:
+            metas.append(x._meta)
+    om = out._meta
+    olay = om[1]
+    ob = om[0]._buf
+    dev = ob.device
+    odt = out._dtype
+    fkey = (prim, op, compute, scalars_c, K._wide[0], dev, id(olay), odt,
+            *[None if m is None else (id(m[1]), x._dtype) for m, x in zip(metas, operands)])
+    hit = _FAST.get(fkey)
+    if hit is None:
+        shape = olay.shape
+        ops = [x if m is None else _expanded(m[0]._buf, m[1], x._dtype, shape) for m, x in zip(metas, operands)]
+        r = _recipe_of(prim, op, K._operand_of(ob, olay, odt), ops, compute, scalars_c, row)
+        if not r[0]:
+            return
+        hit = (r, K.function(_SRC, r[1], dev), (K.grid_for(r[0], dev),), (K.BLOCK,), (_SRC, r[1]),
+               olay, [None if m is None else m[1] for m in metas])  # the records whose ids are the key
+        if len(_FAST) >= 4096:
+            _FAST.clear()
+        _FAST[fkey] = hit
+    n, expr, vec, reaches, codes, zero, mask, lays, count, tail = hit[0]
+    isz = odt.itemsize
+    if (olay.offset + reaches[0] + 1) * isz > ob.nbytes:
+        K.check_bounds(K._operand_of(ob, olay, odt), reaches[0])  # raises
+    p_out = _tuple_new(Pointer, (ob, olay.offset * isz))
+    ptrs = [p_out] * len(operands)  # a scalar's pointer slot is unused: point it at out
+    j = 1
+    for k, m in enumerate(metas):
+        if m is None:
+            continue
+        tb = m[0]._buf
+        if tb.device != dev:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"cuda:{dev} and cuda:{tb.device}!")
+        off = m[1].offset  # a broadcast operand's expanded layout keeps its offset
+        isz = operands[k]._dtype.itemsize
+        if (off + reaches[j] + 1) * isz > tb.nbytes:
+            K.check_bounds(_expanded(tb, m[1], operands[k]._dtype, olay.shape), reaches[j])  # raises
+        ptrs[k] = _tuple_new(Pointer, (tb, off * isz))
+        j += 1
+    K.launch_function(hit[1], hit[4], dev, hit[2], hit[3],
+                      _args(prim, p_out, ptrs, operands, zero, vec, mask, params, count, codes, lays))
+
+
+def _args(prim, p_out, ptrs, operands, zero, vec, mask, params, count, codes, lays):
+    scal = [x if isinstance(x, np.generic) else zero for x in operands]
+    if vec:
+        if prim == "unary":
+            return (p_out, ptrs[0], *params, count)
+        return (p_out, *ptrs, *scal, mask, *params, count)
+    if prim == "unary":
+        return (p_out, ptrs[0], *codes, *params, count, *lays)
+    return (p_out, *ptrs, *codes, *scal, *params, count, *lays)
+
+
+def _recipe_of(prim, op, o, operands, compute, scalars_c, row):
+    """_recipe's answer for out `o` and `operands` (launch Operands of out's shape, or C scalars),
+    memoized on the strides, dtypes and kernel."""
     olay = o.layout
-    shape = olay.shape
-    key = [prim, op, compute, scalars_c, K._wide[0], shape, olay.stride, o.dtype]
+    key = [prim, op, compute, scalars_c, K._wide[0], olay.shape, olay.stride, o.dtype]
     tensors = []  # (position in operands, launch operand)
     for k, x in enumerate(operands):
         if isinstance(x, np.generic):
             key.append(None)
         else:
-            t = _operand(x, shape)
-            tensors.append((k, t))
-            key.append(t.layout.stride)
-            key.append(t.dtype)
+            tensors.append((k, x))
+            key.append(x.layout.stride)
+            key.append(x.dtype)
     try:
         key = tuple(key)
         r = _RECIPES.get(key)
@@ -142,6 +215,14 @@ def _run(prim, op, out, operands, compute, scalars_c, params, row=None):
             if len(_RECIPES) >= 4096:
                 _RECIPES.clear()
             _RECIPES[key] = r
+    return r
+
+
+def _run_operands(prim, op, o, operands, compute, scalars_c, params, row):
+    """_run where out (`o`) or an operand is a launch Operand, not a tensor."""
+    shape = o.layout.shape
+    ops = [x if isinstance(x, np.generic) else _operand(x, shape) for x in operands]
+    r = _recipe_of(prim, op, o, ops, compute, scalars_c, row)
     n, expr, vec, reaches, codes, zero, mask, lays, count, tail = r
     if not n:
         return
@@ -149,36 +230,29 @@ def _run(prim, op, out, operands, compute, scalars_c, params, row=None):
     dev = buf.device
     reach = reaches[0]
     isz = o.dtype.itemsize
-    if (olay.offset + reach + 1) * isz > buf.nbytes:
+    if (o.layout.offset + reach + 1) * isz > buf.nbytes:
         K.check_bounds(o, reach)  # raises
-    p_out = _tuple_new(Pointer, (buf, olay.offset * isz))
-    ptrs = [p_out] * len(operands)  # a scalar's pointer slot is unused: point it at out
+    p_out = _tuple_new(Pointer, (buf, o.layout.offset * isz))
+    ptrs = [p_out] * len(operands)
     j = 1
-    for k, t in tensors:
+    for k, t in enumerate(ops):
+        if isinstance(t, np.generic):
+            continue
         tb = t.buffer
         if tb.device != dev:
             raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                                f"cuda:{dev} and cuda:{tb.device}!")
         reach = reaches[j]
-        off = t.layout.offset
         isz = t.dtype.itemsize
-        if (off + reach + 1) * isz > tb.nbytes:
+        if (t.layout.offset + reach + 1) * isz > tb.nbytes:
             K.check_bounds(t, reach)  # raises
-        ptrs[k] = _tuple_new(Pointer, (tb, off * isz))
+        ptrs[k] = _tuple_new(Pointer, (tb, t.layout.offset * isz))
         j += 1
-    scal = [x if isinstance(x, np.generic) else zero for x in operands]
-    if vec:
-        if prim == "unary":
-            args = (p_out, ptrs[0], *params, count)
-        else:
-            args = (p_out, *ptrs, *scal, mask, *params, count)
-    elif prim == "unary":
-        args = (p_out, ptrs[0], *codes, *params, count, *lays)
-    else:
-        args = (p_out, *ptrs, *codes, *scal, *params, count, *lays)
-    K.launch(_SRC, expr, dev, args, n=n)
+    K.launch(_SRC, expr, dev, _args(prim, p_out, ptrs, operands, zero, vec, mask, params, count, codes, lays), n=n)
 
 
+_FAST = {}  # _run's identity key -> (recipe, driver function, grid, block, launch key, the Layouts keyed by id)
+_Operand = K.Operand
 _RECIPES = {}  # _run's key -> _recipe's answer (immutable)
 _tuple_new = tuple.__new__
 
@@ -282,6 +356,11 @@ def unary(out, op, x, compute, **params):
 
 def binary(out, op, a, b, compute, **params):
     """out = op(a, b); `a`/`b` are tensors or Python numbers (converted to `compute` here)."""
+    if not params and type(a) not in _PY and type(b) not in _PY:  # two tensors, no parameters: one lookup
+        hit = _PLAIN.get((op, compute))
+        if hit is not None:
+            _run("binary", op, out, (a, b), compute, hit[0], hit[1], hit[2])
+            return
     c = _C[compute]
     row = _kernel("binary", op)
     if op == "gelu_backward":  # p0: the tanh approximation
@@ -296,7 +375,15 @@ def binary(out, op, a, b, compute, **params):
     # an empty result divides nothing: torch raises only when an element is divided
     if op in _INT_DIVISION and c == "long long" and K.plan(out).n and _divides_by_zero(b, sb, compute):
         raise RuntimeError("ZeroDivisionError")  # torch's exact text for integer division by zero
-    _run("binary", op, out, (sa, sb), compute, _C_NP[c], (_c_arg(alpha, compute, c),), row)
+    args = (_c_arg(alpha, compute, c),)
+    if not params and op not in _INT_DIVISION and op != "gelu_backward":
+        if len(_PLAIN) >= 4096:
+            _PLAIN.clear()
+        _PLAIN[(op, compute)] = (_C_NP[c], args, row)
+    _run("binary", op, out, (sa, sb), compute, _C_NP[c], args, row)
+
+
+_PLAIN = {}  # (op, compute dtype) -> binary's (C scalar type, parameters, kernel row) without parameters
 
 
 def ternary(out, op, a, b, c, compute, **params):

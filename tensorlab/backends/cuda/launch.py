@@ -343,6 +343,23 @@ def launch(source, name_expression, device, args, *, n=None, grid=None, block=BL
     LAUNCHES[key] = LAUNCHES.get(key, 0) + 1
 
 
+def launch_function(fn, key, device, grid, block, args):
+    """launch() for a caller that memoized the driver function (function(source, name_expression,
+    device)), its (source, name_expression) key and the launch geometry (3-tuples or shorter)."""
+    if _fault_plans:
+        _faults.hit("launch")
+    stream = driver.current_stream(device)
+    driver.launch(fn, grid, block, args, 0, stream)
+    if _faults.observers:
+        _faults.launched(device, stream)
+    LAUNCHES[key] = LAUNCHES.get(key, 0) + 1
+
+
+def function(source, name_expression, device):
+    """The driver function of a kernel instantiation on `device` (compiled and loaded on first use)."""
+    return _functions.get((source, name_expression, device)) or modules.function(source, name_expression, device)
+
+
 def ctype(dtype):
     """The kernel C type of a tensorlab dtype (for name expressions)."""
     return dtypes.as_dtype(dtype).ctype

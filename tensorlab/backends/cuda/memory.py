@@ -16,16 +16,14 @@ __all__ = ("allocate", "buffer_nbytes", "buffer_ptr", "buffer_tolist", "copy_byt
            "copy_from_host", "to_host", "fill")
 
 
-def _index(device):
-    if device is None or device.index is None:
-        return driver.current_device()
-    return device.index
+_fault_plans = _faults._plans
 
 
 def allocate(nbytes, device=None):
     """A device buffer of `nbytes` bytes on the current stream of `device` (a cuda Device)."""
-    _faults.hit("alloc")
-    idx = _index(device)
+    if _fault_plans:  # _faults.hit's "is any plan installed" test, without the call
+        _faults.hit("alloc")
+    idx = driver.current_device() if device is None or device.index is None else device.index
     try:
         return driver.malloc(nbytes, idx, driver.current_stream(idx))
     except OutOfMemory as e:
