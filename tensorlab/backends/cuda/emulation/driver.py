@@ -253,7 +253,7 @@ class EmulationDriver:
             if now > st["peak"]:
                 st["peak"] = now
             st["allocs"] += 1
-        ptr = self._rt.tl_emu_malloc(nbytes)
+        ptr = (self._rt_lib or self._rt).tl_emu_malloc(nbytes)
         if not ptr:
             with self._lock:
                 st["allocated"] -= nbytes
@@ -278,8 +278,14 @@ class EmulationDriver:
                 st["frees"] += 1
 
     def _release(self, buffer):
-        self._uncount(buffer)
-        self._rt.tl_emu_free(buffer.ptr, buffer.nbytes)
+        if buffer._accounted:  # _uncount, inlined: every op's output ends here
+            with self._lock:
+                if buffer._accounted:
+                    buffer._accounted = False
+                    st = self._stats[buffer.device]
+                    st["allocated"] -= buffer.nbytes
+                    st["frees"] += 1
+        self._rt_lib.tl_emu_free(buffer.ptr, buffer.nbytes)  # loaded: this buffer came from it
 
     @staticmethod
     def _address(p, nbytes, what):
