@@ -278,13 +278,8 @@ class EmulationDriver:
                 st["frees"] += 1
 
     def _release(self, buffer):
-        if buffer._accounted:  # _uncount, inlined: every op's output ends here
-            with self._lock:
-                if buffer._accounted:
-                    buffer._accounted = False
-                    st = self._stats[buffer.device]
-                    st["allocated"] -= buffer.nbytes
-                    st["frees"] += 1
+        if buffer._accounted:  # still counted (not freed on a stream before)
+            self._uncount(buffer)
         self._rt_lib.tl_emu_free(buffer.ptr, buffer.nbytes)  # loaded: this buffer came from it
 
     @staticmethod
