@@ -622,6 +622,8 @@ def _mlp(lib, **kw):
 @pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3)),
                                      ("Adam", dict(lr=0.01, amsgrad=True)), ("AdamW", dict(lr=0.01))])
 def test_training_steps_match_torch(device, torch, name, kw):
+    torch.manual_seed(0)  # torch's init draws the weights: unseeded, an unlucky draw (a gradient near 0,
+    # which Adam's normalization turns into a whole step either way) failed 1 element in 256 under avx2
     model, tmodel = _mlp(tl, device=device), _mlp(torch)
     _copy_weights(torch, tmodel, model, device)
     opt, topt = getattr(optim, name)(model.parameters(), **kw), getattr(torch.optim, name)(tmodel.parameters(), **kw)
