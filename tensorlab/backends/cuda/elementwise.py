@@ -142,8 +142,12 @@ def _run(prim, op, out, operands, compute, scalars_c, params, row=None):
     ob = om[0]._buf
     dev = ob.device
     odt = out._dtype
-    fkey = (prim, op, compute, scalars_c, K._wide[0], dev, id(olay), odt,
-            *[None if m is None else (id(m[1]), x._dtype) for m, x in zip(metas, operands)])
+    if len(metas) == 2 and metas[0] is not None and metas[1] is not None:  # two tensors: the key flat
+        fkey = (prim, op, compute, scalars_c, K._wide[0], dev, id(olay), odt, id(metas[0][1]), operands[0]._dtype,
+                id(metas[1][1]), operands[1]._dtype)
+    else:
+        fkey = (prim, op, compute, scalars_c, K._wide[0], dev, id(olay), odt,
+                *[None if m is None else (id(m[1]), x._dtype) for m, x in zip(metas, operands)])
     hit = _FAST.get(fkey)
     if hit is None:
         shape = olay.shape
@@ -176,8 +180,11 @@ def _run(prim, op, out, operands, compute, scalars_c, params, row=None):
             K.check_bounds(_expanded(tb, m[1], operands[k]._dtype, olay.shape), reaches[j])  # raises
         ptrs[k] = _tuple_new(Pointer, (tb, off * isz))
         j += 1
-    K.launch_function(hit[1], hit[4], dev, hit[2], hit[3],
-                      _args(prim, p_out, ptrs, operands, zero, vec, mask, params, count, codes, lays))
+    if vec and j == 3 and len(operands) == 2:  # binary's commonest launch: two tensors, the vectorized kernel
+        args = (p_out, ptrs[0], ptrs[1], zero, zero, mask, *params, count)
+    else:
+        args = _args(prim, p_out, ptrs, operands, zero, vec, mask, params, count, codes, lays)
+    K.launch_function(hit[1], hit[4], dev, hit[2], hit[3], args)
 
 
 def _args(prim, p_out, ptrs, operands, zero, vec, mask, params, count, codes, lays):
