@@ -42,8 +42,8 @@ from itertools import count
 
 import numpy as np
 
-__all__ = ("get_num_threads", "set_num_threads", "run", "blas_serial", "blas_product", "blas_spinning", "elementwise", "copyto", "fill", "row_blocks", "split_ranges",
-           "row_sums", "col_sums", "over_items", "tiled", "tiled_copy")
+__all__ = ("get_num_threads", "set_num_threads", "run", "blas_serial", "blas_product", "blas_spinning", "elementwise",
+           "copyto", "fill", "row_blocks", "split_ranges", "row_sums", "col_sums", "over_items", "tiled", "tiled_copy")
 
 
 def _usable_cores():
@@ -202,7 +202,7 @@ def _blas_serial_exit():
             _blas_setter(_blas_before)
 
 
-_BLAS_THREADS_FROM = 8192  # elements of a matrix-vector product below which OpenBLAS never threads
+_GEMV_THREADS_FROM = 8192  # elements of a matrix-vector product below which OpenBLAS never threads
 
 
 def blas_serial(fn, *args):
@@ -256,7 +256,7 @@ def blas_product(per, fn, *args):
 
 def _serial_product(a, b):
     """a @ b with BLAS on one thread (a matrix-vector product with ones: row or column sums)."""
-    if a.size + b.size < _BLAS_THREADS_FROM or _num_threads <= 1:  # one thread: BLAS has one (set_num_threads)
+    if a.size + b.size < _GEMV_THREADS_FROM or _num_threads <= 1:  # one thread: BLAS has one (set_num_threads)
         return a @ b
     return blas_serial(np.matmul, a, b)
 
