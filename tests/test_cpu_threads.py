@@ -19,10 +19,11 @@ THREADS = (1, 2, 3)
 
 
 @pytest.fixture(autouse=True)
-def _restore_threads():
+def _restore_threads(monkeypatch):
     n = tl.get_num_threads()
     parallel._spin_until = 0.0  # no test starts in OpenBLAS's mode (parallel.blas_product) because of another
-    yield
+    monkeypatch.setattr(parallel, "POOL_PAYS_S", 0.0)  # large ops split whatever their cost (the cost rule's
+    yield                                             # own tests set it)
     tl.set_num_threads(n)
     parallel._spin_until = 0.0
 
@@ -833,6 +834,73 @@ def test_small_ops_stay_serial(monkeypatch):
     (x + x).exp().sum()
     F.softmax(x.view(10, 100), 1)
     assert calls == []
+
+
+def _counting_pool(monkeypatch):
+    calls = []
+    real = parallel._run
+    monkeypatch.setattr(parallel, "_run", lambda n, fn, threads: (calls.append(n), real(n, fn, threads)))
+    return calls
+
+
+@pytest.mark.parametrize("where", ["contiguous", "broadcast"])
+def test_cheap_large_ops_stay_on_one_thread(where, monkeypatch):
+    """An op whose measured one-thread cost is below POOL_PAYS_S is not split: its first call runs
+    on the caller and is timed, and so does every later one while the estimate stays below."""
+    tl.set_num_threads(2)
+    monkeypatch.setattr(parallel, "_costs", {})
+    monkeypatch.setattr(parallel, "POOL_PAYS_S", 1e6)  # nothing could pay for the pool
+    calls = _counting_pool(monkeypatch)
+    a, b = rand(BIG, seed=1), rand(BIG // 1024, 1024, seed=2)
+    x, y = tl.from_numpy(a), tl.from_numpy(b)
+    for _ in range(20):
+        r = x + x if where == "contiguous" else y * y[0]
+    assert calls == []
+    np.testing.assert_array_equal(r.numpy(), a + a if where == "contiguous" else b * b[0])
+    (key, rec), = parallel._costs.items()  # learned under one key: the ufunc and its dtypes
+    assert key[0] is (np.add if where == "contiguous" else np.multiply)
+    assert rec[0] > 0 and rec[1] == 0 and len(rec[2]) == parallel.COST_SAMPLES
+
+
+def test_costly_ops_split_and_are_measured_again(monkeypatch):
+    """An op measured above POOL_PAYS_S is split from its second call on; every REPROBE-th call after
+    a measurement runs on one thread again (timed), and the estimate is the least of the last
+    COST_SAMPLES measurements. Same bits on either path."""
+    tl.set_num_threads(2)
+    monkeypatch.setattr(parallel, "_costs", {})
+    monkeypatch.setattr(parallel, "POOL_PAYS_S", 1e-12)  # anything pays
+    calls = _counting_pool(monkeypatch)
+    a = rand(BIG, seed=3)
+    x = tl.from_numpy(a)
+    outs = []
+    for i in range(2 + 2 * (parallel.REPROBE + 1)):
+        calls.clear()
+        outs.append(x.exp().numpy())
+        measured = i % (parallel.REPROBE + 1) == 0  # the first call, then after every REPROBE splits
+        assert (calls == []) == measured, i
+    same_bits(outs)
+    (rec,) = parallel._costs.values()
+    assert len(rec[2]) == parallel.COST_SAMPLES and rec[0] == min(rec[2])
+    rec[2][:] = [5.0, 1e-9]  # a slow outlier among the samples does not stick
+    rec[1] = parallel.REPROBE
+    x.exp()
+    assert rec[0] == min(rec[2][-parallel.COST_SAMPLES:]) <= 1e-9
+
+
+def test_cost_rule_off_with_one_thread_and_unhashable_params(monkeypatch):
+    """With one thread nothing is timed (no split to decide); a key that cannot be hashed splits."""
+    monkeypatch.setattr(parallel, "_costs", {})
+    monkeypatch.setattr(parallel, "POOL_PAYS_S", 1e6)
+    tl.set_num_threads(1)
+    x = tl.from_numpy(rand(BIG, seed=4))
+    x + x
+    assert parallel._costs == {}
+    tl.set_num_threads(2)
+    calls = _counting_pool(monkeypatch)
+    o = np.empty(BIG, np.float32)
+    assert parallel.elementwise(lambda out, v: np.add(v, 1, out=out), o, (x.numpy(),), key=None)
+    assert calls and parallel._costs == {}
+    np.testing.assert_array_equal(o, x.numpy() + 1)
 
 
 def test_interrupt_in_the_caller_waits_for_running_tasks():

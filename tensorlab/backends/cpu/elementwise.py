@@ -166,8 +166,19 @@ def ternary(out, op, a, b, c, compute, **params):
 def _split(kernel, o, args, dt, params):
     """A large op: the kernel over pieces of the output on the CPU pool (parallel.py), or once
     when the output overlaps an operand."""
-    if not _par.elementwise(kernel, o, args, (dt,), params):
+    if not _par.elementwise(kernel, o, args, (dt,), params, key=_cost_key(kernel, o, args, dt, params)):
         kernel(o, *args, dt, **params)
+
+
+def _cost_key(kernel, o, args, dt, params):
+    """What the pool's cost estimate is kept under (parallel.elementwise): the kernel, the compute
+    and output dtypes, the operands' dtypes and the parameters; None where a parameter is not hashable."""
+    key = (kernel, dt, o.dtype) + tuple(getattr(a, "dtype", None) for a in args) + tuple(params.items())
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _aliased_last(a):
@@ -232,7 +243,8 @@ def _long_rows(o, x, y):
 
 def _split_plain(uf, o, args):
     if not _par.elementwise(lambda out, *xs: uf(*xs, out=out), o, args,
-                            ordered=lambda out, *xs: uf(*xs, out=out, order="C")):
+                            ordered=lambda out, *xs: uf(*xs, out=out, order="C"),
+                            key=(uf, o.dtype) + tuple(getattr(a, "dtype", None) for a in args)):
         uf(*args, out=o)
 
 

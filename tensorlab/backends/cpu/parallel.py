@@ -65,6 +65,17 @@ TILED_MIN = 1 << 15  # elements from which a transposed operand goes through til
 # better than 512 KiB at every shape tried (1024^2 softmax 564 -> 511 us on one thread, 363 -> 277 on two)
 BLOCK_BYTES = 1 << 21
 ITEMS_WORK_MIN = 1 << 17  # element passes below which a per-item op (im2col, col2im, pools) stays one call
+# A pool call costs its caller a worker's wake-up and, at the end, its own (20-60 us each on a
+# 2-core VM, where a futex wake has to reach a halted virtual CPU). Measured there at two threads
+# (median of 21, float32): a split lost to one thread for every elementwise op whose serial time
+# was below ~300 us (512Ki add 61 -> 142 us, relu 134 -> 379; 1Mi add 116 -> 176, mul_ 57 -> 141,
+# relu 255 -> 369, its kernel several NumPy calls) and won above it (1Mi exp 513 -> 359, tanh
+# 401 -> 303; 2Mi relu 650 -> 550; 4Mi relu 2422 -> 1343). So elementwise()
+# learns each computation's one-thread cost from the calls it runs itself, and splits only where
+# the estimate reaches POOL_PAYS_S; every REPROBE-th split call of a computation runs on one thread
+# again and is timed, so a slow first measurement (cold pages) does not stick.
+POOL_PAYS_S = 300e-6
+REPROBE = 16
 
 elem_min = PARALLEL_MIN  # the elementwise threshold callers compare with
 
@@ -232,6 +243,7 @@ BLAS_OWN_MIN = 1 << 23        # ... from which the backend lets OpenBLAS's threa
 BLAS_SPIN_S = 0.15            # how long they spin afterwards (OpenBLAS's default: 2^28 cycles, ~0.1 s)
 _spin_until = 0.0
 _monotonic = time.monotonic
+_perf = time.perf_counter
 
 
 def blas_spinning():
@@ -678,11 +690,42 @@ def _tiles(kernel, o, full, tail, params, ordered, gf):
             kernel(o[sl], *[a[sl] if isinstance(a, np.ndarray) and a.ndim else a for a in full], *tail, **params)
 
 
-def elementwise(kernel, o, args, tail=(), params=None, ordered=None):
+_costs = {}  # elementwise() key -> [seconds an element on one thread (least of the last
+#              COST_SAMPLES measurements), split calls since the last, the measurements]
+COST_SAMPLES = 3
+
+
+def _ran_here(key, kernel, o, args, tail, params):
+    """True, having run kernel over all of o on this thread (timed, its cost learned), when `key`
+    is new, due for a new measurement, or its cost says a split would not pay (POOL_PAYS_S)."""
+    if key is None or POOL_PAYS_S <= 0:  # 0: split whatever the cost (the tests of the pool's splits)
+        return False
+    n = o.size
+    rec = _costs.get(key)
+    if rec is not None and rec[0] * n >= POOL_PAYS_S and rec[1] < REPROBE:
+        rec[1] += 1
+        return False
+    t = _perf()
+    kernel(o, *args, *tail, **params)
+    c = (_perf() - t) / max(1, n)
+    if rec is None:
+        _costs[key] = [c, 0, [c]]
+    else:
+        seen = rec[2]
+        seen.append(c)
+        del seen[:-COST_SAMPLES]
+        rec[0] = min(seen)  # a measurement is only ever slowed (interrupts, cold pages), never sped up
+        rec[1] = 0
+    return True
+
+
+def elementwise(kernel, o, args, tail=(), params=None, ordered=None, key=None):
     """kernel(o_piece, *arg_pieces, *tail, **params) over pieces of `o` that together cover it,
     in parallel. `args`: arrays broadcasting to o.shape, or scalars/None (passed whole).
     `ordered(o_view, *arg_views)`: the same computation for a kernel that iterates its views in C
     order (a ufunc with order="C"); given, it lets transposed operands go through in tiles.
+    `key` (hashable): names the computation (kernel, dtypes) whose one-thread cost decides whether
+    a split pays (_ran_here); None splits whatever the cost.
     Returns False, having done nothing, when the output overlaps an operand, or when one thread
     would run the kernel over the whole output anyway: the caller then runs it once itself."""
     params = params or {}
@@ -694,6 +737,8 @@ def elementwise(kernel, o, args, tail=(), params=None, ordered=None):
     if o.flags.c_contiguous and all(a.shape == o.shape and a.flags.c_contiguous for a in arrays):
         if serial:
             return False
+        if _ran_here(key, kernel, o, args, tail, params):
+            return True
         flat_o = o.reshape(-1)
         flat = [a.reshape(-1) if isinstance(a, np.ndarray) and a.ndim else a for a in args]
         pieces = split_ranges(n, _chunk(n))
@@ -713,6 +758,8 @@ def elementwise(kernel, o, args, tail=(), params=None, ordered=None):
         return True
     if serial:
         return False
+    if _ran_here(key, kernel, o, args, tail, params):
+        return True
     # split along o's outermost axis (largest stride) that is long enough to share out
     order = sorted((d for d in range(nd) if shape[d] > 1), key=lambda d: -abs(o.strides[d]))
     if not order:
@@ -741,7 +788,7 @@ def _fill_kernel(o, value):
 
 def fill(a, value):
     """a[...] = value in parallel; False (nothing done) when one thread would do it in one go."""
-    return elementwise(_fill_kernel, a, (value,))
+    return elementwise(_fill_kernel, a, (value,), key=(_fill_kernel, a.dtype))
 
 
 def tiled_copy(d, s):
@@ -777,7 +824,7 @@ def copyto(d, s):
     """np.copyto(d, s, casting="unsafe") in parallel; False (nothing done) when d and s overlap."""
     if isinstance(s, np.ndarray) and np.may_share_memory(d, s):
         return False
-    return tiled_copy(d, s) or elementwise(_copy_kernel, d, (s,))
+    return tiled_copy(d, s) or elementwise(_copy_kernel, d, (s,), key=(_copy_kernel, d.dtype, getattr(s, "dtype", None)))
 
 
 _resize(_usable_cores())
