@@ -312,7 +312,10 @@ def _dot_sum(b):
     whole product: 1.6-1.75 ms, its threads then spinning against the pool's)."""
     rows = b.size // DOT_ROW
     m = b[:rows * DOT_ROW].reshape(rows, DOT_ROW)
-    ones = np.ones(DOT_ROW, b.dtype)
+    ones = _DOT_ONES.get(b.dtype)
+    if ones is None:
+        ones = _DOT_ONES[b.dtype] = np.ones(DOT_ROW, b.dtype)
+        ones.flags.writeable = False
     pieces = _par.split_ranges(rows, DOT_BLOCK)
     parts = [None] * len(pieces)
 
@@ -320,11 +323,17 @@ def _dot_sum(b):
         parts[i] = m[slice(*pieces[i])] @ ones
     if len(pieces) > 1 and _par.get_num_threads() > 1:
         _par.run(len(pieces), task)  # BLAS held at one thread meanwhile
-    else:
+    elif _par.get_num_threads() > 1:
         _par.blas_serial(lambda: [task(i) for i in range(len(pieces))])
+    else:  # one thread: BLAS has one already (set_num_threads)
+        for i in range(len(pieces)):
+            task(i)
     if rows * DOT_ROW < b.size:
         parts.append(np.add.reduce(b[rows * DOT_ROW:], keepdims=True))
-    return np.add.reduce(np.concatenate(parts), keepdims=True)
+    return np.add.reduce(parts[0] if len(parts) == 1 else np.concatenate(parts), keepdims=True)
+
+
+_DOT_ONES = {}  # dtype -> a read-only row of DOT_ROW ones (_dot_sum's vector)
 
 
 def _ufunc_blocks(ufunc):
