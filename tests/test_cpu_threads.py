@@ -179,8 +179,9 @@ def test_blas_modes_keep_spinning_openblas_threads_off_the_pool():
 
     parallel.blas_product(parallel.BLAS_OWN_MIN, product)  # OpenBLAS's threads
     assert seen[2] == 2 and parallel.blas_spinning()
+    window = parallel._spin_until
     parallel.blas_product(parallel.BLAS_OWN_MIN // 2, product)  # they spin: this one may use them too
-    assert seen[3] == 2
+    assert seen[3] == 2 and parallel._spin_until == window  # ... without extending the window
     ran = []
     parallel.run(3, lambda i: ran.append((threading.current_thread(), parallel.blas_num_threads())))
     assert ran == [(threading.current_thread(), 1)] * 3
