@@ -888,8 +888,24 @@ def test_costly_ops_split_and_are_measured_again(monkeypatch):
     assert rec[0] == min(rec[2][-parallel.COST_SAMPLES:]) <= 1e-9
 
 
-def test_cost_rule_off_with_one_thread_and_unhashable_params(monkeypatch):
-    """With one thread nothing is timed (no split to decide); a key that cannot be hashed splits."""
+def test_cost_keys_ignore_parameter_values(monkeypatch):
+    """A parameter's value (add's alpha: a learning rate changing every step) makes no new key, and
+    the table is bounded (COSTS_MAX)."""
+    tl.set_num_threads(2)
+    monkeypatch.setattr(parallel, "_costs", {})
+    monkeypatch.setattr(parallel, "POOL_PAYS_S", 1e6)
+    a, b = rand(BIG, seed=5), rand(BIG, seed=6)
+    x, y = tl.from_numpy(a), tl.from_numpy(b)
+    for alpha in (0.5, 0.25, -3.0):
+        np.testing.assert_allclose(x.add(y, alpha=alpha).numpy(), a + np.float32(alpha) * b, rtol=1e-6)
+    assert len(parallel._costs) == 1
+    monkeypatch.setattr(parallel, "COSTS_MAX", 1)
+    x.exp()
+    assert len(parallel._costs) == 1 and next(iter(parallel._costs))[0] is np.exp
+
+
+def test_cost_rule_off_with_one_thread_and_without_a_key(monkeypatch):
+    """With one thread nothing is timed (no split to decide); a call without a key splits."""
     monkeypatch.setattr(parallel, "_costs", {})
     monkeypatch.setattr(parallel, "POOL_PAYS_S", 1e6)
     tl.set_num_threads(1)

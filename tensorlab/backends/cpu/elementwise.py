@@ -172,13 +172,9 @@ def _split(kernel, o, args, dt, params):
 
 def _cost_key(kernel, o, args, dt, params):
     """What the pool's cost estimate is kept under (parallel.elementwise): the kernel, the compute
-    and output dtypes, the operands' dtypes and the parameters; None where a parameter is not hashable."""
-    key = (kernel, dt, o.dtype) + tuple(getattr(a, "dtype", None) for a in args) + tuple(params.items())
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
+    and output dtypes, the operands' dtypes and the parameters' names (not their values: a learning
+    rate that changes every step would make a new key each time)."""
+    return (kernel, dt, o.dtype) + tuple(getattr(a, "dtype", None) for a in args) + tuple(params)
 
 
 def _aliased_last(a):

@@ -698,6 +698,7 @@ def _tiles(kernel, o, full, tail, params, ordered, gf):
 _costs = {}  # elementwise() key -> [seconds an element on one thread (least of the last
 #              COST_SAMPLES measurements), split calls since the last, the measurements]
 COST_SAMPLES = 3
+COSTS_MAX = 4096  # computations remembered at most
 
 
 def _ran_here(key, kernel, o, args, tail, params):
@@ -714,6 +715,8 @@ def _ran_here(key, kernel, o, args, tail, params):
     kernel(o, *args, *tail, **params)
     c = (_perf() - t) / max(1, n)
     if rec is None:
+        if len(_costs) >= COSTS_MAX:  # a program that keeps making new computations: start over
+            _costs.clear()
         _costs[key] = [c, 0, [c]]
     else:
         seen = rec[2]
