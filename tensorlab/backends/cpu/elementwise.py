@@ -240,7 +240,7 @@ def _long_rows(o, x, y):
 def _split_plain(uf, o, args):
     if not _par.elementwise(lambda out, *xs: uf(*xs, out=out), o, args,
                             ordered=lambda out, *xs: uf(*xs, out=out, order="C"),
-                            key=(uf, o.dtype) + tuple(getattr(a, "dtype", None) for a in args)):
+                            key=_cost_key(uf, o, args, None, ())):
         uf(*args, out=o)
 
 

@@ -323,11 +323,8 @@ def _dot_sum(b):
         parts[i] = m[slice(*pieces[i])] @ ones
     if len(pieces) > 1 and _par.get_num_threads() > 1:
         _par.run(len(pieces), task)  # BLAS held at one thread meanwhile
-    elif _par.get_num_threads() > 1:
+    else:
         _par.blas_serial(lambda: [task(i) for i in range(len(pieces))])
-    else:  # one thread: BLAS has one already (set_num_threads)
-        for i in range(len(pieces)):
-            task(i)
     if rows * DOT_ROW < b.size:
         parts.append(np.add.reduce(b[rows * DOT_ROW:], keepdims=True))
     return np.add.reduce(parts[0] if len(parts) == 1 else np.concatenate(parts), keepdims=True)
