@@ -39,7 +39,7 @@ from tensorlab.distributed import nccl_check
 
 DEFAULT_PYTEST = ["tests", "-m", "cuda"]
 TESTS_TIMEOUT_S = 360   # the tests stop (SIGINT: pytest still writes its junit XML) after this long
-XDIST_MAX_WORKERS = 4   # workers share one GPU: enough to hide Python overhead, few enough for its memory
+XDIST_MAX_WORKERS = 8   # workers share one GPU: enough to hide Python overhead, few enough for its memory
 # rough costs for the estimate when no earlier report of the device says better
 COMPILE_S_PER_UNIT = 0.3   # NVRTC, one instantiation, one core (0.1-0.55 s measured for sm_90)
 GUESS_TESTS_S = {False: 240.0, True: 120.0}  # plain / pytest-xdist
@@ -418,7 +418,7 @@ def _git_text(git):
 
 
 def markdown(doc):
-    env, tests, bench = doc["environment"], doc["tests"], doc["bench"]
+    env, tests, bench = doc["environment"], doc.get("tests"), doc.get("bench")
     git = doc.get("git") or {"dirty": None}
     lines = [f"# GPU check: {env['device']} ({doc['date']})", "",
              f"- created: {doc['created']}", f"- git commit: `{doc['commit']}` ({_git_text(git)})",
@@ -448,6 +448,11 @@ def markdown(doc):
                          f"{pre['elapsed_s']:.1f} s (modules.precompile; fills the on-disk cubin cache)")
             if pre["error"]:
                 lines += ["", "```", pre["error"], "```"]
+    if doc.get("stage"):
+        lines += ["", f"**PARTIAL REPORT**: written after the {doc['stage']} stage; the stages after it had not "
+                  "run (or the run was cut short) when this file was written."]
+    if tests is None:
+        return "\n".join(lines + [""])
     lines += ["", "## Tests", "", f"`{tests['command']}` (exit status {tests['returncode']}, "
               f"{tests['elapsed_s']:.1f} s)", ""]
     if tests.get("timed_out"):
@@ -465,6 +470,8 @@ def markdown(doc):
         lines += ["", "### Skip reasons", ""] + [f"- {n} x {why}" for why, n in tests["skipped"].items()]
     if doc.get("targets") is not None:
         lines += ["", "## Targets", "", targets_markdown(doc["targets"])]
+    if bench is None:
+        return "\n".join(lines + [""])
     lines += ["", "## Benchmark", "", f"{bench['mode']} mode on {', '.join(bench['devices'])} "
               f"({bench['elapsed_s']:.1f} s)", "", markdown_table(bench["results"]), "", "```", bench["footnotes"],
               "```", ""]
@@ -527,29 +534,39 @@ def main(argv=None):
           f"{_minutes(est['tests'])} ({f'pytest-xdist, {xdist} workers' if xdist else 'plain pytest'}"
           f"{f', stopped after {timeout:.0f} s' if timeout else ''}), benchmark {_minutes(est['bench'])} "
           f"({est['how']})", flush=True)
-    pre = run_precompile(gpu, args.workers)
+    date = time.strftime("%Y-%m-%d", time.gmtime())
+    os.makedirs(out_dir, exist_ok=True)
+    base = os.path.join(out_dir, f"{date}-{slug(env['device'])}")
+    doc = {"tool": "tensorlab.gpu_check", "date": date, "argv": list(sys.argv[1:] if argv is None else argv),
+           "commit": git["commit"], "git": git, "note": note, "environment": env, "estimate": est,
+           "precompile": None, "tests": None, "targets": None, "bench": None, "nccl": None}
+
+    def write(stage):
+        """The report as it stands: after each stage, so a run cut short (a lent GPU's time running
+        out) still leaves what it measured; `stage` None marks the complete report."""
+        doc.update(stage=stage, created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                   elapsed_s=time.perf_counter() - t_start)
+        with open(base + ".md", "w") as f:
+            f.write(markdown(doc))
+        report.write_json(base + ".json", doc)
+
+    pre = doc["precompile"] = run_precompile(gpu, args.workers)
     if not pre["skipped"]:
         print(f"gpu_check: precompile took {pre['elapsed_s']:.1f} s" +
               (f"; FAILED: {pre['error']}" if pre["error"] else ""), flush=True)
-    tests = run_tests(root, args.pytest_args or DEFAULT_PYTEST, xdist, timeout)
-    bench = run_bench(gpu, mode)
+    write("precompile")
+    tests = doc["tests"] = run_tests(root, args.pytest_args or DEFAULT_PYTEST, xdist, timeout)
+    write("tests")
+    bench = doc["bench"] = run_bench(gpu, mode)
     print(bench["table"])
-    targets = evaluate_targets(bench)
-    nccl = nccl_check.section(timeout or 300.0)  # every collective over NCCL, one rank per GPU (skips without)
+    targets = doc["targets"] = evaluate_targets(bench)
+    write("benchmark")
+    nccl = doc["nccl"] = nccl_check.section(timeout or 300.0)  # every collective over NCCL, one rank per GPU
     print("gpu_check: NCCL: " + (f"skipped: {nccl['skipped']}" if nccl["skipped"] else
                                  ("PASS" if nccl["passed"] else "FAIL")), flush=True)
     for t in targets:
         print(f"gpu_check: target {t['key']}: {t['status']}" + (f" ({t['detail']})" if t["detail"] else ""))
-    date = time.strftime("%Y-%m-%d", time.gmtime())
-    doc = {"tool": "tensorlab.gpu_check", "date": date, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "argv": list(sys.argv[1:] if argv is None else argv), "commit": git["commit"], "git": git, "note": note,
-           "environment": env, "estimate": est, "elapsed_s": time.perf_counter() - t_start, "precompile": pre,
-           "tests": tests, "targets": targets, "bench": bench, "nccl": nccl}
-    os.makedirs(out_dir, exist_ok=True)
-    base = os.path.join(out_dir, f"{date}-{slug(env['device'])}")
-    with open(base + ".md", "w") as f:
-        f.write(markdown(doc))
-    report.write_json(base + ".json", doc)
+    write(None)
     print(f"gpu_check: wrote {base}.md and {base}.json ({doc['elapsed_s']:.0f} s)")
     c = tests["counts"]
     failed = tests["returncode"] != 0 or (c is not None and c["failed"] + c["errors"] > 0) or bool(pre["error"])
