@@ -492,6 +492,9 @@ def parser():
     p.add_argument("--workers", type=int, default=None,
                    help="threads compiling kernels before the tests (default: one per CPU)")
     p.add_argument("--no-xdist", action="store_true", help="run the tests without pytest-xdist even if installed")
+    p.add_argument("--no-precompile", action="store_true",
+                   help="skip compiling every kernel first (a rerun of a few tests: each kernel they launch "
+                        "compiles on first use instead)")
     p.add_argument("--tests-timeout", type=float, default=TESTS_TIMEOUT_S,
                    help=f"stop the tests after this many seconds (default {TESTS_TIMEOUT_S}; 0: no limit)")
     p.add_argument("--pytest-args", nargs=argparse.REMAINDER, default=None,
@@ -527,7 +530,7 @@ def main(argv=None):
     mode = "quick" if gpu and not args.quick else "tiny"
     xdist = 0 if args.no_xdist else xdist_workers()
     compile_workers = args.workers or _cpus()
-    units = precompile_units() if gpu else 0
+    units = precompile_units() if gpu and not args.no_precompile else 0
     timeout = args.tests_timeout or None
     est = estimate(gpu, mode, units, compile_workers, xdist, timeout, previous_report(out_dir, env["device"]))
     print(f"gpu_check: estimated time {_minutes(est['total'])}: precompile {_minutes(est['precompile'])}, tests "
@@ -550,7 +553,9 @@ def main(argv=None):
             f.write(markdown(doc))
         report.write_json(base + ".json", doc)
 
-    pre = doc["precompile"] = run_precompile(gpu, args.workers)
+    pre = doc["precompile"] = (run_precompile(gpu, args.workers) if not args.no_precompile else
+                               {"skipped": "--no-precompile", "elapsed_s": 0.0, "units": 0, "workers": 0,
+                                "granularity": None, "error": None})
     if not pre["skipped"]:
         print(f"gpu_check: precompile took {pre['elapsed_s']:.1f} s" +
               (f"; FAILED: {pre['error']}" if pre["error"] else ""), flush=True)

@@ -102,7 +102,7 @@ class UntypedStorage:
         """Publish `buf` as this storage's bytes: one assignment. Callers hold write_lock."""
         old = self._buf
         self._buf = buf
-        self._backend.retire(old)
+        self._backend.release(old)  # not retire(): a reader thread may still hold `old`
 
     def tolist(self):
         return self._backend.buffer_tolist(self._buf)

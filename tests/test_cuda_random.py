@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tensorlab as tl
-from tensorlab import _faults, dtypes
+from tensorlab import _faults, backends, dtypes
 from tensorlab.kernels_path import kernel_dir
 from test_random import KATS  # Random123's known-answer vectors, shared with the CPU tests
 
@@ -83,7 +83,11 @@ def assert_close(a, b, dtype):
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     rtol = {"float64": 1e-13, "float32": 3e-7, "float16": 2e-3, "bfloat16": 1.6e-2}[dtype.name]
     np.testing.assert_allclose(b64, a64, rtol=rtol, atol=rtol)
-    assert np.mean(a64 == b64) > 0.99  # almost always identical after rounding
+    # The emulation computes log/sin/cos with the host's libm, as the CPU backend does: almost always
+    # identical after rounding. A GPU's float64 log/sincos (libdevice) are within 1-2 ulp but not
+    # correctly rounded: on an H200, 4-14% of float64 normal() samples differed in the last bit.
+    if backends.cuda_emulated() or dtype.name != "float64":
+        assert np.mean(a64 == b64) > 0.99
 
 
 # -- bit-identical samplers -----------------------------------------------------------------------------

@@ -450,6 +450,54 @@ def test_memory_stats_and_stream_ordered_free(drv, tmp_path):
     assert drv.memory_stats(0)["reserved"] <= after["reserved"]
 
 
+def test_release_keeps_a_held_buffer_until_the_last_reference_and_the_stream(drv, tmp_path):
+    """release() (a storage's old bytes): while another thread still holds the buffer the pool must not
+    hand its memory to the next malloc (on an H200 a reader then copied another tensor's bytes)."""
+    s_alloc, s_use = drv.current_stream(0), drv.create_stream(0)
+    base = drv.memory_stats(0)["allocated"]
+    buf = _upload(drv, np.arange(256, dtype=np.int64), s_alloc)
+    held = buf  # a reader thread's reference
+    drv.release(buf, s_alloc)
+    del buf
+    other = _upload(drv, np.full(256, -1, dtype=np.int64), s_alloc)  # must not reuse held's memory
+    assert other.ptr != held.ptr
+    np.testing.assert_array_equal(_download(drv, held, 2048, np.int64, s_alloc), np.arange(256))
+    assert drv.memory_stats(0)["allocated"] == base + 2 * 2048  # still counted while held
+    del held
+    gc.collect()
+    assert drv.memory_stats(0)["allocated"] == base + 2048
+    # released on another stream: the memory waits for the work queued there, as free() does
+    mod = drv.load_module(_kernel_source(tmp_path), ("spin",), (), 0)
+    buf = drv.malloc(1 << 20, 0, s_alloc)
+    drv.launch(mod.get_function("spin"), (1,), (1,), (np.int64(50_000_000),), 0, s_use)
+    drv.release(buf, s_use)
+    del buf
+    gc.collect()
+    assert drv.memory_stats(0)["allocated"] == base + 2048 + (1 << 20)  # the spin is still running
+    drv.stream_synchronize(s_use)
+    assert drv.memory_stats(0)["allocated"] == base + 2048
+    drv.free(other, s_alloc)
+
+
+def test_struct_arguments_go_by_value_from_a_cached_host_copy():
+    """Structs and bfloat16 scalars reach cuLaunchKernel as CuPy CPointers to a copy of their bytes,
+    made once per distinct value (NumPy's __array_interface__ of a structured scalar cost 6-7 us)."""
+    pytest.importorskip("cupy")
+    import ml_dtypes
+    from tensorlab.backends.cuda import cupy_driver as C
+    from tensorlab.backends.cuda.launch import strided_layout
+    from cupy.cuda.function import CPointer
+    lay = strided_layout((4, 1024), (1024, 1), "int")
+    h = C._arg(lay)
+    assert isinstance(h, CPointer) and bytes(h.keep) == lay.tobytes()
+    assert h.keep.__array_interface__["data"][0] == h.keep.ctypes.data
+    assert C._arg(strided_layout((4, 1024), (1024, 1), "int")) is h  # same bytes: the same argument
+    assert C._arg(strided_layout((4, 1024), (0, 1), "int")) is not h
+    bf = np.array(1.5, ml_dtypes.bfloat16)[()]
+    assert bytes(C._arg(bf).keep) == bf.tobytes()
+    assert C._arg(np.float32(2.0)) == np.float32(2.0) and type(C._arg(np.int64(3))) is np.int64
+
+
 def test_out_of_memory_names_the_request_and_free_bytes(drv):
     total = drv.device_properties(0)["total_memory"]
     with pytest.raises(OutOfMemory) as e:

@@ -337,6 +337,9 @@ def test_pinning_thread_with_persistent_unordered_workers(device):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             batches = [b for (b,) in dl]
+        # Python 3.12+ warns when a process with threads forks its workers (on a GPU the CUDA driver's
+        # own threads, as under torch's DataLoader: seen on an H200); that one is not ours to count
+        caught = [w for w in caught if "use of fork() may lead to deadlocks" not in str(w.message)]
         # without CUDA: torch's "no accelerator" warning when the (persistent) iterator is made, no pinning
         assert len(caught) == (0 if pinning or epoch else 1)
         assert all(b.is_pinned() == pinning and b.device.type == "cpu" for b in batches)

@@ -279,6 +279,13 @@ def test_setitem_matches_numpy(device, k):
     assert x._version == v + (idx is not False)  # torch: x[False] = v writes nothing and keeps the version
     want = REF.copy()
     want[np_idx] = np_value
+    if k == len(SET(device)) - 1 and device != "cpu":
+        # duplicate indices on CUDA: one of the written values, which one unspecified (torch's CUDA
+        # index_put_ without accumulate says the same); an H200 kept the first, the CPU keeps the last
+        got = npa(x)
+        assert np.all((got[0] == 1) | (got[0] == 2)), got[0]
+        np.testing.assert_array_equal(got[1:], want[1:])
+        return
     np.testing.assert_array_equal(npa(x), want)
 
 

@@ -64,8 +64,10 @@ def test_known_program_records(device):
     devname = "cpu" if device == "cpu" else "cuda:0"
     assert all(m.device == devname for m in allocs[:4])
     recs = [m for m in prof.memory_records if m.device == devname]
+    # a CUDA pool counts whole 512-byte blocks (CuPy's and torch's allocators; the emulation too)
+    block = (lambda n: n) if device == "cpu" else (lambda n: (1 if n > 0 else -1) * (-(-abs(n) // 512) * 512))
     for a, b in zip(recs, recs[1:]):
-        assert b.allocated - a.allocated == b.nbytes  # every change of the pool is one recorded event
+        assert b.allocated - a.allocated == block(b.nbytes)  # every change of the pool is one recorded event
         assert b.peak >= b.allocated
     if device == "cpu":
         return

@@ -323,11 +323,12 @@ def _searchsorted_nan_boundaries(device):
 
 
 DIVERGENCES = (
-    Divergence("gelu", "+inf, bfloat16 or float32, approximate='none'",
-               "NaN on its vectorized CPU path, inf on its scalar path (depends on the CPU and the length)", "inf",
+    Divergence("gelu", "+inf, bfloat16, float16 or float32, approximate='none'",
+               "NaN on its vectorized CPU path, inf on its scalar path (depends on the CPU and the length; "
+               "float16 too in torch 2.11, seen on an H200 machine; inf on CUDA)", "inf",
                "gelu(x) = x·Φ(x) tends to x as x → +inf; torch's vectorized erf formula makes inf·0",
                PATH_DEPENDENT,
-               _gelu_inf, corrects=lambda op, kw, dt: op == "gelu" and dt in ("bfloat16", "float32"),
+               _gelu_inf, corrects=lambda op, kw, dt: op == "gelu" and dt in ("bfloat16", "float16", "float32"),
                right=_gelu_right),
     Divergence("div(rounding_mode='trunc')", "bfloat16 quotients near an integer, e.g. -2 / 0.4004",
                "its vectorized path rounds the quotient to bfloat16 before truncating (-5 for three elements), "

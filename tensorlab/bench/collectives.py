@@ -95,7 +95,7 @@ def parser():
                                                     "one installed)")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                    help="where tensorlab's tensors live: cpu (backend mpi) or cuda (backend nccl, one GPU per rank; "
-                        "mpi, staged through the host, where NCCL is missing); mpi4py and gloo always run on host "
+                        "mpi, staged through the host, where NCCL is missing or there are more ranks than GPUs); mpi4py and gloo always run on host "
                         "memory")
     p.add_argument("--iters", type=_positive_int, help="collectives per measurement")
     p.add_argument("--repeats", type=_positive_int, help="measurements per case (the best is reported)")
@@ -324,8 +324,12 @@ class TensorlabRunner(Runner):
         if device == "cuda":
             tl.cuda.set_device(self.rank % tl.cuda.device_count())
         self.device = device
-        if not dist.is_initialized():  # CUDA tensors over NCCL where it is installed, else staged through MPI
-            dist.init_process_group(backend="nccl" if device == "cuda" and dist.is_nccl_available() else "mpi")
+        if not dist.is_initialized():
+            # CUDA tensors over NCCL where it is installed and each rank has a GPU of its own (the
+            # ranks run on this host; NCCL refuses two ranks on one GPU: ncclInvalidUsage, seen on
+            # a one-GPU H200), else staged through the host over MPI
+            own_gpu = device == "cuda" and comm.size <= tl.cuda.device_count()
+            dist.init_process_group(backend="nccl" if own_gpu and dist.is_nccl_available() else "mpi")
         self.backend = dist.get_backend()
 
     def set(self, op, count, fill):

@@ -9,7 +9,7 @@ from ...layout import MAX_DIMS, contiguous_strides, raise_too_many_dims
 from ...memo import memoized
 from . import parallel as _par
 
-__all__ = ("allocate", "allocate_view", "contiguous_view", "buffer_nbytes", "buffer_ptr", "buffer_tolist", "copy_bytes", "retire",
+__all__ = ("allocate", "allocate_view", "contiguous_view", "buffer_nbytes", "buffer_ptr", "buffer_tolist", "copy_bytes", "retire", "release",
            "wrap_numpy", "array", "view_array", "copy", "copy_from_host", "to_host", "fill")
 
 _EMPTY_BUF = np.empty(0, dtype=np.uint8)
@@ -75,6 +75,10 @@ def copy_bytes(dst, src, n):
 
 def retire(buf):
     """Host buffers are freed by reference counting; nothing can still be reading them."""
+
+
+def release(buf):
+    """Host buffers are freed by reference counting: a thread still holding one keeps it."""
 
 
 class _Borrowed:

@@ -179,9 +179,19 @@ def _kept(o, a, dims):
         return o
     if not o.ndim:  # a full reduction's 0-dim output: all ones, which reshape always views
         return o.reshape((1,) * a.ndim)
+    shape = tuple(1 if i in dims else n for i, n in enumerate(a.shape))
+    if _RESHAPE_NO_COPY:
+        return o.reshape(shape, copy=False)
     v = o.view()
-    v.shape = tuple(1 if i in dims else n for i, n in enumerate(a.shape))
+    v.shape = shape  # NumPy < 2.1 (2.5 deprecates setting .shape)
     return v
+
+
+try:
+    np.empty(0).reshape((0,), copy=False)
+    _RESHAPE_NO_COPY = True
+except TypeError:  # NumPy < 2.1: reshape has no copy= yet
+    _RESHAPE_NO_COPY = False
 
 
 def reduce(out, x, op, dims, arg=None):

@@ -77,6 +77,12 @@ class Driver(Protocol):
         """Return a buffer; the memory is reused only after work queued on `stream` finished."""
         ...
 
+    def release(self, buffer, stream) -> None:
+        """Let go of a buffer that other threads may still hold (a storage's old bytes after
+        resize_/set_): the memory is reused only once the last reference is gone AND the work
+        queued on `stream` so far has finished. free() is for private scratch, reusable at once."""
+        ...
+
     def memcpy_htod(self, dst: Pointer, host, nbytes: int, stream, non_blocking: bool) -> None:
         """Copy `nbytes` from a host NumPy array (C-contiguous) into device memory."""
         ...

@@ -12,7 +12,7 @@ from . import launch as K
 from .active import driver
 from .driver import OutOfMemory, Pointer
 
-__all__ = ("allocate", "buffer_nbytes", "buffer_ptr", "buffer_tolist", "copy_bytes", "retire", "copy",
+__all__ = ("allocate", "buffer_nbytes", "buffer_ptr", "buffer_tolist", "copy_bytes", "retire", "release", "copy",
            "copy_from_host", "to_host", "fill")
 
 
@@ -56,6 +56,12 @@ def copy_bytes(dst, src, n):
 def retire(buf):
     """Free on the current stream: the memory is reused only after the work queued there."""
     driver.free(buf, driver.current_stream(buf.device))
+
+
+def release(buf):
+    """A storage lets go of `buf` (resize_, set_): reused only once no thread holds it any more and
+    the work queued on the current stream has run (retire() is for an op's private scratch)."""
+    driver.release(buf, driver.current_stream(buf.device))
 
 
 def temp(shape, dtype, device):

@@ -21,6 +21,12 @@ from . import build
 
 DEVICES_ENV = "TENSORLAB_CUDA_EMULATION_DEVICES"
 MEMORY_ENV = "TENSORLAB_CUDA_EMULATION_MEMORY"  # bytes per emulated device (default 4 GiB)
+FREED_BYTE = 0xFB  # what free() leaves in the bytes (a real pool reuses them at once)
+BLOCK = 512  # the statistics count whole blocks, as CuPy's pool and torch's allocator do (seen on an H200)
+
+
+def _block(nbytes):
+    return -(-nbytes // BLOCK) * BLOCK
 
 _PROPS = {"name": "tensorlab CUDA emulation (host CPU)", "multi_processor_count": 2, "major": 8, "minor": 0,
           "max_threads_per_block": 1024, "max_shared_memory_per_block": 48 * 1024, "warp_size": 32,
@@ -245,7 +251,7 @@ class EmulationDriver:
     def malloc(self, nbytes, device, stream):
         st = self._stats[device if 0 <= device < self._count else self._check(device)]
         with self._lock:
-            now = st["allocated"] + nbytes
+            now = st["allocated"] + _block(nbytes)
             if now > self._total:
                 st["ooms"] += 1
                 raise OutOfMemory(nbytes, self._total - st["allocated"])
@@ -256,7 +262,7 @@ class EmulationDriver:
         ptr = (self._rt_lib or self._rt).tl_emu_malloc(nbytes)
         if not ptr:
             with self._lock:
-                st["allocated"] -= nbytes
+                st["allocated"] -= _block(nbytes)
             raise OutOfMemory(nbytes, self._total - st["allocated"])
         b = _object_new(EmulatedBuffer)  # EmulatedBuffer(ptr, nbytes, device, self) without the __init__ frame
         b.ptr = ptr
@@ -267,14 +273,22 @@ class EmulationDriver:
         return b
 
     def free(self, buffer, stream):
+        # A real GPU's pool hands freed memory to the next malloc at once (stream-ordered): poison
+        # it, so a thread that still reads a freed buffer sees garbage here too, not its old bytes.
+        if type(buffer) is EmulatedBuffer and buffer._accounted and buffer.nbytes:
+            ctypes.memset(buffer.ptr, FREED_BYTE, buffer.nbytes)
         self._uncount(buffer)
+
+    def release(self, buffer, stream):
+        """The memory goes back when the last reference does (EmulatedBuffer.__del__), and every
+        operation queued so far has already run: nothing to wait for."""
 
     def _uncount(self, buffer):
         with self._lock:
             if buffer._accounted:
                 buffer._accounted = False
                 st = self._stats[buffer.device]
-                st["allocated"] -= buffer.nbytes
+                st["allocated"] -= _block(buffer.nbytes)
                 st["frees"] += 1
 
     def _release(self, buffer):
