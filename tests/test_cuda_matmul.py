@@ -11,6 +11,14 @@ import tensorlab as tl
 from test_reduction import LAYOUTS, make, sample
 
 MATMUL_DTYPES = [d for d in tl.dtypes.ALL if d is not tl.bool]
+
+
+@pytest.fixture(autouse=True)
+def _our_kernels(monkeypatch):
+    """These tests are kernels/matmul.cu's: float products go to cuBLAS otherwise (tested in
+    tests/test_cuda_gemm_library.py)."""
+    from tensorlab.backends.cuda import linalg
+    monkeypatch.setattr(linalg, "VENDOR_GEMM", False)
 # (M, N, K): 1 and 130 around the small 16x16 tile and the 64/128 register-blocked tiles, both
 # kernels (min(M, N) >= 64 picks the big float tile, >= 32 the big double one), K below, at and
 # past the 8- and 16-deep slices

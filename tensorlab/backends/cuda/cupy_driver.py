@@ -152,6 +152,9 @@ def _arg(a):
     return a
 
 
+# alpha = 1, beta = 0 for cuBLAS, read from host memory at the call (pointer mode host): kept alive here
+_GEMM_SCALARS = {t: (np.ones(1, t), np.zeros(1, t)) for t in (np.float32, np.float64)}
+
 _BY_VALUE = {}         # the argument's bytes -> its _HostArg (layouts recur launch after launch)
 _BY_VALUE_MAX = 4096
 
@@ -596,6 +599,28 @@ class CupyDriver:
                 kernel.max_dynamic_shared_size_bytes = shared_mem
                 function.smem_limit = shared_mem
             kernel(tuple(grid), tuple(block), tuple(_arg(a) for a in args), shared_mem=shared_mem, stream=stream.cp)
+
+    # -- vendor libraries ----------------------------------------------------------------------
+    def gemm(self, transa, transb, m, n, k, a, lda, stride_a, b, ldb, stride_b, c, ldc, stride_c, batch, dtype,
+             stream):
+        cp = _cupy()
+        from cupy_backends.cuda.libs import cublas
+        rt = cp.cuda.runtime
+        data, compute, scalar = {
+            "float16": (rt.CUDA_R_16F, cublas.CUBLAS_COMPUTE_32F, np.float32),
+            "bfloat16": (rt.CUDA_R_16BF, cublas.CUBLAS_COMPUTE_32F, np.float32),
+            "float32": (rt.CUDA_R_32F, cublas.CUBLAS_COMPUTE_32F, np.float32),  # torch's default: no TF32
+            "float64": (rt.CUDA_R_64F, cublas.CUBLAS_COMPUTE_64F, np.float64)}[dtype]
+        one, zero = _GEMM_SCALARS[scalar]
+        with cp.cuda.Device(stream.device):
+            handle = cp.cuda.device.get_cublas_handle()
+            cublas.setStream(handle, stream.ptr)
+            cublas.gemmStridedBatchedEx(
+                handle, cublas.CUBLAS_OP_T if transa else cublas.CUBLAS_OP_N,
+                cublas.CUBLAS_OP_T if transb else cublas.CUBLAS_OP_N, m, n, k, one.ctypes.data,
+                a.buffer.ptr + a.offset, data, lda, stride_a, b.buffer.ptr + b.offset, data, ldb, stride_b,
+                zero.ctypes.data, c.buffer.ptr + c.offset, data, ldc, stride_c, batch, compute,
+                cublas.CUBLAS_GEMM_DEFAULT)
 
     # -- memory and streams that tensorlab does not own (tensorlab/interop) ---------------------
     def wrap_external(self, ptr, nbytes, device, owner):

@@ -123,6 +123,16 @@ class Driver(Protocol):
     def launch(self, function, grid: tuple, block: tuple, args: tuple, shared_mem: int, stream) -> None:
         ...
 
+    # -- vendor libraries (cuBLAS through CuPy; the emulation: NumPy stand-ins checking the arguments)
+    def gemm(self, transa: bool, transb: bool, m: int, n: int, k: int, a: Pointer, lda: int, stride_a: int,
+             b: Pointer, ldb: int, stride_b: int, c: Pointer, ldc: int, stride_c: int, batch: int, dtype: str,
+             stream) -> None:
+        """cuBLAS's strided batched GEMM in its column-major terms, alpha 1 and beta 0: for each of
+        `batch` matrices, C (m x n, leading dim ldc) = op(A) (m x k) @ op(B) (k x n), op a transpose
+        where asked; strides in elements (0: the same matrix for every batch). `dtype` one of
+        "float16", "bfloat16" (float32 accumulation, tensor cores), "float32" (no TF32), "float64"."""
+        ...
+
     # -- memory and streams that tensorlab does not own (tensorlab/interop) ---------------------
     def wrap_external(self, ptr: int, nbytes: int, device: int, owner) -> object:
         """A buffer over `nbytes` of device memory at `ptr` that another library owns (DLPack,

@@ -336,6 +336,44 @@ class EmulationDriver:
         if nbytes:
             ctypes.memset(d, value, nbytes)
 
+    # -- vendor libraries: NumPy stand-ins that check the arguments as the library would ----------
+    _GEMM_TYPES = {"float16": (np.float16, np.float32), "bfloat16": (ml_dtypes.bfloat16, np.float32),
+                   "float32": (np.float32, np.float32), "float64": (np.float64, np.float64)}
+
+    def _matrix(self, p, rows, cols, ld, stride, batch, np_type, what):
+        """The column-major batch of `rows` x `cols` matrices at `p` as a (batch, rows, cols) NumPy view,
+        after cuBLAS's checks (ld >= max(1, rows), non-negative strides) and a bounds check of the
+        farthest element against the buffer."""
+        for name, v in (("rows", rows), ("cols", cols), ("ld", ld), ("stride", stride), ("batch", batch)):
+            if type(v) is not int or v < 0 or v > 2 ** 31 - 1:
+                raise RuntimeError(f"cuBLAS (emulated) gemm: {what} {name}={v!r} is not an int in [0, 2^31)")
+        if ld < max(1, rows):
+            raise RuntimeError(f"cuBLAS (emulated) gemm: CUBLAS_STATUS_INVALID_VALUE: {what} ld={ld} < rows={rows}")
+        isz = np.dtype(np_type).itemsize
+        last = (rows - 1) + (cols - 1) * ld + (batch - 1) * stride if rows and cols and batch else -1
+        nbytes = (last + 1) * isz
+        addr = self._address(p, nbytes, f"cuBLAS gemm {what}")
+        if nbytes <= 0:
+            return np.empty((batch, rows, cols), np_type)
+        flat = np.frombuffer((ctypes.c_char * nbytes).from_address(addr), np_type)
+        return np.lib.stride_tricks.as_strided(flat, (batch, rows, cols), (stride * isz, isz, ld * isz))
+
+    def gemm(self, transa, transb, m, n, k, a, lda, stride_a, b, ldb, stride_b, c, ldc, stride_c, batch, dtype,
+             stream):
+        if dtype not in self._GEMM_TYPES:
+            raise RuntimeError(f"cuBLAS (emulated) gemm: dtype {dtype!r} is not one of {sorted(self._GEMM_TYPES)}")
+        t, acc = self._GEMM_TYPES[dtype]
+        A = self._matrix(a, *((k, m) if transa else (m, k)), lda, stride_a, batch, t, "A")
+        B = self._matrix(b, *((n, k) if transb else (k, n)), ldb, stride_b, batch, t, "B")
+        C = self._matrix(c, m, n, ldc, stride_c, batch, t, "C")
+        if batch > 1 and stride_c == 0 and m * n:
+            raise RuntimeError("cuBLAS (emulated) gemm: stride_c 0 with batch > 1 writes one C from every batch")
+        if not C.flags.writeable:
+            C = np.lib.stride_tricks.as_strided(C, writeable=True)
+        A = A.astype(acc).transpose(0, 2, 1) if transa else A.astype(acc)
+        B = B.astype(acc).transpose(0, 2, 1) if transb else B.astype(acc)
+        C[...] = np.matmul(A, B).astype(t)
+
     def pinned_empty(self, nbytes):
         arr = np.empty(nbytes, dtype=np.uint8)
         start = arr.__array_interface__["data"][0]
