@@ -389,6 +389,8 @@ def pad(input, pad, mode="constant", value=None):
                 n, left, right = stop - start, max(left, 0), max(right, 0)
             idx = _pad_index(n, left, right, mode, dim, input.shape)
             out = out.index_select(dim, _tl.tensor(idx.astype(np.int64), device=out.device))
+    if out.untyped_storage()._buf is input.untyped_storage()._buf:  # zero or cropping-only pads: still a view; torch returns a new tensor
+        out = out.clone()
     return out
 
 

@@ -4,7 +4,7 @@ gather and cumsum, so they run on every device and get their gradients from thos
 from __future__ import annotations
 
 from .. import _warn, dtypes, layout as L
-from ..tensor import Tensor
+from ..tensor import Tensor, contiguous_format
 from . import creation
 
 
@@ -58,7 +58,9 @@ def _repeat(x, reps, op):
         inter += [1, s]
         expanded += [r, s]
     out_shape = tuple(r * s for r, s in zip(reps, shape))
-    return x.reshape(inter).expand(expanded).reshape(out_shape)
+    # always a new tensor, as torch's: with every repeated dim of size 1 (or new) the expand and the
+    # reshape are views, and the result used to alias the input (an in-place op on it wrote x)
+    return x.reshape(inter).expand(expanded).clone(memory_format=contiguous_format).reshape(out_shape)
 
 
 def repeat(self, *sizes):
@@ -128,7 +130,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         merged = shape[:d] + [shape[d] * repeats] + shape[d + 1:]
         if output_size is not None and output_size != merged[d]:
             raise RuntimeError(f"repeat_interleave: Invalid output_size, expected {merged[d]} but got {output_size}")
-        return x.unsqueeze(d + 1).expand(expanded).reshape(merged)
+        # a new tensor even where expand and reshape stay views (repeats 1, or a size-1 dim)
+        return x.unsqueeze(d + 1).expand(expanded).clone(memory_format=contiguous_format).reshape(merged)
     _tensor(repeats, "repeat_interleave", "repeats", 2)
     if repeats.device != x.device:
         raise RuntimeError(f"repeat_interleave: Expected all tensors to be on the same device, but found at least "
