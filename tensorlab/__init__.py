@@ -7,7 +7,7 @@ from .device import Device, device
 from .dtypes import (DType, bfloat16, bool_ as bool, can_cast, double, finfo, float, float16, float32, float64,  # noqa: A004
                      get_default_dtype, half, iinfo, int, int8, int16, int32, int64, long, promote_types,
                      result_type, set_default_dtype, short, uint8)
-from .layout import Size, broadcast_shapes
+from .layout import Size, public_broadcast_shapes as broadcast_shapes
 from .storage import UntypedStorage
 from .tensor import Tensor, channels_last, channels_last_3d, contiguous_format, preserve_format
 from . import ops as _ops
@@ -27,6 +27,7 @@ from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inferenc
 from . import nn, optim  # noqa: E402
 from . import utils  # noqa: E402  (tensorlab.utils.data: datasets, samplers, DataLoader)
 from . import linalg  # noqa: E402  (torch.linalg's names)
+from . import special  # noqa: E402  (torch.special's names that tensorlab has)
 
 
 def is_tensor(obj):

@@ -326,6 +326,13 @@ def view_strides(old_shape, old_stride, new_shape):
     return tuple(new_stride)
 
 
+def public_broadcast_shapes(*shapes):
+    """torch.broadcast_shapes: each shape a sequence of ints, or one int for a 1-D shape
+    (broadcast_shapes((5, 1), 5) is (5, 5))."""
+    return broadcast_shapes(*((operator.index(s),) if isinstance(s, int) or hasattr(s, "__index__") and
+                              not isinstance(s, (tuple, list)) else tuple(s) for s in shapes))
+
+
 def broadcast_shapes(*shapes):
     """torch.broadcast_shapes with torch's error naming the mismatching sizes and dimension."""
     if len(shapes) == 2:  # the binary ops' case, without the generic loop's generator and padding

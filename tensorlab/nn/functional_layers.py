@@ -8,4 +8,7 @@ from .functional_attention import __all__ as _attention
 from .functional_norm import *  # noqa: F401,F403
 from .functional_norm import __all__ as _norm
 
-__all__ = _act + _attention + _norm
+from .functional_more import *  # noqa: F401,F403
+from .functional_more import __all__ as _more
+
+__all__ = _act + _attention + _norm + _more

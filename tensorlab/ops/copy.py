@@ -63,12 +63,17 @@ def contiguous(self, memory_format=contiguous_format):
     return clone(self, memory_format=memory_format)
 
 
-def parse_to(args, kwargs):
+def parse_to(args, kwargs, flags=None):
+    """(device, dtype) of a to() call's arguments; torch's positional non_blocking and copy (bools
+    after the device/dtype/other: to('cpu', torch.float64, True, True)) go into `flags` in that
+    order when a list is given."""
     device = kwargs.pop("device", None)
     dtype = kwargs.pop("dtype", None)
     other = None
     for a in args:
-        if isinstance(a, Tensor):
+        if isinstance(a, bool) and flags is not None and len(flags) < 2:
+            flags.append(a)
+        elif isinstance(a, Tensor):
             other = a
         elif isinstance(a, dtypes.DType):
             dtype = a
@@ -89,7 +94,11 @@ def parse_to(args, kwargs):
 
 def to(self, *args, non_blocking=False, copy=False, memory_format=preserve_format, **kwargs):
     """Convert dtype and/or device; returns self when nothing changes and copy=False."""
-    device, dtype = parse_to(args, dict(kwargs))
+    flags = []
+    device, dtype = parse_to(args, dict(kwargs), flags)
+    if flags:  # positional, as torch's signatures allow: to(device, dtype, non_blocking, copy)
+        non_blocking = flags[0]
+        copy = flags[1] if len(flags) > 1 else copy
     unknown = set(kwargs) - {"device", "dtype"}
     if unknown:
         raise TypeError(f"to() got an unexpected keyword argument {sorted(unknown)[0]!r}")

@@ -382,9 +382,11 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     return _filled_like(input, fill_value, dtype, device, requires_grad, memory_format)
 
 
-def _num(x, op, name):
+def _num(x, op, name, bools=True):
     if isinstance(x, Tensor):
         x = x.item()
+    if isinstance(x, bool) and bools:  # arange/linspace take bools as 0 and 1 (arange(False, True, True) is [0])
+        x = int(x)
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"{op}(): argument '{name}' must be a number, got {type(x).__name__}")
     if isinstance(x, numbers.Integral) and x < _LONG_MIN:
@@ -477,8 +479,8 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
-    n = int(_num(n, "eye", "n"))
-    m = n if m is None else int(_num(m, "eye", "m"))
+    n = int(_num(n, "eye", "n", bools=False))
+    m = n if m is None else int(_num(m, "eye", "m", bools=False))
     if n < 0 or m < 0:
         raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
     return _generate("eye", (n, m), _dt(dtype), device, requires_grad, out, lambda t: t._backend.eye(t))

@@ -61,14 +61,17 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
             # 1: max column sum (sum over rows d0, then the extreme over d1); inf: max row sum
             sum_dim, ext_dim = (d0, d1) if abs(o) == 1 else (d1, d0)
             s = A.abs().sum(sum_dim, keepdim=True)
-            r = s.amax(ext_dim, keepdim=True) if o > 0 else s.amin(ext_dim, keepdim=True)
+            if o > 0 and s.shape[ext_dim] == 0:  # the largest of no sums: 0, as torch's (the smallest raises)
+                r = s.sum(ext_dim, keepdim=True)
+            else:
+                r = s.amax(ext_dim, keepdim=True) if o > 0 else s.amin(ext_dim, keepdim=True)
             if not keepdim:
                 r = r.squeeze(max(d0, d1)).squeeze(min(d0, d1))
             return _out(r, out)
         if o not in (2.0, -2.0):
             raise RuntimeError(f"{name}: Order {ord} not supported.")
         sv = _svals(A, d0, d1, name)
-        r = sv.amax(-1) if o > 0 else sv.amin(-1)
+        r = sv.sum(-1) if o > 0 and sv.shape[-1] == 0 else sv.amax(-1) if o > 0 else sv.amin(-1)
     if keepdim:
         r = r.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1))
     return _out(r, out)

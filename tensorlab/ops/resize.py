@@ -229,7 +229,7 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
     return self
 
 
-FUNCTIONS = ()
+FUNCTIONS = ("resize_as_",)  # torch.resize_as_ (torch has no torch.resize_ or torch.set_)
 METHODS = {"resize_": resize_, "resize_as_": resize_as_, "set_": set_}
 
 

@@ -179,7 +179,13 @@ def flip(input, dims):
     return autograd_hooks.record(res, "flip", (input,), dims=ds)
 
 
-def _flip_method(self, *dims):
+def _flip_method(self, *dims, **kwargs):
+    if "dims" in kwargs:  # x.flip(dims=(0,)), torch's keyword
+        if dims:
+            raise TypeError("flip() got multiple values for argument 'dims'")
+        return flip(self, kwargs.pop("dims"))
+    if kwargs:
+        raise TypeError(f"flip() got an unexpected keyword argument '{next(iter(kwargs))}'")
     return flip(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
 
 

@@ -39,6 +39,11 @@ def tensordot(a, b, dims=2, out=None):
         da = [_wrap(d, a.dim(), "tensordot") for d in da]
         db = [_wrap(d, b.dim(), "tensordot") for d in db]
     for i, j in zip(da, db):
+        # a contracted size-1 dim broadcasts, as torch's: sum the other operand over its dim first
+        if a.shape[i] == 1 and b.shape[j] != 1:
+            b = b.sum(j, keepdim=True)
+        elif b.shape[j] == 1 and a.shape[i] != 1:
+            a = a.sum(i, keepdim=True)
         if a.shape[i] != b.shape[j]:
             shown = i - a.dim() if isinstance(dims, int) else i  # torch counts a's dims from the end there
             raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[i]} in dim {shown} "
@@ -136,8 +141,8 @@ def _vander(x, n):
 def linalg_vander(x, *, N=None):
     """torch.linalg.vander: increasing powers x^0 .. x^(N-1) along a new last dim."""
     _tensor(x, "linalg.vander", "x")
-    if x.dim() < 1:
-        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    if x.dim() < 1:  # torch 2.13 takes a 0-d x as one element: vander(tensor(2.), N=3) is [[1, 2, 4]]
+        x = x.reshape(1)
     if x.dtype is dtypes.bool_:
         raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, but got Bool")
     n = x.shape[-1] if N is None else N

@@ -37,6 +37,12 @@ def _chol_minor(a):
     return a.shape[-1]
 
 
+def _batch(a):
+    """a as (batch, rows, cols): the batch count given explicitly (reshape's -1 is ambiguous when a
+    matrix dim is 0)."""
+    return a.reshape((int(np.prod(a.shape[:-2], dtype=np.int64)),) + a.shape[-2:])
+
+
 def lapack(op, outs, ins, params):
     xs = [np.array(array(t), copy=True) for t in ins]
     os = [array(t) for t in outs]
@@ -45,7 +51,7 @@ def lapack(op, outs, ins, params):
     with np.errstate(all="ignore"):
         if op in ("inv", "solve"):
             a = xs[0]
-            flat = a.reshape((-1,) + a.shape[-2:])
+            flat = _batch(a)
             if op == "inv":
                 res = np.empty_like(flat)
                 for i in range(flat.shape[0]):
@@ -58,7 +64,7 @@ def lapack(op, outs, ins, params):
                 np.copyto(os[0], res.reshape(a.shape))
             else:
                 b = xs[1]  # (..., n, k), batch already broadcast to a's
-                bf = b.reshape((-1,) + b.shape[-2:])
+                bf = _batch(b)
                 res = np.empty_like(bf)
                 for i in range(flat.shape[0]):
                     try:
@@ -70,7 +76,7 @@ def lapack(op, outs, ins, params):
                 np.copyto(os[0], res.reshape(b.shape))
         elif op == "cholesky":
             a = xs[0]
-            flat = a.reshape((-1,) + a.shape[-2:])
+            flat = _batch(a)
             res = np.empty_like(flat)
             for i in range(flat.shape[0]):
                 m = np.tril(flat[i])

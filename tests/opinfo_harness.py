@@ -1,0 +1,395 @@
+"""torch's own OpInfo database (torch.testing._internal.common_methods_invocations.op_db) run against
+tensorlab: each OpInfo's function, method, in-place and operator variants, on torch's sample inputs
+converted with storage, sizes, strides and offset intact, compared with torch's results by
+torch.testing.assert_close (torch's tolerances per dtype; NaN == NaN) or, where torch raises, by the
+exception's kind. Used by tests/test_opinfo_db.py and runnable on its own:
+
+    python tests/opinfo_harness.py [--full] [--device cuda] [--ops add,mul] [--json FILE]
+
+prints the coverage figures (OpInfos whose function exists, samples agreeing) and the missing ops.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import operator
+import sys
+import warnings
+
+import numpy as np
+
+import tensorlab as tl
+
+# ops whose values are random or uninitialized: only shape and dtype are compared
+NONDETERMINISTIC = ("rand", "normal", "bernoulli", "dropout", "multinomial", "uniform", "empty", "exponential",
+                    "cauchy", "geometric", "log_normal", "poisson", "rrelu")
+# torch's assert_close defaults are for one rounding (float32: rtol 1.3e-6); composites (attention,
+# norms, products) round several times, so a few units in the last place more
+TOLERANCES = {"float32": {"rtol": 1e-5, "atol": 1e-5}, "float64": {"rtol": 1e-7, "atol": 1e-7},
+              "float16": {"rtol": 1e-3, "atol": 1e-3}, "bfloat16": {"rtol": 1.6e-2, "atol": 1e-2}}
+# decompositions whose vectors are unique only up to sign: each column (last dim: V's rows for Vh)
+# is flipped so its largest entry is positive before comparing
+SIGN_FREE = {"svd": {0: "cols", 2: "cols"}, "linalg.svd": {0: "cols", 2: "rows"}, "linalg.eigh": {1: "cols"}}
+ERROR_KINDS = (IndexError, TypeError, ValueError, NotImplementedError, RuntimeError)
+PASS, MISMATCH, OURS_RAISED, TORCH_RAISED, BOTH_RAISED, SKIPPED = (
+    "pass", "mismatch", "tensorlab raised", "torch raised", "both raised", "skipped")
+
+
+class Unsupported(Exception):
+    """A sample tensorlab cannot take by construction (complex values, sparse layouts, generators)."""
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def op_db():
+    from torch.testing._internal.common_methods_invocations import op_db as db
+    return db
+
+
+def key(op):
+    return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+
+
+def public(op):
+    return not op.name.startswith("_")
+
+
+# -- torch -> tensorlab --------------------------------------------------------------------------------
+def _tl_dtype(dt):
+    name = str(dt).replace("torch.", "")
+    d = getattr(tl, name, None)
+    if not isinstance(d, tl.dtype if hasattr(tl, "dtype") and isinstance(tl.dtype, type) else tl.DType):
+        raise Unsupported(f"dtype {name}")
+    return d
+
+
+def to_tl(x, device):
+    """torch values -> tensorlab values: tensors with their storage, sizes, strides and offset."""
+    torch = _torch()
+    if isinstance(x, torch.Tensor):
+        if x.layout != torch.strided or x.is_complex() or x.is_quantized or x.is_conj() or x.is_neg():
+            raise Unsupported(f"{x.layout} {x.dtype} tensor")
+        dt = _tl_dtype(x.dtype)
+        st = x.detach().untyped_storage()
+        raw = torch.empty(0, dtype=torch.uint8).set_(st, 0, (st.nbytes(),), (1,)).numpy().copy()
+        if raw.size % dt.itemsize:
+            raise Unsupported("storage not a whole number of elements")
+        base = tl.tensor(raw, device=device).view(dt)
+        t = base.as_strided(tuple(x.shape), tuple(x.stride()), x.storage_offset())
+        if x.requires_grad:
+            t = t.detach().requires_grad_(True)
+        return t
+    if isinstance(x, torch.dtype):
+        return _tl_dtype(x)
+    if isinstance(x, torch.device):
+        return str(x)
+    if isinstance(x, torch.Size):
+        return tuple(x)
+    if isinstance(x, torch.memory_format):
+        return getattr(tl, str(x).replace("torch.", ""))
+    if isinstance(x, torch.layout):
+        if x != torch.strided:
+            raise Unsupported(f"layout {x}")
+        return getattr(tl, "strided", x)
+    if isinstance(x, torch.Generator) or isinstance(x, complex):
+        raise Unsupported(type(x).__name__)
+    if isinstance(x, list):
+        return [to_tl(v, device) for v in x]
+    if isinstance(x, tuple):
+        return tuple(to_tl(v, device) for v in x)
+    if isinstance(x, dict):
+        return {k: to_tl(v, device) for k, v in x.items()}
+    if callable(x) and not isinstance(x, type):
+        raise Unsupported("a callable argument")
+    return x
+
+
+# -- the variants ---------------------------------------------------------------------------------------
+def _resolve_path(root, dotted):
+    obj = root
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+class _TorchAsTensorlab:
+    """What `torch` means inside an OpInfo's lambda when it runs on tensorlab: tensorlab's names."""
+
+    def __getattr__(self, name):
+        return getattr(tl, name)
+
+
+def _retarget(fn):
+    """An OpInfo's lambda (`lambda x: x.T`, `lambda ts, eq: torch.einsum(eq, ts)`) with `torch`
+    bound to tensorlab, or None when fn is not Python code."""
+    import types
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    glb = dict(fn.__globals__, torch=_TorchAsTensorlab())
+    return types.FunctionType(code, glb, fn.__name__, fn.__defaults__, fn.__closure__)
+
+
+def _our_name(op):
+    """tensorlab's object of the op's name: tl.<name> or, for Tensor-only names (T, mT, item), the
+    Tensor attribute; None where tensorlab has neither."""
+    if op.name.startswith("_"):
+        return None
+    found = _resolve_path(tl, op.name)
+    if found is None and "." not in op.name:
+        found = getattr(tl.Tensor, op.name, None)
+    return found
+
+
+def variants(op):
+    """{variant: (torch callable, tensorlab callable or None)} for the variants torch defines."""
+    out = {}
+    fn = op.op
+    if getattr(fn, "__name__", "<lambda>") != "<lambda>":
+        out["function"] = (fn, _resolve_path(tl, op.name) if not op.name.startswith("_") else None)
+    else:  # a lambda around torch's names: the same code with torch -> tensorlab, where the name exists
+        out["function"] = (fn, _retarget(fn) if _our_name(op) is not None else None)
+    for v, attr in (("method", "method_variant"), ("inplace", "inplace_variant")):
+        m = getattr(op, attr, None)
+        if m is not None and getattr(m, "__name__", "<lambda>") != "<lambda>":
+            name = m.__name__
+            ours = getattr(tl.Tensor, name, None)
+            out[v] = (m, (lambda *a, _n=name, **k: getattr(a[0], _n)(*a[1:], **k)) if ours is not None else None)
+    ov = getattr(op, "operator_variant", None)
+    if ov is not None and ov in vars(operator).values():
+        out["operator"] = (ov, ov)
+    return out
+
+
+def exists(op):
+    """Whether tensorlab has the op: its function variant, or (for Tensor-only ops) its method."""
+    vs = variants(op)
+    if "function" in vs:
+        return vs["function"][1] is not None
+    return any(ours is not None for _, ours in vs.values())
+
+
+# -- comparison -------------------------------------------------------------------------------------------
+def to_torch(x):
+    torch = _torch()
+    if isinstance(x, tl.Tensor):
+        x = x.detach().cpu()
+        if x.dtype is tl.bfloat16:
+            return torch.from_numpy(x.float().numpy().copy()).to(torch.bfloat16)
+        return torch.from_numpy(np.array(x.numpy(), copy=True))
+    if isinstance(x, tl.Size):
+        return torch.Size(x)
+    if isinstance(x, (list, tuple)) and not isinstance(x, tl.Size):
+        return type(x)(to_torch(v) for v in x) if not hasattr(x, "_fields") else tuple(to_torch(v) for v in x)
+    if isinstance(x, getattr(tl, "DType", ())) or type(x).__name__ == "DType":
+        return getattr(torch, x.name)
+    return x
+
+
+def _sign_fixed(t, rows):
+    """t with each column (rows=False) or row (rows=True) of its last two dims flipped so that its
+    largest-magnitude entry is positive."""
+    torch = _torch()
+    if t.dim() < 2 or t.numel() == 0:
+        return t
+    ax = -1 if rows else -2
+    idx = t.abs().argmax(dim=ax, keepdim=True)
+    sign = torch.sign(torch.gather(t, ax, idx))
+    sign[sign == 0] = 1
+    return t * sign
+
+
+def _canonical(ts, sign_free):
+    """Sign-fixed vectors, only the first k (the count of values: output 1 for svd, 0 for eigh)."""
+    k = ts[1].shape[-1] if len(ts) == 3 else ts[0].shape[-1]
+    out = list(ts)
+    for i, how in sign_free.items():
+        t = out[i]
+        if not isinstance(t, _torch().Tensor):
+            continue
+        t = t[..., :k] if how == "cols" else t[..., :k, :]
+        out[i] = _sign_fixed(t, how == "rows")
+    return tuple(out)
+
+
+def compare(got, want, values=True, sign_free=()):
+    """None if tensorlab's result matches torch's, else the first line of the difference."""
+    torch = _torch()
+    g = to_torch(got)
+    if isinstance(want, tuple) and hasattr(want, "_fields"):
+        want = tuple(want)
+    if sign_free and isinstance(want, tuple) and isinstance(g, tuple) and len(g) == len(want):
+        g, want = _canonical(g, sign_free), _canonical(want, sign_free)
+    if isinstance(want, torch.Tensor) or (isinstance(want, (list, tuple)) and want and
+                                          all(isinstance(w, torch.Tensor) for w in want)):
+        ws = [want] if isinstance(want, torch.Tensor) else list(want)
+        gs = [g] if not isinstance(g, (list, tuple)) else list(g)
+        if len(gs) != len(ws):
+            return f"{len(gs)} outputs, torch has {len(ws)}"
+        for i, (a, b) in enumerate(zip(gs, ws)):
+            if not isinstance(a, torch.Tensor):
+                return f"output {i} is {type(a).__name__}, torch's a tensor"
+            if a.dtype != b.dtype:
+                return f"output {i} dtype {a.dtype} vs {b.dtype}"
+            if tuple(a.shape) != tuple(b.shape):
+                return f"output {i} shape {tuple(a.shape)} vs {tuple(b.shape)}"
+            if values:
+                tol = TOLERANCES.get(str(b.dtype).replace("torch.", ""), {})
+                try:
+                    torch.testing.assert_close(a, b.detach().cpu(), equal_nan=True, check_stride=False, **tol)
+                except AssertionError as e:
+                    return f"output {i} values: " + " ".join(str(e).split("\n")[:3])[:300]
+        return None
+    if isinstance(want, (bool, int, float)):
+        if not isinstance(g, (bool, int, float)) and not (isinstance(g, torch.Tensor) and g.dim() == 0):
+            return f"{type(g).__name__} vs {type(want).__name__}"
+        gv = g.item() if isinstance(g, torch.Tensor) else g
+        ok = gv == want or (isinstance(want, float) and np.isclose(gv, want, equal_nan=True))
+        return None if ok else f"{gv!r} vs {want!r}"
+    if g != want:
+        return f"{str(g)[:100]} vs {str(want)[:100]}"
+    return None
+
+
+def _outcome(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return fn(), None
+        except Exception as e:  # noqa: BLE001 (the exception is the outcome)
+            return None, e
+
+
+def _error_kind(e):
+    for k in (IndexError, TypeError, ValueError, NotImplementedError, RuntimeError):
+        if isinstance(e, k):
+            return k
+    return type(e)
+
+
+def run_sample(torch_fn, our_fn, sample, device, inplace, values, sign_free=(), random_in_training=False):
+    """(status, detail) of one variant on one sample."""
+    torch = _torch()
+    if sample.kwargs.get("dropout_p", 0) or (sample.kwargs.get("training") and random_in_training):
+        values = False  # a random dropout mask
+    try:
+        args = to_tl((sample.input, sample.args, sample.kwargs), device)
+    except Unsupported as e:
+        return SKIPPED, str(e)
+    x, a, k = args
+    tx = sample.input.clone() if inplace and isinstance(sample.input, torch.Tensor) else sample.input
+    want, terr = _outcome(lambda: torch_fn(tx, *sample.args, **sample.kwargs))
+    got, oerr = _outcome(lambda: our_fn(x, *a, **k))
+    if terr is not None and oerr is not None:
+        return (BOTH_RAISED, None) if _error_kind(terr) is _error_kind(oerr) else (
+            MISMATCH, f"tensorlab raised {type(oerr).__name__}, torch {type(terr).__name__}: {terr}"[:300])
+    if oerr is not None:
+        return OURS_RAISED, f"{type(oerr).__name__}: {oerr}"[:300]
+    if terr is not None:
+        return TORCH_RAISED, f"torch raised {type(terr).__name__}: {terr}"[:300]
+    diff = compare(got, want, values, sign_free)
+    if diff is None and inplace:
+        diff = compare(x, tx, values)
+        diff = None if diff is None else "the in-place input: " + diff
+    return (PASS, None) if diff is None else (MISMATCH, diff)
+
+
+def samples(op, device_dtype, reference, seed=0):
+    torch = _torch()
+    torch.manual_seed(seed)
+    gen = op.reference_inputs if reference else op.sample_inputs
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return list(gen("cpu", device_dtype, requires_grad=False))
+
+
+def run_op(op, dtypes, device="cpu", reference=False, max_samples=None, every=1):
+    """[(variant, dtype name, sample index, status, detail)] for one OpInfo."""
+    torch = _torch()
+    out = []
+    vs = {v: p for v, p in variants(op).items() if p[1] is not None}
+    values = not any(w in op.name for w in NONDETERMINISTIC)
+    for dt in dtypes:
+        if dt not in op.supported_dtypes("cpu"):
+            continue
+        try:
+            ss = samples(op, dt, reference)
+        except Exception as e:  # noqa: BLE001 (torch's own sample generator failed here)
+            out.append(("samples", str(dt).replace("torch.", ""), -1, SKIPPED, f"sample_inputs failed: {e}"[:200]))
+            continue
+        if max_samples is not None:
+            ss = ss[:max_samples]
+        for i, s in enumerate(ss):
+            if i % every:
+                continue
+            for v, (theirs, ours) in vs.items():
+                status, detail = run_sample(theirs, ours, s, device, v == "inplace", values, SIGN_FREE.get(op.name, ()),
+                                            "attention" in op.name)
+                out.append((v, str(dt).replace("torch.", ""), i, status, detail))
+    return out
+
+
+def summarize(ops, results):
+    pub = [op for op in ops if public(op)]
+    have = [op for op in pub if exists(op)]
+    counts = {}
+    for rows in results.values():
+        for _, _, _, status, _ in rows:
+            counts[status] = counts.get(status, 0) + 1
+    ran = sum(n for s, n in counts.items() if s != SKIPPED)
+    agree = counts.get(PASS, 0) + counts.get(BOTH_RAISED, 0)
+    return {"opinfos": len(pub), "exist": len(have), "samples_run": ran, "agree": agree,
+            "agree_pct": 100.0 * agree / max(ran, 1), "counts": counts,
+            "missing": sorted(key(op) for op in pub if not exists(op))}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--full", action="store_true", help="every dtype and the reference inputs too")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--ops", default=None, help="comma-separated OpInfo names")
+    p.add_argument("--json", default=None)
+    p.add_argument("--every", type=int, default=1, help="every n-th sample only (as the CUDA test's subset)")
+    p.add_argument("--write-known", default=None,
+                   help="merge this run's failures into the known-failures file given (device|op|variant|dtype|i)")
+    args = p.parse_args(argv)
+    torch = _torch()
+    ops = [op for op in op_db() if args.ops is None or op.name in args.ops.split(",")]
+    dtypes = ([torch.float32, torch.float64, torch.int64, torch.bool, torch.bfloat16, torch.float16] if args.full
+              else [torch.float32])
+    results = {}
+    for op in ops:
+        if public(op) and exists(op):
+            results[key(op)] = run_op(op, dtypes, args.device, reference=False, every=args.every)
+            if args.full:
+                results[key(op)] += [("ref:" + r[0],) + r[1:] for r in run_op(op, dtypes, args.device, reference=True)]
+    s = summarize(ops, results)
+    if args.write_known:
+        try:
+            with open(args.write_known) as f:
+                known = json.load(f)
+        except FileNotFoundError:
+            known = {}
+        for op_key, rows in results.items():
+            for v, dt, i, status, detail in rows:
+                if status in (MISMATCH, OURS_RAISED, TORCH_RAISED):
+                    known[f"{args.device}|{op_key}|{v}|{dt}|{i}"] = f"{status}: {detail}"
+        with open(args.write_known, "w") as f:
+            json.dump(dict(sorted(known.items())), f, indent=1)
+            f.write("\n")
+    print(f"OpInfos: {s['exist']} / {s['opinfos']} exist in tensorlab; samples agreeing: {s['agree']} / "
+          f"{s['samples_run']} ({s['agree_pct']:.1f}%); {s['counts']}")
+    print("missing:", " ".join(s["missing"]))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"summary": s, "results": results}, f, indent=0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
