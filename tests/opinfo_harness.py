@@ -299,6 +299,112 @@ def run_sample(torch_fn, our_fn, sample, device, inplace, values, sign_free=(), 
     return (PASS, None) if diff is None else (MISMATCH, diff)
 
 
+def _leaves(x, out):
+    """The tensors that require grad in a (nested) sample, in a fixed order."""
+    torch = _torch()
+    if isinstance(x, (torch.Tensor, tl.Tensor)):
+        if x.requires_grad:
+            out.append(x)
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _leaves(v, out)
+    elif isinstance(x, dict):
+        for k in sorted(x):
+            _leaves(x[k], out)
+    return out
+
+
+def _outputs(r):
+    torch = _torch()
+    if isinstance(r, (torch.Tensor, tl.Tensor)):
+        return [r]
+    if isinstance(r, (list, tuple)):
+        return [t for v in r for t in _outputs(v)]
+    return []
+
+
+def run_grad_sample(torch_fn, our_fn, sample, device, index):
+    """(status, detail): the float64 gradient of sum_i <out_i, w_i> with respect to every input that
+    requires grad, tensorlab's against torch's (w_i fixed, drawn from the sample's index)."""
+    torch = _torch()
+    try:
+        ours_args = to_tl((sample.input, sample.args, sample.kwargs), device)
+    except Unsupported as e:
+        return SKIPPED, str(e)
+    t_leaves = _leaves((sample.input, sample.args, sample.kwargs), [])
+    o_leaves = _leaves(ours_args, [])
+    if not t_leaves or len(t_leaves) != len(o_leaves):
+        return SKIPPED, "no input requires grad"
+    # the sample's own post-processing for gradient tests (svd's vectors made sign-invariant, ...)
+    post = getattr(sample, "output_process_fn_grad", None) or (lambda r: r)
+    ours_post = _retarget(post) or post
+    want, terr = _outcome(lambda: post(torch_fn(sample.input, *sample.args, **sample.kwargs)))
+    got, oerr = _outcome(lambda: ours_post(our_fn(ours_args[0], *ours_args[1], **ours_args[2])))
+    if terr is not None or oerr is not None:
+        return SKIPPED, "the forward raised"
+    t_all, o_all = _outputs(want), _outputs(got)
+    if len(t_all) != len(o_all):
+        return MISMATCH, f"{len(o_all)} outputs, torch has {len(t_all)}"
+    # outputs paired by position; one of ours that does not require grad counts as a zero gradient
+    pairs = [(t, o) for t, o in zip(t_all, o_all) if t.requires_grad and t.dtype.is_floating_point]
+    if not pairs:
+        return SKIPPED, "no differentiable output"
+    rng = np.random.default_rng(index)
+    ws = [rng.standard_normal(tuple(t.shape)) for t, _ in pairs]
+    tg, terr = _outcome(lambda: torch.autograd.grad(
+        sum((t * torch.tensor(w, dtype=t.dtype)).sum() for (t, _), w in zip(pairs, ws)), t_leaves, allow_unused=True))
+    if terr is not None:
+        return SKIPPED, f"torch's backward raised {type(terr).__name__}"
+    o_terms = [(o * tl.tensor(w, dtype=o.dtype, device=device)).sum() for (_, o), w in zip(pairs, ws)
+               if isinstance(o, tl.Tensor) and o.requires_grad]
+    if not o_terms:
+        og = [None] * len(o_leaves)
+    else:
+        og, oerr = _outcome(lambda: tl.autograd.grad(sum(o_terms), o_leaves, allow_unused=True))
+        if oerr is not None:
+            return OURS_RAISED, f"backward: {type(oerr).__name__}: {oerr}"[:300]
+    for i, (a, b) in enumerate(zip(og, tg)):
+        if b is None and a is None:
+            continue
+        a = to_torch(a) if a is not None else torch.zeros_like(b)
+        b = b if b is not None else torch.zeros_like(a)
+        try:
+            torch.testing.assert_close(a, b, equal_nan=True, check_stride=False, rtol=1e-6, atol=1e-6,
+                                       check_dtype=False)
+        except AssertionError as e:
+            return MISMATCH, f"gradient {i}: " + " ".join(str(e).split("\n")[:3])[:300]
+    return PASS, None
+
+
+def run_grads(op, device="cpu", every=1):
+    """[("grad", "float64", i, status, detail)] for an OpInfo that supports autograd."""
+    torch = _torch()
+    if not getattr(op, "supports_autograd", False) or torch.float64 not in op.supported_dtypes("cpu"):
+        return []
+    vs = variants(op)
+    if "function" not in vs or vs["function"][1] is None:
+        return []
+    theirs, ours = vs["function"]
+    torch.manual_seed(0)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ss = list(op.sample_inputs("cpu", torch.float64, requires_grad=True))
+    except Exception as e:  # noqa: BLE001
+        return [("grad", "float64", -1, SKIPPED, f"sample_inputs failed: {e}"[:200])]
+    if any(w in op.name for w in NONDETERMINISTIC):
+        return []
+    out = []
+    for i, s in enumerate(ss):
+        if i % every:
+            continue
+        if s.kwargs.get("dropout_p", 0) or s.kwargs.get("training"):
+            continue
+        status, detail = run_grad_sample(theirs, ours, s, device, i)
+        out.append(("grad", "float64", i, status, detail))
+    return out
+
+
 def samples(op, device_dtype, reference, seed=0):
     torch = _torch()
     torch.manual_seed(seed)
@@ -355,6 +461,8 @@ def main(argv=None):
     p.add_argument("--ops", default=None, help="comma-separated OpInfo names")
     p.add_argument("--json", default=None)
     p.add_argument("--every", type=int, default=1, help="every n-th sample only (as the CUDA test's subset)")
+    p.add_argument("--grad", action="store_true", help="float64 gradients against torch's too")
+    p.add_argument("--grad-every", type=int, default=1, help="every n-th sample's gradient only")
     p.add_argument("--write-known", default=None,
                    help="merge this run's failures into the known-failures file given (device|op|variant|dtype|i)")
     args = p.parse_args(argv)
@@ -366,6 +474,8 @@ def main(argv=None):
     for op in ops:
         if public(op) and exists(op):
             results[key(op)] = run_op(op, dtypes, args.device, reference=False, every=args.every)
+            if args.grad:
+                results[key(op)] += run_grads(op, args.device, args.grad_every)
             if args.full:
                 results[key(op)] += [("ref:" + r[0],) + r[1:] for r in run_op(op, dtypes, args.device, reference=True)]
     s = summarize(ops, results)

@@ -4,8 +4,9 @@ torch's own sample inputs, converted with storage, sizes, strides and offset int
 (tests/opinfo_harness.py), against torch's results. What disagrees today is data
 (tests/opinfo_known_failures.json: device|op|variant|dtype|sample -> the difference); the test fails
 on any other disagreement and when fewer OpInfos exist than EXIST_FLOOR, and prints the coverage
-figures. CI runs float32 sample_inputs on the CPU and every third sample on the emulated CUDA
-device; TENSORLAB_OPDB_FULL=1 runs every dtype torch samples and the reference inputs too."""
+figures. CI runs float32 sample_inputs and every second sample's float64 gradients on the CPU, and
+every third sample on the emulated CUDA device; TENSORLAB_OPDB_FULL=1 runs every dtype torch samples,
+every gradient and the reference inputs too."""
 from __future__ import annotations
 
 import json
@@ -33,6 +34,8 @@ def run(device, every):
     found, counts = {}, {}
     for op in ops:
         rows = H.run_op(op, dtypes, device, reference=False, every=every)
+        if device == "cpu":  # float64 gradients against torch's (every second sample in CI)
+            rows += H.run_grads(op, device, every=1 if FULL else 2)
         if FULL:
             rows += [("ref:" + r[0],) + r[1:] for r in H.run_op(op, dtypes, device, reference=True)]
         for variant, dt, i, status, detail in rows:
