@@ -434,6 +434,8 @@ def run_op(op, dtypes, device="cpu", reference=False, max_samples=None, every=1)
             if i % every:
                 continue
             for v, (theirs, ours) in vs.items():
+                if v == "inplace" and getattr(s, "broadcasts_input", False):
+                    continue  # torch's own tests skip these: the in-place result cannot take the broadcast shape
                 status, detail = run_sample(theirs, ours, s, device, v == "inplace", values, SIGN_FREE.get(op.name, ()),
                                             "attention" in op.name)
                 out.append((v, str(dt).replace("torch.", ""), i, status, detail))

@@ -277,7 +277,165 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, red)
 
 
-__all__ = ["celu", "channel_shuffle", "cosine_embedding_loss", "gaussian_nll_loss", "glu", "hardshrink",
+# -- dropout variants (torch's Dropout.cpp) -----------------------------------------------------------
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _feature_dropout(input, p, training, inplace, alpha, batched_dims, name):
+    """Zero whole channels (every element past the channel dim shares one draw); alpha=True keeps the
+    self-normalizing mean and variance as alpha_dropout does."""
+    _check(input, name)
+    _check_p(p)
+    if not training or p == 0 or input.numel() == 0:
+        return input
+    if input.dim() < 2:
+        raise RuntimeError(f"{name}: expected input with at least 2 dimensions (got {input.dim()}D)")
+    shape = list(input.shape[:batched_dims]) + [1] * (input.dim() - batched_dims)
+    return _apply_mask(input, shape, p, alpha, inplace)
+
+
+def _apply_mask(input, shape, p, alpha, inplace):
+    """torch's _dropout_impl: a Bernoulli(1 - p) mask of `shape` (broadcast over input); plain dropout
+    scales the kept values by 1/(1 - p), alpha dropout keeps SELU's mean and variance:
+    out = input * mask * a + (mask - 1) * A * a + A * a * p, a = ((A^2 p + 1)(1 - p))^-1/2."""
+    keep = 1 - p
+    mask = input.new_zeros(shape) if p == 1 else input.new_empty(shape).bernoulli_(keep)
+    if not alpha:
+        r = input * (mask / keep) if p < 1 else input * mask
+    else:
+        big_a = 1.7580993408473766  # SELU's scale * alpha
+        a = 1.0 / math.sqrt((big_a * big_a * p + 1) * keep) if keep else 0.0
+        r = input * (mask * a) + ((mask - 1) * (big_a * a) + big_a * a * p)
+    return input.copy_(r) if inplace else r
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    _check(input, "dropout1d")
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. Note that "
+                           "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
+                           "channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    return _feature_dropout(input, p, training, inplace, False, input.dim() - 1, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    _check(input, "dropout2d")
+    return _feature_dropout(input, p, training, inplace, False, 2 if input.dim() == 4 else 1, "dropout2d")
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    _check(input, "dropout3d")
+    return _feature_dropout(input, p, training, inplace, False, 2 if input.dim() == 5 else 1, "dropout3d")
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    _check(input, "alpha_dropout")
+    _check_p(p)
+    if not training or p == 0 or input.numel() == 0:
+        return input
+    return _apply_mask(input, list(input.shape), p, True, inplace)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    return _feature_dropout(input, p, training, inplace, True, 2, "feature_alpha_dropout")
+
+
+# -- normalization, bilinear, distances, upsampling wrappers ------------------------------------------
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Each (sample, channel) plane normalized by its own statistics (batch_norm over a (1, N*C, ...)
+    view); running statistics, when given, are the mean over the batch of the per-instance ones."""
+    _check(input, "instance_norm")
+    if input.dim() < 3:
+        raise ValueError(f"expected 3D or higher input (got {input.dim()}D input)")
+    n, c = input.shape[0], input.shape[1]
+    x = input.reshape(1, n * c, *input.shape[2:])
+    rm = running_mean.repeat(n) if running_mean is not None else None
+    rv = running_var.repeat(n) if running_var is not None else None
+    from .functional_norm import batch_norm
+    y = batch_norm(x, rm, rv, None, None, use_input_stats, momentum, eps).reshape(input.shape)
+    if running_mean is not None and use_input_stats:
+        running_mean.copy_(rm.detach().view(n, c).mean(0))
+    if running_var is not None and use_input_stats:
+        running_var.copy_(rv.detach().view(n, c).mean(0))
+    shape = (1, c) + (1,) * (input.dim() - 2)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """x / (k + alpha / size * sum of x^2 over `size` neighbouring channels) ** beta (torch's formula:
+    an average pool of the padded squares)."""
+    _check(input, "local_response_norm")
+    dim = input.dim()
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
+    if input.numel() == 0:
+        return input
+    div = (input * input).unsqueeze(1)
+    from .functional_norm import pad
+    if dim == 3:
+        div = pad(div, (0, 0, size // 2, (size - 1) // 2))
+        div = _tl.nn.functional.avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = input.shape
+        div = div.reshape(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        n, one, cp, h, w = div.shape
+        # average over the channel window: a cumulative sum over channels, differences of width `size`
+        cs = div.cumsum(2)
+        zero = cs.new_zeros((n, one, 1, h, w))
+        cs = _tl.cat([zero, cs], 2)
+        div = ((cs.narrow(2, size, cp - size + 1) - cs.narrow(2, 0, cp - size + 1)) / size).squeeze(1)
+        div = div.reshape(sizes)
+    div = (div * alpha + k) ** beta
+    return input / div
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y_k = x1^T W_k x2 + b_k over the last dims."""
+    _check(input1, "bilinear")
+    if input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got {list(input1.shape[:-1])} and "
+                           f"{list(input2.shape[:-1])}")
+    if weight.dim() != 3 or weight.shape[1] != input1.shape[-1] or weight.shape[2] != input2.shape[-1]:
+        raise RuntimeError(f"bilinear(): weight size does not match the inputs: weight {list(weight.shape)}, "
+                           f"input1 {list(input1.shape)}, input2 {list(input2.shape)}")
+    y = _tl.einsum("...i,kij,...j->...k", input1, weight, input2)
+    return y + bias if bias is not None else y
+
+
+def pdist(input, p=2.0):
+    """The distances between every pair of rows (i < j), row-major."""
+    _check(input, "pdist")
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    n = input.shape[0]
+    if n < 2:
+        return input.new_empty((0,))
+    i, j = _tl.triu_indices(n, n, 1, device=input.device)
+    d = input[i] - input[j]
+    return _tl.linalg.vector_norm(d, p, dim=-1)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    return _tl.nn.functional.interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    return _tl.nn.functional.interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+__all__ = ["alpha_dropout", "bilinear", "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout",
+           "instance_norm", "local_response_norm", "pdist", "upsample_bilinear", "upsample_nearest",
+           "celu", "channel_shuffle", "cosine_embedding_loss", "gaussian_nll_loss", "glu", "hardshrink",
            "hardsigmoid", "hardswish", "hinge_embedding_loss", "margin_ranking_loss", "multilabel_soft_margin_loss",
            "pixel_shuffle", "pixel_unshuffle", "poisson_nll_loss", "prelu", "selu", "soft_margin_loss", "softmin",
            "softshrink", "threshold", "triplet_margin_loss"]
