@@ -123,33 +123,30 @@ def prelu(input, weight):
     return _tl.where(input > 0, input, w * input)
 
 
-def pixel_shuffle(input, upscale_factor):
-    _check(input, "pixel_shuffle")
-    r = int(upscale_factor)
+def _pixel_factor(input, factor, op, what):
+    _check(input, op)
+    r = int(factor)
     if input.dim() < 3:
-        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
-                           f"{input.dim()} dimension(s)")
+        raise RuntimeError(f"{op} expects input to have at least 3 dimensions, but got input with {input.dim()} "
+                           "dimension(s)")
     if r <= 0:
-        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+        raise RuntimeError(f"{op} expects a positive {what}, but got {r}")
+    return r
+
+
+def pixel_shuffle(input, upscale_factor):
+    r = _pixel_factor(input, upscale_factor, "pixel_shuffle", "upscale_factor")
     *lead, c, h, w = input.shape
     if c % (r * r):
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
                            f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
-    oc = c // (r * r)
     n = len(lead)
-    x = input.reshape(*lead, oc, r, r, h, w)
-    perm = list(range(n)) + [n, n + 3, n + 1, n + 4, n + 2]
-    return x.permute(perm).reshape(*lead, oc, h * r, w * r)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    return x.permute(list(range(n)) + [n, n + 3, n + 1, n + 4, n + 2]).reshape(*lead, c // (r * r), h * r, w * r)
 
 
 def pixel_unshuffle(input, downscale_factor):
-    _check(input, "pixel_unshuffle")
-    r = int(downscale_factor)
-    if input.dim() < 3:
-        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
-                           f"{input.dim()} dimension(s)")
-    if r <= 0:
-        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    r = _pixel_factor(input, downscale_factor, "pixel_unshuffle", "downscale_factor")
     *lead, c, h, w = input.shape
     if h % r or w % r:
         which, size = ("height", h) if h % r else ("width", w)
@@ -157,8 +154,7 @@ def pixel_unshuffle(input, downscale_factor):
                            f"{-2 if h % r else -1})={size} is not divisible by {r}")
     n = len(lead)
     x = input.reshape(*lead, c, h // r, r, w // r, r)
-    perm = list(range(n)) + [n, n + 2, n + 4, n + 1, n + 3]
-    return x.permute(perm).reshape(*lead, c * r * r, h // r, w // r)
+    return x.permute(list(range(n)) + [n, n + 2, n + 4, n + 1, n + 3]).reshape(*lead, c * r * r, h // r, w // r)
 
 
 def channel_shuffle(input, groups):

@@ -9,13 +9,7 @@ from . import shape
 
 
 def _seq(tensors, op):
-    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
-        raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
-                        f"{type(tensors).__name__}")
-    for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, but found element "
-                            f"of type {type(t).__name__} at pos {i}")
+    shape._tensor_list(tensors, op)  # torch's type errors (its pinned copies are cat's, not ours)
     if not tensors:
         raise RuntimeError(f"{op} expects a non-empty TensorList")
     return list(tensors)
