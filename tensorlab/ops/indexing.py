@@ -68,6 +68,8 @@ def _entry(item, device):
         return _tensor_entry(item)
     if isinstance(item, (list, tuple)):
         return _tensor_entry(_list_index(item, device))
+    if kind is range:  # x[range(n), y]: a sequence of ints, as torch takes it
+        return _tensor_entry(_list_index(list(item), device))
     if hasattr(item, "__array__") and hasattr(item, "dtype"):  # NumPy arrays and scalars
         return _tensor_entry(_tensor(item))
     if isinstance(item, (str, bytes)):  # torch tries to make an index tensor of it

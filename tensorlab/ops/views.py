@@ -517,6 +517,20 @@ def diagonal(self, offset=0, dim1=0, dim2=1):
 
 
 # -- splitting ----------------------------------------------------------------------------------
+def _split_method(self, split_size=None, dim=0, **kwargs):
+    """Tensor.split: torch's method names its first argument `split_size` (torch.split's is
+    `split_size_or_sections`; both are accepted)."""
+    if "split_size_or_sections" in kwargs:
+        if split_size is not None:
+            raise TypeError("split() got multiple values for argument 'split_size'")
+        split_size = kwargs.pop("split_size_or_sections")
+    if kwargs:
+        raise TypeError(f"split() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    if split_size is None:
+        raise TypeError("split() missing 1 required positional argument: 'split_size'")
+    return split(self, split_size, dim)
+
+
 def split(self, split_size_or_sections, dim=0, meta=None):
     if not isinstance(split_size_or_sections, int):
         return split_with_sizes(self, split_size_or_sections, dim)
@@ -677,7 +691,7 @@ METHODS = {
     "swapdims": swapdims, "t": t, "adjoint": adjoint, "movedim": movedim, "moveaxis": moveaxis,
     "unsqueeze": unsqueeze, "squeeze": squeeze, "expand": expand, "expand_as": expand_as,
     "broadcast_to": broadcast_to, "as_strided": as_strided, "narrow": narrow, "select": select, "unbind": unbind,
-    "unfold": unfold, "diagonal": diagonal, "split": split, "split_with_sizes": split_with_sizes, "chunk": chunk,
+    "unfold": unfold, "diagonal": diagonal, "split": _split_method, "split_with_sizes": split_with_sizes, "chunk": chunk,
     "tensor_split": tensor_split, "detach": detach,
     "squeeze_": squeeze_, "unsqueeze_": unsqueeze_, "transpose_": transpose_, "t_": t_, "swapaxes_": swapaxes_,
     "swapdims_": swapdims_,

@@ -564,6 +564,9 @@ def _softmax_rows_into(out, x, log):
         c = lse.astype(_F32)
         np.subtract(x, c[:, None], out=out)
         out -= (lse - c).astype(_F32)[:, None]
+        # exp(x) rounded in float32 can make the sum's log fall a few ulps below the largest x: a
+        # log-probability above 0 ([30, 0, -1e9] gave +3.3e-8, so NLL went negative). It is <= 0.
+        np.minimum(out, _F32.type(0), out=out)
     else:
         np.divide(dt.type(1), s, out=s)
         out *= s[:, None]
