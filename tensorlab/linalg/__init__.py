@@ -12,10 +12,11 @@ from ..ops.linalg import matmul
 from ..ops.linalg_composites import (diagonal, lstsq, matrix_norm, matrix_power, matrix_rank, multi_dot, norm, pinv,
                                      solve_triangular, vecdot, vector_norm)
 from ..ops.tensor_algebra import cond, matrix_exp
+from ..ops.linalg_solves import tensorinv, tensorsolve
 from ..ops.tensor_algebra import linalg_cross as cross
 from ..ops.tensor_algebra import linalg_vander as vander
 
 __all__ = ("LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv",
            "inv_ex", "lstsq", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm",
-           "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "vander", "vecdot",
-           "vector_norm")
+           "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander",
+           "vecdot", "vector_norm")

@@ -12,7 +12,8 @@ FAMILIES = ("creation", "copy", "resize", "views", "indexing", "random",
             "elementwise", "reduction", "linalg", "shape", "transfer",
             # tensor functions (composites, plus the CPU LAPACK primitive)
             "constructors", "repeats", "closeness", "index_ops", "combinatorics", "einsum", "distance", "lapack",
-            "linalg_legacy", "tensor_algebra", "stacking", "math_composites", "copy_variants", "blas_composites")
+            "linalg_legacy", "tensor_algebra", "stacking", "math_composites", "copy_variants", "blas_composites",
+            "scans_quantiles", "linalg_solves")
 FAMILIES += ("conv", "pool")
 FAMILIES += ("norm_fused",)
 FAMILIES += ("attention",)

@@ -173,7 +173,8 @@ def _copysign(x, y):
 def _logaddexp(x, y, log1p_exp):
     m = x.maximum(y)
     d = (x - y).abs()
-    tied = x == y  # both infinite of one sign included: x + log(2), no inf - inf
+    tied = (x == y) & x.isinf()  # both infinite of one sign: x itself, no inf - inf (finite ties take the
+    # general formula, whose gradient splits evenly between x and y as torch's does)
     return _where(tied, x + (_LN2 if log1p_exp is None else 1.0), m + _finite_part(d, log1p_exp))
 
 

@@ -1,0 +1,216 @@
+"""Scans and order statistics written over existing ops: cummax/cummin (value and index, ties and NaN
+as torch: the latest maximum wins, a NaN wins over everything after it), logcumsumexp (logaddexp
+scan, stable at +-inf), quantile/nanquantile (sort, then torch's rank and interpolation rules), and
+ldexp. The scans are Hillis-Steele: log2(n) whole-tensor steps, so they run on every device without
+a host loop over elements; gradients come from gather and logaddexp."""
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+from .. import dtypes
+from ..tensor import Tensor
+
+
+def _tl():
+    import tensorlab as tl
+    return tl
+
+
+def _tensor(x, op, name="input", pos=1):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def _wrap(dim, n, op):
+    m = max(n, 1)
+    if not -m <= dim < m:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-m}, {m - 1}], but got {dim})")
+    return dim % m
+
+
+def _scan(x, d, combine):
+    """Inclusive scan of `x` along d by doubling: combine(earlier, later) -> tuple, on tuples of tensors."""
+    tl = _tl()
+    n = x[0].shape[d]
+    s = 1
+    while s < n:
+        prev = tuple(t.narrow(d, 0, n - s) for t in x)
+        cur = tuple(t.narrow(d, s, n - s) for t in x)
+        new = combine(prev, cur)
+        x = tuple(tl.cat([t.narrow(d, 0, s), u], d) for t, u in zip(x, new))
+        s *= 2
+    return x
+
+
+cummax_result = namedtuple("cummax", ("values", "indices"))
+cummin_result = namedtuple("cummin", ("values", "indices"))
+
+
+def _cum_extreme(name, input, dim, later_wins):
+    tl = _tl()
+    _tensor(input, name)
+    x = input if input.dim() else input.reshape(1)
+    d = _wrap(dim, x.dim(), name)
+    shape = [1] * x.dim()
+    shape[d] = x.shape[d]
+    idx = tl.arange(x.shape[d], device=x.device).reshape(shape).expand(x.shape)
+    with tl.no_grad():
+        key = x.detach()
+        nan = key.isnan() if key.dtype.is_floating_point else None
+
+        def combine(a, b):
+            av, ai = a[0], a[1]
+            bv, bi = b[0], b[1]
+            take = later_wins(bv, av)
+            if nan is not None:
+                take = bv.isnan() | (~av.isnan() & take)
+            return tl.where(take, bv, av), tl.where(take, bi, ai)
+        _, best = _scan((key, idx), d, combine)
+    values = x.gather(d, best)
+    if not input.dim():
+        values, best = values.reshape(()), best.reshape(())
+    return values, best
+
+
+def cummax(input, dim, *, out=None):
+    v, i = _cum_extreme("cummax", input, dim, lambda b, a: b >= a)
+    return _outs(cummax_result(v, i), out)
+
+
+def cummin(input, dim, *, out=None):
+    v, i = _cum_extreme("cummin", input, dim, lambda b, a: b <= a)
+    return _outs(cummin_result(v, i), out)
+
+
+def _outs(r, out):
+    if out is None:
+        return r
+    for o, t in zip(out, r):
+        o.resize_(t.shape)
+        o.copy_(t)
+    return type(r)(*out)
+
+
+def logcumsumexp(input, dim, *, out=None):
+    from .math_composites import logaddexp
+    _tensor(input, "logcumsumexp")
+    x = input if input.dim() else input.reshape(1)
+    if not x.dtype.is_floating_point:
+        x = x.to(dtypes.get_default_dtype())
+    d = _wrap(dim, x.dim(), "logcumsumexp")
+    (r,) = _scan((x,), d, lambda a, b: (logaddexp(a[0], b[0]),))
+    r = r if input.dim() else r.reshape(())
+    if out is not None:
+        out.resize_(r.shape)
+        return out.copy_(r)
+    return r
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(name, input, q, dim, keepdim, interpolation, out, ignore_nan):
+    tl = _tl()
+    _tensor(input, name)
+    if input.dtype not in (dtypes.float32, dtypes.float64):
+        raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, midpoint or nearest. "
+                           f"Got {interpolation}")
+    scalar_q = not isinstance(q, Tensor)
+    qt = tl.tensor([float(q)], dtype=input.dtype, device=input.device) if scalar_q else q
+    if not scalar_q:
+        if qt.dim() > 1:
+            raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
+        if qt.dtype is not input.dtype:
+            raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
+        qt = qt.reshape(-1)
+    if input.numel() == 0 and dim is None:
+        raise RuntimeError(f"{name}() input tensor must be non-empty")
+    if bool(((qt < 0) | (qt > 1)).any()):
+        raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
+    if dim is None:
+        x = input.reshape(-1)
+        d = 0
+        out_shape = [1] * input.dim() if keepdim else []
+    else:
+        d = _wrap(dim, input.dim(), name)
+        x = input if input.dim() else input.reshape(1)
+        out_shape = list(input.shape)
+        if input.dim():
+            if keepdim:
+                out_shape[d] = 1
+            else:
+                del out_shape[d]
+    x = x.movedim(d, -1)
+    srt = x.sort(-1).values  # NaN last
+    n = srt.shape[-1]
+    valid = (~srt.isnan()).sum(-1, keepdim=True)
+    if ignore_nan:
+        last = (valid - 1).to(input.dtype)
+    else:  # a row with a NaN: every rank lands on the last (NaN) entry
+        last = tl.where(valid == n, valid - 1, tl.full_like(valid, n - 1)).to(input.dtype)
+    ranks = qt * last  # (..., k)
+    if interpolation == "lower":
+        ranks = ranks.floor()
+    elif interpolation == "higher":
+        ranks = ranks.ceil()
+    elif interpolation == "nearest":
+        ranks = ranks.round()
+    below = ranks.floor().clamp(min=0).to(dtypes.int64)
+    above = ranks.ceil().clamp(min=0).to(dtypes.int64)
+    below = below.clamp(max=max(n - 1, 0))
+    above = above.clamp(max=max(n - 1, 0))
+    vb, va = srt.gather(-1, below), srt.gather(-1, above)
+    if interpolation == "midpoint":
+        w = tl.full_like(ranks, 0.5)
+    else:
+        w = ranks - below.to(ranks.dtype)
+    r = vb + (va - vb) * w
+    if ignore_nan:
+        r = tl.where(valid == 0, tl.full_like(r, math.nan), r)
+    # r: (..., k) -> (k, out_shape) or out_shape for a scalar q
+    r = r.movedim(-1, 0)
+    r = r.reshape([r.shape[0]] + out_shape)
+    if scalar_q:
+        r = r.reshape(out_shape)
+    if out is not None:
+        out.resize_(r.shape)
+        return out.copy_(r)
+    return r
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    return _quantile("quantile", input, q, dim, keepdim, interpolation, out, False)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, out, True)
+
+
+def ldexp(input, other, *, out=None):
+    """input * 2 ** other (a float result, as torch's)."""
+    tl = _tl()
+    _tensor(input, "ldexp")
+    x = input if input.dtype.is_floating_point else input.to(dtypes.get_default_dtype())
+    e = other if isinstance(other, Tensor) else tl.tensor(other, device=input.device)
+    dt = dtypes.result_type(x, e)
+    if not dt.is_floating_point:
+        dt = dtypes.get_default_dtype()
+    r = x.to(dt) * tl.pow(tl.tensor(2.0, dtype=dt, device=x.device), e.to(dt))
+    if out is not None:
+        out.resize_(r.shape)
+        return out.copy_(r)
+    return r
+
+
+def ldexp_(self, other):
+    r = ldexp(self, other)
+    return self.copy_(r)
+
+
+FUNCTIONS = ("cummax", "cummin", "logcumsumexp", "quantile", "nanquantile", "ldexp")
+METHODS = {"cummax": cummax, "cummin": cummin, "logcumsumexp": logcumsumexp, "quantile": quantile,
+           "nanquantile": nanquantile, "ldexp": ldexp, "ldexp_": ldexp_}
