@@ -159,11 +159,18 @@ def variants(op):
         if m is not None and getattr(m, "__name__", "<lambda>") != "<lambda>":
             name = m.__name__
             ours = getattr(tl.Tensor, name, None)
-            out[v] = (m, (lambda *a, _n=name, **k: getattr(a[0], _n)(*a[1:], **k)) if ours is not None else None)
+            out[v] = (m, (lambda *a, _n=name, **k: _method(a[0], _n)(*a[1:], **k)) if ours is not None else None)
     ov = getattr(op, "operator_variant", None)
     if ov is not None and ov in vars(operator).values():
         out["operator"] = (ov, ov)
     return out
+
+
+def _method(self, name):
+    """Tensor.<name> bound to self; a non-tensor self is torch's TypeError, as an unbound method's."""
+    if not isinstance(self, tl.Tensor):
+        raise TypeError(f"descriptor '{name}' for 'Tensor' objects doesn't apply to a '{type(self).__name__}' object")
+    return getattr(self, name)
 
 
 def exists(op):

@@ -429,7 +429,124 @@ def upsample_bilinear(input, size=None, scale_factor=None):
     return _tl.nn.functional.interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
-__all__ = ["alpha_dropout", "bilinear", "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout",
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Leaky ReLU with a slope drawn uniformly from [lower, upper] per element when training, the
+    mean slope (lower + upper) / 2 otherwise."""
+    _check(input, "rrelu")
+    if inplace:
+        return _inplace(input, lambda t: rrelu(t, lower, upper, training))
+    if training:
+        slope = input.new_empty(input.shape).uniform_(lower, upper)
+    else:
+        slope = (lower + upper) / 2
+    return _tl.where(input >= 0, input, input * slope)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
+                                      reduction="mean"):
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: expected margin to be greater than 0, got {margin} "
+                         "instead")
+    a_dim, p_dim, n_dim = anchor.dim(), positive.dim(), negative.dim()
+    if not (a_dim == p_dim == n_dim):
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {a_dim}D, positive {p_dim}D, and negative {n_dim}D inputs")
+    from .functional import pairwise_distance
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_pos, d_neg = dist(anchor, positive), dist(anchor, negative)
+    if swap:
+        d_neg = d_neg.minimum(dist(positive, negative))
+    return _reduce((margin + d_pos - d_neg).clamp(min=0), _reduction(reduction))
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """sum over j != y of max(0, margin - x[y] + x[j]) ** p (times weight[y]), over the C classes."""
+    red = _reduction(reduction, size_average, reduce)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    x = input if input.dim() == 2 else input.reshape(1, -1)
+    if input.dim() > 2:
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    y = target.reshape(-1, 1)
+    c = x.shape[1]
+    xy = x.gather(1, y)
+    terms = (margin - xy + x).clamp(min=0)
+    if p == 2:
+        terms = terms * terms
+    if weight is not None:
+        terms = terms * weight[y]
+    not_y = _tl.arange(c, device=x.device).reshape(1, c) != y
+    loss = (terms * not_y).sum(1) / c
+    loss = loss if input.dim() == 2 else loss.reshape(())
+    return _reduce(loss, red)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """For each sample, the targets are the leading non-negative entries of `target` (up to the first
+    -1): sum over target j and non-target i of max(0, 1 - (x[j] - x[i])), over the C classes."""
+    red = _reduction(reduction, size_average, reduce)
+    x = input if input.dim() == 2 else input.reshape(1, -1)
+    t = target if target.dim() == 2 else target.reshape(1, -1)
+    c = x.shape[1]
+    stop = (t < 0).to(t.dtype).cumsum(1) > 0  # at and after the first -1
+    valid = ~stop
+    idx = t.clamp(min=0)
+    # the classes named by a valid entry (an invalid entry, clamped to class 0, adds nothing)
+    hits = _tl.zeros(x.shape, dtype=x.dtype, device=x.device).scatter_add(1, idx, valid.to(x.dtype))
+    is_target = hits > 0
+    xj = x.gather(1, idx)  # (N, C): the target scores, valid where `valid`
+    diff = (1 - (xj.unsqueeze(2) - x.unsqueeze(1))).clamp(min=0)  # (N, targets, classes)
+    mask = valid.unsqueeze(2) & ~is_target.unsqueeze(1)
+    loss = (diff * mask).sum((1, 2)) / c
+    loss = loss if input.dim() == 2 else loss.reshape(())
+    return _reduce(loss, red)
+
+
+def _unpool(name, nd, input, indices, kernel_size, stride, padding, output_size):
+    _check(input, name)
+    ks = (kernel_size,) * nd if isinstance(kernel_size, int) else tuple(kernel_size)
+    st = ks if stride is None else ((stride,) * nd if isinstance(stride, int) else tuple(stride))
+    pd = (padding,) * nd if isinstance(padding, int) else tuple(padding)
+    spatial = tuple(input.shape[-nd:])
+    default = tuple((n - 1) * s - 2 * p + k for n, s, p, k in zip(spatial, st, pd, ks))
+    if output_size is None:
+        size = default
+    else:
+        size = tuple(output_size)[-nd:]
+        for o, dflt, s in zip(size, default, st):
+            if not dflt - s < o < dflt + s:
+                raise ValueError(f"invalid output_size \"{list(output_size)}\" (dim {nd} must be between "
+                                 f"{[d - s for d in default]} and {[d + s for d in default]})")
+    lead = tuple(input.shape[:-nd])
+    flat_in = input.reshape(*lead, -1) if lead else input.reshape(1, -1)
+    flat_idx = indices.reshape(flat_in.shape)
+    n_out = 1
+    for o in size:
+        n_out *= o
+    out = input.new_zeros(flat_in.shape[:-1] + (n_out,))
+    if flat_idx.numel() and (bool((flat_idx < 0).any()) or bool((flat_idx >= n_out).any())):
+        raise RuntimeError(f"Found an invalid max index: {int(flat_idx.max())} (output volumes are of size "
+                           f"{'x'.join(map(str, size))}")
+    out = out.scatter(-1, flat_idx, flat_in)
+    return out.reshape(*lead, *size)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding, output_size)
+
+
+__all__ = ["max_unpool1d", "max_unpool2d", "max_unpool3d", "multi_margin_loss", "multilabel_margin_loss", "rrelu",
+           "triplet_margin_with_distance_loss",
+           "alpha_dropout", "bilinear", "dropout1d", "dropout2d", "dropout3d", "feature_alpha_dropout",
            "instance_norm", "local_response_norm", "pdist", "upsample_bilinear", "upsample_nearest",
            "celu", "channel_shuffle", "cosine_embedding_loss", "gaussian_nll_loss", "glu", "hardshrink",
            "hardsigmoid", "hardswish", "hinge_embedding_loss", "margin_ranking_loss", "multilabel_soft_margin_loss",

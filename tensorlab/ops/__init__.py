@@ -13,7 +13,7 @@ FAMILIES = ("creation", "copy", "resize", "views", "indexing", "random",
             # tensor functions (composites, plus the CPU LAPACK primitive)
             "constructors", "repeats", "closeness", "index_ops", "combinatorics", "einsum", "distance", "lapack",
             "linalg_legacy", "tensor_algebra", "stacking", "math_composites", "copy_variants", "blas_composites",
-            "scans_quantiles", "linalg_solves")
+            "scans_quantiles", "linalg_solves", "integer_composites")
 FAMILIES += ("conv", "pool")
 FAMILIES += ("norm_fused",)
 FAMILIES += ("attention",)
