@@ -543,3 +543,132 @@ for _alias, _name in ALIASES.items():
     METHODS[_alias] = globals()[_name]
     METHODS[_alias + "_"] = globals()[_name + "_"]
 FUNCTIONS = FUNCTIONS + tuple(ALIASES) + tuple(a + "_" for a in ALIASES)
+
+
+# -- floating-point representation ------------------------------------------------------------------------
+frexp_result = namedtuple("frexp", ("mantissa", "exponent"))
+_BIT_INT = {"float16": "int16", "bfloat16": "int16", "float32": "int32", "float64": "int64"}
+
+
+def frexp(input, *, out=None):
+    """mantissa in [0.5, 1) (sign kept) and int32 exponent with input = mantissa * 2 ** exponent; 0, inf
+    and NaN give themselves and exponent 0, as torch."""
+    import tensorlab as tl
+    _tensor(input, "frexp")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"torch.frexp() only supports floating-point dtypes")
+    x = input.to(dtypes.float64)
+    a = x.abs()
+    finite = x.isfinite() & (x != 0)
+    safe = tl.where(finite, a, tl.ones_like(a))
+    e = safe.log2().floor() + 1
+    m = safe / tl.pow(tl.tensor(2.0, dtype=dtypes.float64, device=x.device), e)
+    hi, lo = m >= 1, m < 0.5  # log2's rounding at powers of two
+    e = tl.where(hi, e + 1, tl.where(lo, e - 1, e))
+    m = tl.where(hi, m / 2, tl.where(lo, m * 2, m))
+    mant = tl.where(finite, m * x.sign(), x).to(input.dtype)
+    expo = tl.where(finite, e, tl.zeros_like(e)).to(dtypes.int32)
+    r = frexp_result(mant, expo)
+    if out is not None:
+        for o, t in zip(out, r):
+            o.resize_(t.shape)
+            o.copy_(t)
+        return frexp_result(*out)
+    return r
+
+
+def nextafter(input, other, *, out=None):
+    """The next representable value after input towards other (the bits stepped by one)."""
+    import tensorlab as tl
+    _tensor(input, "nextafter")
+    y = _as_tensor(other, input)
+    dt = dtypes.result_type(input, y)
+    if not dt.is_floating_point:
+        raise RuntimeError(f"\"nextafter_cpu\" not implemented for '{dt.torch_name}'")
+    x, y = input.to(dt), y.to(dt)
+    x, y = x.expand(tl.broadcast_shapes(x.shape, y.shape)), y.expand(tl.broadcast_shapes(x.shape, y.shape))
+    it = getattr(dtypes, _BIT_INT[dt.name])
+    bits = x.contiguous().view(it)
+    up = (y > x) == (x > 0)  # away from zero when moving in the sign's direction
+    stepped = tl.where(up, bits + 1, bits - 1).view(dt)
+    tiny = tl.ones_like(bits).view(dt)  # the smallest subnormal
+    at_zero = tl.where(y > 0, tiny, -tiny)
+    r = tl.where(x == 0, at_zero, stepped)
+    r = tl.where(x == y, y, r)
+    r = tl.where(x.isnan() | y.isnan(), x + y, r).detach()
+    if input.requires_grad:  # torch's derivative: 1 for input, 0 for other
+        xg = input.to(dt).expand(r.shape)
+        r = r + (xg - xg.detach())
+    if out is not None:
+        out.resize_(r.shape)
+        return out.copy_(r)
+    return r
+
+
+def nextafter_(self, other):
+    return _inplace(self, nextafter(self, other), "nextafter_")
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """numpy.gradient's (and torch's) second-order central differences inside, first- or second-order
+    one-sided ones at the edges; spacing a number, numbers per dim, or coordinate tensors per dim."""
+    import tensorlab as tl
+    _tensor(input, "gradient")
+    if edge_order not in (1, 2):
+        raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2.")
+    nd = input.dim()
+    dims = list(range(nd)) if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    dims = [d % nd for d in dims]
+    if spacing is None:
+        spacing = 1
+    if isinstance(spacing, (int, float)) or (isinstance(spacing, Tensor) and spacing.dim() == 0):
+        spacing = [spacing] * len(dims)
+    elif isinstance(spacing, (list, tuple)) and len(spacing) == 1 and len(dims) > 1 and not isinstance(
+            spacing[0], Tensor):
+        spacing = list(spacing) * len(dims)
+    if len(spacing) != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
+                           f"arguments to have the same length, but got a spacing argument of length "
+                           f"{len(spacing)} and a dim argument of length {len(dims)}.")
+    x = input if input.dtype.is_floating_point else input.to(dtypes.get_default_dtype())
+    outs = []
+    for d, h in zip(dims, spacing):
+        n = x.shape[d]
+        if n < edge_order + 1:
+            raise RuntimeError(f"torch.gradient expected each dimension size to be at least edge_order+1")
+
+        def sl(a, b, t=x, d=d):
+            return t.narrow(d, a, b - a)
+        shape = [1] * nd
+        shape[d] = -1
+        if isinstance(h, Tensor) and h.dim() == 1:  # coordinates along d
+            c = h.to(x.dtype)
+            dx = (c[1:] - c[:-1])
+            h1, h2 = dx[:-1].reshape(shape), dx[1:].reshape(shape)
+            inner = -(h2 / (h1 * (h1 + h2))) * sl(0, n - 2) + ((h2 - h1) / (h1 * h2)) * sl(1, n - 1) + (
+                h1 / (h2 * (h1 + h2))) * sl(2, n)
+            if edge_order == 1:
+                first = (sl(1, 2) - sl(0, 1)) / dx[0]
+                last = (sl(n - 1, n) - sl(n - 2, n - 1)) / dx[-1]
+            else:
+                a0, a1 = dx[0], dx[1]
+                first = (-(2 * a0 + a1) / (a0 * (a0 + a1)) * sl(0, 1) + (a0 + a1) / (a0 * a1) * sl(1, 2)
+                         - a0 / (a1 * (a0 + a1)) * sl(2, 3))
+                b0, b1 = dx[-1], dx[-2]
+                last = (b0 / (b1 * (b1 + b0)) * sl(n - 3, n - 2) - (b1 + b0) / (b1 * b0) * sl(n - 2, n - 1)
+                        + (2 * b0 + b1) / (b0 * (b1 + b0)) * sl(n - 1, n))
+        else:
+            hv = float(h.item() if isinstance(h, Tensor) else h)
+            inner = (sl(2, n) - sl(0, n - 2)) / (2 * hv)
+            if edge_order == 1:
+                first = (sl(1, 2) - sl(0, 1)) / hv
+                last = (sl(n - 1, n) - sl(n - 2, n - 1)) / hv
+            else:
+                first = (-1.5 * sl(0, 1) + 2 * sl(1, 2) - 0.5 * sl(2, 3)) / hv
+                last = (0.5 * sl(n - 3, n - 2) - 2 * sl(n - 2, n - 1) + 1.5 * sl(n - 1, n)) / hv
+        outs.append(tl.cat([first, inner, last], d))
+    return tuple(outs)
+
+
+FUNCTIONS = FUNCTIONS + ("frexp", "nextafter", "gradient")
+METHODS.update({"frexp": frexp, "nextafter": nextafter, "nextafter_": nextafter_})
