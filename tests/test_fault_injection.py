@@ -346,11 +346,35 @@ def _unique_consecutive(d):
     return (lambda: res.append(tl.unique_consecutive(x, return_inverse=True, return_counts=True))), (x,), check
 
 
+def _composite(fn, want):
+    """A several-output composite (ops/math_composites.py, scans_quantiles.py, copy_variants.py): its
+    inputs stay unchanged under every injected fault, and a clean run gives `want(_MATRIX)`."""
+    def setup(d):
+        x = tl.tensor(_MATRIX.copy(), device=d)
+        res = []
+
+        def check():
+            for got, w in zip(res[-1], want(_MATRIX)):
+                np.testing.assert_allclose(values_(got), w)
+        return (lambda: res.append(fn(x))), (x,), check
+    return setup
+
+
+_COMPOSITES = {  # op -> (call, expected outputs from the NumPy matrix)
+    "aminmax": (lambda x: tl.aminmax(x, dim=1), lambda m: (m.min(1), m.max(1))),
+    "cummax": (lambda x: tl.cummax(x, 1), lambda m: (np.maximum.accumulate(m, 1),)),
+    "cummin": (lambda x: tl.cummin(x, 1), lambda m: (np.minimum.accumulate(m, 1),)),
+    "frexp": (lambda x: tl.frexp(x), lambda m: np.frexp(m)),
+    "gradient": (lambda x: tl.gradient(x, dim=1), lambda m: (np.gradient(m, axis=1),)),
+    "unbind_copy": (lambda x: tl.unbind_copy(x, 0), lambda m: tuple(m)),
+}
+
+
 def _fail():
     raise AssertionError("the successful run produced the wrong state")
 
 
-CASES = [
+CASES = [Case(op, _composite(fn, want)) for op, (fn, want) in _COMPOSITES.items()] + [
     Case("resize_grow", _resize_grow),
     Case("resize_channels_last", _resize_channels_last),
     Case("resize_repairs_shrunk_storage", _resize_repairs_shrunk_storage),
