@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import dtypes
 from ..tensor import Tensor
 from ._common import check_cast
+from ._composite import overwrite
 
 
 def _tensor(x, op, name, pos):
@@ -101,11 +102,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 def _inplace(fn, name):
     def f_(self, a, b, *, beta=1, alpha=1):
-        r = fn(self.clone() if self.requires_grad else self, a, b, beta=beta, alpha=alpha)
-        if tuple(r.shape) != tuple(self.shape):
-            raise RuntimeError(f"{name}: output with shape {list(self.shape)} doesn't match the broadcast shape "
-                               f"{list(r.shape)}")
-        return self.copy_(r)
+        return overwrite(self, fn(self.clone() if self.requires_grad else self, a, b, beta=beta, alpha=alpha), name)
     f_.__name__ = name
     return f_
 

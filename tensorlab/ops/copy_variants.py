@@ -9,17 +9,11 @@ import math
 
 from .. import dtypes
 from ..tensor import Tensor, contiguous_format
+from ._composite import tensor_arg, tl
 
 
-def _tl():
-    import tensorlab as tl
-    return tl
-
-
-def _tensor(x, op, name="input", pos=1):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not {type(x).__name__}")
-    return x
+_tl = tl
+_tensor = tensor_arg
 
 
 def _copied(name, view):

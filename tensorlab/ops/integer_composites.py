@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..tensor import Tensor
+from ._composite import overwrite, tl, to_out
 
 _INTEGRAL = (dtypes.uint8, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
 _BITS = {dtypes.uint8: 8, dtypes.int8: 8, dtypes.int16: 16, dtypes.int32: 32, dtypes.int64: 64}
@@ -13,9 +14,7 @@ _BITS = {dtypes.uint8: 8, dtypes.int8: 8, dtypes.int16: 16, dtypes.int32: 32, dt
 _EUCLID_STEPS = {8: 14, 16: 26, 32: 49, 64: 95}
 
 
-def _tl():
-    import tensorlab as tl
-    return tl
+_tl = tl
 
 
 def _operands(op, input, other):
@@ -32,10 +31,7 @@ def _operands(op, input, other):
 
 
 def _finish(r, out, op):
-    if out is None:
-        return r
-    out.resize_(r.shape)
-    return out.copy_(r)
+    return to_out(r, out)
 
 
 def bitwise_left_shift(input, other, *, out=None):
@@ -99,11 +95,7 @@ def lcm(input, other, *, out=None):
 
 def _inplace(fn, name):
     def f_(self, other):
-        r = fn(self, other)
-        if r.dtype is not self.dtype:
-            raise RuntimeError(f"result type {r.dtype.torch_name} can't be cast to the desired output type "
-                               f"{self.dtype.torch_name}")
-        return self.copy_(r)
+        return overwrite(self, fn(self, other), name)
     f_.__name__ = name
     return f_
 

@@ -6,18 +6,11 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 
-from ..tensor import Tensor
+from ._composite import tensor_arg, tl, to_outs
 
 
-def _tl():
-    import tensorlab as tl
-    return tl
-
-
-def _tensor(x, op, name="input", pos=1):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not {type(x).__name__}")
-    return x
+_tl = tl
+_tensor = tensor_arg
 
 
 def cholesky_solve(input, input2, upper=False, *, out=None):
@@ -65,13 +58,7 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
     _tensor(A, "triangular_solve", "A", 2)
     a = A.mT if transpose else A
     x = tl.linalg.solve_triangular(a, b, upper=upper != transpose, unitriangular=unitriangular)
-    r = triangular_solve_result(x, A.clone())
-    if out is not None:
-        for o, t in zip(out, r):
-            o.resize_(t.shape)
-            o.copy_(t)
-        return triangular_solve_result(*out)
-    return r
+    return to_outs(triangular_solve_result(x, A.clone()), out)
 
 
 def tensorinv(A, ind=2, *, out=None):

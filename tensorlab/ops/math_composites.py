@@ -12,17 +12,14 @@ from collections import namedtuple
 
 from .. import dtypes
 from ..tensor import Tensor
-from ._common import check_cast
+from ._composite import overwrite, tensor_arg, to_out, to_outs
 
 _LN2 = math.log(2.0)
 _BIG = 1e8  # beyond it asinh/acosh are log(2|x|): their x*x would overflow float32
 
 
 # -- helpers ------------------------------------------------------------------------------------------
-def _tensor(x, op, name="input", pos=1):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not {type(x).__name__}")
-    return x
+_tensor = tensor_arg
 
 
 def _as_tensor(x, like):
@@ -38,21 +35,11 @@ def _floating(x):
 
 
 def _finish(r, out, op):
-    if out is None:
-        return r
-    _tensor(out, op, "out")
-    check_cast(r.dtype, out.dtype, op)
-    if tuple(out.shape) != tuple(r.shape):
-        out.resize_(r.shape)
-    return out.copy_(r)
+    return to_out(r, out, op)
 
 
 def _inplace(self, r, op):
-    """self overwritten by r: torch's in-place contract (same shape, castable dtype)."""
-    if tuple(r.shape) != tuple(self.shape):
-        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(r.shape)}")
-    check_cast(r.dtype, self.dtype, op)
-    return self.copy_(r)
+    return overwrite(self, r, op)
 
 
 def _unary(name, fn, floats_only=False):
@@ -568,13 +555,7 @@ def frexp(input, *, out=None):
     m = tl.where(hi, m / 2, tl.where(lo, m * 2, m))
     mant = tl.where(finite, m * x.sign(), x).to(input.dtype)
     expo = tl.where(finite, e, tl.zeros_like(e)).to(dtypes.int32)
-    r = frexp_result(mant, expo)
-    if out is not None:
-        for o, t in zip(out, r):
-            o.resize_(t.shape)
-            o.copy_(t)
-        return frexp_result(*out)
-    return r
+    return to_outs(frexp_result(mant, expo), out)
 
 
 def nextafter(input, other, *, out=None):

@@ -10,24 +10,15 @@ from collections import namedtuple
 
 from .. import dtypes
 from ..tensor import Tensor
+from ._composite import tensor_arg, tl, to_out, to_outs, wrap_dim
 
 
-def _tl():
-    import tensorlab as tl
-    return tl
-
-
-def _tensor(x, op, name="input", pos=1):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be Tensor, not {type(x).__name__}")
-    return x
+_tl = tl
+_tensor = tensor_arg
 
 
 def _wrap(dim, n, op):
-    m = max(n, 1)
-    if not -m <= dim < m:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-m}, {m - 1}], but got {dim})")
-    return dim % m
+    return wrap_dim(dim, n)
 
 
 def _scan(x, d, combine):
@@ -84,13 +75,7 @@ def cummin(input, dim, *, out=None):
     return _outs(cummin_result(v, i), out)
 
 
-def _outs(r, out):
-    if out is None:
-        return r
-    for o, t in zip(out, r):
-        o.resize_(t.shape)
-        o.copy_(t)
-    return type(r)(*out)
+_outs = to_outs
 
 
 def logcumsumexp(input, dim, *, out=None):
