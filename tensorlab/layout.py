@@ -329,8 +329,7 @@ def view_strides(old_shape, old_stride, new_shape):
 def public_broadcast_shapes(*shapes):
     """torch.broadcast_shapes: each shape a sequence of ints, or one int for a 1-D shape
     (broadcast_shapes((5, 1), 5) is (5, 5))."""
-    return broadcast_shapes(*((operator.index(s),) if isinstance(s, int) or hasattr(s, "__index__") and
-                              not isinstance(s, (tuple, list)) else tuple(s) for s in shapes))
+    return broadcast_shapes(*((operator.index(s),) if hasattr(s, "__index__") else tuple(s) for s in shapes))
 
 
 def broadcast_shapes(*shapes):

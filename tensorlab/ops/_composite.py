@@ -57,3 +57,11 @@ def overwrite(self, r, op):
                            f"{list(r.shape)}")
     check_cast(r.dtype, self.dtype, op)
     return self.copy_(r)
+
+
+def wrap_negative(indices, n):
+    """int64 indices with the negative ones counted from the end (below -n they stay negative, for the
+    indexing op to refuse): no host wait, on any device."""
+    from .. import dtypes
+    indices = indices.to(dtypes.int64)
+    return indices + (indices < 0).to(dtypes.int64) * n

@@ -9,7 +9,7 @@ import math
 
 from .. import dtypes
 from ..tensor import Tensor, contiguous_format
-from ._composite import tensor_arg, tl
+from ._composite import tensor_arg, tl, to_out, wrap_negative
 
 
 _tl = tl
@@ -106,16 +106,9 @@ def take(input, index, *, out=None):
     _tensor(index, "take", "index", 2)
     if index.dtype is not dtypes.int64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got {index.dtype.torch_name}")
-    n = input.numel()
-    idx = index + (index < 0).to(dtypes.int64) * n
-    if idx.numel() and (bool((idx < 0).any()) or bool((idx >= n).any())):
-        bad = int(index.reshape(-1)[((idx < 0) | (idx >= n)).reshape(-1)][0])
-        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
-    r = input.reshape(-1)[idx.reshape(-1)].reshape(index.shape) if n else input.new_empty(index.shape)
-    if out is not None:
-        out.resize_(r.shape)
-        return out.copy_(r)
-    return r
+    # gather refuses an index out of range itself (IndexError), with no host wait for the check
+    idx = wrap_negative(index, input.numel()).reshape(-1)
+    return to_out(input.reshape(-1).gather(0, idx).reshape(index.shape), out)
 
 
 def put(input, index, source, accumulate=False):
@@ -133,7 +126,7 @@ def put_(self, index, source, accumulate=False):
         raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, but got "
                            f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
     n = self.numel()
-    idx = (index + (index < 0).to(dtypes.int64) * n).reshape(-1)
+    idx = wrap_negative(index, n).reshape(-1)
     flat = self.view(-1) if self.is_contiguous() else None
     if flat is None:
         raise RuntimeError("put_: tensorlab writes through a flat view: call .contiguous() first")
@@ -199,7 +192,7 @@ def unravel_index(indices, shape):
     idx = indices.to(dtypes.int64)
     if idx.numel() and (bool((idx < -total).any()) or bool((idx >= total).any())):
         raise ValueError("'indices' must be in range [-%d, %d), but got out of range values" % (total, total))
-    idx = idx + (idx < 0).to(dtypes.int64) * total
+    idx = wrap_negative(idx, total)
     out = []
     for s in reversed(shape):
         out.append(idx % s if s else idx * 0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import _warn, dtypes, layout as L
 from ..tensor import Tensor, contiguous_format
 from . import creation
+from ._composite import wrap_negative
 
 
 def _tensor(x, op, name="input", pos=1):
@@ -227,12 +228,6 @@ def trace(input):
     return input.diagonal().sum()
 
 
-def _wrapped(indices, n):
-    """Negative indices count from the end, as torch's take_along_dim takes them (below -n they stay
-    negative, and gather refuses them)."""
-    return indices + (indices < 0).to(dtypes.int64) * n
-
-
 def take_along_dim(input, indices, dim=None, *, out=None):
     """torch.take_along_dim: gather with input and indices broadcast against each other except
     along `dim`; dim=None indexes the flattened input."""
@@ -243,7 +238,7 @@ def take_along_dim(input, indices, dim=None, *, out=None):
                            f"{indices._dtype.torch_name} instead")
     indices = indices.to(dtypes.int64)
     if dim is None:
-        r = input.reshape(-1).gather(0, _wrapped(indices.reshape(-1), input.numel()))
+        r = input.reshape(-1).gather(0, wrap_negative(indices.reshape(-1), input.numel()))
     else:
         if input.dim() != indices.dim():
             raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
@@ -254,7 +249,7 @@ def take_along_dim(input, indices, dim=None, *, out=None):
         b = list(L.broadcast_shapes(tuple(sx), tuple(si)))
         bi, bx = list(b), list(b)
         bi[d], bx[d] = indices.shape[d], input.shape[d]
-        r = input.expand(bx).gather(d, _wrapped(indices.expand(bi), input.shape[d]))
+        r = input.expand(bx).gather(d, wrap_negative(indices.expand(bi), input.shape[d]))
     if out is not None:
         from .copy import copy_
         out.resize_(r.shape)

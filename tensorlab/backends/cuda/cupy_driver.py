@@ -628,7 +628,7 @@ class CupyDriver:
         # (free() drops that reference only: the memory goes back when the owner lets it go)
         buf = _Buffer.__new__(_Buffer)
         buf.mem, buf.ptr, buf.nbytes, buf.device = owner, int(ptr), int(nbytes), int(device)
-        buf.stream_ptr, buf.block, buf.owner = None, 0, self
+        buf.stream_ptr, buf.block, buf.owner, buf.after = None, 0, self, None
         return buf
 
     def external_stream(self, ptr, device):

@@ -368,8 +368,6 @@ class EmulationDriver:
         C = self._matrix(c, m, n, ldc, stride_c, batch, t, "C")
         if batch > 1 and stride_c == 0 and m * n:
             raise RuntimeError("cuBLAS (emulated) gemm: stride_c 0 with batch > 1 writes one C from every batch")
-        if not C.flags.writeable:
-            C = np.lib.stride_tricks.as_strided(C, writeable=True)
         A = A.astype(acc).transpose(0, 2, 1) if transa else A.astype(acc)
         B = B.astype(acc).transpose(0, 2, 1) if transb else B.astype(acc)
         C[...] = np.matmul(A, B).astype(t)
