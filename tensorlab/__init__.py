@@ -10,6 +10,7 @@ from .dtypes import (DType, bfloat16, bool_ as bool, can_cast, double, finfo, fl
 from .layout import Size, public_broadcast_shapes as broadcast_shapes
 from .storage import UntypedStorage
 from .tensor import Tensor, channels_last, channels_last_3d, contiguous_format, preserve_format
+from .layouts import jagged, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided  # torch.layout values
 from . import ops as _ops
 from . import benchmark, cuda, return_types, testing
 from .printing import get_printoptions, printoptions, set_printoptions
@@ -35,8 +36,8 @@ def is_tensor(obj):
     return isinstance(obj, Tensor)
 
 
-def is_floating_point(t):
-    return t.is_floating_point()
+def is_floating_point(input):
+    return input.is_floating_point()
 
 
 def numel(t):

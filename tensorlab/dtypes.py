@@ -135,21 +135,21 @@ def set_default_dtype(d):
     _default_dtype = d
 
 
-def promote_types(a, b):
-    """torch.promote_types: the smallest type both `a` and `b` convert to without losing category."""
-    a, b = as_dtype(a), as_dtype(b)
-    if a is b:
-        return a
-    if a.category != b.category:
-        return a if a.category > b.category else b
-    if a.category == _INT:
-        if a.is_signed != b.is_signed:  # uint8 with a signed type
-            s = b if a is uint8 else a
+def promote_types(type1, type2):
+    """torch.promote_types: the smallest type both `type1` and `type2` convert to without losing category."""
+    type1, type2 = as_dtype(type1), as_dtype(type2)
+    if type1 is type2:
+        return type1
+    if type1.category != type2.category:
+        return type1 if type1.category > type2.category else type2
+    if type1.category == _INT:
+        if type1.is_signed != type2.is_signed:  # uint8 with a signed type
+            s = type2 if type1 is uint8 else type1
             return int16 if s is int8 else s
-        return a if a._rank > b._rank else b
-    if a._rank == b._rank:  # float16 with bfloat16
+        return type1 if type1._rank > type2._rank else type2
+    if type1._rank == type2._rank:  # float16 with bfloat16
         return float32
-    return a if a._rank > b._rank else b
+    return type1 if type1._rank > type2._rank else type2
 
 
 def _scalar_dtype(x):
@@ -181,9 +181,13 @@ def _promote_opt(acc, d):
     return d if acc is None else promote_types(acc, d)
 
 
-def result_type(*args):
+def result_type(*args, tensor=None, other=None, scalar=None, scalar1=None, scalar2=None):
     """torch.result_type over tensors and Python scalars: dimensioned tensors outrank zero-dim
-    tensors, which outrank Python scalars, unless a lower rank has a higher category."""
+    tensors, which outrank Python scalars, unless a lower rank has a higher category. The keywords
+    are torch's overloads' names: (tensor, other), (scalar, tensor), (scalar1, scalar2)."""
+    named = [x for x in (tensor, scalar, scalar1, other, scalar2) if x is not None]
+    if named:
+        args = args + tuple(named)
     dim = zero = wrapped = None
     for x in args:
         dt = getattr(x, "dtype", None)

@@ -132,6 +132,14 @@ class Tensor:
     def is_cpu(self):
         return self._meta.storage.device.type == "cpu"
 
+    @property
+    def layout(self):
+        """torch's tensor layout: always tl.strided (tensorlab has dense strided tensors only)."""
+        from .layouts import strided
+        return strided
+
+    is_sparse = is_sparse_csr = is_mkldnn = is_quantized = is_meta = is_nested = False
+
     def dim(self):
         return len(self._meta.layout.shape)
 

@@ -65,6 +65,15 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     bounds (torch's hardtanh_backward)."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if isinstance(input, _tl.Tensor) and not input.is_floating_point():
+        # torch's integer hardtanh: the bounds truncated to integers, the dtype kept (no gradient)
+        if input.dtype is _tl.bool:
+            raise RuntimeError("Bool inputs not supported for hardtanh")
+        if input.dtype is _tl.uint8 and (min_val < 0 or max_val < 0):
+            raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits "
+                               f"(min_val={min_val}, max_val={max_val}); convert the uint8 input to a signed dtype")
+        lo, hi = int(min_val), int(max_val)
+        return input.clamp_(lo, hi) if inplace else input.clamp(lo, hi)
     if inplace:
         return _inplace(input, lambda t: hardtanh(t, min_val, max_val))
     clamped = input.clamp(min_val, max_val)

@@ -412,3 +412,11 @@ def outputs(op, specs, inputs=()):
     o._op = op
     o._inputs = tuple(inputs)
     return o
+
+
+def sizes_or_keyword(args, kw, op, name):
+    """f(*sizes) or f(name=sizes), as torch's argument parser takes both: the varargs tuple, or the keyword's
+    value as its one element; both at once is torch's TypeError."""
+    if args:
+        raise TypeError(f"{op}() got multiple values for argument '{name}'")
+    return (kw,)

@@ -100,18 +100,27 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     return _combine("addbmm", input, batch1.bmm(batch2).sum(0), beta, alpha, out)
 
 
-def _inplace(fn, name):
-    def f_(self, a, b, *, beta=1, alpha=1):
-        return overwrite(self, fn(self.clone() if self.requires_grad else self, a, b, beta=beta, alpha=alpha), name)
+def _inplace(fn, name, first, second):
+    """Tensor.<name>: fn computed from self (a copy when self requires grad), then written over self; its
+    operands keep torch's keyword names (addmm_(mat1=, mat2=), addmv_(mat=, vec=), ...)."""
+    def f_(input, *args, beta=1, alpha=1, **operands):
+        named = tuple(operands.pop(k) for k in (first, second) if k in operands)
+        if operands:
+            raise TypeError(f"{name}() got an unexpected keyword argument '{next(iter(operands))}'")
+        if len(args) + len(named) != 2:
+            raise TypeError(f"{name}() takes 2 tensor arguments ({first}, {second}), got {len(args) + len(named)}")
+        a, b = args + named
+        return overwrite(input, fn(input.clone() if input.requires_grad else input, a, b, beta=beta, alpha=alpha),
+                         name)
     f_.__name__ = name
     return f_
 
 
-addmm_ = _inplace(addmm, "addmm_")
-addmv_ = _inplace(addmv, "addmv_")
-addr_ = _inplace(addr, "addr_")
-baddbmm_ = _inplace(baddbmm, "baddbmm_")
-addbmm_ = _inplace(addbmm, "addbmm_")
+addmm_ = _inplace(addmm, "addmm_", "mat1", "mat2")
+addmv_ = _inplace(addmv, "addmv_", "mat", "vec")
+addr_ = _inplace(addr, "addr_", "vec1", "vec2")
+baddbmm_ = _inplace(baddbmm, "baddbmm_", "batch1", "batch2")
+addbmm_ = _inplace(addbmm, "addbmm_", "batch1", "batch2")
 
 FUNCTIONS = ("addmm", "addmv", "addr", "baddbmm", "addbmm", "addmv_")
 METHODS = {n: globals()[n] for n in ("addmm", "addmv", "addr", "baddbmm", "addbmm", "addmm_", "addmv_", "addr_",

@@ -2,8 +2,9 @@
 device default to the tensor's (torch's TensorBase constructors). Written over the creation ops."""
 from __future__ import annotations
 
-from .. import _warn
+from .. import _warn, layouts
 from ..tensor import Tensor
+from ._common import sizes_or_keyword
 from . import creation
 
 
@@ -18,19 +19,22 @@ def _sizes(size, op):
     return tuple(size)
 
 
-def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+def new_zeros(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    size = sizes if size is None else sizes_or_keyword(sizes, size, "new_zeros", "size")
     dt, dev = _like(self, dtype, device)
-    return creation.zeros(_sizes(size, "new_zeros"), dtype=dt, device=dev, requires_grad=requires_grad)
+    return creation.zeros(_sizes(size, "new_zeros"), dtype=dt, device=dev, layout=layout, requires_grad=requires_grad)
 
 
-def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+def new_ones(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    size = sizes if size is None else sizes_or_keyword(sizes, size, "new_ones", "size")
     dt, dev = _like(self, dtype, device)
-    return creation.ones(_sizes(size, "new_ones"), dtype=dt, device=dev, requires_grad=requires_grad)
+    return creation.ones(_sizes(size, "new_ones"), dtype=dt, device=dev, layout=layout, requires_grad=requires_grad)
 
 
-def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+def new_empty(self, *sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    size = sizes if size is None else sizes_or_keyword(sizes, size, "new_empty", "size")
     dt, dev = _like(self, dtype, device)
-    return creation.empty(_sizes(size, "new_empty"), dtype=dt, device=dev, requires_grad=requires_grad)
+    return creation.empty(_sizes(size, "new_empty"), dtype=dt, device=dev, layout=layout, requires_grad=requires_grad)
 
 
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
@@ -38,7 +42,7 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
     if not isinstance(size, (tuple, list)):
         raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
     dt, dev = _like(self, dtype, device)
-    return creation.full(tuple(size), fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+    return creation.full(tuple(size), fill_value, dtype=dt, device=dev, layout=layout, requires_grad=requires_grad)
 
 
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
@@ -48,6 +52,7 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
         _warn.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
                    "sourceTensor.detach().clone().requires_grad_(True), rather than tensor.new_tensor(sourceTensor).")
     dt, dev = _like(self, dtype, device)
+    layouts.check(layout, "new_tensor")
     return creation.tensor(data, dtype=dt, device=dev, requires_grad=requires_grad)
 
 

@@ -30,31 +30,31 @@ def copy_into(dst, src, non_blocking=False):
         copy_across_devices(dst, src, non_blocking)
 
 
-def copy_(self, src, non_blocking=False):
+def copy_(self, other, non_blocking=False):
     """In-place copy with broadcasting and casting across devices; refuses aliasing targets."""
-    if not isinstance(src, Tensor):
-        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    if not isinstance(other, Tensor):
+        raise TypeError(f"copy_(): argument 'other' must be Tensor, not {type(other).__name__}")
     check_writable(self, "copy_")
     from .. import autograd_hooks
     autograd_hooks.check_inplace(self, "copy_")
     shape = tuple(self.shape)
-    if tuple(src.shape) != shape and tuple(L.broadcast_shapes(shape, src.shape)) != shape:
+    if tuple(other.shape) != shape and tuple(L.broadcast_shapes(shape, other.shape)) != shape:
         raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape "
-                           f"{list(L.broadcast_shapes(shape, src.shape))} (copy_: the source must broadcast to "
+                           f"{list(L.broadcast_shapes(shape, other.shape))} (copy_: the source must broadcast to "
                            f"the destination's shape)")
     if self.numel():
-        copy_into(self, src, non_blocking)
+        copy_into(self, other, non_blocking)
     self._vc.bump()
-    autograd_hooks.record_inplace(self, "copy_", (src,))
+    autograd_hooks.record_inplace(self, "copy_", (other,))
     return self
 
 
-def clone(self, *, memory_format=preserve_format):
-    src = pinned(self)
+def clone(input, *, memory_format=preserve_format):
+    src = pinned(input)
     out = empty_like_layout(src, memory_format=memory_format)
     copy_into(out, src)
     from .. import autograd_hooks
-    return autograd_hooks.record(out, "clone", (self,))
+    return autograd_hooks.record(out, "clone", (input,))
 
 
 def contiguous(self, memory_format=contiguous_format):
@@ -122,15 +122,15 @@ def to(self, *args, non_blocking=False, copy=False, memory_format=preserve_forma
     return autograd_hooks.record(out, "to", (self,))
 
 
-def cpu(self):
-    return to(self, "cpu")
+def cpu(self, memory_format=preserve_format):
+    return to(self, "cpu", memory_format=memory_format)
 
 
-def cuda(self, device=None, non_blocking=False):
+def cuda(self, device=None, non_blocking=False, memory_format=preserve_format):
     dev = Device("cuda") if device is None else Device(device if not isinstance(device, int) else f"cuda:{device}")
     if dev.type != "cuda":
         raise RuntimeError(f"Invalid device, must be cuda device (got {dev}); use .to('{dev}') or .cpu() instead")
-    return to(self, dev, non_blocking=non_blocking)
+    return to(self, dev, non_blocking=non_blocking, memory_format=memory_format)
 
 
 def type_(self, dtype=None, non_blocking=False):

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import math
 
-from .. import dtypes
+from .. import dtypes, layouts
 from ..tensor import Tensor, contiguous_format
+from ._common import sizes_or_keyword
 from ._composite import tensor_arg, tl, to_out, wrap_negative
 
 
@@ -143,8 +144,9 @@ def diagflat(input, offset=0):
     return _tl().diag(input.reshape(-1), offset)
 
 
-def sum_to_size(self, *size):
+def sum_to_size(self, *size_args, size=None):
     """self summed down to `size` (which self must expand from)."""
+    size = size_args if size is None else sizes_or_keyword(size_args, size, "sum_to_size", "size")
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     size = tuple(size)
@@ -174,6 +176,7 @@ def fill(input, value):
 
 
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    layouts.check(layout, "scalar_tensor")
     return _tl().tensor(float(s) if not isinstance(s, (bool, complex)) else s,
                         dtype=dtype or dtypes.get_default_dtype(), device=device, requires_grad=requires_grad)
 
@@ -200,7 +203,7 @@ def unravel_index(indices, shape):
     return tuple(reversed(out))
 
 
-def isin(elements, test_elements, *, assume_unique=False, invert=False):
+def isin(elements, test_elements, *, assume_unique=False, invert=False, out=None):
     """Whether each element of `elements` is in `test_elements` (either may be a Python scalar)."""
     tl = _tl()
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
@@ -214,11 +217,12 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
         r = tl.zeros(e.shape, dtype=dtypes.bool_, device=e.device)
     else:
         r = (e2.reshape(e.shape + (1,)) == t2).any(-1)
-    return ~r if invert else r
+    return to_out(~r if invert else r, out, "isin")
 
 
-def logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None, requires_grad=False, out=None):
+def logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, out=None):
     tl = _tl()
+    layouts.check(layout, "logspace")
     if isinstance(start, Tensor):
         start = start.item()
     if isinstance(end, Tensor):

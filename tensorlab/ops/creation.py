@@ -8,10 +8,11 @@ import numbers
 import numpy as np
 
 from .. import _warn, autograd_hooks, backends, dtypes, layout as L
+from .. import layouts as _layouts
 from ..device import CPU, canonical
 from ..storage import ReadOnlyStorage, UntypedStorage
 from ..tensor import Tensor
-from ._common import empty_like_layout, empty_tensor, interned
+from ._common import empty_like_layout, empty_tensor, interned, sizes_or_keyword
 
 
 def _finish(t, requires_grad):
@@ -260,7 +261,11 @@ def _size_args(size, op):
     return L.normalize_shape(size, op)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, pin_memory=False, out=None):
+def empty(*sizes, size=None, dtype=None, device=None, layout=None, requires_grad=False, memory_format=None, pin_memory=False,
+          out=None):
+    size = sizes if size is None else sizes_or_keyword(sizes, size, "empty", "size")
+    if layout is not None:
+        _layouts.check(layout, "empty")
     dt = _dt(dtype, op="empty")  # torch parses every argument before it looks at the sizes' values
     shape = _size_args(size, "empty")
     dev = canonical(device)
@@ -278,7 +283,9 @@ def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=Non
     return _finish(t, requires_grad)
 
 
-def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
+def empty_strided(size, stride, *, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False):
+    if layout is not None:
+        _layouts.check(layout, "empty_strided")
     dt = _dt(dtype, op="empty_strided")
     shape = _size_args((size,), "empty_strided")
     stride = L.normalize_shape((stride,), "empty_strided")
@@ -299,14 +306,20 @@ def _filled(shape, value, dt, dev, requires_grad):
     return _finish(t, requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False, out=None):
+def zeros(*sizes, size=None, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False, out=None):
+    size = sizes if size is None else sizes_or_keyword(sizes, size, "zeros", "size")
+    if layout is not None:
+        _layouts.check(layout, "zeros")
     dt = _dt(dtype, op="zeros")
     if out is not None:
         return _fill_out(out, _size_args(size, "zeros"), 0)
     return _filled(_size_args(size, "zeros"), 0, dt, canonical(device), requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
+def ones(*sizes, size=None, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False, out=None):
+    size = sizes if size is None else sizes_or_keyword(sizes, size, "ones", "size")
+    if layout is not None:
+        _layouts.check(layout, "ones")
     dt = _dt(dtype, op="ones")
     if out is not None:
         return _fill_out(out, _size_args(size, "ones"), 1)
@@ -337,7 +350,9 @@ def _scalar_default_dtype(value):
     raise TypeError(f"full(): fill_value must be a number, got {type(value).__name__}")
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None):
+def full(size, fill_value, *, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False, out=None):
+    if layout is not None:
+        _layouts.check(layout, "full")
     if dtype is not None:
         _dt(dtype, op="full")
     if isinstance(fill_value, Tensor):
@@ -355,7 +370,9 @@ def _like(t, dtype, device, memory_format):
                              memory_format)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def empty_like(input, *, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False, memory_format=None):
+    if layout is not None:
+        _layouts.check(layout, "empty_like")
     return _finish(_like(input, dtype, device, memory_format), requires_grad)
 
 
@@ -365,15 +382,21 @@ def _filled_like(input, value, dtype, device, requires_grad, memory_format):
     return _finish(t, requires_grad)
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def zeros_like(input, *, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False, memory_format=None):
+    if layout is not None:
+        _layouts.check(layout, "zeros_like")
     return _filled_like(input, 0, dtype, device, requires_grad, memory_format)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def ones_like(input, *, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False, memory_format=None):
+    if layout is not None:
+        _layouts.check(layout, "ones_like")
     return _filled_like(input, 1, dtype, device, requires_grad, memory_format)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def full_like(input, fill_value, *, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False, memory_format=None):
+    if layout is not None:
+        _layouts.check(layout, "full_like")
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     dt = input.dtype if dtype is None else _dt(dtype, op="full_like")
@@ -394,8 +417,10 @@ def _num(x, op, name, bools=True):
     return x
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
+def arange(start, end=None, step=1, *, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False, out=None):
     """Values start, start+step, ... below end; int64 unless an argument is a float (torch)."""
+    if layout is not None:
+        _layouts.check(layout, "arange")
     want = _out_dtype("arange", None if dtype is None else _dt(dtype, op="arange"), out)
     if end is None:
         start, end = 0, start
@@ -458,7 +483,9 @@ def _out_dtype(op, want, out):
     return out.dtype
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
+def linspace(start, end, steps, *, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False, out=None):
+    if layout is not None:
+        _layouts.check(layout, "linspace")
     dt = _out_dtype("linspace", None if dtype is None else _dt(dtype, op="linspace"), out) or _dt(None)
     if isinstance(steps, Tensor) and steps.dim() == 0 and not steps.dtype.is_floating_point:
         steps = steps.item()
@@ -478,7 +505,9 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
                      lambda t: t._backend.linspace(t, start, end))
 
 
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
+def eye(n, m=None, *, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False, out=None):
+    if layout is not None:
+        _layouts.check(layout, "eye")
     n = int(_num(n, "eye", "n", bools=False))
     m = n if m is None else int(_num(m, "eye", "m", bools=False))
     if n < 0 or m < 0:

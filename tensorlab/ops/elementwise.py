@@ -459,6 +459,10 @@ def _binary_meta(d, a, b, reflected=False):
     raise TypeError(f"{d.name}(): argument 'input' (position 1) must be Tensor, not {type(a).__name__}")
 
 
+# the binary ops torch also takes as two Python numbers (torch.add(2, 3) is tensor(5))
+_TWO_NUMBERS = frozenset(("add", "sub", "mul", "div", "true_divide", "floor_divide"))
+
+
 def _pin(x):
     """pinned(x): its remembered pin while that is still x's record (_pin_of)."""
     meta = x._meta
@@ -555,6 +559,11 @@ def _binary(d, a, b, out, params=_NO_PARAMS, check=None, reflected=False):
                     return autograd_hooks.record_op(t, d.name, (a,) if number else (a, b), (pa, pb), d.kernel,
                                                     params)
                 return t
+    if type(a) in _PY and type(b) in _PY and d.name in _TWO_NUMBERS:
+        # torch.add(2, 3): the first number becomes a 0-dim CPU tensor of its own dtype (int64, the default
+        # float dtype, bool); the second stays a number, so the promotion is torch's
+        from .creation import tensor
+        a = tensor(a)
     oa, ob = a, b
     a, b = _pin2(a, b)
     ma = a._meta if isinstance(a, Tensor) else None
@@ -921,8 +930,8 @@ def _make_unary(d):
         def fn(input, *, out=None):
             return _unary(d, input, out)
 
-    def fn_(self):
-        return _unary(d, self, None, inplace=True)
+    def fn_(input):
+        return _unary(d, input, None, inplace=True)
     fn.__name__, fn_.__name__ = d.name, d.name + "_"
     fn.__doc__ = f"Elementwise {d.name} (torch.{d.name}); promotion: {d.promotion}."
     fn_.__doc__ = f"In-place {d.name}."
@@ -969,8 +978,8 @@ def round(input, *, decimals=0, out=None):  # noqa: A001
     return _unary(_OPS["round"], input, out, _round_params(decimals), _round_check)
 
 
-def round_(self, *, decimals=0):
-    return _unary(_OPS["round"], self, None, _round_params(decimals), _round_check, inplace=True)
+def round_(input, *, decimals=0):
+    return _unary(_OPS["round"], input, None, _round_params(decimals), _round_check, inplace=True)
 
 
 def _nan_to_num_check(nan, posinf, neginf):
@@ -988,8 +997,8 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     return _unary(_OPS["nan_to_num"], input, out, _NO_PARAMS, _nan_to_num_check(nan, posinf, neginf))
 
 
-def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
-    return _unary(_OPS["nan_to_num"], self, None, _NO_PARAMS, _nan_to_num_check(nan, posinf, neginf), inplace=True)
+def nan_to_num_(input, nan=0.0, posinf=None, neginf=None):
+    return _unary(_OPS["nan_to_num"], input, None, _NO_PARAMS, _nan_to_num_check(nan, posinf, neginf), inplace=True)
 
 
 def gelu(input, approximate="none", *, out=None):
@@ -1107,17 +1116,17 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
     return _ternary(CLAMP, _clamp_meta, (input, min, max), out)
 
 
-def clamp_(self, min=None, max=None):  # noqa: A002
-    one = _clamp_overload("clamp_", self, min, max)
+def clamp_(input, min=None, max=None):  # noqa: A002
+    one = _clamp_overload("clamp_", input, min, max)
     if one is not None:
-        r = one[0](self, one[1])
-        if r._dtype is not self._dtype:
-            check_cast(r._dtype, self._dtype, "clamp_")
-        if r.shape != self.shape:
-            raise RuntimeError(f"clamp_: output with shape {list(self.shape)} doesn't match the broadcast shape "
+        r = one[0](input, one[1])
+        if r._dtype is not input._dtype:
+            check_cast(r._dtype, input._dtype, "clamp_")
+        if r.shape != input.shape:
+            raise RuntimeError(f"clamp_: output with shape {list(input.shape)} doesn't match the broadcast shape "
                                f"{list(r.shape)}")
-        return self.copy_(r)
-    return _ternary_(CLAMP, _clamp_meta, self, (min, max))
+        return input.copy_(r)
+    return _ternary_(CLAMP, _clamp_meta, input, (min, max))
 
 
 clip, clip_ = clamp, clamp_
@@ -1163,8 +1172,8 @@ def masked_fill_(self, mask, value):
     return _ternary_(MASKED_FILL, _masked_fill_meta, self, (mask, value))
 
 
-def _tensor_where(self, condition, y):
-    return where(condition, self, y)
+def _tensor_where(self, condition, other):
+    return where(condition, self, other)
 
 
 def positive(input):
@@ -1187,9 +1196,9 @@ def _fill_target(self, op, inputs=()):
     return t
 
 
-def fill_(self, value):
+def fill_(input, value):
     """Every element of self set to `value` (a number, or a 0-dim tensor whose value is cast)."""
-    t = _fill_target(self, "fill_", (value,) if isinstance(value, Tensor) else ())
+    t = _fill_target(input, "fill_", (value,) if isinstance(value, Tensor) else ())
     if isinstance(value, Tensor):
         if value.dim() != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} "
@@ -1200,24 +1209,24 @@ def fill_(self, value):
         if t.numel():
             from .copy import copy_into
             copy_into(t, value)
-        inputs = (self, value)
+        inputs = (input, value)
     else:
         v = _checked(_scalar_arg(value, "fill_", "value"), t._dtype, "fill_")
         if t.numel():
             t._backend.fill(t, v)
-        inputs = (self,)
-    self._vc.bump()
-    autograd_hooks.record_inplace(self, "fill_", inputs)
-    return self
+        inputs = (input,)
+    input._vc.bump()
+    autograd_hooks.record_inplace(input, "fill_", inputs)
+    return input
 
 
-def zero_(self):
-    t = _fill_target(self, "zero_")
+def zero_(input):
+    t = _fill_target(input, "zero_")
     if t.numel():
         t._backend.fill(t, False if t._dtype is _BOOL else 0)
-    self._vc.bump()
-    autograd_hooks.record_inplace(self, "zero_", (self,))
-    return self
+    input._vc.bump()
+    autograd_hooks.record_inplace(input, "zero_", (input,))
+    return input
 
 
 # -- Python operators ---------------------------------------------------------------------------

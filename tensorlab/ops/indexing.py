@@ -425,9 +425,9 @@ def index_put_(self, indices, values, accumulate=False):
     return _put(self, view, idx, shape, values, bool(accumulate), "index_put_", in_range)
 
 
-def index_put(self, indices, values, accumulate=False):
+def index_put(input, indices, values, accumulate=False):
     from .copy import clone
-    return index_put_(clone(self), indices, values, accumulate)
+    return index_put_(clone(input), indices, values, accumulate)
 
 
 FUNCTIONS = ("index_put",)

@@ -94,8 +94,8 @@ def lcm(input, other, *, out=None):
 
 
 def _inplace(fn, name):
-    def f_(self, other):
-        return overwrite(self, fn(self, other), name)
+    def f_(input, other):
+        return overwrite(input, fn(input, other), name)
     f_.__name__ = name
     return f_
 

@@ -177,7 +177,9 @@ def mv(input, vec, *, out=None):
     return _product("mv", (input, vec), *_as_matrices(a, v), a._dtype, out)
 
 
-def dot(input, other, *, out=None):
+def dot(input, tensor, *, out=None):
+    """torch.dot(input, tensor): the inner product of two 1-D tensors (torch's keyword names)."""
+    other = tensor
     refuse_out_grad("dot", out, input, other)
     a = check_tensor(input, "dot")
     b = check_tensor(other, "dot", "tensor", 2)

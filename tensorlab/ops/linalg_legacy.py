@@ -47,9 +47,9 @@ def cholesky(input, upper=False, *, out=None):
 
 
 
-def matrix_power(input, n):
+def matrix_power(input, n, *, out=None):
     """torch.matrix_power / Tensor.matrix_power: torch.linalg.matrix_power."""
-    return C.matrix_power(input, n)
+    return C.matrix_power(input, n, out=out)
 
 
 def pinverse(input, rcond=1e-15):

@@ -51,13 +51,13 @@ def cholesky_inverse(input, upper=False, *, out=None):
 triangular_solve_result = namedtuple("triangular_solve", ("solution", "cloned_coefficient"))
 
 
-def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False, *, out=None):
     """The legacy torch.triangular_solve: (solution of op(A) X = b, a copy of A)."""
     tl = _tl()
-    _tensor(b, "triangular_solve", "b")
+    _tensor(input, "triangular_solve", "input")
     _tensor(A, "triangular_solve", "A", 2)
     a = A.mT if transpose else A
-    x = tl.linalg.solve_triangular(a, b, upper=upper != transpose, unitriangular=unitriangular)
+    x = tl.linalg.solve_triangular(a, input, upper=upper != transpose, unitriangular=unitriangular)
     return to_outs(triangular_solve_result(x, A.clone()), out)
 
 

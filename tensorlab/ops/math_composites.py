@@ -49,10 +49,10 @@ def _unary(name, fn, floats_only=False):
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{input.dtype.torch_name}'")
         return _finish(fn(_floating(input)), out, name)
 
-    def f_(self):
-        _tensor(self, name + "_", "self")
-        src = self.clone() if self.requires_grad else self
-        return _inplace(self, f(src), name + "_")
+    def f_(input):
+        _tensor(input, name + "_", "self")
+        src = input.clone() if input.requires_grad else input
+        return _inplace(input, f(src), name + "_")
     f.__name__, f_.__name__ = name, name + "_"
     f.__doc__ = f"torch.{name}"
     return f, f_
@@ -212,9 +212,9 @@ def logit(input, eps=None, *, out=None):
     return _finish((z / (1 - z)).log(), out, "logit")
 
 
-def logit_(self, eps=None):
-    src = self.clone() if self.requires_grad else self
-    return _inplace(self, logit(src, eps), "logit_")
+def logit_(input, eps=None):
+    src = input.clone() if input.requires_grad else input
+    return _inplace(input, logit(src, eps), "logit_")
 
 
 def heaviside(input, values, *, out=None):
@@ -239,12 +239,12 @@ def clamp_max(input, max, *, out=None):  # noqa: A002
     return input.clamp(max=max) if out is None else input.clamp(max=max, out=out)
 
 
-def clamp_min_(self, min):  # noqa: A002
-    return self.clamp_(min=min)
+def clamp_min_(input, min):  # noqa: A002
+    return input.clamp_(min=min)
 
 
-def clamp_max_(self, max):  # noqa: A002
-    return self.clamp_(max=max)
+def clamp_max_(input, max):  # noqa: A002
+    return input.clamp_(max=max)
 
 
 def float_power(input, exponent, *, out=None):
@@ -314,7 +314,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     return _finish(total / count.to(total.dtype), out, "nanmean")
 
 
-def diff(input, n=1, dim=-1, prepend=None, append=None):
+def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):
     """The n-th forward difference along dim, after concatenating prepend and append."""
     import tensorlab as tl
     _tensor(input, "diff")
@@ -327,7 +327,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         raise IndexError(f"Dimension out of range (expected to be in range of [{-input.dim()}, {input.dim() - 1}], "
                          f"but got {dim})")
     if n == 0:  # torch returns the input itself, prepend and append unused
-        return input
+        return to_out(input, out, "diff")
     parts = [p if isinstance(p, Tensor) and p.dim() else _scalar_slab(p, input, d)
              for p in (prepend, input, append) if p is not None]
     x = tl.cat(parts, d) if len(parts) > 1 else input
@@ -337,7 +337,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
             break
         a, b = x.narrow(d, 1, m - 1), x.narrow(d, 0, m - 1)
         x = (a ^ b) if x.dtype is dtypes.bool_ else a - b
-    return x
+    return to_out(x, out, "diff")
 
 
 def _scalar_slab(p, like, d):
@@ -406,8 +406,12 @@ def flipud(input):
 
 
 def _dir_split(name, dim, min_dim):
-    def f(input, indices_or_sections):
+    def f(input, sections=None, indices=None):
+        """torch's two overloads: (input, sections: int) and (input, indices: list), positionally alike."""
         import tensorlab as tl
+        if (sections is None) == (indices is None):
+            raise TypeError(f"{name}() takes one of sections (an int) or indices (a list of ints)")
+        indices_or_sections = sections if indices is None else indices
         _tensor(input, name)
         if input.dim() < min_dim:
             raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dim} dimension, but got a tensor "
@@ -428,7 +432,7 @@ dsplit = _dir_split("dsplit", 2, 3)
 aminmax_result = namedtuple("aminmax", ("min", "max"))
 
 
-def aminmax(input, *, dim=None, keepdim=False):
+def aminmax(input, *, dim=None, keepdim=False, out=None):
     _tensor(input, "aminmax")
     if dim is None:
         if input.numel() == 0:
@@ -437,8 +441,8 @@ def aminmax(input, *, dim=None, keepdim=False):
         lo, hi = input.amin(), input.amax()
         if keepdim:
             lo, hi = lo.reshape((1,) * input.dim()), hi.reshape((1,) * input.dim())
-        return aminmax_result(lo, hi)
-    return aminmax_result(input.amin(dim, keepdim), input.amax(dim, keepdim))
+        return to_outs(aminmax_result(lo, hi), out)
+    return to_outs(aminmax_result(input.amin(dim, keepdim), input.amax(dim, keepdim)), out)
 
 
 def trapezoid(y, x=None, *, dx=None, dim=-1):

@@ -39,6 +39,7 @@ import os
 import threading
 
 from .. import _warn
+from .. import layouts as _layouts
 from .. import autograd_hooks, dtypes, layout as L
 from ..device import CPU, canonical
 from ..tensor import Tensor
@@ -437,8 +438,11 @@ def _factory_dtype(dtype, out):
     return out.dtype if out is not None else dtypes.get_default_dtype()
 
 
-def rand(*size, generator=None, out=None, dtype=None, device=None, requires_grad=False, pin_memory=False, **kw):
+def rand(*size, generator=None, out=None, dtype=None, device=None, layout=None, requires_grad=False,
+         pin_memory=False, **kw):
     """Uniform samples in [0, 1)."""
+    if layout is not None:
+        _layouts.check(layout, "rand")
     shape = _shape(size, kw.pop("size", None), "rand")
     _no_extra(kw, "rand")
     dt = _factory_dtype(dtype, out)
@@ -448,8 +452,11 @@ def rand(*size, generator=None, out=None, dtype=None, device=None, requires_grad
     return _finish(o, requires_grad, pin_memory)
 
 
-def randn(*size, generator=None, out=None, dtype=None, device=None, requires_grad=False, pin_memory=False, **kw):
+def randn(*size, generator=None, out=None, dtype=None, device=None, layout=None, requires_grad=False,
+          pin_memory=False, **kw):
     """Standard normal samples."""
+    if layout is not None:
+        _layouts.check(layout, "randn")
     shape = _shape(size, kw.pop("size", None), "randn")
     _no_extra(kw, "randn")
     dt = _factory_dtype(dtype, out)
@@ -489,9 +496,11 @@ def _randint_args(args, low, high, size):
     return low, high, L.normalize_shape((size,), "randint")
 
 
-def randint(*args, low=None, high=None, size=None, generator=None, out=None, dtype=None, device=None,
+def randint(*args, low=None, high=None, size=None, generator=None, out=None, dtype=None, device=None, layout=None,
             requires_grad=False, pin_memory=False):
     """randint(low=0, high, size): integers in [low, high), int64 unless dtype= says otherwise."""
+    if layout is not None:
+        _layouts.check(layout, "randint")
     low, high, shape = _randint_args(args, low, high, size)
     dt = dtypes.int64 if dtype is None and out is None else _factory_dtype(dtype, out)
     _check_from_to(low, high, dt, "randint")
@@ -504,7 +513,9 @@ def _like(input, dt, device, memory_format):
     return empty_like_layout(input, dt, input.device if device is None else canonical(device), memory_format)
 
 
-def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False, memory_format=None):
+def rand_like(input, *, generator=None, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False, memory_format=None):
+    if layout is not None:
+        _layouts.check(layout, "rand_like")
     dt = input.dtype if dtype is None else dtypes.as_dtype(dtype)
     _check_floating("rand_like", "check_uniform_bounds", dt)
     t = _like(input, dt, device, memory_format)
@@ -512,7 +523,9 @@ def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=F
     return t.requires_grad_(True) if requires_grad else t
 
 
-def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=False, memory_format=None):
+def randn_like(input, *, generator=None, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False, memory_format=None):
+    if layout is not None:
+        _layouts.check(layout, "randn_like")
     dt = input.dtype if dtype is None else dtypes.as_dtype(dtype)
     _check_floating("randn_like", "normal_kernel", dt)
     t = _like(input, dt, device, memory_format)
@@ -520,9 +533,11 @@ def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=
     return t.requires_grad_(True) if requires_grad else t
 
 
-def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=None, requires_grad=False,
+def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False,
                  memory_format=None):
     """randint_like(input, high) or randint_like(input, low, high); the dtype defaults to input's."""
+    if layout is not None:
+        _layouts.check(layout, "randint_like")
     if high is None:
         low, high = 0, low
     low, high = _int_arg(low, "randint_like", "low", 1), _int_arg(high, "randint_like", "high", 2)
@@ -533,8 +548,11 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=
     return t.requires_grad_(True) if requires_grad else t
 
 
-def randperm(n, *, generator=None, out=None, dtype=None, device=None, requires_grad=False, pin_memory=False):
+def randperm(n, *, generator=None, out=None, dtype=None, device=None, layout=None, requires_grad=False,
+             pin_memory=False):
     """A random permutation of 0 .. n-1 (int64 unless dtype= says otherwise)."""
+    if layout is not None:
+        _layouts.check(layout, "randperm")
     n = _int_arg(n, "randperm", "n", 0)
     if n < 0:
         raise RuntimeError(f"randperm: n must be non-negative, got {n}")
@@ -569,8 +587,11 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     return o.finish()
 
 
-def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None, requires_grad=False):
+def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None, layout=None,
+           requires_grad=False, pin_memory=False):
     """normal(mean, std, size) with numbers; or elementwise with tensor mean and/or std (broadcast)."""
+    if layout is not None:
+        _layouts.check(layout, "normal")
     mt, st = isinstance(mean, Tensor), isinstance(std, Tensor)
     if not (mt or st):
         if size is None:

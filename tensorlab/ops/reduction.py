@@ -250,10 +250,14 @@ def _elementwise(name, a, b, out):
     return fn(a, b) if out is None else fn(a, b, out=out)
 
 
-def max(input, dim=None, keepdim=False, *, out=None):  # noqa: A001
+def max(input, dim=None, keepdim=False, *, other=None, out=None):  # noqa: A001
     """max(x) -> the largest value; max(x, dim, keepdim) -> (values, indices); max(x, other) ->
     elementwise maximum."""
     x = check_tensor(input, "max")
+    if other is not None:  # max(x, other=y): torch's elementwise overload by keyword
+        if dim is not None:
+            raise TypeError("max() received an invalid combination of arguments: dim and other")
+        dim = other
     if isinstance(dim, Tensor):
         return _elementwise("maximum", input, dim, out)
     if dim is None:
@@ -261,10 +265,14 @@ def max(input, dim=None, keepdim=False, *, out=None):  # noqa: A001
     return _with_indices("max", input, x, dim, keepdim, out, return_types.max)
 
 
-def min(input, dim=None, keepdim=False, *, out=None):  # noqa: A001
+def min(input, dim=None, keepdim=False, *, other=None, out=None):  # noqa: A001
     """min(x) -> the smallest value; min(x, dim, keepdim) -> (values, indices); min(x, other) ->
     elementwise minimum."""
     x = check_tensor(input, "min")
+    if other is not None:  # min(x, other=y): torch's elementwise overload by keyword
+        if dim is not None:
+            raise TypeError("min() received an invalid combination of arguments: dim and other")
+        dim = other
     if isinstance(dim, Tensor):
         return _elementwise("minimum", input, dim, out)
     if dim is None:
@@ -517,13 +525,20 @@ def _softmax(name, log, input, dim, dtype):
     return autograd_hooks.record(res, name, (input,), dim=d)
 
 
-def softmax(input, dim, dtype=None):
+def softmax(input, dim, dtype=None, *, out=None):
     """exp(x) / sum(exp(x)) along `dim`, stable for large inputs (the max is subtracted first)."""
-    return _softmax("softmax", False, input, dim, dtype)
+    r = _softmax("softmax", False, input, dim, dtype)
+    return r if out is None else _to_out(r, out, "softmax")
 
 
-def log_softmax(input, dim, dtype=None):
-    return _softmax("log_softmax", True, input, dim, dtype)
+def log_softmax(input, dim, dtype=None, *, out=None):
+    r = _softmax("log_softmax", True, input, dim, dtype)
+    return r if out is None else _to_out(r, out, "log_softmax")
+
+
+def _to_out(r, out, op):
+    from ._composite import to_out
+    return to_out(r, out, op)
 
 
 FUNCTIONS = ("sum", "prod", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "var", "std", "norm",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import _warn, dtypes, layout as L
 from ..tensor import Tensor, contiguous_format
 from . import creation
+from ._common import sizes_or_keyword
 from ._composite import wrap_negative
 
 
@@ -64,8 +65,10 @@ def _repeat(x, reps, op):
     return x.reshape(inter).expand(expanded).clone(memory_format=contiguous_format).reshape(out_shape)
 
 
-def repeat(self, *sizes):
+def repeat(self, *sizes, repeats=None):
     """Tensor.repeat(*sizes): the tensor tiled sizes[i] times along dim i (leading dims added)."""
+    if repeats is not None:
+        sizes = sizes_or_keyword(sizes, repeats, "repeat", "repeats")
     _tensor(self, "repeat", "self")
     reps = _int_sizes(sizes, "repeat")
     if len(reps) < self.dim():

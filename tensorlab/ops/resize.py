@@ -16,6 +16,7 @@ import operator
 from .. import autograd_hooks, layout as L
 from ..storage import UntypedStorage, check_nbytes
 from ..tensor import Tensor, channels_last, channels_last_3d, contiguous_format, meta_write_lock, preserve_format
+from ._common import sizes_or_keyword
 
 _NOT_RESIZABLE = "Trying to resize storage that is not resizable"
 _RACE = ("{op}: another thread changed this tensor's storage or metadata while the operation ran, so nothing was "
@@ -103,10 +104,12 @@ def _plan(t, make_layout, op):
     return ResizePlan(t, meta, src_buf, new, new_buf, op)
 
 
-def resize_(self, *sizes, memory_format=None):
+def resize_(self, *sizes, size=None, memory_format=None):
     """Tensor.resize_: new contiguous (or channels_last) shape, storage grown only when needed,
     and on any failure the tensor and its storage are exactly as they were. The same shape with
     no memory_format keeps the strides (as torch) and only grows a storage someone shrank."""
+    if size is not None:
+        sizes = sizes_or_keyword(sizes, size, "resize_", "size")
     shape = L.normalize_shape(sizes, "resize_")
     if self._requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
@@ -130,13 +133,13 @@ def _suggest_memory_format(t):
     return contiguous_format
 
 
-def resize_as_(self, the_template, memory_format=None):
+def resize_as_(input, the_template, memory_format=None):
     """resize_ to the template's shape; preserve_format takes the template's memory format."""
     if not isinstance(the_template, Tensor):
         raise TypeError(f"resize_as_(): argument 'the_template' must be Tensor, not {type(the_template).__name__}")
     if memory_format is preserve_format:
         memory_format = _suggest_memory_format(the_template)
-    return resize_(self, *the_template._meta.layout.shape, memory_format=memory_format)
+    return resize_(input, *the_template._meta.layout.shape, memory_format=memory_format)
 
 
 def _int(x, name):

@@ -293,7 +293,7 @@ def _copy_of(x):
     return res
 
 
-def scatter(input, dim, index, src=None, *, value=None, reduce=None, _op="scatter"):
+def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None, _op="scatter"):
     """A copy of input with input[index[i][j]][j] = src[i][j] (dim 0; any dim likewise); src may
     be a number. reduce='add'/'multiply' combines with the existing values. (`_op`: the public
     name errors use, scatter_add's when it calls.)"""
@@ -302,8 +302,12 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None, _op="scatte
     reduce = _reduce_mode(reduce)
     res = _copy_of(x)
     _scatter_into(res, dim, index, s, reduce, _op)
-    return autograd_hooks.record(res, "scatter", (input, index, src) if isinstance(src, Tensor) else (input, index),
-                                 dim=dim, reduce=reduce)
+    res = autograd_hooks.record(res, "scatter", (input, index, src) if isinstance(src, Tensor) else (input, index),
+                                dim=dim, reduce=reduce)
+    if out is not None:
+        from ._composite import to_out
+        return to_out(res, out, _op)
+    return res
 
 
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None, _op="scatter_"):
@@ -324,9 +328,9 @@ def _add_source(src, op):
     return src
 
 
-def scatter_add(input, dim, index, src):
+def scatter_add(input, dim, index, src, *, out=None):
     """A copy of input with src[i][j] added at input[index[i][j]][j], duplicates accumulating."""
-    return scatter(input, dim, index, _add_source(src, "scatter_add"), reduce="add", _op="scatter_add")
+    return scatter(input, dim, index, _add_source(src, "scatter_add"), reduce="add", _op="scatter_add", out=out)
 
 
 def scatter_add_(self, dim, index, src):
@@ -487,12 +491,15 @@ def sort(input, dim=-1, descending=False, stable=False, *, out=None):
                         lambda v, i: x._backend.sort(v, i, x, d, bool(descending), bool(stable)), return_types.sort)
 
 
-def argsort(input, dim=-1, descending=False, stable=False):
+def argsort(input, dim=-1, descending=False, stable=False, *, out=None):
     x = check_tensor(input, "argsort")
     d = L.wrap_dim(dim, x.dim())
     res = empty_tensor(x._meta.layout.shape, dtypes.int64, x.device)
     if res.numel():
         x._backend.sort(None, res, x, d, bool(descending), bool(stable))
+    if out is not None:
+        from ._composite import to_out
+        return to_out(res, out, "argsort")
     return res
 
 

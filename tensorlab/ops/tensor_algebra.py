@@ -5,7 +5,7 @@ slice copies, so they run on every device (cond needs the SVD: CPU) and differen
 those ops."""
 from __future__ import annotations
 
-from .. import _warn, dtypes
+from .. import _warn, dtypes, layouts
 from ..tensor import Tensor
 from . import creation
 from .repeats import _to_out, _wrap
@@ -217,13 +217,19 @@ def _tri_indices(row, col, offset, dtype, device, lower, op):
     return stack([r[keep], c[keep]]).to(dt)
 
 
-def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None, pin_memory=False, requires_grad=False):
     """torch.tril_indices: the (row, col) indices of the lower triangle, row-major."""
+    layouts.check(layout, "tril_indices")
+    if requires_grad:
+        raise RuntimeError("tril_indices(): only Tensors of floating point dtype can require gradients (its result is int64); leave requires_grad out")
     return _tri_indices(row, col, offset, dtype, device, True, "tril_indices")
 
 
-def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None, pin_memory=False, requires_grad=False):
     """torch.triu_indices: the (row, col) indices of the upper triangle, row-major."""
+    layouts.check(layout, "triu_indices")
+    if requires_grad:
+        raise RuntimeError("triu_indices(): only Tensors of floating point dtype can require gradients (its result is int64); leave requires_grad out")
     return _tri_indices(row, col, offset, dtype, device, False, "triu_indices")
 
 

@@ -9,7 +9,7 @@ from .. import autograd_hooks, dtypes, layout as L
 from ..layout import Layout, Size
 from ..tensor import Meta, Tensor, contiguous_format, meta_write_lock
 from ..tensor import _meta_new, _new
-from ._common import interned, snapshot
+from ._common import interned, sizes_or_keyword, snapshot
 
 _VIEW_HINT = ("view size is not compatible with input tensor's size and stride (at least one dimension spans across "
               "two contiguous subspaces). Use .reshape(...) instead.")
@@ -128,16 +128,17 @@ def view_as(self, other):
     return view(self, other.shape)
 
 
-def reshape(self, *shape):
+def reshape(input, *shape_args, shape=None):
     """A view when the strides allow one, else a contiguous copy viewed with the new shape."""
-    meta = self._meta
+    shape = shape_args if shape is None else sizes_or_keyword(shape_args, shape, "reshape", "shape")
+    meta = input._meta
     lay = meta.layout
     shape = L.infer_size(L.normalize_shape(shape, "reshape"), L.prod(lay.shape))
     stride = L.view_strides(lay.shape, lay.stride, shape)
     if stride is not None:
-        return _view(self, meta, shape, stride, lay.offset, "view", shape=shape)
+        return _view(input, meta, shape, stride, lay.offset, "view", shape=shape)
     from .copy import clone
-    flat = clone(snapshot(self, meta), memory_format=contiguous_format)  # the values of the record read above
+    flat = clone(snapshot(input, meta), memory_format=contiguous_format)  # the values of the record read above
     return _view(flat, flat._meta, shape, L.contiguous_strides(shape), 0, "view", shape=shape)
 
 
@@ -145,23 +146,23 @@ def reshape_as(self, other):
     return reshape(self, other.shape)
 
 
-def flatten(self, start_dim=0, end_dim=-1):
+def flatten(input, start_dim=0, end_dim=-1):
     start_dim, end_dim = _index_args("flatten", (start_dim, "start_dim"), (end_dim, "end_dim"))
-    ndim = self.dim()
+    ndim = input.dim()
     s = L.wrap_dim(start_dim, ndim)
     e = L.wrap_dim(end_dim, ndim)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if ndim == 0:
-        return reshape(self, 1)
+        return reshape(input, 1)
     if s == e:
-        return self
-    shape = self.shape
-    return reshape(self, tuple(shape[:s]) + (L.prod(shape[s:e + 1]),) + tuple(shape[e + 1:]))
+        return input
+    shape = input.shape
+    return reshape(input, tuple(shape[:s]) + (L.prod(shape[s:e + 1]),) + tuple(shape[e + 1:]))
 
 
-def unflatten(self, dim, sizes):
-    shape = self.shape
+def unflatten(input, dim, sizes):
+    shape = input.shape
     sizes = L.normalize_shape((sizes,), "unflatten")
     if not sizes:  # torch checks the sizes, then the dim's range, then that there is a dim
         raise RuntimeError("unflatten: sizes must be non-empty")
@@ -174,26 +175,27 @@ def unflatten(self, dim, sizes):
     if any(s < 0 for s in sizes) or L.prod(sizes) != shape[d]:
         raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} "
                            f"({shape[d]}) in the input tensor")
-    return view(self, tuple(shape[:d]) + sizes + tuple(shape[d + 1:]))
+    return view(input, tuple(shape[:d]) + sizes + tuple(shape[d + 1:]))
 
 
 # -- reordering dims ----------------------------------------------------------------------------
-def permute(self, *dims):
-    if not (self._requires_grad or autograd_hooks._slow):
+def permute(input, *dims_args, dims=None):
+    dims = dims_args if dims is None else sizes_or_keyword(dims_args, dims, "permute", "dims")
+    if not (input._requires_grad or autograd_hooks._slow):
         flat = dims[0] if len(dims) == 1 and type(dims[0]) is tuple else dims  # permute((2, 1, 0)): permute(2, 1, 0)
-        meta = self._meta
+        meta = input._meta
         try:
             key = ("permute", meta[1], flat)
             lay = _MEMO.get(key)
         except TypeError:
             lay = key = None
         if lay is not None and _ints(flat):
-            return _memo_view(self, meta, lay)
-        out = _permute(self, dims, meta)
+            return _memo_view(input, meta, lay)
+        out = _permute(input, dims, meta)
         if key is not None and _ints(flat):
             _remember(key, out._meta[1])
         return out
-    return _permute(self, dims)
+    return _permute(input, dims)
 
 
 def _permute(self, dims, meta=None):
@@ -213,8 +215,8 @@ def _permute(self, dims, meta=None):
                  dims=dims)
 
 
-def transpose(self, dim0, dim1):
-    return _transpose(self, self._meta, dim0, dim1)
+def transpose(input, dim0, dim1):
+    return _transpose(input, input._meta, dim0, dim1)
 
 
 def _transpose(self, meta, dim0, dim1):
@@ -229,13 +231,13 @@ def _transpose(self, meta, dim0, dim1):
     return _view(self, meta, shape, stride, lay.offset, "transpose", dim0=a, dim1=b)
 
 
-def t(self):
-    meta = self._meta
+def t(input):
+    meta = input._meta
     lay = meta.layout
     n = len(lay.shape)
     if n > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {n}D")
-    return _transpose(self, meta, 0, 1) if n == 2 else _view(self, meta, lay.shape, lay.stride, lay.offset, "alias")
+    return _transpose(input, meta, 0, 1) if n == 2 else _view(input, meta, lay.shape, lay.stride, lay.offset, "alias")
 
 
 def _identity_0d(self, name, hint):
@@ -284,11 +286,11 @@ def _mH(self):
     return transpose(self, -2, -1)
 
 
-def adjoint(self):
-    if self.dim() < 2:
+def adjoint(input):
+    if input.dim() < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. "
-                           f"Got {self.dim()}-D tensor.")
-    return transpose(self, -2, -1)
+                           f"Got {input.dim()}-D tensor.")
+    return transpose(input, -2, -1)
 
 
 def _dim_list(x, ndim, op, what):
@@ -299,8 +301,8 @@ def _dim_list(x, ndim, op, what):
     return dims
 
 
-def movedim(self, source, destination):
-    ndim = self.dim()
+def movedim(input, source, destination):
+    ndim = input.dim()
     _index_args("movedim", *((d, what) for x, what in ((source, "source"), (destination, "destination"))
                              for d in (x if isinstance(x, (list, tuple)) else (x,))))  # all parsed before any wraps
     src = _dim_list(source, ndim, "movedim", "source")
@@ -315,26 +317,26 @@ def movedim(self, source, destination):
         order[d] = s
     rest = iter(d for d in range(ndim) if d not in src)
     order = [next(rest) if o == -1 else o for o in order]
-    return permute(self, order)
+    return permute(input, order)
 
 
 # -- adding / removing dims ---------------------------------------------------------------------
-def unsqueeze(self, dim):
-    meta = self._meta
+def unsqueeze(input, dim):
+    meta = input._meta
     lay = meta.layout
     ndim = len(lay.shape)
     d = L.wrap_dim(dim, ndim + 1)
     s = lay.shape[d] * lay.stride[d] if d < ndim else 1
     shape = lay.shape[:d] + (1,) + lay.shape[d:]
     stride = lay.stride[:d] + (s,) + lay.stride[d:]
-    return _view(self, meta, shape, stride, lay.offset, "unsqueeze", dim=d)
+    return _view(input, meta, shape, stride, lay.offset, "unsqueeze", dim=d)
 
 
 _EVERY_DIM = object()  # squeeze()'s default: torch refuses an explicit dim=None
 
 
-def squeeze(self, dim=_EVERY_DIM):
-    meta = self._meta
+def squeeze(input, dim=_EVERY_DIM):
+    meta = input._meta
     lay = meta.layout
     ndim = len(lay.shape)
     if dim is _EVERY_DIM:
@@ -348,11 +350,13 @@ def squeeze(self, dim=_EVERY_DIM):
                 raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         drop = {d for d in dims if ndim and lay.shape[d] == 1}
     keep = [d for d in range(ndim) if d not in drop]
-    return _view(self, meta, [lay.shape[d] for d in keep], [lay.stride[d] for d in keep], lay.offset, "squeeze",
+    return _view(input, meta, [lay.shape[d] for d in keep], [lay.stride[d] for d in keep], lay.offset, "squeeze",
                  dims=tuple(sorted(drop)))
 
 
-def expand(self, *sizes):
+def expand(self, *sizes, size=None, implicit=False):
+    if size is not None:
+        sizes = sizes_or_keyword(sizes, size, "expand", "size")
     meta = self._meta
     lay = meta.layout
     sizes = L.normalize_shape(sizes, "expand")
@@ -382,10 +386,10 @@ def broadcast_tensors(*tensors):
 
 
 # -- sub-ranges of dims -------------------------------------------------------------------------
-def as_strided(self, size, stride, storage_offset=None):
+def as_strided(input, size, stride, storage_offset=None):
     size = L.normalize_shape((size,), "as_strided")
     stride = L.normalize_shape((stride,), "as_strided")
-    meta = self._meta
+    meta = input._meta
     storage, lay = meta
     offset = lay.offset if storage_offset is None else _index_arg(storage_offset, "as_strided", "storage_offset")
     if len(size) != len(stride):
@@ -394,8 +398,8 @@ def as_strided(self, size, stride, storage_offset=None):
         if s < 0:
             raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: "
                                f"{list(stride)}")
-    L.check_bounds(size, stride, offset, self._dtype.itemsize, storage.nbytes(), "as_strided")
-    return _view(self, meta, size, stride, offset, "as_strided", size=size, stride=stride, storage_offset=offset)
+    L.check_bounds(size, stride, offset, input._dtype.itemsize, storage.nbytes(), "as_strided")
+    return _view(input, meta, size, stride, offset, "as_strided", size=size, stride=stride, storage_offset=offset)
 
 
 def _index_arg(x, op, name):
@@ -420,8 +424,8 @@ def _index_args(op, *named):
     return tuple(_index_arg(x, op, name) for x, name in named)
 
 
-def narrow(self, dim, start, length):
-    meta = self._meta
+def narrow(input, dim, start, length):
+    meta = input._meta
     lay = meta.layout
     dim, start, length = _index_args("narrow", (dim, "dim"), (start, "start"), (length, "length"))
     if not lay.shape:
@@ -436,7 +440,7 @@ def narrow(self, dim, start, length):
         start += n
     if start > n - length:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
-    return _slice(self, d, start, length, 1, "narrow", meta)
+    return _slice(input, d, start, length, 1, "narrow", meta)
 
 
 def _slice(self, d, start, length, step, op, meta=None):
@@ -447,8 +451,8 @@ def _slice(self, d, start, length, step, op, meta=None):
     return _view(self, meta, shape, stride, lay.offset + start * lay.stride[d], op, dim=d, start=start, step=step)
 
 
-def select(self, dim, index):
-    meta = self._meta
+def select(input, dim, index):
+    meta = input._meta
     lay = meta.layout
     dim, i = _index_args("select", (dim, "dim"), (index, "index"))
     if not lay.shape:
@@ -457,7 +461,7 @@ def select(self, dim, index):
     n = lay.shape[d]
     if not -n <= i < n:
         raise IndexError(f"select(): index {i} out of range for tensor of size {list(lay.shape)} at dimension {d}")
-    return select_at(self, d, i % n if n else i, meta)
+    return select_at(input, d, i % n if n else i, meta)
 
 
 def select_at(self, d, i, meta=None):
@@ -467,13 +471,13 @@ def select_at(self, d, i, meta=None):
                  lay.offset + i * lay.stride[d], "select", dim=d, index=i)
 
 
-def unbind(self, dim=0):
-    meta = self._meta
+def unbind(input, dim=0):
+    meta = input._meta
     shape = meta.layout.shape
     if not shape:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = L.wrap_dim(dim, len(shape))
-    return tuple(select_at(self, d, i, meta) for i in range(shape[d]))
+    return tuple(select_at(input, d, i, meta) for i in range(shape[d]))
 
 
 def unfold(self, dimension, size, step):
@@ -496,8 +500,8 @@ def unfold(self, dimension, size, step):
     return _view(self, meta, shape + [size], stride + [inner], lay.offset, "unfold", dimension=d, size=size, step=step)
 
 
-def diagonal(self, offset=0, dim1=0, dim2=1):
-    meta = self._meta
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    meta = input._meta
     lay = meta.layout
     ndim = len(lay.shape)
     a, b = L.wrap_dim(dim1, ndim), L.wrap_dim(dim2, ndim)
@@ -513,7 +517,7 @@ def diagonal(self, offset=0, dim1=0, dim2=1):
     keep = [d for d in range(ndim) if d not in (a, b)]
     shape = [lay.shape[d] for d in keep] + [n]
     stride = [lay.stride[d] for d in keep] + [lay.stride[a] + lay.stride[b]]
-    return _view(self, meta, shape, stride, start, "diagonal", offset=offset, dim1=a, dim2=b)
+    return _view(input, meta, shape, stride, start, "diagonal", offset=offset, dim1=a, dim2=b)
 
 
 # -- splitting ----------------------------------------------------------------------------------
@@ -550,8 +554,8 @@ def split(self, split_size_or_sections, dim=0, meta=None):
     return tuple(_slice(self, d, i * size, size if i < count - 1 else last, 1, "split", meta) for i in range(count))
 
 
-def split_with_sizes(self, split_sizes, dim=0, meta=None):
-    meta = self._meta if meta is None else meta
+def split_with_sizes(input, split_sizes, dim=0, meta=None):
+    meta = input._meta if meta is None else meta
     shape = meta.layout.shape
     if not shape:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
@@ -566,13 +570,13 @@ def split_with_sizes(self, split_sizes, dim=0, meta=None):
                            f"dimension {d}), but got split_sizes={sizes}")
     out, start = [], 0
     for s in sizes:
-        out.append(_slice(self, d, start, s, 1, "split", meta))
+        out.append(_slice(input, d, start, s, 1, "split", meta))
         start += s
     return tuple(out)
 
 
-def chunk(self, chunks, dim=0):
-    meta = self._meta
+def chunk(input, chunks, dim=0):
+    meta = input._meta
     shape = meta.layout.shape
     if not shape:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
@@ -582,8 +586,8 @@ def chunk(self, chunks, dim=0):
     n = shape[d]
     size = -(-n // chunks)
     if size == 0 and n == 0:
-        return split_with_sizes(self, [0] * chunks, d, meta)
-    return split(self, size, d, meta)
+        return split_with_sizes(input, [0] * chunks, d, meta)
+    return split(input, size, d, meta)
 
 
 def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indices=None,
@@ -672,14 +676,23 @@ def t_(self):
 
 
 # -- aliases without a graph --------------------------------------------------------------------
-def detach(self):
+def detach(input):
     """Same storage, layout and version counter; outside any autograd graph."""
-    storage, lay = self._meta
-    return Tensor._make(storage, lay, self._dtype, self._vc)
+    storage, lay = input._meta
+    return Tensor._make(storage, lay, input._dtype, input._vc)
 
 
-swapaxes = swapdims = transpose
-swapaxes_ = swapdims_ = transpose_
+swapdims = transpose
+swapdims_ = transpose_
+
+
+def swapaxes(input, axis0, axis1):
+    """torch.swapaxes (NumPy's name for transpose, with its keyword names)."""
+    return transpose(input, axis0, axis1)
+
+
+def swapaxes_(self, axis0, axis1):
+    return transpose_(self, axis0, axis1)
 moveaxis = movedim
 
 FUNCTIONS = ("reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "adjoint", "movedim", "moveaxis",
