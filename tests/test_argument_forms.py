@@ -57,3 +57,33 @@ def test_log_softmax_is_never_positive(device, torch):
     want = torch.log_softmax(torch.tensor(rows, dtype=torch.float32), 1)
     np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
     assert got[0, 0].item() == 0.0
+
+
+def test_two_python_numbers_and_integer_hardtanh(device, torch):
+    for name in ("add", "sub", "mul", "div", "true_divide", "floor_divide"):
+        for a, b in ((2, 3), (2.5, 3), (7, 2.0), (True, False)):
+            try:
+                want = getattr(torch, name)(a, b)
+            except Exception as e:  # noqa: BLE001 (torch's refusals: bool sub, bool floor_divide)
+                with pytest.raises(type(e)):
+                    getattr(tl, name)(a, b)
+                continue
+            got = getattr(tl, name)(a, b)
+            assert got.dim() == 0 and str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+            assert got.item() == pytest.approx(want.item())
+    with pytest.raises(TypeError):
+        tl.remainder(7, 2)
+    F, TF = tl.nn.functional, torch.nn.functional
+    for dt in ("int8", "int32", "int64", "uint8"):
+        x, tx = tl.tensor([-5, 0, 3, 100], device=device).to(getattr(tl, dt)), torch.tensor([-5, 0, 3, 100]).to(
+            getattr(torch, dt))
+        assert F.relu6(x).tolist() == TF.relu6(tx).tolist() and F.relu6(x).dtype == x.dtype
+        if dt != "uint8":
+            assert F.hardtanh(x, -2.7, 2.7).tolist() == TF.hardtanh(tx, -2.7, 2.7).tolist()
+    with pytest.raises(RuntimeError, match="unsigned"):
+        F.hardtanh(tl.tensor([1], dtype=tl.uint8, device=device), -1.0, 1.0)
+    with pytest.raises(RuntimeError, match="Bool"):
+        F.hardtanh(tl.tensor([True], device=device))
+    assert tl.zeros(2, layout=tl.strided, device=device).layout is tl.strided
+    with pytest.raises(RuntimeError, match="strided"):
+        tl.ones(2, layout=tl.sparse_coo, device=device)
