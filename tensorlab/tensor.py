@@ -291,6 +291,9 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         return _interop_arrays().array(self, dtype, copy)
 
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return _interop_arrays().array_ufunc(ufunc, method, inputs, kwargs)
+
     @property
     def __array_interface__(self):
         return _interop_arrays().array_interface(self)

@@ -322,6 +322,17 @@ def _searchsorted_nan_boundaries(device):
     assert tl.searchsorted(seq, tl.tensor([2.0, math.nan], device=device), right=True).tolist() == [4, 6]
 
 
+def _numpy_ufunc_results(device):
+    t = tl.arange(3.0, device=device)
+    if device != "cpu":  # a CUDA tensor is never copied to the host by a ufunc
+        with pytest.raises(TypeError, match="can't convert"):
+            np.isnan(t)
+        return
+    assert np.isnan(t).dtype is tl.bool
+    r = np.ones(3) + t
+    assert isinstance(r, tl.Tensor) and r.tolist() == [1.0, 2.0, 3.0]
+
+
 DIVERGENCES = (
     Divergence("gelu", "+inf, bfloat16, float16 or float32, approximate='none'",
                "NaN on its vectorized CPU path, inf on its scalar path (depends on the CPU and the length; "
@@ -475,6 +486,12 @@ DIVERGENCES = (
                "4: NaN boundaries sort last, as sort() puts them", "tensorlab sorts values and boundaries together "
                "(no binary-search kernel); a NaN value still lands after every boundary, as in torch", DELIBERATE,
                _searchsorted_nan_boundaries),
+    Divergence("NumPy ufuncs on tensors (Tensor.__array_ufunc__)", "np.isnan(t) and other bool-valued ufuncs; "
+               "ndarray + t (the array first)", "a uint8 tensor (its __array_wrap__ turns bool into uint8); "
+               "TypeError 'Concatenation operation is not implemented for NumPy arrays'",
+               "a bool tensor; a tensor computed by NumPy, as t + ndarray", "bool is the ufunc's own dtype (torch's "
+               "uint8 predates its bool dtype); both operand orders give one answer", DELIBERATE,
+               _numpy_ufunc_results),
 )
 
 

@@ -8,6 +8,8 @@ every buffer a dict named stays alive as long as the tensor. Memory that comes i
 non-resizable UntypedStorage whose buffer holds the producer (dlpack._wrap)."""
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .. import dtypes
@@ -267,3 +269,39 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     if requires_grad:
         r.requires_grad_(True)
     return r
+
+
+def array_ufunc(ufunc, method, inputs, kwargs):
+    """Tensor.__array_ufunc__: a NumPy ufunc over CPU tensors computes on their memory and returns tensors, as
+    torch's do (np.exp(t), np.add(t, 1), np.maximum.reduce(t)); a CUDA tensor raises torch's TypeError (never
+    a silent copy to the host), one that requires grad torch's RuntimeError. An out= array keeps NumPy's
+    result; an out= tensor is refused."""
+    from ..tensor import Tensor
+    from ..ops.creation import tensor
+    out = kwargs.get("out", ())
+    if any(isinstance(o, Tensor) for o in (out if isinstance(out, tuple) else (out,))):
+        raise TypeError(f"numpy.{ufunc.__name__}(out=...): a tensorlab Tensor cannot be a NumPy ufunc's out=; "
+                        "pass a NumPy array, or call the tensorlab op with its out= instead")
+    if method == "__call__" and not kwargs and len(inputs) == 2 and ufunc.__name__ in _SCALAR_OPERATORS:
+        a, b = inputs
+        if isinstance(b, Tensor) and isinstance(a, np.generic) and not isinstance(a, np.ndarray):
+            # np.float64(2) * t: a NumPy scalar is a Python number to torch (it does not promote the tensor)
+            return _SCALAR_OPERATORS[ufunc.__name__](a.item(), b)
+        if isinstance(a, Tensor) and isinstance(b, np.generic):
+            return _SCALAR_OPERATORS[ufunc.__name__](a, b.item())
+    args = [numpy(x) if isinstance(x, Tensor) else x for x in inputs]  # torch's errors for CUDA / requires grad
+    result = getattr(ufunc, method)(*args, **kwargs)
+    if out or result is None:  # out= arrays, ufunc.at
+        return result
+
+    def wrap(r):
+        return tensor(np.asarray(r)) if isinstance(r, (np.ndarray, np.generic)) else r
+    return tuple(wrap(r) for r in result) if isinstance(result, tuple) else wrap(result)
+
+
+# the ufuncs NumPy scalars reach through their operators (np.float64(2) * t), as the tensor's own operators
+_SCALAR_OPERATORS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
+                     "true_divide": operator.truediv, "divide": operator.truediv, "floor_divide": operator.floordiv,
+                     "remainder": operator.mod, "power": operator.pow, "equal": operator.eq,
+                     "not_equal": operator.ne, "less": operator.lt, "less_equal": operator.le,
+                     "greater": operator.gt, "greater_equal": operator.ge}
