@@ -106,6 +106,19 @@ def test_run_module_and_usage(tmp_path):
     assert missing.returncode == 2 and "can't open file" in missing.stderr
 
 
+def test_run_code_with_dash_c(tmp_path):
+    """python -m tensorlab.compat -c CODE [args]: as python -c (sys.argv[0] '-c', a fresh __main__, the
+    traceback of a failure without the runner's frames)."""
+    res = _run(["-c", "import sys, torch; print(__name__, type(torch.ones(2)).__module__, "
+                      "torch.arange(4.).sum().item(), sys.argv)", "x", "y"], cwd=str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "__main__ tensorlab.tensor 6.0 ['-c', 'x', 'y']\n"
+    bad = _run(["-c", "import torch\ntorch.no_such_function()"], cwd=str(tmp_path))
+    assert bad.returncode == 1 and 'File "<string>", line 2' in bad.stderr and "no_such_function" in bad.stderr
+    assert "runpy" not in bad.stderr and "__main__.py" not in bad.stderr
+    assert _run(["-c"]).returncode == 2
+
+
 def test_install_uninstall_and_refusal_in_a_fresh_process():
     code = ("import sys, tensorlab, tensorlab.compat as c\n"
             "with c.install():\n"

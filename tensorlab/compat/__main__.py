@@ -1,4 +1,4 @@
-"""python -m tensorlab.compat [-m module | script.py] [args...]: run a PyTorch script on tensorlab,
+"""python -m tensorlab.compat [-c code | -m module | script.py] [args...]: run PyTorch code on tensorlab,
 as `__main__`, with sys.argv set as python would set it."""
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def _report(exc):
         te.stack = traceback.StackSummary.from_list(frames)
     sys.stderr.write("".join(tb.format()))
 
-USAGE = "usage: python -m tensorlab.compat [-m module | script.py] [args ...]"
+USAGE = "usage: python -m tensorlab.compat [-c code | -m module | script.py] [args ...]"
 
 
 def main(argv=None):
@@ -34,6 +34,13 @@ def main(argv=None):
         return 2 if not argv else 0
     from . import install
     install()
+    if argv[0] == "-c":  # as python -c: sys.argv[0] is '-c', the code runs in a fresh __main__ namespace
+        if len(argv) < 2:
+            print("Argument expected for the -c option\n" + USAGE, file=sys.stderr)
+            return 2
+        sys.argv = ["-c"] + argv[2:]
+        sys.path.insert(0, "")
+        return _run(_run_code, argv[1])
     if argv[0] == "-m":
         if len(argv) < 2:
             print(USAGE, file=sys.stderr)
@@ -48,6 +55,19 @@ def main(argv=None):
     sys.argv = argv
     sys.path[0] = os.path.dirname(os.path.abspath(script))
     return _run(runpy.run_path, script, run_name="__main__")
+
+
+def _run_code(code):
+    import types
+    main = types.ModuleType("__main__")
+    main.__builtins__ = __builtins__
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(compile(code, "<string>", "exec"), main.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
 
 
 def _run(fn, *args, **kwargs):
