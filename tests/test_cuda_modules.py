@@ -272,3 +272,14 @@ def test_precompile_with_the_real_driver(cuda):
     for e in exprs:
         assert modules.function("softmax.cu", e, 0).name == e
     assert [modules._modules[k] for k in keys] == loaded  # nothing compiled twice
+
+
+def test_precompile_without_a_gpu_says_what_is_missing(monkeypatch):
+    """The README's promise: precompile() on a machine without CuPy or a GPU is a RuntimeError naming the
+    cause, not a raw ModuleNotFoundError from inside CuPy."""
+    from tensorlab import backends
+    from tensorlab.backends.cuda.cupy_driver import CupyDriver
+    monkeypatch.setattr(modules, "driver", CupyDriver())
+    monkeypatch.setattr(backends, "cuda_unavailable_reason", lambda: "CuPy is not installed (test)")
+    with pytest.raises(RuntimeError, match="there is none: CuPy is not installed"):
+        modules.precompile()

@@ -147,7 +147,14 @@ def precompile(sources=None, device=None, workers=None, progress=None):
     `progress(done, total, what)` is called from this thread before the first compile (done=0)
     and after each one. Returns {"units", "granularity", "workers", "elapsed_s"}; raises
     PrecompileError after trying everything if any compile failed (the failures are not cached:
-    a launch retries and raises the compiler's message)."""
+    a launch retries and raises the compiler's message). Without a usable GPU (and not on the emulation
+    driver) it raises RuntimeError saying what is missing, as any other request for CUDA."""
+    from .. import cuda_unavailable_reason
+    from .cupy_driver import CupyDriver
+    if isinstance(driver, CupyDriver):  # the real driver (not the emulation's, not a test's)
+        reason = cuda_unavailable_reason()
+        if reason is not None:
+            raise RuntimeError(f"precompile() compiles for a CUDA GPU, and there is none: {reason}")
     todo = units(sources)
     dev = driver.current_device() if device is None else int(device)
     g = granularity()
