@@ -478,3 +478,65 @@ def test_cuda_overhead_rows_time_dry_launches(cuda):
         assert r["front_s"] == pytest.approx(r["median_s"] - r["launch_s"])
     text = report.overhead_table(rows)
     assert "emu launch()" in text or tl.cuda.is_available()
+
+
+# -- when not to trust a number (bench/stability.py) ------------------------------------------------------
+def test_the_run_says_the_load_and_identifies_machine_and_code(run):
+    proc, _, doc = run
+    assert "load: " in proc.stdout and "usable CPU" in proc.stdout
+    load = doc["load"]
+    assert load["cpus"] >= 1 and isinstance(load["busy"], bool)
+    m = doc["machine"]
+    assert m["cpu_model"] and m["commit"] and len(m["commit"]) == 40 and m["dirty"] in (True, False)
+    for r in doc["results"]:
+        assert isinstance(r["unstable"], list)
+        assert set(r["unstable"]) <= {"spread", "oversubscribed", "busy"}
+        for b in r.get("unreliable_ratios", ()):
+            assert b in r["ratios"] and f"{r['ratios'][b]:.2f}x?" in proc.stdout
+
+
+def test_marks_and_unreliable_ratios():
+    from tensorlab.bench import stability
+    calm = {"cpus": 4, "loadavg_1m": 1.0, "steal_pct": 0.0, "busy": False}
+    spread = _rec("cpu", "add", 1024, "torch", 1e-5, iqr_s=5e-6, threads=1)
+    tight = _rec("cpu", "add", 1024, "tensorlab", 1e-5, iqr_s=1e-6, threads=2, ratios={"torch": 1.0, "numpy": 2.0})
+    numpy_row = _rec("cpu", "add", 1024, "numpy", 2e-5, iqr_s=1e-6, threads=1)
+    stability.annotate([spread, tight, numpy_row], calm, lambda r: (r["device"], r["workload"], r["size"]))
+    assert spread["unstable"] == ["spread"] and tight["unstable"] == [] and numpy_row["unstable"] == []
+    assert tight["unreliable_ratios"] == ["torch"]  # its torch partner is marked, its numpy partner is not
+    assert stability.ratio_text(tight, "torch") == "1.00x?" and stability.ratio_text(tight, "numpy") == "2.00x"
+    loaded = dict(calm, loadavg_1m=4.0)  # three CPUs busy with other work: one left
+    assert stability.marks(_rec("cpu", "add", 1024, "torch", 1e-5, iqr_s=0.0, threads=2), loaded) == [
+        "oversubscribed"]
+    assert stability.marks(_rec("cpu", "add", 1024, "torch", 1e-5, iqr_s=0.0, threads=2),
+                           dict(calm, busy=True)) == ["busy"]
+    assert stability.marks(_rec("cuda:0", "add", 1024, "torch", 1e-5, iqr_s=0.0, threads=None),
+                           dict(calm, busy=True)) == []
+    assert "BUSY" in stability.load_text(dict(calm, busy=True)) and "BUSY" not in stability.load_text(calm)
+
+
+def test_compare_with_an_earlier_run(run, tmp_path, capsys):
+    from tensorlab.bench import stability
+    _, out, doc = run
+    old = json.loads(json.dumps(doc))
+    for r in old["results"]:  # the earlier run: tensorlab's add twice as slow, everything else the same
+        if r["impl"] == "tensorlab" and r["workload"] == "add" and r.get("median_s"):
+            r["median_s"] *= 2
+            r["iqr_s"] = 0.0
+            r["unstable"] = []
+    rows = stability.compare(old, doc)
+    assert rows and all(r["verdict"] in ("slower", "faster", "same", "unreliable") for r in rows)
+    adds = [r for r in rows if r["impl"] == "tensorlab" and r["workload"] == "add"]
+    assert adds and all(r["change"] == pytest.approx(0.5) for r in adds)
+    assert all(r["verdict"] in ("faster", "unreliable") for r in adds)
+    assert [r for r in rows if r["impl"] != "tensorlab"] and all(
+        r["change"] == pytest.approx(1.0) for r in rows if r["impl"] != "tensorlab")
+    text = report.compare_table(rows, "old.json")
+    assert "new/old" in text and "0.50x" in text and "against old.json" in text
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    assert cli.main(COMMAND + ["--workloads", "add", "--baselines", "none", "--no-overhead", "--no-plot",
+                               "--out", str(tmp_path / "o"), "--compare", str(path)]) == 0
+    assert "against " + str(path) in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="cannot read"):
+        cli.main(COMMAND + ["--compare", str(tmp_path / "missing.json")])

@@ -5,6 +5,7 @@ table, and writes tensorlab-bench.json and tensorlab-bench.png into --out."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import sys
@@ -17,7 +18,7 @@ from tensorlab import backends
 from tensorlab.backends.cpu import parallel as _par
 
 from . import models as model_bench
-from . import overhead, report, suite
+from . import overhead, report, stability, suite
 from . import threads as thread_counts
 from .libs import BASELINES, torch_has_cuda, torch_module
 
@@ -86,6 +87,8 @@ def parser():
                    help="also time training steps of small models next to torch (same initial weights; the "
                         f"first-step losses are checked): {','.join(model_bench.MODELS)} (default: all)")
     p.add_argument("--no-plot", action="store_true", help="write the JSON only")
+    p.add_argument("--compare", metavar="OLD.json", help="a regression table against an earlier run's JSON "
+                   "(the same measurements, old and new medians, slower/faster/same beyond the rows' noise)")
     p.add_argument("--collectives", action="store_true", help="benchmark tl.distributed's collectives against "
                    "mpi4py and torch (gloo) instead, over mpiexec: --collectives --help for its options")
     return p
@@ -155,6 +158,7 @@ def _devices(requested):
 
 def _machine():
     info = {"platform": platform.platform(), "machine": platform.machine(), "processor": platform.processor(),
+            **stability.machine_identity(),
             "python": platform.python_version(), "cpu_count": os.cpu_count(),
             "tensorlab_threads": thread_counts.tensorlab_threads(),
             "tensorlab_can_set_threads": thread_counts.can_set_tensorlab_threads(),
@@ -190,6 +194,13 @@ def main(argv=None):
         from . import collectives
         return collectives.main([a for a in (sys.argv[1:] if argv is None else argv) if a != "--collectives"])
     args = parser().parse_args(argv)
+    old_doc = None
+    if args.compare:
+        try:
+            with open(args.compare) as f:
+                old_doc = json.load(f)
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"tensorlab-bench: --compare {args.compare}: cannot read it as a benchmark JSON ({e})")
     mode = "tiny" if args.tiny else "quick" if args.quick else "full"
     s = suite.settings(mode, args.sizes, args.matmul_sizes, args.repeat, args.max_time, args.flush_l2)
     s = s._replace(thread_variants=True)
@@ -213,6 +224,8 @@ def main(argv=None):
     print(f"tensorlab-bench {tl.__version__} ({mode}; tensorlab {tl_text}): {platform.platform()}, Python "
           f"{platform.python_version()}, numpy {versions['numpy']}{blas_text}, {torch_text}"
           + (f", cupy {versions['cupy']}" if versions["cupy"] else ""))
+    load = stability.load_check()
+    print(stability.load_text(load))
     for line in cuda_lines:
         print(line)
     print(f"devices: {', '.join(devices)}; workloads: {', '.join(workloads)}", flush=True)
@@ -225,6 +238,7 @@ def main(argv=None):
     for device in devices if args.models else ():
         trained += model_bench.measure(args.models, mode, device, progress=lambda what: progress(0, 1, what))
     elapsed = time.perf_counter() - t0
+    stability.annotate(results, load, lambda r: (r["device"], r["workload"], r["size"], r.get("thread_setting")))
 
     if over:
         print()
@@ -242,7 +256,12 @@ def main(argv=None):
            "argv": list(sys.argv[1:] if argv is None else argv), "elapsed_s": elapsed,
            "settings": s._asdict(), "machine": _machine(), "libraries": versions, "cuda": cuda_info,
            "devices": devices, "workloads": workloads, "peaks": peaks, "results": results, "overhead": over,
-           "models": trained, "no_plot": args.no_plot}
+           "models": trained, "no_plot": args.no_plot, "load": load}
+    if old_doc is not None:
+        rows = stability.compare(old_doc, doc)
+        doc["compare"] = {"against": args.compare, "rows": rows}
+        print()
+        print(report.compare_table(rows, args.compare))
     note = report.cuda_note(doc)
     if note and any(d != "cpu" for d in devices):
         print(note)

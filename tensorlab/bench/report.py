@@ -7,6 +7,7 @@ import json
 import math
 import os
 
+from . import stability
 from .libs import BASELINES
 
 JSON_NAME = "tensorlab-bench.json"
@@ -51,7 +52,7 @@ def table(results):
     tensorlab faster)."""
     present = [b for b in BASELINES if any(r["impl"] == b for r in results)]
     head = ["device", "workload", "size", "impl", "threads", "median", "IQR", "throughput", "% peak", "% roof"]
-    head += [f"vs {b}" for b in present]
+    head += [f"vs {b}" for b in present] + ["marks"]
     rows = []
     for r in results:
         if r["error"] is not None:
@@ -61,15 +62,14 @@ def table(results):
             row = [r["device"], r["workload"], size_text(r), r["impl"], threads_text(r), fmt_time(r["median_s"]),
                    fmt_time(r["iqr_s"]), throughput_text(r), "-" if pct is None else f"{pct:.0f}%",
                    "-" if roof is None else f"{roof:.0f}%"]
-        ratios = r.get("ratios", {})
-        row += [f"{ratios[b]:.2f}x" if b in ratios else "" for b in present]
+        row += [stability.ratio_text(r, b) for b in present] + [stability.mark_text(r)]
         rows.append(row)
-    return _render(head, rows, [(r["device"], r["workload"]) for r in results], right_from=4)
+    return _render(head, rows, [(r["device"], r["workload"]) for r in results], right_from=4, left=("marks",))
 
 
-def _render(head, rows, keys, right_from):
+def _render(head, rows, keys, right_from, left=()):
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
-    right = set(range(right_from, len(head)))
+    right = {i for i in range(right_from, len(head)) if head[i] not in left}
 
     def line(cells):
         return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
@@ -241,6 +241,8 @@ def footnotes(results, peaks):
     if any("ratios" in r for r in results):
         lines.append("vs X: X's median time / tensorlab's on the same device and input (above 1x: tensorlab is "
                      "faster).")
+    if any(r.get("unstable") for r in results):
+        lines.append(stability.FOOTNOTE)
     for c in crossovers(results):
         lines.append(f"crossover: {c['text']}")
     errors = [r for r in results if r["error"] is not None]
@@ -248,6 +250,19 @@ def footnotes(results, peaks):
         lines.append(f"{len(errors)} measurement{'s' if len(errors) != 1 else ''} failed (not timed):")
         lines += [f"  {r['device']} {r['workload']} {size_text(r)} {r['impl']}: {r['error']}" for r in errors]
     return "\n".join(lines)
+
+
+def compare_table(rows, against):
+    """--compare OLD.json: each measurement both runs made, the old and new medians and the verdict."""
+    head = ["device", "workload", "size", "impl", "threads", "old median", "new median", "new/old", "verdict"]
+    body = [[r["device"], r["workload"], size_text(r), r["impl"], str(r["threads"]), fmt_time(r["old_s"]),
+             fmt_time(r["new_s"]), f"{r['change']:.2f}x", r["verdict"]] for r in rows]
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in ("slower", "faster", "same", "unreliable")}
+    summary = (f"against {against}: {len(rows)} measurements in both runs; " +
+               ", ".join(f"{n} {v}" for v, n in counts.items()) +
+               f" (a change inside {stability.NOISE_FLOOR:.0%} or the rows' own IQR is 'same'; a marked row "
+               "'unreliable')")
+    return _render(head, body, [(r["device"], r["workload"]) for r in rows], right_from=4) + "\n" + summary
 
 
 def write_json(path, doc):
@@ -368,10 +383,19 @@ def figure(results, peaks, title="", notes=(), overhead=None, models=None):
         unit = next((r["unit"] for r in results if r["workload"] == w), "")
         for d in devices:
             for name in impls:
-                pts = sorted((r["size"], r["throughput"]) for r in mine if r["device"] == d and r["impl"] == name)
+                rs = sorted((r for r in mine if r["device"] == d and r["impl"] == name), key=lambda r: r["size"])
+                pts = [(r["size"], r["throughput"]) for r in rs]
                 if pts:
                     ls, mk = styles[d]
                     ax.plot(*zip(*pts), ls, marker=mk, color=colors[name], label=f"{name} ({d})", markersize=3)
+                    band = [(r["size"], r["throughput"] * r["median_s"] / r["q3_s"],
+                             r["throughput"] * r["median_s"] / r["q1_s"]) for r in rs
+                            if r.get("q1_s") and r.get("q3_s") and r.get("median_s")]
+                    if band:  # the IQR as a band: throughput at the first and third quartile times
+                        ax.fill_between(*zip(*band), color=colors[name], alpha=0.15, lw=0)
+                    bad = [(r["size"], r["throughput"]) for r in rs if r.get("unstable")]
+                    if bad:  # marked rows (spread, oversubscribed, busy): a red ring
+                        ax.plot(*zip(*bad), "o", mfc="none", mec="red", markersize=6, mew=0.8)
                 pts = sorted((r["size"], r["throughput"]) for r in one_thread
                              if r["workload"] == w and r["device"] == d and r["impl"] == name)
                 if pts:  # the large cases' 1-thread rows: markers on a thin dotted line
