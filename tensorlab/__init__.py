@@ -62,3 +62,6 @@ from math import e, inf, nan, pi  # noqa: E402  (torch.e, torch.inf, torch.nan, 
 from . import profiler  # noqa: E402  (tl.profiler: profile, record_function, ProfilerActivity)
 from . import distributed  # noqa: E402  (tl.distributed: MPI and NCCL collectives; mpi4py optional)
 from .backends.cpu.parallel import get_num_threads, set_num_threads  # noqa: E402  (the CPU backend's threads)
+
+from . import _docs as _docs  # noqa: E402  (docstrings of the generated ops, applied once)
+_docs.apply()

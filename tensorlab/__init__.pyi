@@ -97,46 +97,46 @@ uint8: DType
 def abs(input, *, out=...): """Elementwise abs (torch.abs); promotion: keep."""
 def abs_(input): """In-place abs."""
 def acos(input, *, out=...): """torch.acos"""
-def acos_(input): ...
+def acos_(input): """In-place form of acos: the result is written into self, which is returned (torch's Tensor.acos_)."""
 def acosh(input, *, out=...): """torch.acosh"""
-def acosh_(input): ...
-def adaptive_avg_pool1d(input, output_size): ...
-def add(input, other, *, alpha=..., out=...): ...
-def addbmm(input, batch1, batch2, *, beta=..., alpha=..., out=...): ...
-def addcdiv(input, tensor1, tensor2, *, value=..., out=...): ...
-def addcmul(input, tensor1, tensor2, *, value=..., out=...): ...
-def addmm(input, mat1, mat2, *, beta=..., alpha=..., out=...): ...
-def addmv(input, mat, vec, *, beta=..., alpha=..., out=...): ...
-def addmv_(input, *args, beta=..., alpha=..., **operands): ...
-def addr(input, vec1, vec2, *, beta=..., alpha=..., out=...): ...
-def adjoint(input): ...
+def acosh_(input): """In-place form of acosh: the result is written into self, which is returned (torch's Tensor.acosh_)."""
+def adaptive_avg_pool1d(input, output_size): """1-D average pooling to a given output size."""
+def add(input, other, *, alpha=..., out=...): """input + alpha * other, broadcast, with torch's type promotion (out= and the in-place add_ too)."""
+def addbmm(input, batch1, batch2, *, beta=..., alpha=..., out=...): """beta * input + alpha * the sum over the batch of batch1[i] @ batch2[i]."""
+def addcdiv(input, tensor1, tensor2, *, value=..., out=...): """input + value * tensor1 / tensor2, elementwise."""
+def addcmul(input, tensor1, tensor2, *, value=..., out=...): """input + value * tensor1 * tensor2, elementwise."""
+def addmm(input, mat1, mat2, *, beta=..., alpha=..., out=...): """beta * input + alpha * (mat1 @ mat2)."""
+def addmv(input, mat, vec, *, beta=..., alpha=..., out=...): """beta * input + alpha * (mat @ vec)."""
+def addmv_(input, *args, beta=..., alpha=..., **operands): """In-place addmv."""
+def addr(input, vec1, vec2, *, beta=..., alpha=..., out=...): """beta * input + alpha * outer(vec1, vec2)."""
+def adjoint(input): """The conjugate transpose of the last two dimensions (a view)."""
 def alias_copy(input, *args, out=..., **kwargs): """torch.alias_copy: a new tensor holding what the view op returns"""
-def all(input, dim=..., keepdim=..., *, out=...): ...
+def all(input, dim=..., keepdim=..., *, out=...): """Whether every element (over dim) is nonzero."""
 def allclose(input, other, rtol=..., atol=..., equal_nan=...): """Whether every element of isclose(input, other) is True (a Python bool; waits for the device)."""
-def amax(input, dim=..., keepdim=..., *, out=...): ...
-def amin(input, dim=..., keepdim=..., *, out=...): ...
-def aminmax(input, *, dim=..., keepdim=..., out=...): ...
+def amax(input, dim=..., keepdim=..., *, out=...): """The largest value over dim (no indices; NaN propagates)."""
+def amin(input, dim=..., keepdim=..., *, out=...): """The smallest value over dim (no indices; NaN propagates)."""
+def aminmax(input, *, dim=..., keepdim=..., out=...): """(min, max) of input, or over dim."""
 def angle(input, *, out=...): """0 for x >= 0, pi for x < 0 (NaN stays NaN); integer inputs give the default float dtype."""
-def any(input, dim=..., keepdim=..., *, out=...): ...
+def any(input, dim=..., keepdim=..., *, out=...): """Whether any element (over dim) is nonzero."""
 def arange(start, end=..., step=..., *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., out=...): """Values start, start+step, ... below end; int64 unless an argument is a float (torch)."""
 def arccos(input, *, out=...): """torch.acos"""
-def arccos_(input): ...
+def arccos_(input): """In-place form of acos: the result is written into self, which is returned (torch's Tensor.acos_)."""
 def arccosh(input, *, out=...): """torch.acosh"""
-def arccosh_(input): ...
+def arccosh_(input): """In-place form of acosh: the result is written into self, which is returned (torch's Tensor.acosh_)."""
 def arcsin(input, *, out=...): """torch.asin"""
-def arcsin_(input): ...
+def arcsin_(input): """In-place form of arcsin: the result is written into self, which is returned (torch's Tensor.arcsin_)."""
 def arcsinh(input, *, out=...): """torch.asinh"""
-def arcsinh_(input): ...
+def arcsinh_(input): """In-place form of arcsinh: the result is written into self, which is returned (torch's Tensor.arcsinh_)."""
 def arctan(input, *, out=...): """torch.atan"""
-def arctan_(input): ...
+def arctan_(input): """In-place form of arctan: the result is written into self, which is returned (torch's Tensor.arctan_)."""
 def arctanh(input, *, out=...): """torch.atanh"""
-def arctanh_(input): ...
-def are_deterministic_algorithms_enabled(): ...
-def argmax(input, dim=..., keepdim=..., *, out=...): ...
-def argmin(input, dim=..., keepdim=..., *, out=...): ...
-def argsort(input, dim=..., descending=..., stable=..., *, out=...): ...
-def argwhere(input): ...
-def as_strided(input, size, stride, storage_offset=...): ...
+def arctanh_(input): """In-place form of arctanh: the result is written into self, which is returned (torch's Tensor.arctanh_)."""
+def are_deterministic_algorithms_enabled(): """Whether use_deterministic_algorithms(True) is in force."""
+def argmax(input, dim=..., keepdim=..., *, out=...): """The index of the largest value, flattened or over dim (the first one on ties)."""
+def argmin(input, dim=..., keepdim=..., *, out=...): """The index of the smallest value, flattened or over dim (the first one on ties)."""
+def argsort(input, dim=..., descending=..., stable=..., *, out=...): """The indices that sort input along dim (stable=True keeps the order of equal elements)."""
+def argwhere(input): """The indices of the nonzero elements, one row per element."""
+def as_strided(input, size, stride, storage_offset=...): """A view of input's storage with the given size, stride and storage offset."""
 def as_strided_copy(input, *args, out=..., **kwargs): """torch.as_strided_copy: a new tensor holding what the view op returns"""
 def as_tensor(data, dtype=..., device=...): """Share memory with `data` when possible (a tensor, or a NumPy array on the CPU), else copy."""
 def asarray(obj, *, dtype=..., device=..., copy=..., requires_grad=...): """tl.asarray (torch.asarray): a tensor from `obj` (a tensor, an object with the CUDA array
@@ -145,19 +145,19 @@ def asarray(obj, *, dtype=..., device=..., copy=..., requires_grad=...): """tl.a
     copy=False raises ValueError when sharing is impossible.
     """
 def asin(input, *, out=...): """torch.asin"""
-def asin_(input): ...
+def asin_(input): """In-place form of arcsin: the result is written into self, which is returned (torch's Tensor.arcsin_)."""
 def asinh(input, *, out=...): """torch.asinh"""
-def asinh_(input): ...
+def asinh_(input): """In-place form of arcsinh: the result is written into self, which is returned (torch's Tensor.arcsinh_)."""
 def atan(input, *, out=...): """torch.atan"""
 def atan2(input, other, *, out=...): """Elementwise atan2 with broadcasting (torch.atan2); promotion: int_to_float."""
-def atan_(input): ...
+def atan_(input): """In-place form of arctan: the result is written into self, which is returned (torch's Tensor.arctan_)."""
 def atanh(input, *, out=...): """torch.atanh"""
-def atanh_(input): ...
-def atleast_1d(*tensors): ...
-def atleast_2d(*tensors): ...
-def atleast_3d(*tensors): ...
-def avg_pool1d(input, kernel_size, stride=..., padding=..., ceil_mode=..., count_include_pad=...): ...
-def baddbmm(input, batch1, batch2, *, beta=..., alpha=..., out=...): ...
+def atanh_(input): """In-place form of arctanh: the result is written into self, which is returned (torch's Tensor.arctanh_)."""
+def atleast_1d(*tensors): """input, or each input, viewed with at least 1 dimension."""
+def atleast_2d(*tensors): """input, or each input, viewed with at least 2 dimensions."""
+def atleast_3d(*tensors): """input, or each input, viewed with at least 3 dimensions."""
+def avg_pool1d(input, kernel_size, stride=..., padding=..., ceil_mode=..., count_include_pad=...): """1-D average pooling."""
+def baddbmm(input, batch1, batch2, *, beta=..., alpha=..., out=...): """beta * input + alpha * bmm(batch1, batch2)."""
 def bernoulli(input, p=..., *, generator=..., out=...): """Draws 1 with probability `input` (elementwise), or with probability p when p is given;
     the result has input's shape and dtype.
     """
@@ -165,18 +165,18 @@ def bincount(input, weights=..., minlength=...): """torch.bincount: occurrences 
     of their weights: float32 weights give float32, any other weights float64).
     """
 def bitwise_and(input, other, *, out=...): """Elementwise bitwise_and with broadcasting (torch.bitwise_and); promotion: default."""
-def bitwise_left_shift(input, other, *, out=...): ...
+def bitwise_left_shift(input, other, *, out=...): """input << other elementwise (integer tensors)."""
 def bitwise_not(input, *, out=...): """Elementwise bitwise_not (torch.bitwise_not); promotion: keep."""
 def bitwise_or(input, other, *, out=...): """Elementwise bitwise_or with broadcasting (torch.bitwise_or); promotion: default."""
-def bitwise_right_shift(input, other, *, out=...): ...
+def bitwise_right_shift(input, other, *, out=...): """input >> other elementwise (arithmetic shift for signed integers)."""
 def bitwise_xor(input, other, *, out=...): """Elementwise bitwise_xor with broadcasting (torch.bitwise_xor); promotion: default."""
 def block_diag(*tensors): """torch.block_diag: the tensors (0-, 1- or 2-D) as blocks on the diagonal of one matrix."""
-def bmm(input, mat2, *, out=...): ...
+def bmm(input, mat2, *, out=...): """Batched matrix product of two 3-D tensors."""
 def broadcast_shapes(*shapes): """torch.broadcast_shapes: each shape a sequence of ints, or one int for a 1-D shape
     (broadcast_shapes((5, 1), 5) is (5, 5)).
     """
-def broadcast_tensors(*tensors): ...
-def broadcast_to(input, size): ...
+def broadcast_tensors(*tensors): """The tensors expanded to their common broadcast shape (views)."""
+def broadcast_to(input, size): """A view of input expanded to size (broadcasting rules)."""
 def bucketize(input, boundaries, *, out_int32=..., right=..., out=...): """torch.bucketize: the bucket of each value among 1-D `boundaries` (searchsorted with the
     arguments swapped).
     """
@@ -185,55 +185,55 @@ def cartesian_prod(*tensors): """torch.cartesian_prod: every combination of the 
 def cat(tensors, dim=..., *, out=...): """Concatenate along an existing dim. As torch's legacy rule, 1-D empty tensors are skipped
     whatever the others' shapes (they still take part in dtype promotion).
     """
-def cdist(x1, x2, p=..., compute_mode=...): ...
+def cdist(x1, x2, p=..., compute_mode=...): """The p-norm distance between each pair of rows of x1 and x2 (batched)."""
 def ceil(input, *, out=...): """Elementwise ceil (torch.ceil); promotion: keep."""
 def ceil_(input): """In-place ceil."""
 def cholesky(input, upper=..., *, out=...): """torch.cholesky (deprecated in torch, with its warning)."""
-def cholesky_inverse(input, upper=..., *, out=...): ...
+def cholesky_inverse(input, upper=..., *, out=...): """The inverse of a matrix from its Cholesky factor."""
 def cholesky_solve(input, input2, upper=..., *, out=...): """X with A X = input, A = L L^T (upper=False: input2 is L) or U^T U (upper=True: input2 is U)."""
-def chunk(input, chunks, dim=...): ...
-def clamp(input, min=..., max=..., *, out=...): ...
-def clamp_(input, min=..., max=...): ...
-def clamp_max(input, max, *, out=...): ...
-def clamp_max_(input, max): ...
-def clamp_min(input, min, *, out=...): ...
-def clamp_min_(input, min): ...
-def clip(input, min=..., max=..., *, out=...): ...
-def clip_(input, min=..., max=...): ...
-def clone(input, *, memory_format=...): ...
-def column_stack(tensors, *, out=...): ...
-def compile(model=..., *, fullgraph=..., dynamic=..., backend=..., mode=..., options=..., disable=...): ...
+def chunk(input, chunks, dim=...): """input split into `chunks` views along dim (the last may be smaller)."""
+def clamp(input, min=..., max=..., *, out=...): """input limited to [min, max] elementwise (either bound may be a number, a tensor or None)."""
+def clamp_(input, min=..., max=...): """In-place clamp."""
+def clamp_max(input, max, *, out=...): """input limited from above by max (elementwise min)."""
+def clamp_max_(input, max): """In-place clamp_max."""
+def clamp_min(input, min, *, out=...): """input limited from below by min (elementwise max)."""
+def clamp_min_(input, min): """In-place clamp_min."""
+def clip(input, min=..., max=..., *, out=...): """input limited to [min, max] elementwise (either bound may be a number, a tensor or None)."""
+def clip_(input, min=..., max=...): """In-place clamp."""
+def clone(input, *, memory_format=...): """A copy of input with its own memory (memory_format as torch), recorded for autograd."""
+def column_stack(tensors, *, out=...): """The tensors as columns of a 2-D tensor."""
+def compile(model=..., *, fullgraph=..., dynamic=..., backend=..., mode=..., options=..., disable=...): """torch.compile's signature; tensorlab's only backend is eager: the callable is returned unchanged."""
 def concat(tensors, dim=..., *, out=...): """Concatenate along an existing dim. As torch's legacy rule, 1-D empty tensors are skipped
     whatever the others' shapes (they still take part in dtype promotion).
     """
 def concatenate(tensors, dim=..., *, out=...): """Concatenate along an existing dim. As torch's legacy rule, 1-D empty tensors are skipped
     whatever the others' shapes (they still take part in dtype promotion).
     """
-def conj(input): ...
-def conj_physical(input, *, out=...): ...
-def constant_pad_nd(input, pad, value=...): ...
-def conv1d(input, weight, bias=..., stride=..., padding=..., dilation=..., groups=...): ...
-def conv2d(input, weight, bias=..., stride=..., padding=..., dilation=..., groups=...): ...
-def conv_transpose1d(input, weight, bias=..., stride=..., padding=..., output_padding=..., groups=..., dilation=...): ...
-def conv_transpose2d(input, weight, bias=..., stride=..., padding=..., output_padding=..., groups=..., dilation=...): ...
+def conj(input): """The complex conjugate; input itself for real tensors."""
+def conj_physical(input, *, out=...): """The complex conjugate, computed; a copy for real tensors."""
+def constant_pad_nd(input, pad, value=...): """input padded with `value` by the (left, right, ...) amounts in pad, last dim first."""
+def conv1d(input, weight, bias=..., stride=..., padding=..., dilation=..., groups=...): """1-D convolution (torch.conv1d, as nn.functional.conv1d)."""
+def conv2d(input, weight, bias=..., stride=..., padding=..., dilation=..., groups=...): """2-D convolution (torch.conv2d, as nn.functional.conv2d)."""
+def conv_transpose1d(input, weight, bias=..., stride=..., padding=..., output_padding=..., groups=..., dilation=...): """1-D transposed convolution."""
+def conv_transpose2d(input, weight, bias=..., stride=..., padding=..., output_padding=..., groups=..., dilation=...): """2-D transposed convolution."""
 def copysign(input, other, *, out=...): """torch.copysign"""
-def corrcoef(input): ...
+def corrcoef(input): """The Pearson correlation coefficients of the rows of input."""
 def cos(input, *, out=...): """Elementwise cos (torch.cos); promotion: int_to_float."""
 def cos_(input): """In-place cos."""
 def cosh(input, *, out=...): """torch.cosh"""
-def cosh_(input): ...
-def count_nonzero(input, dim=...): ...
+def cosh_(input): """In-place form of cosh: the result is written into self, which is returned (torch's Tensor.cosh_)."""
+def count_nonzero(input, dim=...): """The number of nonzero elements, in total or over dim."""
 def cov(input, *, correction=..., fweights=..., aweights=...): """torch.cov: rows are variables, columns observations (a 1-D input is one variable)."""
 def cross(input, other, dim=..., *, out=...): """torch.cross: linalg.cross, but dim=None (deprecated, with torch's warning) takes the first
     dim of size 3.
     """
-def cummax(input, dim, *, out=...): ...
-def cummin(input, dim, *, out=...): ...
-def cumprod(input, dim, *, dtype=..., out=...): ...
-def cumsum(input, dim, *, dtype=..., out=...): ...
-def cumulative_trapezoid(y, x=..., *, dx=..., dim=...): ...
+def cummax(input, dim, *, out=...): """(values, indices): the running maximum along dim and where it was reached."""
+def cummin(input, dim, *, out=...): """(values, indices): the running minimum along dim and where it was reached."""
+def cumprod(input, dim, *, dtype=..., out=...): """The cumulative product along dim."""
+def cumsum(input, dim, *, dtype=..., out=...): """The cumulative sum along dim."""
+def cumulative_trapezoid(y, x=..., *, dx=..., dim=...): """The running trapezoidal integral of y along dim."""
 def deg2rad(input, *, out=...): """torch.deg2rad"""
-def deg2rad_(input): ...
+def deg2rad_(input): """In-place form of deg2rad: the result is written into self, which is returned (torch's Tensor.deg2rad_)."""
 def det(A, *, out=...): """torch.linalg.det (also torch.det / Tensor.det)."""
 def detach(input): """Same storage, layout and version counter; outside any autograd graph."""
 def diag(input, diagonal=..., *, out=...): """torch.diag: a 1-D input becomes a square matrix with it on the `diagonal`-th diagonal; a
@@ -242,19 +242,19 @@ def diag(input, diagonal=..., *, out=...): """torch.diag: a 1-D input becomes a 
 def diag_embed(input, offset=..., dim1=..., dim2=...): """torch.diag_embed: the last dim of input placed on the `offset` diagonal of new (dim1, dim2)
     planes of zeros.
     """
-def diagflat(input, offset=...): ...
-def diagonal(input, offset=..., dim1=..., dim2=...): ...
+def diagflat(input, offset=...): """A 2-D tensor with the flattened input on its offset diagonal."""
+def diagonal(input, offset=..., dim1=..., dim2=...): """A view of the diagonal with the given offset of dims dim1 and dim2."""
 def diagonal_copy(input, *args, out=..., **kwargs): """torch.diagonal_copy: a new tensor holding what the view op returns"""
 def diff(input, n=..., dim=..., prepend=..., append=..., *, out=...): """The n-th forward difference along dim, after concatenating prepend and append."""
-def dist(input, other, p=...): ...
-def div(input, other, *, rounding_mode=..., out=...): ...
+def dist(input, other, p=...): """The p-norm of input - other."""
+def div(input, other, *, rounding_mode=..., out=...): """input / other, broadcast; rounding_mode None (true division), 'trunc' or 'floor'."""
 def dot(input, tensor, *, out=...): """torch.dot(input, tensor): the inner product of two 1-D tensors (torch's keyword names)."""
 def dsplit(input, sections=..., indices=...): """torch's two overloads: (input, sections: int) and (input, indices: list), positionally alike."""
-def dstack(tensors, *, out=...): ...
+def dstack(tensors, *, out=...): """The tensors concatenated depth-wise (along dim 2, after atleast_3d)."""
 def einsum(*args): """torch.einsum(equation, *operands) (operands also as one list, or the sublist form)."""
-def empty(*sizes, size=..., dtype=..., device=..., layout=..., requires_grad=..., memory_format=..., pin_memory=..., out=...): ...
-def empty_like(input, *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., memory_format=...): ...
-def empty_strided(size, stride, *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=...): ...
+def empty(*sizes, size=..., dtype=..., device=..., layout=..., requires_grad=..., memory_format=..., pin_memory=..., out=...): """A tensor of the given size with uninitialized values (torch.empty)."""
+def empty_like(input, *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., memory_format=...): """An uninitialized tensor with input's size, and its dtype/device unless given."""
+def empty_strided(size, stride, *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=...): """An uninitialized tensor with the given sizes and strides."""
 def eq(input, other, *, out=...): """Elementwise eq with broadcasting (torch.eq); promotion: always_bool."""
 def equal(input, other): """True when both tensors have the same shape and equal elements (NaN is never equal)."""
 def erf(input, *, out=...): """Elementwise erf (torch.erf); promotion: int_to_float."""
@@ -266,22 +266,22 @@ def exp_(input): """In-place exp."""
 def expand_copy(input, *args, out=..., **kwargs): """torch.expand_copy: a new tensor holding what the view op returns"""
 def expm1(input, *, out=...): """Elementwise expm1 (torch.expm1); promotion: int_to_float."""
 def expm1_(input): """In-place expm1."""
-def eye(n, m=..., *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., out=...): ...
+def eye(n, m=..., *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., out=...): """A 2-D tensor with ones on the diagonal and zeros elsewhere (n x n, or n x m)."""
 def fill(input, value): """A new tensor of input's shape, dtype and device filled with value (torch.fill)."""
 def fill_(input, value): """Every element of self set to `value` (a number, or a 0-dim tensor whose value is cast)."""
-def flatten(input, start_dim=..., end_dim=...): ...
+def flatten(input, start_dim=..., end_dim=...): """input with dimensions start_dim..end_dim merged into one (a view where the strides allow)."""
 def flip(input, dims): """A copy with the order of elements reversed along each of `dims`."""
-def fliplr(input): ...
-def flipud(input): ...
+def fliplr(input): """input reversed along dim 1 (a copy, as torch)."""
+def flipud(input): """input reversed along dim 0 (a copy, as torch)."""
 def float_power(input, exponent, *, out=...): """input ** exponent in float64, whatever the operands' dtypes (torch's contract)."""
 def floor(input, *, out=...): """Elementwise floor (torch.floor); promotion: keep."""
 def floor_(input): """In-place floor."""
 def floor_divide(input, other, *, out=...): """Elementwise floor_divide with broadcasting (torch.floor_divide); promotion: default."""
-def fmax(input, other, *, out=...): ...
-def fmin(input, other, *, out=...): ...
+def fmax(input, other, *, out=...): """Elementwise maximum that ignores NaN (NaN only where both are NaN)."""
+def fmin(input, other, *, out=...): """Elementwise minimum that ignores NaN (NaN only where both are NaN)."""
 def fmod(input, other, *, out=...): """Elementwise fmod with broadcasting (torch.fmod); promotion: default."""
 def frac(input, *, out=...): """torch.frac"""
-def frac_(input): ...
+def frac_(input): """In-place form of frac: the result is written into self, which is returned (torch's Tensor.frac_)."""
 def frexp(input, *, out=...): """mantissa in [0.5, 1) (sign kept) and int32 exponent with input = mantissa * 2 ** exponent; 0, inf
     and NaN give themselves and exponent 0, as torch.
     """
@@ -292,17 +292,17 @@ def from_dlpack(ext_tensor, *, device=..., copy=...): """tl.from_dlpack: a tenso
     torch.from_dlpack, including its fallbacks for producers that predate DLPack 1.0's keywords.
     """
 def from_numpy(ndarray): """A CPU tensor sharing `ndarray`'s memory; its storage is not resizable."""
-def frombuffer(buffer, *, dtype, count=..., offset=..., requires_grad=...): ...
-def full(size, fill_value, *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., out=...): ...
-def full_like(input, fill_value, *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., memory_format=...): ...
+def frombuffer(buffer, *, dtype, count=..., offset=..., requires_grad=...): """A 1-D tensor over the bytes of a Python buffer object (shares its memory)."""
+def full(size, fill_value, *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., out=...): """A tensor of the given size filled with fill_value (its dtype inferred from the value unless given)."""
+def full_like(input, fill_value, *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., memory_format=...): """A tensor of input's size filled with fill_value."""
 def gather(input, dim, index, *, sparse_grad=..., out=...): """out[i][j] = input[index[i][j]][j] along `dim`; index may be smaller than input off dim."""
-def gcd(input, other, *, out=...): ...
-def gcd_(input, other): ...
+def gcd(input, other, *, out=...): """Elementwise greatest common divisor of integer tensors."""
+def gcd_(input, other): """In-place gcd."""
 def ge(input, other, *, out=...): """Elementwise ge with broadcasting (torch.ge); promotion: always_bool."""
 def gelu(input, approximate=..., *, out=...): """torch.nn.functional.gelu: x * Phi(x), or its tanh approximation."""
 def ger(input, vec2, *, out=...): """input[i] * vec2[j], promoted as a multiplication (a k=1 matrix product)."""
-def get_default_dtype(): ...
-def get_float32_matmul_precision(): ...
+def get_default_dtype(): """The dtype floating-point factories and Python floats use (float32 unless set)."""
+def get_float32_matmul_precision(): """The float32 matmul precision setting ('highest', 'high' or 'medium')."""
 def get_num_threads(): """The number of threads the CPU backend uses for large ops (torch.get_num_threads)."""
 def get_printoptions(): """The current options as a dict that set_printoptions(**d) accepts."""
 def get_rng_state(): """The CPU default generator's state (a uint8 tensor, see Generator.get_state)."""
@@ -310,26 +310,26 @@ def gradient(input, *, spacing=..., dim=..., edge_order=...): """numpy.gradient'
     one-sided ones at the edges; spacing a number, numbers per dim, or coordinate tensors per dim.
     """
 def gt(input, other, *, out=...): """Elementwise gt with broadcasting (torch.gt); promotion: always_bool."""
-def heaviside(input, values, *, out=...): ...
+def heaviside(input, values, *, out=...): """The Heaviside step: 0 below zero, 1 above, `values` at zero."""
 def histc(input, bins=..., min=..., max=..., *, out=...): """torch.histc: counts of the elements in `bins` equal-width bins over [min, max] (the data's
     range when both are 0); elements outside are ignored, the top edge belongs to the last bin.
     """
 def hsplit(input, sections=..., indices=...): """torch's two overloads: (input, sections: int) and (input, indices: list), positionally alike."""
-def hstack(tensors, *, out=...): ...
+def hstack(tensors, *, out=...): """The tensors concatenated column-wise (along dim 1, or 0 for 1-D tensors)."""
 def hypot(input, other, *, out=...): """torch.hypot"""
-def index_add(input, dim, index, source, *, alpha=..., out=...): ...
-def index_copy(input, dim, index, source, *, out=...): ...
-def index_fill(input, dim, index, value): ...
-def index_put(input, indices, values, accumulate=...): ...
+def index_add(input, dim, index, source, *, alpha=..., out=...): """A copy of input with alpha * source added at the given indices of dim."""
+def index_copy(input, dim, index, source, *, out=...): """A copy of input with source written at the given indices of dim."""
+def index_fill(input, dim, index, value): """A copy of input with value written at the given indices of dim."""
+def index_put(input, indices, values, accumulate=...): """A copy of input with values written at the index tensors' positions (accumulate=True adds)."""
 def index_select(input, dim, index, *, out=...): """The slices of input at positions `index` (1-D or 0-dim) along `dim`."""
-def initial_seed(): ...
-def inner(input, other, *, out=...): ...
-def inverse(input, *, out=...): ...
-def is_deterministic_algorithms_warn_only_enabled(): ...
-def is_floating_point(input): ...
-def is_grad_enabled(): ...
-def is_inference_mode_enabled(): ...
-def is_tensor(obj): ...
+def initial_seed(): """The seed the default generator was last seeded with."""
+def inner(input, other, *, out=...): """The inner product over the last dimension of both inputs."""
+def inverse(input, *, out=...): """The inverse of a square matrix (batched): torch.inverse, as linalg.inv."""
+def is_deterministic_algorithms_warn_only_enabled(): """Whether use_deterministic_algorithms was set with warn_only=True."""
+def is_floating_point(input): """Whether input's dtype is a floating-point dtype."""
+def is_grad_enabled(): """Whether gradient recording is on in this thread."""
+def is_inference_mode_enabled(): """Whether inference mode is on in this thread."""
+def is_tensor(obj): """Whether obj is a tensorlab Tensor."""
 def isclose(input, other, rtol=..., atol=..., equal_nan=...): """|input - other| <= atol + rtol * |other|, elementwise, plus exact equality (infinities);
     NaNs are close to each other only with equal_nan.
     """
@@ -337,17 +337,17 @@ def isfinite(input): """Elementwise isfinite (torch.isfinite); promotion: always
 def isin(elements, test_elements, *, assume_unique=..., invert=..., out=...): """Whether each element of `elements` is in `test_elements` (either may be a Python scalar)."""
 def isinf(input): """Elementwise isinf (torch.isinf); promotion: always_bool."""
 def isnan(input): """Elementwise isnan (torch.isnan); promotion: always_bool."""
-def isneginf(input, *, out=...): ...
-def isposinf(input, *, out=...): ...
-def isreal(input): ...
+def isneginf(input, *, out=...): """Whether each element is -inf."""
+def isposinf(input, *, out=...): """Whether each element is +inf."""
+def isreal(input): """Whether each element is real (always True for tensorlab's real dtypes)."""
 def kron(input, other, *, out=...): """torch.kron: the Kronecker product (dims aligned from the right, missing ones are 1)."""
 def kthvalue(input, k, dim=..., keepdim=..., *, out=...): """(values, indices) of the k-th smallest element along dim (k from 1; NaN counts as largest)."""
-def lcm(input, other, *, out=...): ...
-def lcm_(input, other): ...
+def lcm(input, other, *, out=...): """Elementwise least common multiple of integer tensors."""
+def lcm_(input, other): """In-place lcm."""
 def ldexp(input, other, *, out=...): """input * 2 ** other (a float result, as torch's)."""
 def le(input, other, *, out=...): """Elementwise le with broadcasting (torch.le); promotion: always_bool."""
-def lerp(input, end, weight, *, out=...): ...
-def linspace(start, end, steps, *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., out=...): ...
+def lerp(input, end, weight, *, out=...): """input + weight * (end - input): linear interpolation, elementwise."""
+def linspace(start, end, steps, *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., out=...): """steps values evenly spaced from start to end, both included."""
 def load(f, map_location=..., pickle_module=..., *, weights_only=..., mmap=..., **pickle_load_args): """Load an object saved by torch.save or tensorlab.save (PyTorch's zip format). weights_only=True
     (the default) refuses every global outside the allowlist (see the module docstring);
     map_location: None (where the file says), a device or str, a dict of locations, or a callable
@@ -362,25 +362,25 @@ def log1p_(input): """In-place log1p."""
 def log2(input, *, out=...): """Elementwise log2 (torch.log2); promotion: int_to_float."""
 def log2_(input): """In-place log2."""
 def log_(input): """In-place log."""
-def log_softmax(input, dim, dtype=..., *, out=...): ...
+def log_softmax(input, dim, dtype=..., *, out=...): """log(softmax(input, dim)), computed stably."""
 def logaddexp(input, other, *, out=...): """torch.logaddexp"""
 def logaddexp2(input, other, *, out=...): """torch.logaddexp2"""
-def logcumsumexp(input, dim, *, out=...): ...
+def logcumsumexp(input, dim, *, out=...): """log(cumsum(exp(input))) along dim, computed without overflow."""
 def logdet(input): """torch.logdet: log(det), NaN for a negative determinant."""
 def logical_and(input, other, *, out=...): """Elementwise logical_and with broadcasting (torch.logical_and); promotion: always_bool."""
 def logical_not(input, *, out=...): """Elementwise logical_not (torch.logical_not); promotion: always_bool."""
 def logical_or(input, other, *, out=...): """Elementwise logical_or with broadcasting (torch.logical_or); promotion: always_bool."""
 def logical_xor(input, other, *, out=...): """Elementwise logical_xor with broadcasting (torch.logical_xor); promotion: always_bool."""
 def logit(input, eps=..., *, out=...): """log(z / (1 - z)) with z = input clamped to [eps, 1 - eps] when eps is given."""
-def logit_(input, eps=...): ...
-def logspace(start, end, steps, base=..., *, dtype=..., layout=..., device=..., requires_grad=..., pin_memory=..., out=...): ...
+def logit_(input, eps=...): """In-place form of logit: the result is written into self, which is returned (torch's Tensor.logit_)."""
+def logspace(start, end, steps, base=..., *, dtype=..., layout=..., device=..., requires_grad=..., pin_memory=..., out=...): """steps values base ** x for x evenly spaced from start to end."""
 def logsumexp(input, dim, keepdim=..., *, out=...): """log(sum(exp(x))) over `dim`, computed as max + log(sum(exp(x - max))) so large inputs do
     not overflow; integral inputs give the default float dtype.
     """
 def lt(input, other, *, out=...): """Elementwise lt with broadcasting (torch.lt); promotion: always_bool."""
 def manual_seed(seed): """Seed the default generator of every device; returns the CPU default generator."""
-def masked_fill(input, mask, value, *, out=...): ...
-def masked_scatter(input, mask, source): ...
+def masked_fill(input, mask, value, *, out=...): """A copy of input with value where mask is True."""
+def masked_scatter(input, mask, source): """A copy of input with source's elements, in order, where mask is True."""
 def masked_select(input, mask, *, out=...): """The elements of input where mask is True (both broadcast), as a 1-D tensor."""
 def matmul(input, other, *, out=...): """torch.matmul: 1-D x 1-D is a dot product (0-dim), a 1-D operand gains a dim that is
     removed from the result, batch dims broadcast.
@@ -394,10 +394,10 @@ def matrix_power(input, n, *, out=...): """torch.matrix_power / Tensor.matrix_po
 def max(input, dim=..., keepdim=..., *, other=..., out=...): """max(x) -> the largest value; max(x, dim, keepdim) -> (values, indices); max(x, other) ->
     elementwise maximum.
     """
-def max_pool1d(input, kernel_size, stride=..., padding=..., dilation=..., ceil_mode=..., return_indices=...): ...
-def max_pool2d(input, kernel_size, stride=..., padding=..., dilation=..., ceil_mode=..., return_indices=...): ...
+def max_pool1d(input, kernel_size, stride=..., padding=..., dilation=..., ceil_mode=..., return_indices=...): """1-D max pooling."""
+def max_pool2d(input, kernel_size, stride=..., padding=..., dilation=..., ceil_mode=..., return_indices=...): """2-D max pooling."""
 def maximum(input, other, *, out=...): """Elementwise maximum with broadcasting (torch.maximum); promotion: default."""
-def mean(input, dim=..., keepdim=..., *, dtype=..., out=...): ...
+def mean(input, dim=..., keepdim=..., *, dtype=..., out=...): """The mean of all elements, or over dim (floating dtypes)."""
 def median(input, dim=..., keepdim=..., *, out=...): """The lower median (torch's: no averaging of the two middle values); NaN propagates."""
 def meshgrid(*tensors, indexing=...): """torch.meshgrid: N 1-D (or 0-dim) tensors -> N tensors of their sizes' product shape,
     broadcast views; indexing 'ij' (matrix, the default with torch's warning) or 'xy'
@@ -407,10 +407,10 @@ def min(input, dim=..., keepdim=..., *, other=..., out=...): """min(x) -> the sm
     elementwise minimum.
     """
 def minimum(input, other, *, out=...): """Elementwise minimum with broadcasting (torch.minimum); promotion: default."""
-def mm(input, mat2, *, out=...): ...
-def moveaxis(input, source, destination): ...
-def movedim(input, source, destination): ...
-def msort(input, *, out=...): ...
+def mm(input, mat2, *, out=...): """The matrix product of two 2-D tensors."""
+def moveaxis(input, source, destination): """Alias of movedim."""
+def movedim(input, source, destination): """Alias of movedim."""
+def msort(input, *, out=...): """input sorted along its first dimension."""
 def mul(input, other, *, out=...): """Elementwise mul with broadcasting (torch.mul); promotion: default."""
 def multinomial(input, num_samples, replacement=..., *, generator=..., out=...): """torch.multinomial: indices sampled from the rows of `input` (non-negative weights).
     Without replacement: torch's exponential race (top-k of p / q, q ~ Exp(1)). With
@@ -419,14 +419,14 @@ def multinomial(input, num_samples, replacement=..., *, generator=..., out=...):
     random fills, topk/argmax, cumsum and the sort-based searchsorted); the validity checks
     wait for the device once.
     """
-def mv(input, vec, *, out=...): ...
-def nan_to_num(input, nan=..., posinf=..., neginf=..., *, out=...): ...
-def nan_to_num_(input, nan=..., posinf=..., neginf=...): ...
-def nanmean(input, dim=..., keepdim=..., *, dtype=..., out=...): ...
+def mv(input, vec, *, out=...): """The product of a matrix and a vector."""
+def nan_to_num(input, nan=..., posinf=..., neginf=..., *, out=...): """input with NaN, +inf and -inf replaced (by 0 and the dtype's largest/smallest finite value unless given)."""
+def nan_to_num_(input, nan=..., posinf=..., neginf=...): """In-place nan_to_num."""
+def nanmean(input, dim=..., keepdim=..., *, dtype=..., out=...): """The mean of the non-NaN elements."""
 def nanmedian(input, dim=..., keepdim=..., *, out=...): """median ignoring NaN (NaN only where a slice is all NaN)."""
-def nanquantile(input, q, dim=..., keepdim=..., *, interpolation=..., out=...): ...
-def nansum(input, dim=..., keepdim=..., *, dtype=..., out=...): ...
-def narrow(input, dim, start, length): ...
+def nanquantile(input, q, dim=..., keepdim=..., *, interpolation=..., out=...): """quantile ignoring NaN values."""
+def nansum(input, dim=..., keepdim=..., *, dtype=..., out=...): """The sum treating NaN as zero."""
+def narrow(input, dim, start, length): """A view of length elements of dim from start."""
 def narrow_copy(input, *args, out=..., **kwargs): """torch.narrow_copy: a new tensor holding what the view op returns"""
 def ne(input, other, *, out=...): """Elementwise ne with broadcasting (torch.ne); promotion: always_bool."""
 def neg(input, *, out=...): """Elementwise neg (torch.neg); promotion: keep."""
@@ -439,33 +439,33 @@ def norm(input, p=..., dim=..., keepdim=..., out=..., dtype=...): """Vector p-no
     any other float; 'fro' is the 2-norm over at most two dims.
     """
 def normal(mean, std=..., size=..., *, generator=..., out=..., dtype=..., device=..., layout=..., requires_grad=..., pin_memory=...): """normal(mean, std, size) with numbers; or elementwise with tensor mean and/or std (broadcast)."""
-def numel(t): ...
-def ones(*sizes, size=..., dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., out=...): ...
-def ones_like(input, *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., memory_format=...): ...
+def numel(t): """The number of elements of input."""
+def ones(*sizes, size=..., dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., out=...): """A tensor of the given size filled with 1."""
+def ones_like(input, *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., memory_format=...): """A tensor of input's size filled with 1 (input's dtype and device unless given)."""
 def outer(input, vec2, *, out=...): """input[i] * vec2[j], promoted as a multiplication (a k=1 matrix product)."""
-def permute(input, *dims_args, dims=...): ...
+def permute(input, *dims_args, dims=...): """A view with the dimensions reordered as dims."""
 def permute_copy(input, *args, out=..., **kwargs): """torch.permute_copy: a new tensor holding what the view op returns"""
 def pinverse(input, rcond=...): """torch.pinverse / Tensor.pinverse: linalg.pinv with rtol=rcond."""
 def positive(input): """torch.positive: the input itself (not a copy); refused for bool tensors."""
-def pow(input, exponent, *, out=...): ...
+def pow(input, exponent, *, out=...): """input ** exponent elementwise; either may be a number."""
 def printoptions(**kwargs): """Temporarily change the print options (the arguments of set_printoptions)."""
-def prod(input, dim=..., keepdim=..., *, dtype=..., out=...): ...
+def prod(input, dim=..., keepdim=..., *, dtype=..., out=...): """The product of all elements, or over dim."""
 def promote_types(type1, type2): """torch.promote_types: the smallest type both `type1` and `type2` convert to without losing category."""
 def put(input, index, source, accumulate=...): """A copy of input with the flat positions `index` set to (or, accumulate=True, increased by)
     source's values.
     """
 def qr(input, some=..., *, out=...): """torch.qr (deprecated in torch, with its warning): linalg.qr with mode 'reduced' / 'complete'."""
-def quantile(input, q, dim=..., keepdim=..., *, interpolation=..., out=...): ...
+def quantile(input, q, dim=..., keepdim=..., *, interpolation=..., out=...): """The q-th quantiles of input (over dim), with torch's interpolation modes."""
 def rad2deg(input, *, out=...): """torch.rad2deg"""
-def rad2deg_(input): ...
+def rad2deg_(input): """In-place form of rad2deg: the result is written into self, which is returned (torch's Tensor.rad2deg_)."""
 def rand(*size, generator=..., out=..., dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., **kw): """Uniform samples in [0, 1)."""
-def rand_like(input, *, generator=..., dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., memory_format=...): ...
+def rand_like(input, *, generator=..., dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., memory_format=...): """Uniform samples in [0, 1) with input's size (and dtype/device unless given)."""
 def randint(*args, low=..., high=..., size=..., generator=..., out=..., dtype=..., device=..., layout=..., requires_grad=..., pin_memory=...): """randint(low=0, high, size): integers in [low, high), int64 unless dtype= says otherwise."""
 def randint_like(input, low=..., high=..., *, generator=..., dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., memory_format=...): """randint_like(input, high) or randint_like(input, low, high); the dtype defaults to input's."""
 def randn(*size, generator=..., out=..., dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., **kw): """Standard normal samples."""
-def randn_like(input, *, generator=..., dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., memory_format=...): ...
+def randn_like(input, *, generator=..., dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., memory_format=...): """Standard normal samples with input's size (and dtype/device unless given)."""
 def randperm(n, *, generator=..., out=..., dtype=..., device=..., layout=..., requires_grad=..., pin_memory=...): """A random permutation of 0 .. n-1 (int64 unless dtype= says otherwise)."""
-def ravel(input): ...
+def ravel(input): """input as a contiguous 1-D tensor (a view when possible)."""
 def real(input): """The tensor itself: tensorlab's dtypes are real (complex dtypes are not built yet)."""
 def reciprocal(input, *, out=...): """Elementwise reciprocal (torch.reciprocal); promotion: int_to_float."""
 def reciprocal_(input): """In-place reciprocal."""
@@ -478,24 +478,24 @@ def repeat_interleave(input, repeats=..., dim=..., *, output_size=...): """torch
     """
 def reshape(input, *shape_args, shape=...): """A view when the strides allow one, else a contiguous copy viewed with the new shape."""
 def resize_as_(input, the_template, memory_format=...): """resize_ to the template's shape; preserve_format takes the template's memory format."""
-def resolve_conj(input): ...
-def resolve_neg(input): ...
+def resolve_conj(input): """input with any lazy conjugation materialized (input itself for real tensors)."""
+def resolve_neg(input): """input with any lazy negation materialized (input itself for real tensors)."""
 def result_type(*args, tensor=..., other=..., scalar=..., scalar1=..., scalar2=...): """torch.result_type over tensors and Python scalars: dimensioned tensors outrank zero-dim
     tensors, which outrank Python scalars, unless a lower rank has a higher category. The keywords
     are torch's overloads' names: (tensor, other), (scalar, tensor), (scalar1, scalar2).
     """
 def roll(input, shifts, dims=...): """Shift elements along dims, wrapping around; dims=None rolls the flattened tensor."""
 def rot90(input, k=..., dims=...): """input rotated by 90 degrees k times in the plane of dims, from the first towards the second."""
-def round(input, *, decimals=..., out=...): ...
-def round_(input, *, decimals=...): ...
-def row_stack(tensors, *, out=...): ...
+def round(input, *, decimals=..., out=...): """input rounded to the nearest integer, halves to even, or to `decimals` decimal places."""
+def round_(input, *, decimals=...): """In-place round."""
+def row_stack(tensors, *, out=...): """Alias of vstack."""
 def rsqrt(input, *, out=...): """Elementwise rsqrt (torch.rsqrt); promotion: int_to_float."""
 def rsqrt_(input): """In-place rsqrt."""
 def rsub(input, other, *, alpha=..., out=...): """other - alpha * input."""
 def save(obj, f, pickle_module=..., pickle_protocol=..., _use_new_zipfile_serialization=..., _disable_byteorder_record=...): """Save `obj` (tensors, parameters, state_dicts, containers) to `f` (a path or a writable
     binary file) in PyTorch's zip checkpoint format: torch.load(f, weights_only=True) reads it.
     """
-def scalar_tensor(s, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): ...
+def scalar_tensor(s, *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): """A 0-dim tensor holding the number s (the default float dtype unless given)."""
 def scatter(input, dim, index, src=..., *, value=..., reduce=..., out=..., _op=...): """A copy of input with input[index[i][j]][j] = src[i][j] (dim 0; any dim likewise); src may
     be a number. reduce='add'/'multiply' combines with the existing values. (`_op`: the public
     name errors use, scatter_add's when it calls.)
@@ -506,8 +506,8 @@ def searchsorted(sorted_sequence, input, *, out_int32=..., right=..., side=..., 
     right=True / side='right'); sorter= gives the indices that sort an unsorted sequence.
     """
 def seed(): """Seed every default generator from the OS's entropy; returns the seed."""
-def select(input, dim, index): ...
-def set_default_dtype(d): ...
+def select(input, dim, index): """A view of index along dim, without that dimension."""
+def set_default_dtype(d): """Set the default floating dtype (float32 or float64, as torch allows)."""
 def set_float32_matmul_precision(precision): """'highest', 'high' or 'medium'. Accepted and reported by get_float32_matmul_precision();
     tensorlab's float32 matmuls always compute in float32 (what 'highest' asks for).
     """
@@ -520,44 +520,44 @@ def set_printoptions(precision=..., threshold=..., edgeitems=..., linewidth=...,
     'short', 'full'), and sci_mode (True/False forces scientific notation on/off; None chooses).
     As in torch, sci_mode is reset to None whenever it is not given.
     """
-def set_rng_state(new_state): ...
-def sgn(input, *, out=...): ...
+def set_rng_state(new_state): """Restore the default generator's state from a tensor get_rng_state returned."""
+def sgn(input, *, out=...): """The sign of each element (-1, 0 or 1; sign for real tensors)."""
 def sigmoid(input, *, out=...): """Elementwise sigmoid (torch.sigmoid); promotion: int_to_float."""
 def sigmoid_(input): """In-place sigmoid."""
 def sign(input, *, out=...): """Elementwise sign (torch.sign); promotion: keep."""
-def signbit(input, *, out=...): ...
+def signbit(input, *, out=...): """Whether each element's sign bit is set (True for -0.0)."""
 def silu(input, inplace=..., *, out=...): """torch.nn.functional.silu: x * sigmoid(x)."""
 def sin(input, *, out=...): """Elementwise sin (torch.sin); promotion: int_to_float."""
 def sin_(input): """In-place sin."""
 def sinc(input, *, out=...): """torch.sinc"""
-def sinc_(input): ...
+def sinc_(input): """In-place form of sinc: the result is written into self, which is returned (torch's Tensor.sinc_)."""
 def sinh(input, *, out=...): """torch.sinh"""
-def sinh_(input): ...
+def sinh_(input): """In-place form of sinh: the result is written into self, which is returned (torch's Tensor.sinh_)."""
 def slogdet(input, *, out=...): """torch.slogdet / Tensor.slogdet: torch.linalg.slogdet's pair as torch.return_types.slogdet."""
 def softmax(input, dim, dtype=..., *, out=...): """exp(x) / sum(exp(x)) along `dim`, stable for large inputs (the max is subtracted first)."""
 def sort(input, dim=..., descending=..., stable=..., *, out=...): """(values, indices) sorted along dim; always stable (equal elements keep their order) and
     NaN sorts above every number, as in torch.
     """
-def split(self, split_size_or_sections, dim=..., meta=...): ...
-def split_with_sizes(input, split_sizes, dim=..., meta=...): ...
+def split(self, split_size_or_sections, dim=..., meta=...): """input split into views of split_size elements along dim, or of the listed sizes."""
+def split_with_sizes(input, split_sizes, dim=..., meta=...): """input split into views of the listed sizes along dim."""
 def split_with_sizes_copy(input, *args, out=..., **kwargs): """torch.split_with_sizes_copy: a new tensor holding what the view op returns"""
 def sqrt(input, *, out=...): """Elementwise sqrt (torch.sqrt); promotion: int_to_float."""
 def sqrt_(input): """In-place sqrt."""
 def square(input, *, out=...): """Elementwise square (torch.square); promotion: default."""
 def square_(input): """In-place square."""
-def squeeze(input, dim=...): ...
+def squeeze(input, dim=...): """A view without the size-1 dimensions (or just dim)."""
 def squeeze_copy(input, *args, out=..., **kwargs): """torch.squeeze_copy: a new tensor holding what the view op returns"""
-def stack(tensors, dim=..., *, out=...): ...
-def std(input, dim=..., unbiased=..., keepdim=..., *, correction=..., out=...): ...
-def std_mean(input, dim=..., unbiased=..., keepdim=..., *, correction=...): ...
-def sub(input, other, *, alpha=..., out=...): ...
-def sum(input, dim=..., keepdim=..., *, dtype=..., out=...): ...
+def stack(tensors, dim=..., *, out=...): """The tensors stacked along a new dimension dim."""
+def std(input, dim=..., unbiased=..., keepdim=..., *, correction=..., out=...): """The standard deviation over dim (correction=1 by default: Bessel's)."""
+def std_mean(input, dim=..., unbiased=..., keepdim=..., *, correction=...): """(std, mean) over dim, from one pass over the data."""
+def sub(input, other, *, alpha=..., out=...): """input - alpha * other, broadcast, with torch's type promotion."""
+def sum(input, dim=..., keepdim=..., *, dtype=..., out=...): """The sum of all elements, or over dim (keepdim, dtype as torch)."""
 def svd(input, some=..., compute_uv=..., *, out=...): """torch.svd: (U, S, V) with V (not Vh); some=False gives the full U and V; compute_uv=False
     gives zero-filled (full-sized) U and V, as torch.
     """
 def swapaxes(input, axis0, axis1): """torch.swapaxes (NumPy's name for transpose, with its keyword names)."""
-def swapdims(input, dim0, dim1): ...
-def t(input): ...
+def swapdims(input, dim0, dim1): """A view with dimensions dim0 and dim1 swapped (transpose)."""
+def t(input): """The transpose of a tensor of at most 2 dimensions (a view)."""
 def t_copy(input, *args, out=..., **kwargs): """torch.t_copy: a new tensor holding what the view op returns"""
 def take(input, index, *, out=...): """input viewed flat, indexed by `index` (negative indices count from the end)."""
 def take_along_dim(input, indices, dim=..., *, out=...): """torch.take_along_dim: gather with input and indices broadcast against each other except
@@ -581,10 +581,10 @@ def topk(input, k, dim=..., largest=..., sorted=..., *, out=...): """The k large
     returned sorted (sorted=False allows any order).
     """
 def trace(input): """torch.trace: sum of a matrix's main diagonal (integers accumulate in int64, as sum)."""
-def transpose(input, dim0, dim1): ...
+def transpose(input, dim0, dim1): """A view with dimensions dim0 and dim1 swapped (transpose)."""
 def transpose_copy(input, *args, out=..., **kwargs): """torch.transpose_copy: a new tensor holding what the view op returns"""
-def trapezoid(y, x=..., *, dx=..., dim=...): ...
-def trapz(y, x=..., *, dx=..., dim=...): ...
+def trapezoid(y, x=..., *, dx=..., dim=...): """The integral of y along dim by the trapezoidal rule (spacing dx or coordinates x)."""
+def trapz(y, x=..., *, dx=..., dim=...): """Alias of trapezoid."""
 def triangular_solve(input, A, upper=..., transpose=..., unitriangular=..., *, out=...): """The legacy torch.triangular_solve: (solution of op(A) X = b, a copy of A)."""
 def tril(input, diagonal=..., *, out=...): """Keep the elements on and below the `diagonal`-th diagonal of the last two dims."""
 def tril_indices(row, col, offset=..., *, dtype=..., device=..., layout=..., pin_memory=..., requires_grad=...): """torch.tril_indices: the (row, col) indices of the lower triangle, row-major."""
@@ -593,9 +593,9 @@ def triu_indices(row, col, offset=..., *, dtype=..., device=..., layout=..., pin
 def true_divide(input, other, *, out=...): """Elementwise true_divide with broadcasting (torch.true_divide); promotion: int_to_float."""
 def trunc(input, *, out=...): """Elementwise trunc (torch.trunc); promotion: keep."""
 def trunc_(input): """In-place trunc."""
-def unbind(input, dim=...): ...
+def unbind(input, dim=...): """The slices of input along dim, as a tuple of views without that dimension."""
 def unbind_copy(input, *args, out=..., **kwargs): """torch.unbind_copy: a new tensor holding what the view op returns"""
-def unflatten(input, dim, sizes): ...
+def unflatten(input, dim, sizes): """A view with dimension dim split into sizes."""
 def unfold_copy(input, *args, out=..., **kwargs): """torch.unfold_copy: a new tensor holding what the view op returns"""
 def unique(input, sorted=..., return_inverse=..., return_counts=..., dim=...): """torch.unique: the distinct elements (or slices along `dim`) in ascending order, with the
     index of each input element's value in them (return_inverse) and each value's count. Like
@@ -604,22 +604,22 @@ def unique(input, sorted=..., return_inverse=..., return_counts=..., dim=...): "
     """
 def unique_consecutive(input, return_inverse=..., return_counts=..., dim=...): """torch.unique_consecutive: each run of equal consecutive elements (or slices) kept once."""
 def unravel_index(indices, shape): """The coordinates in `shape` of flat (C-order) `indices`, as a tuple of int64 tensors."""
-def unsafe_chunk(input, chunks, dim=...): ...
-def unsafe_split(input, split_size, dim=...): ...
-def unsqueeze(input, dim): ...
+def unsafe_chunk(input, chunks, dim=...): """chunk (tensorlab's views are always safe)."""
+def unsafe_split(input, split_size, dim=...): """split (tensorlab's views are always safe)."""
+def unsqueeze(input, dim): """A view with a size-1 dimension inserted at dim."""
 def unsqueeze_copy(input, *args, out=..., **kwargs): """torch.unsqueeze_copy: a new tensor holding what the view op returns"""
-def use_deterministic_algorithms(mode, *, warn_only=...): ...
+def use_deterministic_algorithms(mode, *, warn_only=...): """Refuse (or with warn_only=True, warn about) ops without a deterministic implementation, as torch.use_deterministic_algorithms."""
 def vander(x, N=..., increasing=...): """torch.vander: columns x^(N-1) .. x^0 (increasing=True: x^0 .. x^(N-1)) of a 1-D x."""
 def var(input, dim=..., unbiased=..., keepdim=..., *, correction=..., out=...): """Variance with Bessel's `correction` (default 1); `unbiased=False` means correction=0."""
 def var_mean(input, dim=..., unbiased=..., keepdim=..., *, correction=...): """(var, mean) over the same dims, a plain tuple as torch's; two passes of the reduce
     primitive, each differentiable on its own.
     """
-def vdot(input, other, *, out=...): ...
+def vdot(input, other, *, out=...): """The dot product of two 1-D tensors (the first conjugated for complex)."""
 def view_copy(input, *args, out=..., **kwargs): """torch.view_copy: a new tensor holding what the view op returns"""
 def vsplit(input, sections=..., indices=...): """torch's two overloads: (input, sections: int) and (input, indices: list), positionally alike."""
-def vstack(tensors, *, out=...): ...
+def vstack(tensors, *, out=...): """The tensors concatenated row-wise (1-D tensors become rows)."""
 def where(condition, input=..., other=..., *, out=...): """torch.where(condition, input, other); torch.where(condition) is nonzero(as_tuple=True)."""
 def xlogy(input, other, *, out=...): """torch.xlogy"""
-def zero_(input): ...
-def zeros(*sizes, size=..., dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., out=...): ...
-def zeros_like(input, *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., memory_format=...): ...
+def zero_(input): """In-place form of zero: the result is written into self, which is returned (torch's Tensor.zero_)."""
+def zeros(*sizes, size=..., dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., out=...): """A tensor of the given size filled with 0."""
+def zeros_like(input, *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., memory_format=...): """A tensor of input's size filled with 0 (input's dtype and device unless given)."""

@@ -49,6 +49,9 @@ meta_write_lock = write_lock  # one lock for writers of _meta and of storage buf
 
 
 class Tensor:
+    """A typed, device-resident, strided view over an untyped storage, with torch.Tensor's semantics: views
+    share storage and version counter, in-place ops bump it, autograd records through it; a failed op leaves
+    it exactly as it was. Ops are attached as methods at import (tensorlab/ops/); tensor.pyi lists them."""
     # _hview: None, or [None or (meta, buffer, dtype, NumPy view)]: the CPU backend's cached view of
     # the tensor, used only while meta, buffer and dtype are still the tensor's (backends/cpu/
     # memory.array checks all three); pinned copies share the list with their tensor
