@@ -124,3 +124,16 @@ def test_gpu_cells_run_on_the_cuda_device(path, cuda, tmp_path, monkeypatch):
     for cid, wanted in GPU_ONLY_OUTPUT[path.stem].items():
         missing = [w for w in wanted if w not in out[cid]]
         assert not missing, f"cell {cid} did not print {missing}; it printed:\n{out[cid]}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_committed_with_the_outputs_of_one_run(path):
+    """A reader sees what each cell does without running it: every code cell of the committed notebook ran
+    in one recorded run (examples/refresh_notebooks.py stores them) and most show output."""
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.get("execution_count") for c in code), "run examples/refresh_notebooks.py and commit the outputs"
+    counts = [c["execution_count"] for c in code]
+    assert counts == list(range(1, len(code) + 1)), "the stored outputs come from several runs: refresh them"
+    assert sum(bool(c.get("outputs")) for c in code) >= len(code) - 1
+    assert nb.metadata.get("tensorlab", {}).get("outputs_from") == "examples/refresh_notebooks.py"
