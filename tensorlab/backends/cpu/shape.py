@@ -76,7 +76,7 @@ def _scatter_positions(idx, dim):
 
 def scatter(out, dim, index, src, reduce=None):
     """out[index[i][j]][j] = src[i][j] (dim 0; any dim likewise), where `src` is a tensor or a
-    number; reduce="add"/"multiply" combines with the existing value, duplicates included."""
+    number; reduce="add"/"multiply"/"amax"/"amin" combines with the existing value, duplicates included."""
     o = _at_least_1d(array(out))
     idx = _at_least_1d(array(index))
     _check_index(idx, o.shape[dim], "scatter", dim)
@@ -95,10 +95,14 @@ def scatter(out, dim, index, src, reduce=None):
             o[pos] = v
         elif o.dtype in HALF:  # accumulate duplicates in float32, round once
             acc = o.astype(_F32)
-            (np.add if reduce == "add" else np.multiply).at(acc, pos, np.broadcast_to(v, idx.shape).astype(_F32))
+            _UFUNC[reduce].at(acc, pos, np.broadcast_to(v, idx.shape).astype(_F32))
             np.copyto(o, acc, casting="unsafe")
         else:
-            (np.add if reduce == "add" else np.multiply).at(o, pos, np.broadcast_to(v, idx.shape))
+            _UFUNC[reduce].at(o, pos, np.broadcast_to(v, idx.shape))
+
+
+# scatter's reductions (amax/amin: scatter_reduce's; NaN propagates, as torch's)
+_UFUNC = {"add": np.add, "multiply": np.multiply, "amax": np.maximum, "amin": np.minimum}
 
 
 def index_select(out, x, dim, index):
