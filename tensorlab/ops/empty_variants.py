@@ -24,15 +24,13 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
         raise RuntimeError("Number of dimensions in size does not match the length of the physical_layout; i.e. "
                            f"len(size) = {n} is not equal to len(physical_layout) = {len(perm)}")
     seen = set()
-    for p in perm:
-        if not -max(n, 1) <= p < max(n, 1):
-            raise IndexError(f"Dimension out of range (expected to be in range of [{-max(n, 1)}, {max(n, 1) - 1}], "
-                             f"but got {p})")
-        p = p % n if n else p
+    for k, p in enumerate(perm):
+        if not 0 <= p < n:  # torch takes no negative dims here
+            raise RuntimeError(f"Dimension out of range (expected to be between 0 and {n - 1}, but got {p} at index "
+                               f"{k}).  NB: negative dims not currently supported (empty_permuted's physical_layout)")
         if p in seen:
             raise RuntimeError("Duplicate dim not allowed")
         seen.add(p)
-    perm = [p % n for p in perm] if n else perm
     physical = L.contiguous_strides(tuple(shape[p] for p in perm))
     stride = [0] * n
     for k, p in enumerate(perm):
