@@ -247,3 +247,36 @@ def test_gradcheck(device, reduce):
     i = tl.tensor([[0, 2, 1, 1], [2, 2, 0, 1]], device=device)
     for inc in (True, False):
         assert tl.autograd.gradcheck(lambda a, b: a.scatter_reduce(0, i, b, reduce, include_self=inc), (s, src))
+
+
+@pytest.mark.parametrize("op", ["scatter_reduce_", "index_reduce_"])
+@pytest.mark.parametrize("reduce", ["mean", "amax", "prod"])
+def test_injected_faults_leave_self_unchanged(device, op, reduce):
+    """Every allocation, copy and launch of the in-place forms may fail: self keeps its values and
+    version; then the same call succeeds."""
+    from tensorlab import testing as T
+    from tensorlab.testing import InjectedFault, assert_unchanged, count_events, inject_fault, snapshot
+
+    def setup():
+        x = tl.tensor(np.arange(12.0).reshape(3, 4), device=device)
+        src = tl.tensor(np.arange(8.0).reshape(2, 4) - 3, device=device)
+        if op == "scatter_reduce_":
+            i = tl.tensor([[0, 2, 1, 1], [2, 2, 0, 1]], device=device)
+            return x, (lambda: x.scatter_reduce_(0, i, src, reduce, include_self=False)), (x, src, i)
+        i = tl.tensor([2, 0], device=device)
+        return x, (lambda: x.index_reduce_(0, i, src, reduce, include_self=False)), (x, src, i)
+
+    x, fn, _ = setup()
+    with count_events() as counts:
+        fn()
+    want = x.cpu().numpy()
+    for kind in T.KINDS:
+        for n in range(1, getattr(counts, kind) + 1):
+            x, fn, objs = setup()
+            snap = snapshot(*objs)
+            with inject_fault(kind, n) as plan, pytest.raises(InjectedFault):
+                fn()
+            assert plan.fired
+            assert_unchanged(snap)
+            fn()
+            np.testing.assert_array_equal(x.cpu().numpy(), want)
