@@ -280,3 +280,25 @@ def test_injected_faults_leave_self_unchanged(device, op, reduce):
             assert_unchanged(snap)
             fn()
             np.testing.assert_array_equal(x.cpu().numpy(), want)
+
+
+@pytest.mark.parametrize("reduce", ("prod", "amax", "mean"))
+def test_inplace_forms_differentiate_like_torch(device, torch, reduce):
+    """scatter_reduce_ / index_reduce_ on a non-leaf: the gradient reaches the old self and src."""
+    s = np.array([[2.0, 0.0, 3.0], [1.0, 4.0, 0.0], [5.0, 5.0, 1.0]])
+    src = np.array([[0.0, 4.0, 3.0], [2.0, 0.0, 0.0]])
+    w = np.arange(9.0).reshape(3, 3)
+    for inc in (True, False):
+        got = []
+        for lib, dev in ((torch, None), (tl, device)):
+            kw = {} if dev is None else {"device": dev}
+            a = lib.tensor(s, requires_grad=True, **kw)
+            b = lib.tensor(src, requires_grad=True, **kw)
+            x = a * 1
+            x.scatter_reduce_(0, lib.tensor([[0, 1, 0], [2, 1, 1]], **kw), b, reduce, include_self=inc)
+            y = a * 1
+            y.index_reduce_(1, lib.tensor([0, 2], **kw), b.T * 1, reduce, include_self=inc)
+            g = lib.autograd.grad(((x + y) * lib.tensor(w, **kw)).sum(), (a, b))
+            got.append([t.detach().cpu().numpy() for t in g])
+        for p, q in zip(*got):
+            np.testing.assert_allclose(q, p, rtol=1e-12)
