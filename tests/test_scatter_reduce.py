@@ -302,3 +302,17 @@ def test_inplace_forms_differentiate_like_torch(device, torch, reduce):
             got.append([t.detach().cpu().numpy() for t in g])
         for p, q in zip(*got):
             np.testing.assert_allclose(q, p, rtol=1e-12)
+
+
+@pytest.mark.parametrize("reduce", REDUCES)
+def test_one_index_check_per_call(device, reduce):
+    """The index is checked once per call (the CUDA check's single named host wait), however many
+    scatters the reduction takes (identity fill, reduction, counts)."""
+    x = tl.zeros(3, 4, device=device)
+    i = tl.tensor([[0, 2, 1, 1], [2, 2, 0, 1]], device=device)
+    s = tl.ones(2, 4, device=device)
+    for inc in (True, False):
+        with tl.cuda.sync_trace() as trace:
+            r = x.scatter_reduce(0, i, s, reduce, include_self=inc)
+        assert [t.reason for t in trace] == (["index bounds check"] if device == "cuda" else [])
+        assert r.shape == (3, 4)

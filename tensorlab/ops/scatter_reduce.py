@@ -86,12 +86,12 @@ def _compute(self, d, index, src, reduce, include_self, any_index):
     if not any_index:
         return res
     be = res._backend
-    if not include_self:
+    if not include_self:  # the first scatter checks the index (one host wait on CUDA); the others trust it
         be.scatter(res, d, index, _identity(reduce, res._dtype), None)
-    be.scatter(res, d, index, src, _PRIMITIVE[reduce])
+    be.scatter(res, d, index, src, _PRIMITIVE[reduce], in_range=not include_self)
     if reduce == "mean":
         count = _copy_of(self).fill_(1 if include_self else 0)
-        be.scatter(count, d, index, 1, "add")
+        be.scatter(count, d, index, 1, "add", in_range=True)
         count.masked_fill_(count == 0, 1)
         if res._dtype.is_floating_point:
             res.div_(count)

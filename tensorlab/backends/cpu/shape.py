@@ -74,12 +74,14 @@ def _scatter_positions(idx, dim):
                  for d, n in enumerate(idx.shape))
 
 
-def scatter(out, dim, index, src, reduce=None):
+def scatter(out, dim, index, src, reduce=None, in_range=False):
     """out[index[i][j]][j] = src[i][j] (dim 0; any dim likewise), where `src` is a tensor or a
-    number; reduce="add"/"multiply"/"amax"/"amin" combines with the existing value, duplicates included."""
+    number; reduce="add"/"multiply"/"amax"/"amin" combines with the existing value, duplicates included.
+    `in_range`: the caller already checked this index against this dim."""
     o = _at_least_1d(array(out))
     idx = _at_least_1d(array(index))
-    _check_index(idx, o.shape[dim], "scatter", dim)
+    if not in_range:
+        _check_index(idx, o.shape[dim], "scatter", dim)
     if hasattr(src, "_meta"):
         v = _leading(_at_least_1d(array(src)), idx.shape, -1)
         if np.may_share_memory(v, o):  # src is the target itself (x.scatter_(d, i, x))

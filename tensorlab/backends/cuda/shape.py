@@ -151,15 +151,17 @@ def gather(out, x, dim, index):
         rows.close()
 
 
-def scatter(out, dim, index, src, reduce=None):
+def scatter(out, dim, index, src, reduce=None, in_range=False):
     """out[index[i][j]][j] = src[i][j] (dim 0; any dim likewise), src a tensor or a number;
-    reduce="add"/"multiply"/"amax"/"amin" combines with the existing value, duplicates included (atomics)."""
+    reduce="add"/"multiply"/"amax"/"amin" combines with the existing value, duplicates included (atomics).
+    `in_range`: the caller already checked this index against this dim (no second check, no host wait)."""
     o = as_1d(K.operand(out))
     dev = o.buffer.device
     rows = Rows([index], dev, avoid=o)
     try:
         size = o.layout.shape[dim]
-        check_rows(rows, [size], False, dev, _range_error("scatter", dim, size))
+        if not in_range:
+            check_rows(rows, [size], False, dev, _range_error("scatter", dim, size))
         shape = tuple(rows.op.layout.shape)
         s, value = None, src
         if hasattr(src, "_meta"):
