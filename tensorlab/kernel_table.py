@@ -135,11 +135,11 @@ KERNELS = {
         + [f"{t}<long long>" for t in ("randperm_keys", "bitonic_sort_tiles", "bitonic_merge_global",
                                          "bitonic_merge_tiles")]),
     # index.cu: index_put<S, A, Index, Mode>, A the accumulator (S; float for half/bfloat16, int for
-    # bool/uint8/int8/int16: no atomics narrower than 32 bits), Mode 0 store, 1 add, 2 multiply
+    # bool/uint8/int8/int16: no atomics narrower than 32 bits), Mode 0 store, 1 add, 2 multiply, 3 max, 4 min
     "index.cu": tuple(
         [f"index_check<{ix}>" for ix in INDEX_TYPES]
         + list(_per_dtype("index_gather"))
-        + [f"index_put<{d.ctype}, {d.ctype if m == 0 else _accumulator(d).ctype}, {ix}, {m}>" for m in (0, 1, 2)
+        + [f"index_put<{d.ctype}, {d.ctype if m == 0 else _accumulator(d).ctype}, {ix}, {m}>" for m in (0, 1, 2, 3, 4)
            for d in dtypes.ALL for ix in INDEX_TYPES]),
     "shape.cu": _per_dtype("cat", "roll", "triangle"),
     "scan_select.cu": _per_dtype("tile_counts", "compact_coords", "compact_values") + ("tile_scan",),

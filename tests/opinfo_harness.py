@@ -143,6 +143,11 @@ def _our_name(op):
     found = _resolve_path(tl, op.name)
     if found is None and "." not in op.name:
         found = getattr(tl.Tensor, op.name, None)
+    inplace = getattr(op, "inplace_variant", None)
+    if found is None and getattr(op, "method_variant", None) is None and inplace is not None:
+        # in-place-only ops (cauchy: `lambda inp: wrapper_set_seed(torch.Tensor.cauchy_, inp)`, and no
+        # torch.cauchy or Tensor.cauchy): the name the lambda calls is the in-place method's
+        found = getattr(tl.Tensor, getattr(inplace, "__name__", ""), None)
     return found
 
 

@@ -50,7 +50,7 @@ __device__ __forceinline__ void offsets2(Index i, const StridedLayout<Index>& a,
 // indices accumulate). Atomics exist for the 4- and 8-byte accumulator types only (float, double,
 // int, long long); narrower dtypes accumulate in a float or int scratch copy (the host arranges it)
 // and are rounded or wrapped once when copied back.
-enum Combine { kSet = 0, kAdd = 1, kMul = 2 };
+enum Combine { kSet = 0, kAdd = 1, kMul = 2, kMax = 3, kMin = 4 };
 
 __device__ __forceinline__ void atomic_add(float* p, float v) { atomicAdd(p, v); }
 __device__ __forceinline__ void atomic_add(double* p, double v) { atomicAdd(p, v); }
@@ -94,14 +94,56 @@ __device__ __forceinline__ void atomic_mul(long long* p, long long v) {
   } while (old != seen);
 }
 
+// amax / amin (scatter_reduce): NaN wins, as torch's and NumPy's maximum/minimum; floating values by
+// a CAS loop on the bits (no float atomicMax), integers by atomicMax/atomicMin.
+template <bool Max, typename F>
+__device__ __forceinline__ F pick(F cur, F v) {
+  if (cur != cur) return cur;
+  if (v != v) return v;
+  return Max ? (v > cur ? v : cur) : (v < cur ? v : cur);
+}
+template <bool Max>
+__device__ __forceinline__ void atomic_extreme(float* p, float v) {
+  unsigned int* w = reinterpret_cast<unsigned int*>(p);
+  unsigned int old = *w, seen;
+  do {
+    seen = old;
+    unsigned int want = __float_as_uint(pick<Max>(__uint_as_float(seen), v));
+    if (want == seen) return;
+    old = atomicCAS(w, seen, want);
+  } while (old != seen);
+}
+template <bool Max>
+__device__ __forceinline__ void atomic_extreme(double* p, double v) {
+  unsigned long long* w = reinterpret_cast<unsigned long long*>(p);
+  unsigned long long old = *w, seen;
+  do {
+    seen = old;
+    unsigned long long want = static_cast<unsigned long long>(
+        __double_as_longlong(pick<Max>(__longlong_as_double(static_cast<long long>(seen)), v)));
+    if (want == seen) return;
+    old = atomicCAS(w, seen, want);
+  } while (old != seen);
+}
+template <bool Max>
+__device__ __forceinline__ void atomic_extreme(int* p, int v) {
+  if (Max) atomicMax(p, v); else atomicMin(p, v);
+}
+template <bool Max>
+__device__ __forceinline__ void atomic_extreme(long long* p, long long v) {
+  if (Max) atomicMax(p, v); else atomicMin(p, v);
+}
+
 template <int Mode, typename A>
 __device__ __forceinline__ void combine(A* p, A v) {
   if constexpr (Mode == kSet) {
     *p = v;
   } else if constexpr (Mode == kAdd) {
     atomic_add(p, v);
-  } else {
+  } else if constexpr (Mode == kMul) {
     atomic_mul(p, v);
+  } else {
+    atomic_extreme<Mode == kMax>(p, v);
   }
 }
 

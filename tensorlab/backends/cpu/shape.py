@@ -74,12 +74,14 @@ def _scatter_positions(idx, dim):
                  for d, n in enumerate(idx.shape))
 
 
-def scatter(out, dim, index, src, reduce=None):
+def scatter(out, dim, index, src, reduce=None, in_range=False):
     """out[index[i][j]][j] = src[i][j] (dim 0; any dim likewise), where `src` is a tensor or a
-    number; reduce="add"/"multiply" combines with the existing value, duplicates included."""
+    number; reduce="add"/"multiply"/"amax"/"amin" combines with the existing value, duplicates included.
+    `in_range`: the caller already checked this index against this dim."""
     o = _at_least_1d(array(out))
     idx = _at_least_1d(array(index))
-    _check_index(idx, o.shape[dim], "scatter", dim)
+    if not in_range:
+        _check_index(idx, o.shape[dim], "scatter", dim)
     if hasattr(src, "_meta"):
         v = _leading(_at_least_1d(array(src)), idx.shape, -1)
         if np.may_share_memory(v, o):  # src is the target itself (x.scatter_(d, i, x))
@@ -95,10 +97,14 @@ def scatter(out, dim, index, src, reduce=None):
             o[pos] = v
         elif o.dtype in HALF:  # accumulate duplicates in float32, round once
             acc = o.astype(_F32)
-            (np.add if reduce == "add" else np.multiply).at(acc, pos, np.broadcast_to(v, idx.shape).astype(_F32))
+            _UFUNC[reduce].at(acc, pos, np.broadcast_to(v, idx.shape).astype(_F32))
             np.copyto(o, acc, casting="unsafe")
         else:
-            (np.add if reduce == "add" else np.multiply).at(o, pos, np.broadcast_to(v, idx.shape))
+            _UFUNC[reduce].at(o, pos, np.broadcast_to(v, idx.shape))
+
+
+# scatter's reductions (amax/amin: scatter_reduce's; NaN propagates, as torch's)
+_UFUNC = {"add": np.add, "multiply": np.multiply, "amax": np.maximum, "amin": np.minimum}
 
 
 def index_select(out, x, dim, index):

@@ -23,7 +23,7 @@ from .memory import byte_range, copy_kernel, temp, allocate, retire, to_host
 __all__ = ("index", "index_put", "mask_count", "nonzero_indices")
 
 _INT64 = dtypes.int64
-PUT_SET, PUT_ADD, PUT_MUL = 0, 1, 2
+PUT_SET, PUT_ADD, PUT_MUL, PUT_MAX, PUT_MIN = 0, 1, 2, 3, 4
 
 
 # -- operands ------------------------------------------------------------------------------------
@@ -178,7 +178,7 @@ def put_rows(target, dst_view, src, value, rows, rows_view, mode):
             return put_rows(target, dst_view, src, value, rows, rows_view, mode)
         finally:
             retire(src.buffer)
-    if mode != PUT_SET and dt.is_floating_point:  # float atomics: the sum's rounding depends on arrival order
+    if mode in (PUT_ADD, PUT_MUL) and dt.is_floating_point:  # float atomics: the rounding depends on arrival order
         global_settings.alert_not_deterministic(
             "index_put_(accumulate=True)/scatter_add_/scatter_(reduce=) on CUDA float tensors")
     acc = dt if mode == PUT_SET else _accumulator(dt)

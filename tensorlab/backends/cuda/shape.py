@@ -14,7 +14,7 @@ from ...errors import index_out_of_range
 from . import launch as K
 from .active import driver
 from .driver import Pointer
-from .indexing import (PUT_ADD, PUT_MUL, PUT_SET, Rows, Scan, as_1d, check_rows, dims_table, gather_rows, numel, overlaps,
+from .indexing import (PUT_ADD, PUT_MAX, PUT_MIN, PUT_MUL, PUT_SET, Rows, Scan, as_1d, check_rows, dims_table, gather_rows, numel, overlaps,
                        put_rows, relayout, rowmajor_layouts, staged, write_coords)
 from .memory import copy_kernel, temp, allocate, buffer_ptr, retire
 
@@ -151,15 +151,17 @@ def gather(out, x, dim, index):
         rows.close()
 
 
-def scatter(out, dim, index, src, reduce=None):
+def scatter(out, dim, index, src, reduce=None, in_range=False):
     """out[index[i][j]][j] = src[i][j] (dim 0; any dim likewise), src a tensor or a number;
-    reduce="add"/"multiply" combines with the existing value, duplicates included (atomics)."""
+    reduce="add"/"multiply"/"amax"/"amin" combines with the existing value, duplicates included (atomics).
+    `in_range`: the caller already checked this index against this dim (no second check, no host wait)."""
     o = as_1d(K.operand(out))
     dev = o.buffer.device
     rows = Rows([index], dev, avoid=o)
     try:
         size = o.layout.shape[dim]
-        check_rows(rows, [size], False, dev, _range_error("scatter", dim, size))
+        if not in_range:
+            check_rows(rows, [size], False, dev, _range_error("scatter", dim, size))
         shape = tuple(rows.op.layout.shape)
         s, value = None, src
         if hasattr(src, "_meta"):
@@ -170,7 +172,7 @@ def scatter(out, dim, index, src, reduce=None):
         def view(t):
             return relayout(t, *_cut(t.layout, dim, shape)), dims_table([size], [t.layout.stride[dim]])
 
-        mode = PUT_SET if reduce is None else PUT_ADD if reduce == "add" else PUT_MUL
+        mode = {None: PUT_SET, "add": PUT_ADD, "multiply": PUT_MUL, "amax": PUT_MAX, "amin": PUT_MIN}[reduce]
         put_rows(o, view, s, value, rows, rows.op, mode)
     finally:
         rows.close()
