@@ -8,6 +8,9 @@ from . import emulation
 
 def _select():
     if emulation.enabled():
+        from .emulation import simulated
+        if simulated.enabled():  # TENSORLAB_CUDA_EMULATION_ASYNC=1: a device thread, work queued (teaching)
+            return simulated.SimulatedDriver()
         from .emulation.driver import EmulationDriver
         return EmulationDriver()
     from .cupy_driver import CupyDriver
