@@ -224,12 +224,21 @@ def _canonical(ts, sign_free):
     return tuple(out)
 
 
+def _flat(x):
+    """A nested tuple/list of results as one flat tuple (histogramdd's (hist, (edges, ...)))."""
+    if not isinstance(x, (list, tuple)):
+        return (x,)
+    return tuple(v for item in x for v in _flat(item))
+
+
 def compare(got, want, values=True, sign_free=()):
     """None if tensorlab's result matches torch's, else the first line of the difference."""
     torch = _torch()
     g = to_torch(got)
     if isinstance(want, tuple) and hasattr(want, "_fields"):
         want = tuple(want)
+    if isinstance(want, tuple) and any(isinstance(w, (list, tuple)) for w in want):  # (hist, (edges, ...))
+        want, g = _flat(want), _flat(g)
     if sign_free and isinstance(want, tuple) and isinstance(g, tuple) and len(g) == len(want):
         g, want = _canonical(g, sign_free), _canonical(want, sign_free)
     if isinstance(want, torch.Tensor) or (isinstance(want, (list, tuple)) and want and
