@@ -98,14 +98,18 @@ def _identity(op, x, ord=None):
     """The reduction's identity as a 0-dim tensor of x's dtype (torch.masked's _reduction_identity)."""
     tl = _tl()
     dt = x.dtype
+    if dt is dtypes.bool_ and op not in ("sum", "cumsum", "prod", "cumprod", "norm", "median"):
+        # torch defines no extremum identity for bool (neither signed nor uint8)
+        raise NotImplementedError(f"identity of {op} on torch.bool input: masked.{op} takes a numeric input; "
+                                  f"convert the bool tensor with .to(torch.uint8)")
     if op in ("sum", "cumsum"):
         v = 0
     elif op in ("prod", "cumprod"):
         v = 1
     elif op in ("amax", "argmax", "logaddexp", "logsumexp"):
-        v = -math.inf if dt.is_floating_point else (False if dt is dtypes.bool_ else tl.iinfo(dt).min)
+        v = -math.inf if dt.is_floating_point else tl.iinfo(dt).min
     elif op in ("amin", "argmin"):
-        v = math.inf if dt.is_floating_point else (True if dt is dtypes.bool_ else tl.iinfo(dt).max)
+        v = math.inf if dt.is_floating_point else tl.iinfo(dt).max
     elif op == "norm":
         if ord == -math.inf:
             if not dt.is_floating_point:
@@ -153,10 +157,17 @@ def prod(input, dim=None, *, keepdim=False, dtype=None, mask=None):
     return r
 
 
+def _no_bool_scan(dtype, op):
+    if dtype is dtypes.bool_:  # torch's scans have no bool kernel (the result dtype defaults to the input's)
+        raise NotImplementedError(f"\"{op}_out\" not implemented for 'Bool': masked.{op} of a bool tensor needs "
+                                  f"dtype= set to a numeric dtype (e.g. torch.int64)")
+
+
 def cumsum(input, dim, *, dtype=None, mask=None):
     """torch.masked.cumsum: masked-out elements add 0 (the result keeps the input's dtype unless dtype=)."""
     _check_input(input, "cumsum")
     dtype = input.dtype if dtype is None else dtype
+    _no_bool_scan(dtype, "cumsum")
     d = _canonical_dim(dim, input.dim())[0]
     return _tl().cumsum(_combine("sum", input, mask, name="cumsum"), d, dtype=dtype).to(dtype)
 
@@ -165,6 +176,7 @@ def cumprod(input, dim, *, dtype=None, mask=None):
     """torch.masked.cumprod: masked-out elements multiply by 1."""
     _check_input(input, "cumprod")
     dtype = input.dtype if dtype is None else dtype
+    _no_bool_scan(dtype, "cumprod")
     d = _canonical_dim(dim, input.dim())[0]
     return _tl().cumprod(_combine("prod", input, mask, name="cumprod"), d, dtype=dtype).to(dtype)
 
