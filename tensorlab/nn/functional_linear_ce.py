@@ -21,8 +21,9 @@ __all__ = ["linear_cross_entropy"]
 class LinearCrossEntropyOptions:
     """torch.nn.LinearCrossEntropyOptions: how the chunked linear_cross_entropy splits the batch.
     batch_chunk_size (rows per chunk) or chunking_method ("auto", "aspect_ratio", "aspect_ratio:N",
-    None); allow_retain_graph, acc_policy and acc_dtype are accepted for torch's signature (the
-    chunked path here accumulates in the input's dtype and its backward is plain autograd)."""
+    None); acc_dtype (default: float32 for float16/bfloat16 inputs, as torch's) is the dtype the chunks
+    are computed in; allow_retain_graph and acc_policy are accepted for torch's signature (the backward
+    here is plain autograd through the chunks)."""
     allow_retain_graph: bool = False
     batch_chunk_size: int | None = None
     chunking_method: str | None = "auto"
@@ -55,6 +56,17 @@ def _chunk_rows(options, num_batches, in_features, num_classes):
     rows = math.ceil(num_batches / max(math.ceil(num_classes / max(in_features, 1)), 1))
     rows = 1 << max(rows - 1, 0).bit_length()
     return max(rows // div, 1)
+
+
+def _acc_dtype(options, dt):
+    """torch's acc_dtype: as given, else float32 for float16/bfloat16 inputs (mixed precision), else the
+    input's dtype."""
+    acc = getattr(options, "acc_dtype", None)
+    if acc is not None:
+        from .. import dtypes as _d
+        name = str(acc).split(".")[-1]
+        return getattr(_d, name) if name != "bool" else _d.bool_
+    return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
 
 
 def _chunked(input, linear_weight, target, linear_bias, weight, reduction, ignore_index, rows):
@@ -122,7 +134,10 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
         batched = input.dim() == 2
         x, tg = (input, target) if batched else (input.unsqueeze(0), target.unsqueeze(0))
         rows = _chunk_rows(options, x.shape[0], in_features, num_classes)
-        r = _chunked(x, linear_weight, tg, linear_bias, weight, reduction, ignore_index, rows)
+        acc = _acc_dtype(options, x.dtype)
+        up = (lambda v: v if v is None or v.dtype is acc else v.to(acc))
+        r = _chunked(up(x), up(linear_weight), tg, up(linear_bias), up(weight), reduction, ignore_index, rows)
+        r = r.to(x.dtype)
         return r if batched or reduction != "none" else r.squeeze(0)
     w2, b2 = linear_weight, linear_bias
     if out_features:
