@@ -58,6 +58,8 @@ def test_histogram_out(device, torch):
     h, e = tl.empty(0, device=device, dtype=tl.float64), tl.empty(0, device=device, dtype=tl.float64)
     r = tl.histogram(tl.tensor(a, device=device), 4, out=(h, e))
     assert r.hist is h and r.bin_edges is e
+    assert isinstance(r, tl.return_types.histogram) and r._fields == ("hist", "bin_edges")
+    assert isinstance(tl.histogramdd(tl.ones((2, 2), device=device), 2), tl.return_types.histogramdd)
     _close(h, torch.histogram(torch.tensor(a), 4).hist)
 
 

@@ -69,4 +69,5 @@ def test_mode_out_and_gradient(device, torch):
     np.testing.assert_array_equal(x.grad.cpu().numpy(), ta.grad.numpy())
     vo, io = tl.empty(0, device=device, dtype=tl.float64), tl.empty(0, device=device, dtype=tl.int64)
     r = tl.mode(x.detach(), 1, out=(vo, io))
+    assert isinstance(r, tl.return_types.mode)
     assert r.values is vo and vo.tolist() == torch.mode(ta.detach(), 1).values.tolist()

@@ -9,16 +9,11 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections import namedtuple
-
 from .. import dtypes
+from ..return_types import histogram as histogram_result, histogramdd as histogramdd_result
 from ..tensor import Tensor
 from ._composite import tensor_arg, tl
 
-histogram_result = namedtuple("histogram", ("hist", "bin_edges"))
-histogram_result.__module__ = "tensorlab.return_types"
-histogramdd_result = namedtuple("histogramdd", ("hist", "bin_edges"))
-histogramdd_result.__module__ = "tensorlab.return_types"
 
 
 def _check_input(x, op):

@@ -7,13 +7,10 @@ the values are gathered from the input at the indices, so the gradient is gather
 value_selecting_reduction_backward)."""
 from __future__ import annotations
 
-from collections import namedtuple
-
 from .. import dtypes
+from ..return_types import mode as mode_result
 from ._composite import tensor_arg, tl, to_outs, wrap_dim
 
-mode_result = namedtuple("mode", ("values", "indices"))
-mode_result.__module__ = "tensorlab.return_types"
 
 
 def mode(input, dim=-1, keepdim=False, *, out=None):
