@@ -137,8 +137,10 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
     """torch.histogram(input, bins, *, range=None, weight=None, density=False) -> (hist, bin_edges)."""
     _check_input(input, "histogram")
     x2 = input.reshape(-1, 1)
-    w = _check_weight(x2, None if weight is None else weight.reshape(-1) if weight.shape == input.shape else weight,
-                      (x2.shape[0],))
+    if weight is not None:
+        tensor_arg(weight, "histogram", "weight")
+        weight = weight.reshape(-1) if tuple(weight.shape) == tuple(input.shape) else weight
+    w = _check_weight(x2, weight, (x2.shape[0],))
     edges = _edges(x2, bins, range, "histogram")
     hist = _histdd(x2, edges, w, density)
     r = histogram_result(hist, edges[0].clone() if isinstance(bins, Tensor) else edges[0])
