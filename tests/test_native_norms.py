@@ -125,3 +125,28 @@ def test_errors(device):
     with pytest.raises(RuntimeError):
         tl.native_batch_norm(x, None, None, rm, tl.ones(3, device=device), True, 0.1, 1e-5)
     assert rm.tolist() == [0.0, 0.0] and rv.tolist() == [1.0, 1.0]  # a failed call changes nothing
+
+
+def test_batch_norm_running_stats_change_together_or_not_at_all(device):
+    """Every alloc/copy/launch of the call failed in turn: the input is untouched and the running
+    statistics keep their values (a failed running_var write restores running_mean: its version
+    counter moves, its values do not)."""
+    from tensorlab.testing import KINDS, InjectedFault, assert_unchanged, count_events, inject_fault, snapshot
+
+    def setup():
+        x = tl.tensor(np.random.default_rng(6).standard_normal((4, 2)), device=device)
+        rm, rv = tl.zeros(2, device=device, dtype=tl.float64), tl.ones(2, device=device, dtype=tl.float64)
+        return (lambda: tl.native_batch_norm(x, None, None, rm, rv, True, 0.1, 1e-5)), x, rm, rv
+    fn, x, rm, rv = setup()
+    with count_events() as counts:
+        fn()
+    assert rm.tolist() != [0.0, 0.0]
+    for kind in KINDS:
+        for n in range(1, getattr(counts, kind) + 1):
+            fn, x, rm, rv = setup()
+            snap = snapshot(x)
+            with inject_fault(kind, n) as plan, pytest.raises(InjectedFault):
+                fn()
+            assert plan.fired
+            assert_unchanged(snap)
+            assert rm.tolist() == [0.0, 0.0] and rv.tolist() == [1.0, 1.0]

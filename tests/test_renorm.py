@@ -64,3 +64,22 @@ def test_renorm_errors_leave_self_unchanged(device):
     with pytest.raises(RuntimeError):
         tl.renorm(tl.ones((2, 3), dtype=tl.int64, device=device), 2, 0, 1.0)
     assert x.tolist() == [[1.0] * 3] * 2
+
+
+def test_renorm_inplace_failure_leaves_self_unchanged(device):
+    from tensorlab.testing import KINDS, InjectedFault, assert_unchanged, count_events, inject_fault, snapshot
+
+    def setup():
+        x = tl.tensor(np.random.default_rng(4).standard_normal((3, 4)), device=device)
+        return (lambda: x.renorm_(2, 0, 0.5)), x
+    fn, x = setup()
+    with count_events() as counts:
+        fn()
+    for kind in KINDS:
+        for n in range(1, getattr(counts, kind) + 1):
+            fn, x = setup()
+            snap = snapshot(x)
+            with inject_fault(kind, n) as plan, pytest.raises(InjectedFault):
+                fn()
+            assert plan.fired
+            assert_unchanged(snap)

@@ -82,8 +82,13 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
             new_mean = (1 - momentum) * _acc(running_mean) + momentum * mean.detach()
             new_var = (1 - momentum) * _acc(running_var) + momentum * unbiased
             new_mean, new_var = new_mean.to(running_mean.dtype), new_var.to(running_var.dtype)
+            old_mean = running_mean.clone()
             running_mean.copy_(new_mean)  # published last: both computed before either is written
-            running_var.copy_(new_var)
+            try:
+                running_var.copy_(new_var)
+            except BaseException:
+                running_mean.copy_(old_mean)  # the pair changes together or not at all
+                raise
     return y, save_mean, save_invstd
 
 
