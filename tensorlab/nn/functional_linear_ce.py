@@ -144,6 +144,11 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
         w2 = linear_weight.reshape(math.prod(out_features, start=num_classes), in_features)
         if linear_bias is not None:
             b2 = linear_bias.reshape(math.prod(out_features, start=num_classes))
-    logits = F.linear(input, w2, b2).reshape(logits_shape)
+    if input.dtype in (dtypes.float16, dtypes.bfloat16) and b2 is not None:
+        # torch's 16-bit addmm adds the bias to the float32 product and rounds once
+        f32 = dtypes.float32
+        logits = F.linear(input.to(f32), w2.to(f32), b2.to(f32)).to(input.dtype).reshape(logits_shape)
+    else:
+        logits = F.linear(input, w2, b2).reshape(logits_shape)
     return F.cross_entropy(logits, target, weight=weight, reduction=reduction, ignore_index=ignore_index,
                            label_smoothing=label_smoothing)
