@@ -30,6 +30,7 @@ from . import utils  # noqa: E402  (tensorlab.utils.data: datasets, samplers, Da
 from . import linalg  # noqa: E402  (torch.linalg's names)
 from . import special  # noqa: E402  (torch.special's names that tensorlab has)
 from . import signal  # noqa: E402  (torch.signal.windows)
+from . import masked  # noqa: E402  (torch.masked's reductions and normalizations with mask=)
 
 
 def is_tensor(obj):

@@ -42,3 +42,4 @@ __all__ += ["Upsample"]
 __all__ += ["Buffer", "ModuleDict", "ModuleList", "ParameterDict", "ParameterList"]
 from . import modules  # noqa: E402,F401  (torch.nn.modules.* paths)
 from . import parallel  # noqa: E402,F401  (nn.parallel.DistributedDataParallel)
+from .functional_linear_ce import LinearCrossEntropyOptions  # noqa: E402,F401  (torch.nn.LinearCrossEntropyOptions)

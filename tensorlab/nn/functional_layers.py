@@ -11,4 +11,7 @@ from .functional_norm import __all__ as _norm
 from .functional_more import *  # noqa: F401,F403
 from .functional_more import __all__ as _more
 
-__all__ = _act + _attention + _norm + _more
+from .functional_linear_ce import *  # noqa: F401,F403
+from .functional_linear_ce import __all__ as _linear_ce
+
+__all__ = _act + _attention + _norm + _more + _linear_ce
