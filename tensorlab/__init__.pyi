@@ -20,6 +20,7 @@ from . import layout as layout
 from . import layouts as layouts
 from . import legacy_tensors as legacy_tensors
 from . import linalg as linalg
+from . import masked as masked
 from . import memo as memo
 from . import nn as nn
 from . import ops as ops
@@ -138,6 +139,7 @@ def argsort(input, dim=..., descending=..., stable=..., *, out=...): """The indi
 def argwhere(input): """The indices of the nonzero elements, one row per element."""
 def as_strided(input, size, stride, storage_offset=...): """A view of input's storage with the given size, stride and storage offset."""
 def as_strided_copy(input, *args, out=..., **kwargs): """torch.as_strided_copy: a new tensor holding what the view op returns"""
+def as_strided_scatter(input, src, size, stride, storage_offset=...): """input's clone with clone.as_strided(size, stride, storage_offset) replaced by src."""
 def as_tensor(data, dtype=..., device=...): """Share memory with `data` when possible (a tensor, or a NumPy array on the CPU), else copy."""
 def asarray(obj, *, dtype=..., device=..., copy=..., requires_grad=...): """tl.asarray (torch.asarray): a tensor from `obj` (a tensor, an object with the CUDA array
     interface, DLPack or the NumPy array interface, an object with the buffer protocol, or Python
@@ -202,6 +204,7 @@ def clip(input, min=..., max=..., *, out=...): """input limited to [min, max] el
 def clip_(input, min=..., max=...): """In-place clamp."""
 def clone(input, *, memory_format=...): """A copy of input with its own memory (memory_format as torch), recorded for autograd."""
 def column_stack(tensors, *, out=...): """The tensors as columns of a 2-D tensor."""
+def combinations(input, r=..., with_replacement=...): """torch.combinations(input, r=2, with_replacement=False) -> (count, r) tensor ((0,) for r == 0)."""
 def compile(model=..., *, fullgraph=..., dynamic=..., backend=..., mode=..., options=..., disable=...): """torch.compile's signature; tensorlab's only backend is eager: the callable is returned unchanged."""
 def concat(tensors, dim=..., *, out=...): """Concatenate along an existing dim. As torch's legacy rule, 1-D empty tensors are skipped
     whatever the others' shapes (they still take part in dtype promotion).
@@ -245,6 +248,7 @@ def diag_embed(input, offset=..., dim1=..., dim2=...): """torch.diag_embed: the 
 def diagflat(input, offset=...): """A 2-D tensor with the flattened input on its offset diagonal."""
 def diagonal(input, offset=..., dim1=..., dim2=...): """A view of the diagonal with the given offset of dims dim1 and dim2."""
 def diagonal_copy(input, *args, out=..., **kwargs): """torch.diagonal_copy: a new tensor holding what the view op returns"""
+def diagonal_scatter(input, src, offset=..., dim1=..., dim2=...): """input with input.diagonal(offset, dim1, dim2) replaced by src."""
 def diff(input, n=..., dim=..., prepend=..., append=..., *, out=...): """The n-th forward difference along dim, after concatenating prepend and append."""
 def dist(input, other, p=...): """The p-norm of input - other."""
 def div(input, other, *, rounding_mode=..., out=...): """input / other, broadcast; rounding_mode None (true division), 'trunc' or 'floor'."""
@@ -254,6 +258,9 @@ def dstack(tensors, *, out=...): """The tensors concatenated depth-wise (along d
 def einsum(*args): """torch.einsum(equation, *operands) (operands also as one list, or the sublist form)."""
 def empty(*sizes, size=..., dtype=..., device=..., layout=..., requires_grad=..., memory_format=..., pin_memory=..., out=...): """A tensor of the given size with uninitialized values (torch.empty)."""
 def empty_like(input, *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., memory_format=...): """An uninitialized tensor with input's size, and its dtype/device unless given."""
+def empty_permuted(size, physical_layout, *, dtype=..., layout=..., device=..., requires_grad=..., pin_memory=...): """An uninitialized tensor of shape `size` whose dims lie in memory in the order `physical_layout`
+    (outermost first): empty(size[p] for p in physical_layout) permuted back to `size`'s order.
+    """
 def empty_strided(size, stride, *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=...): """An uninitialized tensor with the given sizes and strides."""
 def eq(input, other, *, out=...): """Elementwise eq with broadcasting (torch.eq); promotion: always_bool."""
 def equal(input, other): """True when both tensors have the same shape and equal elements (NaN is never equal)."""
@@ -314,6 +321,10 @@ def heaviside(input, values, *, out=...): """The Heaviside step: 0 below zero, 1
 def histc(input, bins=..., min=..., max=..., *, out=...): """torch.histc: counts of the elements in `bins` equal-width bins over [min, max] (the data's
     range when both are 0); elements outside are ignored, the top edge belongs to the last bin.
     """
+def histogram(input, bins=..., *, range=..., weight=..., density=..., out=...): """torch.histogram(input, bins, *, range=None, weight=None, density=False) -> (hist, bin_edges)."""
+def histogramdd(input, bins=..., *, range=..., weight=..., density=...): """torch.histogramdd(input, bins, *, range=None, weight=None, density=False) -> (hist, bin_edges): the
+    points are input's innermost dim (D coordinates each), every other dim counts points.
+    """
 def hsplit(input, sections=..., indices=...): """torch's two overloads: (input, sections: int) and (input, indices: list), positionally alike."""
 def hstack(tensors, *, out=...): """The tensors concatenated column-wise (along dim 1, or 0 for 1-D tensors)."""
 def hypot(input, other, *, out=...): """torch.hypot"""
@@ -321,6 +332,7 @@ def index_add(input, dim, index, source, *, alpha=..., out=...): """A copy of in
 def index_copy(input, dim, index, source, *, out=...): """A copy of input with source written at the given indices of dim."""
 def index_fill(input, dim, index, value): """A copy of input with value written at the given indices of dim."""
 def index_put(input, indices, values, accumulate=...): """A copy of input with values written at the index tensors' positions (accumulate=True adds)."""
+def index_reduce(input, dim, index, source, reduce, *, include_self=..., out=...): """input with source's slices reduced into input's slices index[i] along dim."""
 def index_select(input, dim, index, *, out=...): """The slices of input at positions `index` (1-D or 0-dim) along `dim`."""
 def initial_seed(): """The seed the default generator was last seeded with."""
 def inner(input, other, *, out=...): """The inner product over the last dimension of both inputs."""
@@ -408,6 +420,7 @@ def min(input, dim=..., keepdim=..., *, other=..., out=...): """min(x) -> the sm
     """
 def minimum(input, other, *, out=...): """Elementwise minimum with broadcasting (torch.minimum); promotion: default."""
 def mm(input, mat2, *, out=...): """The matrix product of two 2-D tensors."""
+def mode(input, dim=..., keepdim=..., *, out=...): """torch.mode(input, dim=-1, keepdim=False) -> (values, indices)."""
 def moveaxis(input, source, destination): """Alias of movedim."""
 def movedim(input, source, destination): """Alias of movedim."""
 def msort(input, *, out=...): """input sorted along its first dimension."""
@@ -428,6 +441,14 @@ def nanquantile(input, q, dim=..., keepdim=..., *, interpolation=..., out=...): 
 def nansum(input, dim=..., keepdim=..., *, dtype=..., out=...): """The sum treating NaN as zero."""
 def narrow(input, dim, start, length): """A view of length elements of dim from start."""
 def narrow_copy(input, *args, out=..., **kwargs): """torch.narrow_copy: a new tensor holding what the view op returns"""
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, *, out=...): """torch.native_batch_norm: (output, save_mean, save_invstd); out= a tuple of three tensors to write them to."""
+def native_dropout_backward(grad_output, mask, scale): """aten.native_dropout_backward: grad_output * mask * scale (torch's promotion: an integer or bool
+    gradient times a float scale is the default float dtype).
+    """
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps): """torch.native_group_norm -> (output, mean, rstd); mean and rstd are (N, group)."""
+def native_layer_norm(input, normalized_shape, weight, bias, eps): """torch.native_layer_norm -> (output, mean, rstd); mean and rstd have input's leading dims and a 1
+    for each normalized dim.
+    """
 def ne(input, other, *, out=...): """Elementwise ne with broadcasting (torch.ne); promotion: always_bool."""
 def neg(input, *, out=...): """Elementwise neg (torch.neg); promotion: keep."""
 def neg_(input): """In-place neg."""
@@ -435,6 +456,7 @@ def nextafter(input, other, *, out=...): """The next representable value after i
 def nonzero(input, *, out=..., as_tuple=...): """Indices of the nonzero elements: an (n, ndim) int64 tensor in row-major order, or with
     as_tuple=True one 1-D tensor per dim. The size depends on the data: a host sync on CUDA.
     """
+def nonzero_static(input, *, size, fill_value=..., out=...): """torch.nonzero_static(input, *, size, fill_value=-1) -> (size, input.dim()) int64."""
 def norm(input, p=..., dim=..., keepdim=..., out=..., dtype=...): """Vector p-norm over `dim` (all dims when None): p = 2, 1, inf, -inf, 0 (count of nonzeros),
     any other float; 'fro' is the 2-norm over at most two dims.
     """
@@ -472,6 +494,7 @@ def reciprocal_(input): """In-place reciprocal."""
 def relu(input): """Elementwise relu (torch.relu); promotion: keep."""
 def relu_(input): """In-place relu."""
 def remainder(input, other, *, out=...): """Elementwise remainder with broadcasting (torch.remainder); promotion: default."""
+def renorm(input, p, dim, maxnorm, *, out=...): """torch.renorm(input, p, dim, maxnorm)."""
 def repeat_interleave(input, repeats=..., dim=..., *, output_size=...): """torch.repeat_interleave: each element (or slice along `dim`) repeated `repeats` times
     (an int, or one count per slice); dim=None works on the flattened input. Called with only a
     tensor of counts, it returns the indices repeated by those counts.
@@ -501,12 +524,14 @@ def scatter(input, dim, index, src=..., *, value=..., reduce=..., out=..., _op=.
     name errors use, scatter_add's when it calls.)
     """
 def scatter_add(input, dim, index, src, *, out=...): """A copy of input with src[i][j] added at input[index[i][j]][j], duplicates accumulating."""
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=..., out=...): """input with src reduced into it at input[index[i][j]][j] (dim 0; any dim likewise)."""
 def searchsorted(sorted_sequence, input, *, out_int32=..., right=..., side=..., out=..., sorter=...): """torch.searchsorted: for each value the index where it would be inserted into the innermost
     dim of `sorted_sequence` to keep it sorted (the first such index, or the last with
     right=True / side='right'); sorter= gives the indices that sort an unsorted sequence.
     """
 def seed(): """Seed every default generator from the OS's entropy; returns the seed."""
 def select(input, dim, index): """A view of index along dim, without that dimension."""
+def select_scatter(input, src, dim, index): """input with input.select(dim, index) replaced by src."""
 def set_default_dtype(d): """Set the default floating dtype (float32 or float64, as torch allows)."""
 def set_float32_matmul_precision(precision): """'highest', 'high' or 'medium'. Accepted and reported by get_float32_matmul_precision();
     tensorlab's float32 matmuls always compute in float32 (what 'highest' asks for).
@@ -533,6 +558,7 @@ def sinc(input, *, out=...): """torch.sinc"""
 def sinc_(input): """In-place form of sinc: the result is written into self, which is returned (torch's Tensor.sinc_)."""
 def sinh(input, *, out=...): """torch.sinh"""
 def sinh_(input): """In-place form of sinh: the result is written into self, which is returned (torch's Tensor.sinh_)."""
+def slice_scatter(input, src, dim=..., start=..., end=..., step=..., *, out=...): """A copy of input with src written into input[..., start:end:step, ...] along dim (torch.slice_scatter)."""
 def slogdet(input, *, out=...): """torch.slogdet / Tensor.slogdet: torch.linalg.slogdet's pair as torch.return_types.slogdet."""
 def softmax(input, dim, dtype=..., *, out=...): """exp(x) / sum(exp(x)) along `dim`, stable for large inputs (the max is subtracted first)."""
 def sort(input, dim=..., descending=..., stable=..., *, out=...): """(values, indices) sorted along dim; always stable (equal elements keep their order) and

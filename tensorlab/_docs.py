@@ -242,6 +242,8 @@ DOCS = {
     "Tensor.new_zeros": "Zeros of the given size with this tensor's dtype and device.",
     "Tensor.new_ones": "Ones of the given size with this tensor's dtype and device.",
     "Tensor.new_full": "fill_value in a tensor of the given size with this tensor's dtype and device.",
+    "Tensor.new_empty_strided": "An uninitialized tensor of the given size and strides with this tensor's dtype and "
+                                "device.",
     "Tensor.exponential_": "Fill with samples of the exponential distribution of rate lambd.",
     "Tensor.normal_": "Fill with samples of the normal distribution N(mean, std**2).",
     "Tensor.put_": "Write source at the flattened indices of the tensor (accumulate=True adds).",

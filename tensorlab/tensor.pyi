@@ -140,6 +140,7 @@ class Tensor:
     def argsort(input, dim=..., descending=..., stable=..., *, out=...): """The indices that sort input along dim (stable=True keeps the order of equal elements)."""
     def argwhere(input): """The indices of the nonzero elements, one row per element."""
     def as_strided(input, size, stride, storage_offset=...): """A view of input's storage with the given size, stride and storage offset."""
+    def as_strided_scatter(input, src, size, stride, storage_offset=...): """input's clone with clone.as_strided(size, stride, storage_offset) replaced by src."""
     def asin(input, *, out=...): """torch.asin"""
     def asin_(input): """In-place form of arcsin: the result is written into self, which is returned (torch's Tensor.arcsin_)."""
     def asinh(input, *, out=...): """torch.asinh"""
@@ -179,6 +180,7 @@ class Tensor:
     def bool(self, memory_format=...): """The tensor as bool."""
     def broadcast_to(input, size): """A view of input expanded to size (broadcasting rules)."""
     def byte(self, memory_format=...): """The tensor as uint8."""
+    def cauchy_(self, median=..., sigma=..., *, generator=...): """Fill with Cauchy(median, sigma) draws."""
     def ceil(input, *, out=...): """Elementwise ceil (torch.ceil); promotion: keep."""
     def ceil_(input): """In-place ceil."""
     def char(self, memory_format=...): """The tensor as int8."""
@@ -241,6 +243,7 @@ class Tensor:
         """
     def diagflat(input, offset=...): """A 2-D tensor with the flattened input on its offset diagonal."""
     def diagonal(input, offset=..., dim1=..., dim2=...): """A view of the diagonal with the given offset of dims dim1 and dim2."""
+    def diagonal_scatter(input, src, offset=..., dim1=..., dim2=...): """input with input.diagonal(offset, dim1, dim2) replaced by src."""
     def diff(input, n=..., dim=..., prepend=..., append=..., *, out=...): """The n-th forward difference along dim, after concatenating prepend and append."""
     def dim(self): """The number of dimensions."""
     def dist(input, other, p=...): """The p-norm of input - other."""
@@ -292,6 +295,7 @@ class Tensor:
     def gcd_(input, other): """In-place gcd."""
     def ge(input, other, *, out=...): """Elementwise ge with broadcasting (torch.ge); promotion: always_bool."""
     def ge_(self, other): """In-place ge."""
+    def geometric_(self, p, *, generator=...): """Fill with Geometric(p) draws on {1, 2, ...} (any dtype but bool)."""
     def ger(input, vec2, *, out=...): """input[i] * vec2[j], promoted as a multiplication (a k=1 matrix product)."""
     @property
     def grad(self) -> Any: """The gradient accumulated by backward(), or None."""
@@ -309,6 +313,7 @@ class Tensor:
     def histc(input, bins=..., min=..., max=..., *, out=...): """torch.histc: counts of the elements in `bins` equal-width bins over [min, max] (the data's
         range when both are 0); elements outside are ignored, the top edge belongs to the last bin.
         """
+    def histogram(input, bins=..., *, range=..., weight=..., density=..., out=...): """torch.histogram(input, bins, *, range=None, weight=None, density=False) -> (hist, bin_edges)."""
     def hsplit(input, sections=..., indices=...): """torch's two overloads: (input, sections: int) and (input, indices: list), positionally alike."""
     def hypot(input, other, *, out=...): """torch.hypot"""
     def hypot_(self, other): """In-place form of hypot: the result is written into self, which is returned (torch's Tensor.hypot_)."""
@@ -322,6 +327,8 @@ class Tensor:
     def index_put_(self, indices, values, accumulate=...): """self[indices] = values (or += with accumulate=True); `indices` is a tuple of index tensors
         (None: the whole dim), `values` a tensor of self's dtype broadcastable to the result.
         """
+    def index_reduce(input, dim, index, source, reduce, *, include_self=..., out=...): """input with source's slices reduced into input's slices index[i] along dim."""
+    def index_reduce_(self, dim, index, source, reduce, *, include_self=...): """In-place form of index_reduce: the result is written into self, which is returned (torch's Tensor.index_reduce_)."""
     def index_select(input, dim, index, *, out=...): """The slices of input at positions `index` (1-D or 0-dim) along `dim`."""
     def inner(input, other, *, out=...): """The inner product over the last dimension of both inputs."""
     def int(self, memory_format=...): """The tensor as int32."""
@@ -376,6 +383,7 @@ class Tensor:
     def log2(input, *, out=...): """Elementwise log2 (torch.log2); promotion: int_to_float."""
     def log2_(input): """In-place log2."""
     def log_(input): """In-place log."""
+    def log_normal_(self, mean=..., std=..., *, generator=...): """Fill with exp(N(mean, std)) draws."""
     def log_softmax(input, dim, dtype=..., *, out=...): """log(softmax(input, dim)), computed stably."""
     def logaddexp(input, other, *, out=...): """torch.logaddexp"""
     def logaddexp2(input, other, *, out=...): """torch.logaddexp2"""
@@ -428,6 +436,7 @@ class Tensor:
         """
     def minimum(input, other, *, out=...): """Elementwise minimum with broadcasting (torch.minimum); promotion: default."""
     def mm(input, mat2, *, out=...): """The matrix product of two 2-D tensors."""
+    def mode(input, dim=..., keepdim=..., *, out=...): """torch.mode(input, dim=-1, keepdim=False) -> (values, indices)."""
     def moveaxis(input, source, destination): """Alias of movedim."""
     def movedim(input, source, destination): """Alias of movedim."""
     def msort(input, *, out=...): """input sorted along its first dimension."""
@@ -459,6 +468,7 @@ class Tensor:
     def neg_(input): """In-place neg."""
     def nelement(self): """The number of elements (alias of numel)."""
     def new_empty(self, *sizes, size=..., dtype=..., device=..., requires_grad=..., layout=..., pin_memory=...): """An uninitialized tensor of the given size with this tensor's dtype and device."""
+    def new_empty_strided(self, size, stride, *, dtype=..., layout=..., device=..., requires_grad=..., pin_memory=...): """An uninitialized tensor of the given size and strides with this tensor's dtype and device."""
     def new_full(self, size, fill_value, *, dtype=..., device=..., requires_grad=..., layout=..., pin_memory=...): """fill_value in a tensor of the given size with this tensor's dtype and device."""
     def new_ones(self, *sizes, size=..., dtype=..., device=..., requires_grad=..., layout=..., pin_memory=...): """Ones of the given size with this tensor's dtype and device."""
     def new_tensor(self, data, *, dtype=..., device=..., requires_grad=..., layout=..., pin_memory=...): """A copy of `data` with self's dtype and device by default (a tensor's own dtype is ignored,
@@ -470,6 +480,7 @@ class Tensor:
     def nonzero(input, *, out=..., as_tuple=...): """Indices of the nonzero elements: an (n, ndim) int64 tensor in row-major order, or with
         as_tuple=True one 1-D tensor per dim. The size depends on the data: a host sync on CUDA.
         """
+    def nonzero_static(input, *, size, fill_value=..., out=...): """torch.nonzero_static(input, *, size, fill_value=-1) -> (size, input.dim()) int64."""
     def norm(input, p=..., dim=..., keepdim=..., out=..., dtype=...): """Vector p-norm over `dim` (all dims when None): p = 2, 1, inf, -inf, 0 (count of nonzeros),
         any other float; 'fro' is the 2-norm over at most two dims.
         """
@@ -513,6 +524,8 @@ class Tensor:
     def relu_(input): """In-place relu."""
     def remainder(input, other, *, out=...): """Elementwise remainder with broadcasting (torch.remainder); promotion: default."""
     def remainder_(self, other): """In-place remainder."""
+    def renorm(input, p, dim, maxnorm, *, out=...): """torch.renorm(input, p, dim, maxnorm)."""
+    def renorm_(self, p, dim, maxnorm): """Tensor.renorm_: renorm written into self (computed first, so a failure leaves self unchanged)."""
     def repeat(self, *sizes, repeats=...): """Tensor.repeat(*sizes): the tensor tiled sizes[i] times along dim i (leading dims added)."""
     def repeat_interleave(input, repeats=..., dim=..., *, output_size=...): """torch.repeat_interleave: each element (or slice along `dim`) repeated `repeats` times
         (an int, or one count per slice); dim=None works on the flattened input. Called with only a
@@ -548,7 +561,10 @@ class Tensor:
     def scatter_(self, dim, index, src=..., *, value=..., reduce=..., _op=...): """Write src (or value) into the tensor at the index positions along dim (reduce= combines)."""
     def scatter_add(input, dim, index, src, *, out=...): """A copy of input with src[i][j] added at input[index[i][j]][j], duplicates accumulating."""
     def scatter_add_(self, dim, index, src): """Add src into the tensor at the index positions along dim."""
+    def scatter_reduce(input, dim, index, src, reduce, *, include_self=..., out=...): """input with src reduced into it at input[index[i][j]][j] (dim 0; any dim likewise)."""
+    def scatter_reduce_(self, dim, index, src, reduce, *, include_self=...): """In-place form of scatter_reduce: the result is written into self, which is returned (torch's Tensor.scatter_reduce_)."""
     def select(input, dim, index): """A view of index along dim, without that dimension."""
+    def select_scatter(input, src, dim, index): """input with input.select(dim, index) replaced by src."""
     def set_(self, source=..., storage_offset=..., size=..., stride=...): """Tensor.set_: point this tensor at another storage (or another tensor's storage and layout).
         set_() -> an empty storage; set_(tensor) -> share its storage and layout (same dtype);
         set_(storage[, storage_offset, size, stride]) -> that layout over the storage. The layout is
@@ -572,6 +588,7 @@ class Tensor:
     def sinh(input, *, out=...): """torch.sinh"""
     def sinh_(input): """In-place form of sinh: the result is written into self, which is returned (torch's Tensor.sinh_)."""
     def size(self, dim=...): """The tensor's size, or the size of dimension dim."""
+    def slice_scatter(input, src, dim=..., start=..., end=..., step=..., *, out=...): """A copy of input with src written into input[..., start:end:step, ...] along dim (torch.slice_scatter)."""
     def slogdet(input, *, out=...): """torch.slogdet / Tensor.slogdet: torch.linalg.slogdet's pair as torch.return_types.slogdet."""
     def softmax(input, dim, dtype=..., *, out=...): """exp(x) / sum(exp(x)) along `dim`, stable for large inputs (the max is subtracted first)."""
     def sort(input, dim=..., descending=..., stable=..., *, out=...): """(values, indices) sorted along dim; always stable (equal elements keep their order) and

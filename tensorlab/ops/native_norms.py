@@ -38,7 +38,18 @@ def _param(p, c, op, name):
     return p
 
 
-def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, *, out=None):
+    """torch.native_batch_norm: (output, save_mean, save_invstd); out= a tuple of three tensors to write them to."""
+    r = _native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
+    if out is None:
+        return r
+    from ._composite import to_out
+    if not isinstance(out, (tuple, list)) or len(out) != 3:
+        raise TypeError("native_batch_norm(): argument 'out' must be a tuple of 3 Tensors")
+    return tuple(to_out(t, o, "native_batch_norm") for t, o in zip(r, out))
+
+
+def _native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
     """torch.native_batch_norm -> (output, save_mean, save_invstd)."""
     t = tl()
     op = "native_batch_norm"

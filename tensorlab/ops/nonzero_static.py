@@ -8,11 +8,15 @@ from __future__ import annotations
 import numbers
 
 from .. import dtypes
-from ._composite import tensor_arg, tl
+from ._composite import tensor_arg, tl, to_out
 
 
-def nonzero_static(input, *, size, fill_value=-1):
+def nonzero_static(input, *, size, fill_value=-1, out=None):
     """torch.nonzero_static(input, *, size, fill_value=-1) -> (size, input.dim()) int64."""
+    return to_out(_nonzero_static(input, size, fill_value), out, "nonzero_static")
+
+
+def _nonzero_static(input, size, fill_value):
     t = tl()
     tensor_arg(input, "nonzero_static")
     if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 0:

@@ -31,7 +31,13 @@ def _publish(input, src, view_of, op):
     return out
 
 
-def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1, *, out=None):
+    """A copy of input with src written into input[..., start:end:step, ...] along dim (torch.slice_scatter)."""
+    from ._composite import to_out
+    return to_out(_slice_scatter(input, src, dim, start, end, step), out, "slice_scatter")
+
+
+def _slice_scatter(input, src, dim, start, end, step):
     """input with input[..., start:end:step, ...] (along dim) replaced by src."""
     def view(out):
         if step <= 0:
