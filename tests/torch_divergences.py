@@ -333,6 +333,25 @@ def _numpy_ufunc_results(device):
     assert isinstance(r, tl.Tensor) and r.tolist() == [1.0, 2.0, 3.0]
 
 
+def _as_strided_scatter_grad(device):
+    x = tl.zeros(4, device=device, dtype=tl.float64, requires_grad=True)
+    src = tl.ones(2, device=device, dtype=tl.float64)
+    y = tl.as_strided_scatter(x, src, (2,), (1,), 1)
+    (y * tl.arange(4.0, device=device, dtype=tl.float64)).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0, 3.0]  # the window (elements 1, 2) came from src
+
+
+def _mode_long_rows(device):
+    x = tl.tensor([3.0] * 10 + [1.0] * 20 + [3.0] * 10 + [2.0], device=device)
+    v, i = tl.mode(x)
+    assert v.item() == 1.0 and i.item() == 29  # 1 and 3 occur 20 times each: the smaller wins, at its last occurrence
+
+
+def _native_batch_norm_without_stats(device):
+    with pytest.raises(RuntimeError):
+        tl.native_batch_norm(tl.ones(2, 3, device=device), None, None, None, None, False, 0.1, 1e-5)
+
+
 DIVERGENCES = (
     Divergence("gelu", "+inf, bfloat16, float16 or float32, approximate='none'",
                "NaN on its vectorized CPU path, inf on its scalar path (depends on the CPU and the length; "
@@ -492,6 +511,17 @@ DIVERGENCES = (
                "a bool tensor; a tensor computed by NumPy, as t + ndarray", "bool is the ufunc's own dtype (torch's "
                "uint8 predates its bool dtype); both operand orders give one answer", DELIBERATE,
                _numpy_ufunc_results),
+    Divergence("as_strided_scatter backward", "any input that requires grad",
+               "the input's gradient is the gradient of the window's positions (it fails torch's own gradcheck)",
+               "the output's gradient with the window zeroed: those positions came from src", "the input does not "
+               "reach the output through the window; gradcheck agrees with tensorlab", DELIBERATE,
+               _as_strided_scatter_grad),
+    Divergence("mode", "rows longer than 16 elements", "the index of an arbitrary occurrence of the mode (its CPU "
+               "kernel sorts unstably)", "the index of the mode's last occurrence, on every device (values agree)",
+               "one answer whatever the length and the device", DELIBERATE, _mode_long_rows),
+    Divergence("native_batch_norm", "training=False without running statistics (None)", "crashes the process "
+               "(segmentation fault, torch 2.13)", "RuntimeError naming the missing statistics",
+               "nothing a user passes may crash the interpreter", DELIBERATE, _native_batch_norm_without_stats),
 )
 
 
