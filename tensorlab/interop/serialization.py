@@ -452,7 +452,10 @@ def _rebuild_parameter(data, requires_grad, backward_hooks=None, state=None):
 
 
 def _keys(state):
-    return sorted(map(repr, state)) if isinstance(state, dict) else repr(state)
+    """The attribute names a BUILD/state value would set (dict state, or (dict, slots))."""
+    parts = state if isinstance(state, tuple) and len(state) == 2 else (state,)
+    names = [str(k) for part in parts if isinstance(part, dict) for k in part]
+    return sorted(names) if names else repr(state)
 
 
 def _rebuild_tensor_v1(storage, storage_offset, size, stride):
@@ -617,7 +620,7 @@ class _Loader(pickle._Unpickler):
         inst = self.stack[-2]
         if self._weights_only:
             if isinstance(inst, Tensor):
-                names = _keys(state[0] if isinstance(state, tuple) and len(state) == 2 and not state[0] else state)
+                names = _keys(state)
                 raise pickle.UnpicklingError(
                     f"Can only build Tensor, Parameter, OrderedDict or types allowlisted via `add_safe_globals` "
                     f"through their constructors, but the file sets state {names} on a {type(inst).__name__} (a "
@@ -790,6 +793,68 @@ def _archive_end(fh, start):
             raise zipfile.BadZipFile(f"no zip record at offset {pos - start}")
 
 
+def _first_archive(fh, start):
+    """(_Archive, end) for the first checkpoint of the stream at `start`. zipfile reads the
+    archive whose end record closes the stream; when that archive begins later than `start`, the
+    stream holds several and the first one ends where its own end record is (found by walking
+    its records, or, for records with data descriptors as torch writes them, by looking for the
+    first end record that matches its central directory)."""
+    fh.seek(0, 2)
+    total = fh.tell()
+    archive = _Archive(_Window(fh, start, total))
+    first = min((info.header_offset for info in archive.zf.infolist()), default=0)
+    if first == 0:
+        return archive, total
+    archive.zf.close()
+    end = _archive_end(fh, start)
+    if end is None:
+        end = _scan_end_record(fh, start, start + first)
+    return _Archive(_Window(fh, start, end)), end
+
+
+def _scan_end_record(fh, start, stop):
+    """Offset past the first end-of-central-directory record in [start, stop) that describes an
+    archive beginning at `start`."""
+    chunk = 1 << 20
+    pos = start
+    while pos < stop:
+        fh.seek(pos)
+        block = fh.read(min(chunk + 64, stop - pos + 22))
+        i = block.find(b"PK\x05\x06")
+        while i >= 0:
+            at = pos + i
+            fh.seek(at)
+            rec = fh.read(22)
+            if len(rec) == 22 and _end_record_matches(fh, start, at, rec):
+                return at + 22 + struct.unpack("<H", rec[20:22])[0]
+            i = block.find(b"PK\x05\x06", i + 1)
+            if i > chunk:
+                break
+        pos += chunk
+    raise zipfile.BadZipFile("the stream's first archive has no end record")
+
+
+def _end_record_matches(fh, start, at, rec):
+    """Whether the end record `rec` at `at` closes a central directory that ends right before it
+    (or before its zip64 end record and locator, as torch writes them)."""
+    size_cd, offset_cd = struct.unpack("<II", rec[12:20])
+    if start + offset_cd + size_cd == at:
+        return True
+    if at - 20 < start:
+        return False
+    fh.seek(at - 20)
+    loc = fh.read(20)
+    if loc[:4] != b"PK\x06\x07":
+        return False
+    z64_at = start + struct.unpack("<Q", loc[8:16])[0]
+    fh.seek(z64_at)
+    z64 = fh.read(56)
+    if len(z64) != 56 or z64[:4] != b"PK\x06\x06":
+        return False
+    size64, offset64 = struct.unpack("<QQ", z64[40:56])
+    return start + offset64 + size64 == z64_at
+
+
 class _Archive:
     """The zip archive of one checkpoint, with reads bounded by the file's own byte counts."""
 
@@ -944,11 +1009,7 @@ def _load(fh, map_location, weights_only, mmap_path, pickle_load_args):
         fh = io.BytesIO(head + fh.read())
         start = 0
     try:
-        end = _archive_end(fh, start)
-        if end is None:
-            fh.seek(0, 2)
-            end = fh.tell()
-        archive = _Archive(_Window(fh, start, end))
+        archive, end = _first_archive(fh, start)
     except (RuntimeError, MemoryError):
         raise
     except Exception as e:
