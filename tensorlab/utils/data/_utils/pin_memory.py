@@ -42,6 +42,9 @@ def _pin_memory_loop(in_queue, out_queue, device_id, done_event, device):
         if done_event.is_set():
             break
         seq, status, payload = reply
+        if isinstance(payload, _worker._Packed):  # unpickled here, so that the batch can be pinned
+            status, payload = _worker._unpack("?", "?", seq, status, payload)
+            reply = (seq, status, payload)
         if status == _worker._FETCHED:
             try:
                 reply = (seq, status, pin_memory(payload, device))
