@@ -224,7 +224,8 @@ def test_zip_bomb_refused_before_inflating(monkeypatch):
     data = out.getvalue()
     with pytest.raises(RuntimeError, match="would inflate from .* to 8388608 bytes, beyond the limit"):
         tl.load(io.BytesIO(data))
-    monkeypatch.setattr(S, "MAX_DECOMPRESSED_BYTES", 16 << 20)  # the explicit limit lets a trusted file in
+    monkeypatch.setattr(tl.serialization, "MAX_DECOMPRESSED_BYTES", 16 << 20)  # an explicit limit lets it in
+    assert S.MAX_DECOMPRESSED_BYTES == 16 << 20
     assert tl.load(io.BytesIO(data)).tolist() == [0.0, 0.0, 0.0]
     # a stored record that claims more bytes than the file holds
     bad = bytearray(base)

@@ -14,8 +14,19 @@ after loading (tied weights stay tied; views keep offset and strides).
 weights_only=True (the default, as torch >= 2.6) unpickles with an allowlist: containers,
 tensors, parameters, dtypes, sizes, devices, storages, and what add_safe_globals/safe_globals
 added. Anything else in the file is refused with its name before it runs (pickle.UnpicklingError
-with torch's wording); BUILD is allowed only on OrderedDicts, parameters and allowlisted types.
-weights_only=False runs the pickle as torch does (only for files you trust)."""
+with torch's wording); BUILD is allowed only on OrderedDicts and allowlisted types: tensors and
+parameters are built only through their constructors (no _dtype/_meta/_vc from a file), sizes,
+strides and offsets must be ints, every storage is checked against the bytes of the record that
+backs it before it is allocated, compressed records inflate within MAX_DECOMPRESSION_RATIO (or
+MAX_DECOMPRESSED_BYTES), and whatever a malformed file provokes surfaces as RuntimeError (the zip)
+or pickle.UnpicklingError (the pickle). Counter, defaultdict (builtin factories) and complex load
+too, so that everything tl.save writes (optimizers, schedulers) loads under the default. A stream
+holding several checkpoints: the first is read, and the stream is left at the next.
+weights_only=False runs the pickle as torch does (only for files you trust).
+
+tl.save takes one consistent snapshot (the pickle and a copy of every storage, in one hold of
+storage.write_lock, so each record's CRC is over the bytes written) and replaces a path atomically
+(_replace_atomically)."""
 from __future__ import annotations
 
 import _compat_pickle
