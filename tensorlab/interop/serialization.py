@@ -651,6 +651,18 @@ class _Loader(pickle._Unpickler):
 
     dispatch[pickle.BUILD[0]] = load_build
 
+    def load_bytearray8(self):
+        """BYTEARRAY8 (protocol 5) allocates its length before reading: a length beyond the
+        pickle's own size is refused first."""
+        n, = struct.unpack("<Q", self.read(8))
+        if n > self._bytearray.limit:
+            raise pickle.UnpicklingError(f"BYTEARRAY8 of {n} bytes in a pickle of {self._bytearray.limit} bytes")
+        b = bytearray(n)
+        self.readinto(b)
+        self.append(b)
+
+    dispatch[pickle.BYTEARRAY8[0]] = load_bytearray8
+
     def persistent_load(self, saved_id):
         if not (isinstance(saved_id, tuple) and len(saved_id) == 5 and saved_id[0] == "storage"):
             raise pickle.UnpicklingError(f"tensorlab.load: unexpected persistent id {saved_id!r} (expected "
@@ -1021,6 +1033,9 @@ def _load(fh, map_location, weights_only, mmap_path, pickle_load_args):
         start = 0
     try:
         archive, end = _first_archive(fh, start)
+    except NotImplementedError as e:  # zipfile's "not supported" (a damaged header's flags)
+        raise RuntimeError(f"PytorchStreamReader failed reading zip archive: {e} (tensorlab.load: the file is "
+                           "truncated or damaged)") from e
     except (RuntimeError, MemoryError):
         raise
     except Exception as e:
@@ -1028,6 +1043,9 @@ def _load(fh, map_location, weights_only, mmap_path, pickle_load_args):
                            "the file is truncated or damaged)") from e
     try:
         result = _read_archive(archive, map_location, weights_only, mmap_path, pickle_load_args)
+    except NotImplementedError as e:
+        raise RuntimeError(f"PytorchStreamReader failed reading zip archive: {e} (tensorlab.load: the file is "
+                           "truncated or damaged)") from e
     except _UserError as e:
         raise e.error from None
     finally:
