@@ -824,11 +824,15 @@ def _first_archive(fh, start):
     first end record that matches its central directory)."""
     fh.seek(0, 2)
     total = fh.tell()
-    archive = _Archive(_Window(fh, start, total))
-    first = min((info.header_offset for info in archive.zf.infolist()), default=0)
-    if first == 0:
-        return archive, total
-    archive.zf.close()
+    try:
+        archive = _Archive(_Window(fh, start, total))
+    except zipfile.BadZipFile:  # the stream's last archive is damaged: the first may still be whole
+        first = total - start
+    else:
+        first = min((info.header_offset for info in archive.zf.infolist()), default=0)
+        if first == 0:
+            return archive, total
+        archive.zf.close()
     end = _archive_end(fh, start)
     if end is None:
         end = _scan_end_record(fh, start, start + first)
