@@ -55,11 +55,13 @@ class Faulty(Dataset):
                 ctypes.string_at(0)
             if k == "killed":
                 time.sleep(30)  # killed from outside meanwhile
+        if self.kind == "killed_mid_send":  # big samples: a worker blocks inside a pipe write
+            return tl.full((1 << 20,), float(i))
         return tl.tensor([float(i)])
 
 
 BATCH_ERRORS = ("unpicklable_exception", "unpicklable_item")
-DEATHS = ("exit", "sys_exit_3", "keyboard_interrupt", "segfault", "killed")
+DEATHS = ("exit", "sys_exit_3", "keyboard_interrupt", "segfault", "killed", "killed_mid_send")
 
 
 def run_case(kind, persistent):
@@ -75,6 +77,11 @@ def run_case(kind, persistent):
     t0 = time.monotonic()
     signal.alarm(20)
     try:
+        if kind == "killed_mid_send":  # let the workers fill the pipe, then kill one mid-message
+            next(it)
+            result["batches"] += 1
+            time.sleep(1.0)
+            os.kill(it._workers[int(os.environ.get("KILL_WORKER", "0"))].pid, signal.SIGKILL)
         later = 0
         while True:
             try:

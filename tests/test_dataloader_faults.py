@@ -16,7 +16,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 KINDS = ("unpicklable_exception", "unpicklable_item", "exit", "sys_exit_3", "keyboard_interrupt", "segfault",
-         "killed")
+         "killed", "killed_mid_send")
 
 
 def _run(*kinds):
@@ -47,7 +47,8 @@ def test_unsendable_batch_is_that_batchs_error(cases, kind, persistent):
 @pytest.mark.parametrize("kind, how", [("exit", "exit code 0"), ("sys_exit_3", "exit code 3"),
                                        ("keyboard_interrupt", "exit code 0"),
                                        ("segfault", "killed by signal: Segmentation fault"),
-                                       ("killed", "killed by signal: Killed")])
+                                       ("killed", "killed by signal: Killed"),
+                                       ("killed_mid_send", "killed by signal: Killed")])
 def test_dead_worker_reported_and_every_later_next_raises(cases, kind, how, persistent):
     r = cases[(kind, persistent)]
     assert not r["hang"], r
@@ -55,7 +56,8 @@ def test_dead_worker_reported_and_every_later_next_raises(cases, kind, how, pers
     assert len(r["errors"]) == 3, r  # the first report, then two more next() calls: each raises at once
     first = r["errors"][0]
     assert first.startswith("RuntimeError: DataLoader worker (pid") and how in first, first
-    assert "worker 0" in first and re.search(r"while fetching batch [\d, ]*\b2\b", first), first
+    batch = r"\d+" if kind == "killed_mid_send" else "2"  # mid_send: whichever batch worker 0 was writing
+    assert "worker 0" in first and re.search(rf"while fetching batch [\d, ]*\b{batch}\b", first), first
     assert all(e.startswith("RuntimeError: DataLoader worker (pid") for e in r["errors"][1:])
     assert r["workers_alive"] == 0  # the loader shut its workers down
     assert r["fresh_batches"] == 8

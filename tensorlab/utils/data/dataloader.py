@@ -415,7 +415,10 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         except BaseException:
             self._shutdown_workers()
             raise
-        self._answers = self._start_pin_thread() if self._pin else self._worker_result_queue
+        # answers are read from the workers' pipe by a thread (which also pins them when asked):
+        # a worker killed in the middle of writing a large batch leaves a partial message that
+        # blocks its reader forever; the thread may block, the main thread's watchdog does not
+        self._answers = self._start_pin_thread()
         _track_until_exit(self)
         self._begin_epoch(loader, restart_workers=False)
 
@@ -442,12 +445,13 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._exit_sent.append(False)
 
     def _start_pin_thread(self):
-        """Start the thread that pins worker answers; returns the queue it hands them on to."""
+        """Start the thread that receives (and, with pin_memory, pins) worker answers; returns the
+        queue it hands them on to."""
         pinned = queue.Queue()
         self._pin_thread_stop = threading.Event()
         self._pin_thread = threading.Thread(
             target=_pin_memory_loop, args=(self._worker_result_queue, pinned, 0, self._pin_thread_stop, "cuda"),
-            daemon=True)
+            kwargs={"pin": self._pin}, daemon=True)
         self._pin_thread.start()
         return pinned
 
@@ -576,7 +580,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             if answer is not None:
                 return self._unpacked(answer)
             if self._pin_thread is not None and not self._pin_thread.is_alive():
-                raise RuntimeError("Pin memory thread exited unexpectedly")
+                raise RuntimeError("Pin memory thread exited unexpectedly" if self._pin else
+                                   "DataLoader: the thread receiving the workers' answers exited unexpectedly")
 
     def _unpacked(self, answer):
         seq, status, payload = answer
@@ -666,7 +671,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             if self._pin_thread is not None:
                 self._pin_thread_stop.set()
                 self._worker_result_queue.put((None, None, None))  # wakes the thread if it is waiting
-                self._pin_thread.join()
+                self._pin_thread.join(timeout=_utils._poll_interval())  # it may be stuck in a dead worker's message
             self._workers_done_event.set()  # workers drop the orders they still hold
             for worker_id in range(len(self._workers)):
                 self._send_exit(worker_id)
