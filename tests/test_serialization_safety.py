@@ -125,6 +125,8 @@ def test_save_replaces_by_rename_and_keeps_mode(tmp_path):
         tl.save({"a": tl.arange(6.), "f": lambda: 0}, path)
     assert tl.load(path)["a"].shape == (5,)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.pt", "m.pt"]
+    with pytest.raises(FileNotFoundError, match="nowhere"):  # the target's own path, as open() names it
+        tl.save(tl.arange(2.), tmp_path / "nowhere" / "x.pt")
     # file objects keep torch's behaviour: written where they stand
     b = io.BytesIO(b"xx")
     b.seek(2)

@@ -297,7 +297,8 @@ def _replace_atomically(path, write):
     directory = os.path.dirname(os.path.abspath(target))
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
-    except PermissionError:  # a writable file in a directory we may not create files in: in place
+    except OSError:  # no such directory (open() raises torch's error, naming the path), or a writable
+        # file in a directory we may not create files in: written in place
         with open(target, "wb") as fh:
             write(fh)
         return
