@@ -27,7 +27,9 @@ import itertools
 import multiprocessing
 import os
 import queue
+import signal
 import threading
+import time
 import weakref
 
 from ... import _warn
@@ -230,10 +232,11 @@ class DataLoader:
     def __iter__(self):
         if not (self.persistent_workers and self.num_workers > 0):
             return self._get_iterator()
-        if self._iterator is None:
+        if self._iterator is None or self._iterator._closed:  # first epoch, or its workers failed
             self._iterator = self._get_iterator()
         else:
-            self._iterator._begin_epoch(self)
+            with self._iterator._lock:
+                self._iterator._begin_epoch(self)
         return self._iterator
 
     def __len__(self):
@@ -280,6 +283,7 @@ class _BaseDataLoaderIter:
         self._collate_fn = loader.collate_fn
         self._persistent_workers = loader.persistent_workers
         self._pin = self._wants_pinning(loader)
+        self._lock = threading.RLock()  # one next() at a time: an iterator may be shared by threads
         self._restart_keys(loader)
         # drawn once per iterator, after the key stream is opened: worker k is seeded base_seed + k
         self._base_seed = empty((), dtype=dtypes.int64).random_(generator=loader.generator).item()
@@ -311,6 +315,10 @@ class _BaseDataLoaderIter:
         return self
 
     def __next__(self):
+        with self._lock:
+            return self._next_locked()
+
+    def _next_locked(self):
         batch = self._next_data()
         self._handed_out += 1
         if (self._dataset_kind == _DatasetKind.Iterable and self._reported_len is not None
@@ -336,6 +344,8 @@ class _BaseDataLoaderIter:
 
 class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
     """Reads every batch in the calling process."""
+
+    _closed = False
 
     def __init__(self, loader):
         super().__init__(loader)
@@ -374,6 +384,10 @@ def _track_until_exit(iterator):
             _exit_hook_installed = True
 
 
+_WATCHDOG_INTERVAL = 0.1
+"""How often (seconds) the main process checks its workers' liveness while it waits for an answer."""
+
+
 class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     """Reads batches in worker processes (the protocol is described in the module docstring).
 
@@ -393,6 +407,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._worker_result_queue = context.Queue()
         self._workers, self._index_queues, self._exit_sent = [], [], []
         self._pin_thread = None
+        self._failure = None  # once a worker has died: the message every later next() raises
         self._closed = False  # from here on __del__ shuts down whatever has been started
         try:
             for worker_id in range(self._num_workers):
@@ -400,7 +415,10 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         except BaseException:
             self._shutdown_workers()
             raise
-        self._answers = self._start_pin_thread() if self._pin else self._worker_result_queue
+        # answers are read from the workers' pipe by a thread (which also pins them when asked):
+        # a worker killed in the middle of writing a large batch leaves a partial message that
+        # blocks its reader forever; the thread may block, the main thread's watchdog does not
+        self._answers = self._start_pin_thread()
         _track_until_exit(self)
         self._begin_epoch(loader, restart_workers=False)
 
@@ -427,12 +445,13 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._exit_sent.append(False)
 
     def _start_pin_thread(self):
-        """Start the thread that pins worker answers; returns the queue it hands them on to."""
+        """Start the thread that receives (and, with pin_memory, pins) worker answers; returns the
+        queue it hands them on to."""
         pinned = queue.Queue()
         self._pin_thread_stop = threading.Event()
         self._pin_thread = threading.Thread(
             target=_pin_memory_loop, args=(self._worker_result_queue, pinned, 0, self._pin_thread_stop, "cuda"),
-            daemon=True)
+            kwargs={"pin": self._pin}, daemon=True)
         self._pin_thread.start()
         return pinned
 
@@ -494,6 +513,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
 
     # -- receiving answers ------------------------------------------------------------------------
     def _next_data(self):
+        if self._failure is not None:
+            raise RuntimeError(f"{self._failure} (reported earlier; this iterator's workers have been shut down: call "
+                               "iter() on the DataLoader for a new one)")
         while True:
             if self._in_order:
                 turn = self._skip_to_turn()
@@ -543,6 +565,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def _receive(self):
         """The next answer; raises when `timeout` passes without one, or when a worker (or the
         pinning thread) has died."""
+        if self._failure is not None:
+            raise RuntimeError(self._failure)
         if self._closed:
             raise RuntimeError("DataLoader iterator: its worker processes have been shut down; call iter() on the "
                                "DataLoader for a new one")
@@ -550,29 +574,69 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             answer = self._poll(self._timeout)
             if answer is None:
                 raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
-            return answer
+            return self._unpacked(answer)
         while True:
             answer = self._poll(_utils._poll_interval())
             if answer is not None:
-                return answer
+                return self._unpacked(answer)
             if self._pin_thread is not None and not self._pin_thread.is_alive():
-                raise RuntimeError("Pin memory thread exited unexpectedly")
+                raise RuntimeError("Pin memory thread exited unexpectedly" if self._pin else
+                                   "DataLoader: the thread receiving the workers' answers exited unexpectedly")
+
+    def _unpacked(self, answer):
+        seq, status, payload = answer
+        if isinstance(payload, _worker._Packed):
+            worker_id = self._pending.get(seq, "?")
+            pid = self._workers[worker_id].pid if isinstance(worker_id, int) else "?"
+            status, payload = _worker._unpack(worker_id, pid, seq, status, payload)
+        return seq, status, payload
 
     def _poll(self, timeout):
-        """One wait on the answer queue: the answer, or None after `timeout` seconds. Whenever the
-        wait fails, the workers are checked first, so that a dead one is named."""
-        try:
-            return self._answers.get(timeout=timeout)
-        except Exception as failure:
-            dead = [i for i, process in enumerate(self._workers) if self._active[i] and not process.is_alive()]
-            if dead:
-                for i in dead:
-                    self._active[i] = False
-                pids = ", ".join(str(self._workers[i].pid) for i in dead)
-                raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly") from failure
-            if isinstance(failure, queue.Empty):
+        """Wait up to `timeout` seconds for an answer: the answer, or None. The watchdog: every
+        _WATCHDOG_INTERVAL seconds without an answer the workers' liveness is checked, so that a
+        worker that died (a signal, exit(), an uncaught SystemExit/KeyboardInterrupt, a kill from
+        outside) is reported at once, naming it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return self._answers.get(timeout=max(0.0, min(left, _WATCHDOG_INTERVAL)))
+            except queue.Empty:
+                pass
+            except Exception as failure:
+                self._check_workers()
+                raise RuntimeError(f"DataLoader: reading the workers' answers failed: {failure}") from failure
+            self._check_workers()
+            if left <= _WATCHDOG_INTERVAL:
                 return None
-            raise
+
+    def _check_workers(self):
+        """Raise (and shut the iterator down) when a worker that was not told to exit has ended."""
+        dead = [i for i, process in enumerate(self._workers) if not self._exit_sent[i] and not process.is_alive()]
+        if not dead:
+            return
+        reports = []
+        for i in dead:
+            process = self._workers[i]
+            code = process.exitcode
+            if code is not None and code < 0:
+                try:
+                    name = signal.Signals(-code).name
+                    text = signal.strsignal(-code) or name
+                except ValueError:
+                    name, text = f"signal {-code}", f"signal {-code}"
+                head = f"DataLoader worker (pid {process.pid}) is killed by signal: {text}."
+                detail = [f"worker {i}", name]
+            else:
+                head = f"DataLoader worker (pid(s) {process.pid}) exited unexpectedly"
+                detail = [f"worker {i}", f"exit code {code}"]
+            batches = sorted(seq for seq, owner in self._pending.items() if owner == i)
+            if batches:
+                detail.append(f"while fetching batch {', '.join(map(str, batches))}")
+            reports.append(f"{head} ({', '.join(detail)})")
+        self._failure = "; ".join(reports) + ". See the worker's output for its own error, if any"
+        self._shutdown_workers()
+        raise RuntimeError(self._failure)
 
     # -- torch's names for the bookkeeping (read by tests and by tools that know torch's iterator) --
     @property
@@ -607,7 +671,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             if self._pin_thread is not None:
                 self._pin_thread_stop.set()
                 self._worker_result_queue.put((None, None, None))  # wakes the thread if it is waiting
-                self._pin_thread.join()
+                self._pin_thread.join(timeout=_utils._poll_interval())  # it may be stuck in a dead worker's message
             self._workers_done_event.set()  # workers drop the orders they still hold
             for worker_id in range(len(self._workers)):
                 self._send_exit(worker_id)

@@ -30,19 +30,28 @@ def pin_memory(data, device=None):
     return data
 
 
-def _pin_memory_loop(in_queue, out_queue, device_id, done_event, device):
+def _pin_memory_loop(in_queue, out_queue, device_id, done_event, device, pin=True):
     """Body of the pinning thread: move each worker reply from `in_queue` to `out_queue`, pinning
-    the batch of every successful fetch (a failure to pin is sent on as the batch's error), until
-    `done_event` is set. Polls so that the event is noticed while the workers are quiet."""
+    the batch of every successful fetch when `pin` (a failure to pin is sent on as the batch's
+    error), until `done_event` is set. Polls so that the event is noticed while the workers are
+    quiet. A reply that cannot be read (a worker died while writing it) is skipped: the main
+    thread's watchdog reports the dead worker."""
     while not done_event.is_set():
         try:
             reply = in_queue.get(timeout=_poll_interval())
         except queue.Empty:
             continue
+        except Exception:
+            if done_event.is_set():
+                break
+            continue
         if done_event.is_set():
             break
         seq, status, payload = reply
-        if status == _worker._FETCHED:
+        if isinstance(payload, _worker._Packed):  # unpickled here, so that the batch can be pinned
+            status, payload = _worker._unpack("?", "?", seq, status, payload)
+            reply = (seq, status, payload)
+        if pin and status == _worker._FETCHED:
             try:
                 reply = (seq, status, pin_memory(payload, device))
             except Exception:

@@ -13,6 +13,10 @@ and writes replies (seq, status, payload) to the queue shared by all workers:
   _EXHAUSTED   the worker's IterableDataset iterator ended (payload: worker id); orders that
                follow in the same epoch are dropped unanswered;
   _RESTARTED   acknowledges _NEW_EPOCH (seq is None, payload: worker id).
+The payload of _FETCHED and _FAILED travels as _Packed bytes, pickled by the worker itself
+(_pack): a batch or an exception that cannot be pickled becomes that batch's error, instead of a
+reply that the queue's feeder thread drops (the main process would wait for it forever); the main
+process unpickles it with _unpack, and a reply it cannot unpickle is also that batch's error.
 
 Seeding: worker k of an iterator gets seed = base_seed + k, where base_seed is drawn once per
 iterator from the loader's generator (or the default one). Before worker_init_fn runs, that seed
@@ -22,9 +26,12 @@ the four 32-bit words torch derives from (base_seed, k) with NumPy's SeedSequenc
 from __future__ import annotations
 
 import os
+import pickle
 import queue
 import random
+import traceback
 from dataclasses import dataclass
+from multiprocessing.reduction import ForkingPickler
 
 from . import HAS_NUMPY, ExceptionWrapper, _poll_interval
 from .fetch import _ITERABLE_STYLE, make_fetcher
@@ -161,6 +168,52 @@ class _WorkerSetup:
             return _FAILED, ExceptionWrapper(where=self.where)
 
 
+class _Packed(bytes):
+    """A reply's payload, pickled by the worker (see the module docstring)."""
+
+    __slots__ = ()
+
+
+def _unsendable_wrapper(where, note, exc_msg=""):
+    """An ExceptionWrapper for a failure that is itself only text (always picklable)."""
+    wrapper = ExceptionWrapper.__new__(ExceptionWrapper)
+    wrapper.exc_type = RuntimeError
+    wrapper.exc_msg = note + ("\n" + exc_msg if exc_msg else "")
+    wrapper.where = where
+    return wrapper
+
+
+def _pack(setup, seq, status, payload):
+    """(status, _Packed payload) for a reply of batch `seq`."""
+    try:
+        return status, _Packed(ForkingPickler.dumps(payload))
+    except Exception as e:
+        error = "".join(traceback.format_exception_only(type(e), e)).strip()
+        if status == _FETCHED:
+            note = (f"RuntimeError: DataLoader worker {setup.worker_id} (pid {os.getpid()}) could not send batch "
+                    f"{seq} to the main process: the batch cannot be pickled ({error})")
+            wrapper = _unsendable_wrapper(setup.where, note)
+        else:
+            kind = getattr(payload.exc_type, "__qualname__", "?")
+            note = (f"RuntimeError: DataLoader worker {setup.worker_id} (pid {os.getpid()}) raised {kind} while "
+                    f"fetching batch {seq}, an exception that cannot be pickled ({error}); its traceback:")
+            wrapper = _unsendable_wrapper(setup.where, note, payload.exc_msg)
+        return _FAILED, _Packed(ForkingPickler.dumps(wrapper))
+
+
+def _unpack(worker_id, pid, seq, status, payload):
+    """(status, payload) as the worker meant it; an unpicklable reply becomes the batch's error."""
+    if not isinstance(payload, _Packed):
+        return status, payload
+    try:
+        return status, pickle.loads(payload)
+    except Exception as e:
+        error = "".join(traceback.format_exception_only(type(e), e)).strip()
+        note = (f"RuntimeError: the reply of DataLoader worker {worker_id} (pid {pid}) for batch {seq} cannot be "
+                f"unpickled in the main process ({error})")
+        return _FAILED, _unsendable_wrapper(f"in DataLoader worker process {worker_id}", note)
+
+
 def _serve(setup, index_queue, data_queue, done_event):
     global _worker_info
     seed = _seed_worker(setup.base_seed, setup.worker_id)
@@ -186,6 +239,8 @@ def _serve(setup, index_queue, data_queue, done_event):
         seq, keys = order
         status, payload = (_FAILED, broken) if broken is not None else setup.answer(fetcher, keys)
         exhausted = status == _EXHAUSTED
+        if not exhausted:
+            status, payload = _pack(setup, seq, status, payload)
         data_queue.put((seq, status, payload))
         del payload  # let a large batch go before blocking on the next order
 
