@@ -422,3 +422,26 @@ def test_checkpoints_taken_while_training_always_load(tmp_path):
         for t in threads:
             t.join()
     assert unloadable == 0 and torn == 0, (unloadable, torn)
+
+
+def test_damaged_files_say_what_is_wrong(tmp_path, torch):
+    """The commonest damage, an interrupted download or save: torch's exception kinds, and a message that says
+    the file is truncated or empty (not advice to re-save it with torch)."""
+    path = tmp_path / "ck.pt"
+    tl.save({"w": tl.ones(3)}, path)
+    data = path.read_bytes()
+    for name, cut in (("half", data[: len(data) // 2]), ("tail", data[:-10]), ("three", data[:3])):
+        p = tmp_path / f"{name}.pt"
+        p.write_bytes(cut)
+        with pytest.raises(RuntimeError, match="truncated") as ours:
+            tl.load(p)
+        if name != "three":  # torch reads a 3-byte stub as a pickle (UnpicklingError)
+            with pytest.raises(RuntimeError):
+                torch.load(p)
+        assert "Re-save" not in str(ours.value)
+    empty = tmp_path / "empty.pt"
+    empty.write_bytes(b"")
+    with pytest.raises(EOFError, match="empty"):
+        tl.load(empty)
+    with pytest.raises(EOFError):
+        torch.load(empty)

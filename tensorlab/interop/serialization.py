@@ -1029,6 +1029,12 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
 def _load(fh, map_location, weights_only, mmap_path, pickle_load_args):
     start = fh.tell() if fh.seekable() else 0
     head = fh.read(512)
+    if not head:  # torch's EOFError, with what it means
+        raise EOFError("tensorlab.load: the file is empty (0 bytes): nothing was saved to it, or its save was cut "
+                       "short before the first byte; there is no checkpoint in it to read")
+    if len(head) < 4 and b"PK\x03\x04".startswith(head):
+        raise RuntimeError(f"PytorchStreamReader failed reading zip archive: failed finding central directory "
+                           f"(tensorlab.load: the file is truncated: {len(head)} bytes of a zip archive)")
     if head[:4] != b"PK\x03\x04":
         raise _legacy_error(head)
     if fh.seekable():
