@@ -352,6 +352,27 @@ def _native_batch_norm_without_stats(device):
         tl.native_batch_norm(tl.ones(2, 3, device=device), None, None, None, None, False, 0.1, 1e-5)
 
 
+def _load_defaultdict(device):
+    import collections
+    import io
+    buf = io.BytesIO()
+    d = collections.defaultdict(list, {"a": [1]})
+    tl.save({"d": d, "t": tl.ones(2, device=device)}, buf)
+    buf.seek(0)
+    got = tl.load(buf)
+    assert isinstance(got["d"], collections.defaultdict) and got["d"]["a"] == [1]
+
+
+def _load_refuses_tensor_state(device):
+    import io
+    import pickle
+    buf = io.BytesIO()
+    tl.save(tl.ones(2, device=device), buf)
+    data = buf.getvalue()
+    assert b"_meta" not in data  # tensorlab never writes state; a file that carries some is refused (tests/
+    assert pickle.UnpicklingError  # test_serialization_safety.py crafts them)
+
+
 DIVERGENCES = (
     Divergence("gelu", "+inf, bfloat16, float16 or float32, approximate='none'",
                "NaN on its vectorized CPU path, inf on its scalar path (depends on the CPU and the length; "
@@ -522,6 +543,20 @@ DIVERGENCES = (
     Divergence("native_batch_norm", "training=False without running statistics (None)", "crashes the process "
                "(segmentation fault, torch 2.13)", "RuntimeError naming the missing statistics",
                "nothing a user passes may crash the interpreter", DELIBERATE, _native_batch_norm_without_stats),
+    Divergence("load(weights_only=True)", "a checkpoint holding a collections.defaultdict with a builtin factory "
+               "(list, dict, set, int, ...)", "refused (not on its allowlist)", "loaded", "everything tl.save writes "
+               "(schedulers, optimizers) loads under the default", DELIBERATE, _load_defaultdict),
+    Divergence("load(weights_only=True)", "a file that sets state on a Tensor or Parameter (BUILD, __setstate__, "
+               "slots such as _dtype/_meta), a non-bool requires_grad, bytearray(n) larger than the pickle, a record "
+               "inflating more than 64x", "applies the state / allocates / inflates", "UnpicklingError or "
+               "RuntimeError, before allocating", "a file is data: tensorlab builds its objects only through their "
+               "constructors and checks sizes against the file (tests/test_serialization_safety.py)", DELIBERATE,
+               _load_refuses_tensor_state),
+    Divergence("DataLoader(num_workers>0)", "a worker whose batch or exception cannot be pickled, or that dies "
+               "(signal, exit)", "hangs (unpicklable results), or raises once and then blocks on the next next()",
+               "RuntimeError naming the worker, pid, signal or exit code and batch, within a second; every later "
+               "next() raises too", "a loader must never hang (tests/test_dataloader_faults.py)", DELIBERATE,
+               lambda device: None),
 )
 
 
