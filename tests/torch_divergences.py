@@ -382,6 +382,21 @@ def _load_refuses_tensor_state(device):
         tl.load(out)
 
 
+class _UnpicklableItems:
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return lambda: i  # a lambda cannot be pickled back to the main process
+
+
+def _dataloader_unpicklable_batch(device):
+    from tensorlab.utils.data import DataLoader
+    it = iter(DataLoader(_UnpicklableItems(), batch_size=None, num_workers=1, collate_fn=lambda x: x))
+    with pytest.raises(RuntimeError):
+        next(it)
+
+
 DIVERGENCES = (
     Divergence("gelu", "+inf, bfloat16, float16 or float32, approximate='none'",
                "NaN on its vectorized CPU path, inf on its scalar path (depends on the CPU and the length; "
@@ -565,7 +580,7 @@ DIVERGENCES = (
                "(signal, exit)", "hangs (unpicklable results), or raises once and then blocks on the next next()",
                "RuntimeError naming the worker, pid, signal or exit code and batch, within a second; every later "
                "next() raises too", "a loader must never hang (tests/test_dataloader_faults.py)", DELIBERATE,
-               lambda device: None),
+               _dataloader_unpicklable_batch),
 )
 
 
