@@ -38,3 +38,4 @@ FAMILIES += ("batch_norm_fused",)
 FAMILIES += ("rnn_fused",)
 FAMILIES += ("linear_fused",)
 FAMILIES += ("nll_fused",)
+FAMILIES += ("conv3d", "pool3d", "grid_sample")  # the 3-D convolutions and pools, grid sampling
