@@ -4,3 +4,7 @@ ops/grid_sample.py and nn/functional_bag_ctc.py)."""
 from __future__ import annotations
 
 from ..ops.conv3d import conv3d, conv_transpose3d  # noqa: F401
+from ..ops.pool3d import (adaptive_avg_pool3d, adaptive_max_pool3d, adaptive_max_pool3d_with_indices,  # noqa: F401
+                          avg_pool3d, fractional_max_pool2d, fractional_max_pool2d_with_indices,
+                          fractional_max_pool3d, fractional_max_pool3d_with_indices, max_pool3d,
+                          max_pool3d_with_indices)
