@@ -8,3 +8,4 @@ from ..ops.pool3d import (adaptive_avg_pool3d, adaptive_max_pool3d, adaptive_max
                           avg_pool3d, fractional_max_pool2d, fractional_max_pool2d_with_indices,
                           fractional_max_pool3d, fractional_max_pool3d_with_indices, max_pool3d,
                           max_pool3d_with_indices)
+from ..ops.grid_sample import affine_grid, grid_sample  # noqa: F401
