@@ -9,3 +9,4 @@ from ..ops.pool3d import (adaptive_avg_pool3d, adaptive_max_pool3d, adaptive_max
                           fractional_max_pool3d, fractional_max_pool3d_with_indices, max_pool3d,
                           max_pool3d_with_indices)
 from ..ops.grid_sample import affine_grid, grid_sample  # noqa: F401
+from .functional_bag_ctc import ctc_loss, embedding_bag  # noqa: F401

@@ -118,7 +118,10 @@ def _sample(input, grid, mode, padding, align):
     nd = input.dim() - 2
     N, C = input.shape[:2]
     sizes = tuple(input.shape[2:])  # (D,) H, W; the grid's last dim is x (W) first
-    flat = input.reshape(N, C, -1)
+    P = 1
+    for n in sizes:
+        P *= n
+    flat = input.reshape(N, C, P)
     coords = [grid.select(-1, j) for j in range(nd)]
     dims = list(reversed(sizes))  # the size each coordinate indexes
     if mode == 2:  # bicubic: taps at floor - 1 .. floor + 2, each padded on its own

@@ -331,7 +331,10 @@ def _fractional(op, nd, input, kernel_size, output_size, output_ratio, return_in
     for o in outs:
         L *= o
     flat = flat.expand(N, C, *outs, *kernel).reshape(N, C, L * K)
-    vals = x.reshape(N, C, -1).gather(2, flat).reshape(N, C, L, K)
+    P = 1
+    for n in sizes:
+        P *= n
+    vals = x.reshape(N, C, P).gather(2, flat).reshape(N, C, L, K)
     pick = vals.argmax(3, keepdim=True)
     if K > 1:
         order = geometry_tensor(("taps", K), _INT64, x.device, lambda: list(range(1, K + 1)))
@@ -368,19 +371,21 @@ def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, out
 
 # -- max_pool2d_with_indices_backward ---------------------------------------------------------------------------------
 def max_pool2d_with_indices_backward(grad_output, self=None, kernel_size=(), stride=(), padding=(0,), dilation=(1,),
-                                     ceil_mode=False, indices=None):
+                                     ceil_mode=False, indices=None, **pool_kwargs):
     """aten.max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation,
     ceil_mode, indices): the gradient of max_pool2d's input for grad_output, routed by indices.
 
     Called as torch's OpInfo calls its wrapper (the input alone, the pool's arguments as keywords,
     no indices), it pools the input, takes a gradient of ones and returns the backward of that."""
-    if self is None and indices is None:
+    if self is None and indices is None:  # (return_indices, which the wrapper passes on, changes nothing)
         x = grad_output
         st = kernel_size if _p._stride_defaults_to_kernel(stride) else stride
         out, idx = _p.max_pool2d(x, kernel_size, st, padding, dilation, ceil_mode, True)
         from .creation import ones_like
         return max_pool2d_with_indices_backward(ones_like(out), x, kernel_size, st, padding, dilation, ceil_mode, idx)
     op = "max_pool2d_with_indices_backward"
+    if pool_kwargs:
+        raise TypeError(f"{op}() got an unexpected keyword argument '{next(iter(pool_kwargs))}'")
     for t, name in ((grad_output, "grad_output"), (self, "self"), (indices, "indices")):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
