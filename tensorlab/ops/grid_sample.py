@@ -83,15 +83,15 @@ def _check(input, grid, interpolation_mode, padding_mode, op="grid_sampler"):
     if input._dtype is not grid._dtype:
         raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but input has "
                            f"{type_name(input._dtype)} and grid has {type_name(grid._dtype)}")
+    if grid.dim() and grid.shape[-1] != input.dim() - 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {input.dim() - 2} in last dimension, but got "
+                           f"grid with sizes {list(grid.shape)}")
     if input.dim() not in (4, 5) or input.dim() != grid.dim():
         raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but got "
                            f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
     if input.shape[0] != grid.shape[0]:
         raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with sizes "
                            f"{list(input.shape)} and grid with sizes {list(grid.shape)}")
-    if grid.shape[-1] != input.dim() - 2:
-        raise RuntimeError(f"grid_sampler(): expected grid to have size {input.dim() - 2} in last dimension, but got "
-                           f"grid with sizes {list(grid.shape)}")
     for i in range(2, input.dim()):
         if input.shape[i] == 0:
             raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial dimensions, but input has "
