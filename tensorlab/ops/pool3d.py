@@ -19,8 +19,8 @@ from ..tensor import Tensor
 from . import pool as _p
 from .conv import expand_param, geometry_tensor, im2col, take_rows, type_name
 
-FUNCTIONS = ("max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d",
-             "max_pool2d_with_indices_backward")
+# torch's top-level names (torch.max_pool3d; aten's max_pool2d_with_indices_backward, which torch's OpInfo names)
+FUNCTIONS = ("max_pool3d", "max_pool2d_with_indices_backward")
 _INT64 = dtypes.int64
 
 
