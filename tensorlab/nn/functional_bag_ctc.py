@@ -14,8 +14,6 @@ autograd Function."""
 from __future__ import annotations
 
 from .. import _warn, dtypes, sync
-from .. import ops as _ops  # noqa: F401
-from ..autograd import no_grad
 from ..autograd.function import Function
 from ..ops import conv as _conv
 from ..ops.combinatorics import searchsorted
@@ -163,7 +161,6 @@ def _ctc_forward(lp, targets, in_lens, tgt_lens, blank, zero_infinity):
     # extended labels (N, Lx): blank, t1, blank, t2, ..., blank; past a sample's own 2 * S_n + 1: blank
     if targets.dim() == 2:
         tg = targets.long().narrow(1, 0, S) if S else zeros((N, 0), dtype=dtypes.int64, device=dev)
-        tg_rows = [None] * N
     else:
         starts = [0]
         for n in tgt_lens[:-1]:
@@ -176,8 +173,6 @@ def _ctc_forward(lp, targets, in_lens, tgt_lens, blank, zero_infinity):
                                                             lambda: [p for r in pos for p in r])).reshape(N, S)
         else:
             tg = zeros((N, S), dtype=dtypes.int64, device=dev)
-        tg_rows = pos
-    del tg_rows
     valid_t = [[j < tgt_lens[i] for j in range(S)] for i in range(N)]
     vmask = _conv.geometry_tensor(("ctc_valid", tuple(tgt_lens), S), dtypes.bool_, dev, lambda: valid_t) \
         if S else None
@@ -232,7 +227,6 @@ def _ctc_forward(lp, targets, in_lens, tgt_lens, blank, zero_infinity):
         skip_b = cat([skip, skip.new_zeros((N, 2))], 1)  # s -> s + 2 allowed where skip at s + 2
     betas = [None] * T
     b = neg.expand(N, Lx)
-    lens_t = full((N, 1), 0, dtype=dtypes.int64, device=dev)
     lens_t = _conv.geometry_tensor(("ctc_in", tuple(in_lens)), dtypes.int64, dev, lambda: [[v] for v in in_lens])
     for t in range(T - 1, -1, -1):
         s2 = shift_back(b, 2)
