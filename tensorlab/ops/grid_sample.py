@@ -25,7 +25,11 @@ _ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to a
                   "details.")
 
 
-def _unnormalize(c, size, align):
+def _unnormalize(c, size, align, vectorized=False):
+    """GridSampler.h's formula; `vectorized`: the 2-D CPU kernel's (GridSamplerKernel.cpp), which
+    scales by a precomputed factor (the same value, rounded differently)."""
+    if vectorized:
+        return (c + 1) * ((size - 1) / 2) if align else (c + 1) * (size / 2) - 0.5
     if align:
         return (c + 1) / 2 * (size - 1)
     return ((c + 1) * size - 1) / 2
@@ -125,7 +129,7 @@ def _sample(input, grid, mode, padding, align):
     coords = [grid.select(-1, j) for j in range(nd)]
     dims = list(reversed(sizes))  # the size each coordinate indexes
     if mode == 2:  # bicubic: taps at floor - 1 .. floor + 2, each padded on its own
-        ix, iy = (_unnormalize(c, n, align) for c, n in zip(coords, dims))
+        ix, iy = (_unnormalize(c, n, align, True) for c, n in zip(coords, dims))
         x0, y0 = ix.floor(), iy.floor()
         tx, ty = ix - x0, iy - y0
         A = -0.75
@@ -142,7 +146,7 @@ def _sample(input, grid, mode, padding, align):
             term = row * wy[j].unsqueeze(1)
             out = term if out is None else out + term
         return out
-    src = [_pad_coordinates(_unnormalize(c, n, align), n, padding, align) for c, n in zip(coords, dims)]
+    src = [_pad_coordinates(_unnormalize(c, n, align, nd == 2), n, padding, align) for c, n in zip(coords, dims)]
     if mode == 1:
         out = _read(flat, tuple(s.round().to(_INT64) for s in src), sizes)
         # the grid's gradient is zero (torch's), not absent: a zero term keeps the grid in the graph
