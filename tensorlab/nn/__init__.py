@@ -37,6 +37,12 @@ from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, A
 __all__ += ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d",
             "AvgPool2d", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Fold", "MaxPool1d", "MaxPool2d",
             "Unfold"]
+from .conv3d_layers import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, Conv3d, ConvTranspose3d,  # noqa: E402
+                            CTCLoss, EmbeddingBag, FractionalMaxPool2d, FractionalMaxPool3d, MaxPool3d, MaxUnpool1d,
+                            MaxUnpool2d, MaxUnpool3d)
+__all__ += ["AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "CTCLoss", "Conv3d", "ConvTranspose3d",
+            "EmbeddingBag", "FractionalMaxPool2d", "FractionalMaxPool3d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d",
+            "MaxUnpool3d"]
 from .upsampling import Upsample  # noqa: E402
 __all__ += ["Upsample"]
 __all__ += ["Buffer", "ModuleDict", "ModuleList", "ParameterDict", "ParameterList"]

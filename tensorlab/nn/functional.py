@@ -300,5 +300,6 @@ from ..ops.pool import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_p
                         avg_pool1d, avg_pool2d, max_pool1d, max_pool1d_with_indices, max_pool2d,
                         max_pool2d_with_indices)
 from ..ops.upsample import interpolate  # noqa: E402,F401
+from .functional_conv3d import *  # noqa: E402,F401,F403  (3-D conv/pools, grid_sample, embedding_bag, ctc_loss)
 from ..ops import linear_fused as _linear_fused  # noqa: E402  (F.linear as one op)
 from ..ops import nll_fused as _nll_fused  # noqa: E402  (nll_loss as one node)

@@ -246,6 +246,12 @@ def _conv(op, nd, input, weight, bias, stride, padding, dilation, groups):
         raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel size: "
                            f"({' x '.join(map(str, eff))}). Kernel size can't be greater than actual input size")
     outs = tuple(_out_size(n, k, s, lo, hi, d) for n, k, s, (lo, hi), d in zip(spatial, kernel, stride, pads, dilation))
+    if nd == 3:  # the depth dim reduced to the 2-D path (ops/conv3d.py)
+        from .conv3d import conv3d_core
+        y = conv3d_core(x, weight, kernel, dilation, pads, stride, outs, groups)
+        if bias is not None:
+            y = y + bias.reshape((cout,) + (1,) * nd)
+        return y.squeeze(0) if unbatched else y
     if nd == 1:  # as 2-D over a height of 1
         x4, w4 = x.unsqueeze(2), weight.unsqueeze(2)
         k2, d2, p2, s2, o2 = (1,) + kernel, (1,) + dilation, (0, pads[0][0]), (1,) + stride, (1,) + outs
@@ -332,6 +338,12 @@ def _conv_transpose(op, nd, input, weight, bias, stride, padding, output_padding
     if any(o <= 0 for o in outs):
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, spatial))}). Calculated output size "
                            f"per channel: ({' x '.join(map(str, outs))}). Output size is too small")
+    if nd == 3:  # the depth dim reduced to the 2-D path (ops/conv3d.py)
+        from .conv3d import conv_transpose3d_core
+        y = conv_transpose3d_core(x, weight, groups, stride, padding, output_padding, dilation, outs)
+        if bias is not None:
+            y = y + bias.reshape((cout,) + (1,) * nd)
+        return y.squeeze(0) if unbatched else y
     if nd == 1:
         x, weight = x.unsqueeze(2), weight.unsqueeze(2)
         kernel, stride, padding, dilation, outs, spatial = ((1,) + kernel, (1,) + stride, (0,) + padding,

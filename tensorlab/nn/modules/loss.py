@@ -10,3 +10,4 @@ from ..loss_more import HuberLoss  # noqa: F401
 from ..loss_more import KLDivLoss  # noqa: F401
 from ..loss_more import L1Loss  # noqa: F401
 from ..loss_more import SmoothL1Loss  # noqa: F401
+from ..conv3d_layers import CTCLoss  # noqa: F401

@@ -7,3 +7,12 @@ from ..pooling import AvgPool1d  # noqa: F401
 from ..pooling import AvgPool2d  # noqa: F401
 from ..pooling import MaxPool1d  # noqa: F401
 from ..pooling import MaxPool2d  # noqa: F401
+from ..conv3d_layers import AdaptiveAvgPool3d  # noqa: F401
+from ..conv3d_layers import AdaptiveMaxPool3d  # noqa: F401
+from ..conv3d_layers import AvgPool3d  # noqa: F401
+from ..conv3d_layers import FractionalMaxPool2d  # noqa: F401
+from ..conv3d_layers import FractionalMaxPool3d  # noqa: F401
+from ..conv3d_layers import MaxPool3d  # noqa: F401
+from ..conv3d_layers import MaxUnpool1d  # noqa: F401
+from ..conv3d_layers import MaxUnpool2d  # noqa: F401
+from ..conv3d_layers import MaxUnpool3d  # noqa: F401

@@ -1,2 +1,3 @@
 """torch.nn.modules.sparse: one line per class tensorlab implements."""
 from ..sparse import Embedding  # noqa: F401
+from ..conv3d_layers import EmbeddingBag  # noqa: F401
