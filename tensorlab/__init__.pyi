@@ -111,6 +111,7 @@ def addmv(input, mat, vec, *, beta=..., alpha=..., out=...): """beta * input + a
 def addmv_(input, *args, beta=..., alpha=..., **operands): """In-place addmv."""
 def addr(input, vec1, vec2, *, beta=..., alpha=..., out=...): """beta * input + alpha * outer(vec1, vec2)."""
 def adjoint(input): """The conjugate transpose of the last two dimensions (a view)."""
+def affine_grid_generator(theta, size, align_corners): """affine_grid with the size as a list (torch.affine_grid_generator)."""
 def alias_copy(input, *args, out=..., **kwargs): """torch.alias_copy: a new tensor holding what the view op returns"""
 def all(input, dim=..., keepdim=..., *, out=...): """Whether every element (over dim) is nonzero."""
 def allclose(input, other, rtol=..., atol=..., equal_nan=...): """Whether every element of isclose(input, other) is True (a Python bool; waits for the device)."""
@@ -217,8 +218,10 @@ def conj_physical(input, *, out=...): """The complex conjugate, computed; a copy
 def constant_pad_nd(input, pad, value=...): """input padded with `value` by the (left, right, ...) amounts in pad, last dim first."""
 def conv1d(input, weight, bias=..., stride=..., padding=..., dilation=..., groups=...): """1-D convolution (torch.conv1d, as nn.functional.conv1d)."""
 def conv2d(input, weight, bias=..., stride=..., padding=..., dilation=..., groups=...): """2-D convolution (torch.conv2d, as nn.functional.conv2d)."""
+def conv3d(input, weight, bias=..., stride=..., padding=..., dilation=..., groups=...): """3-D convolution over (N, C, D, H, W) inputs (stride, padding incl. 'same'/'valid', dilation, groups)."""
 def conv_transpose1d(input, weight, bias=..., stride=..., padding=..., output_padding=..., groups=..., dilation=...): """1-D transposed convolution."""
 def conv_transpose2d(input, weight, bias=..., stride=..., padding=..., output_padding=..., groups=..., dilation=...): """2-D transposed convolution."""
+def conv_transpose3d(input, weight, bias=..., stride=..., padding=..., output_padding=..., groups=..., dilation=...): """3-D transposed convolution (the gradient of conv3d with respect to its input)."""
 def copysign(input, other, *, out=...): """torch.copysign"""
 def corrcoef(input): """The Pearson correlation coefficients of the rows of input."""
 def cos(input, *, out=...): """Elementwise cos (torch.cos); promotion: int_to_float."""
@@ -316,6 +319,9 @@ def get_rng_state(): """The CPU default generator's state (a uint8 tensor, see G
 def gradient(input, *, spacing=..., dim=..., edge_order=...): """numpy.gradient's (and torch's) second-order central differences inside, first- or second-order
     one-sided ones at the edges; spacing a number, numbers per dim, or coordinate tensors per dim.
     """
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners): """grid_sample with integer interpolation and padding codes (torch.grid_sampler)."""
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners): """grid_sample of 4-D input with integer mode codes (torch.grid_sampler_2d)."""
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners): """grid_sample of 5-D input with integer mode codes (torch.grid_sampler_3d)."""
 def gt(input, other, *, out=...): """Elementwise gt with broadcasting (torch.gt); promotion: always_bool."""
 def heaviside(input, values, *, out=...): """The Heaviside step: 0 below zero, 1 above, `values` at zero."""
 def histc(input, bins=..., min=..., max=..., *, out=...): """torch.histc: counts of the elements in `bins` equal-width bins over [min, max] (the data's
@@ -408,6 +414,10 @@ def max(input, dim=..., keepdim=..., *, other=..., out=...): """max(x) -> the la
     """
 def max_pool1d(input, kernel_size, stride=..., padding=..., dilation=..., ceil_mode=..., return_indices=...): """1-D max pooling."""
 def max_pool2d(input, kernel_size, stride=..., padding=..., dilation=..., ceil_mode=..., return_indices=...): """2-D max pooling."""
+def max_pool2d_with_indices_backward(grad_output, self=..., kernel_size=..., stride=..., padding=..., dilation=..., ceil_mode=..., indices=..., **pool_kwargs): """aten.max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation,
+    ceil_mode, indices): the gradient of max_pool2d's input for grad_output, routed by indices.
+    """
+def max_pool3d(input, kernel_size, stride=..., padding=..., dilation=..., ceil_mode=..., return_indices=...): """3-D max pooling (kernel, stride, padding, dilation, ceil_mode; return_indices)."""
 def maximum(input, other, *, out=...): """Elementwise maximum with broadcasting (torch.maximum); promotion: default."""
 def mean(input, dim=..., keepdim=..., *, dtype=..., out=...): """The mean of all elements, or over dim (floating dtypes)."""
 def median(input, dim=..., keepdim=..., *, out=...): """The lower median (torch's: no averaging of the two middle values); NaN propagates."""

@@ -306,6 +306,34 @@ DOCS = {
     "F.pixel_shuffle": "(N, C*r*r, H, W) rearranged to (N, C, H*r, W*r).",
     "F.pixel_unshuffle": "(N, C, H*r, W*r) rearranged to (N, C*r*r, H, W).",
     "F.channel_shuffle": "The channels split into groups and interleaved.",
+    # -- 3-D convolution and pooling, grid sampling, bags, CTC --------------------------------------
+    "tl.conv3d": "3-D convolution over (N, C, D, H, W) inputs (stride, padding incl. 'same'/'valid', dilation, groups).",
+    "tl.conv_transpose3d": "3-D transposed convolution (the gradient of conv3d with respect to its input).",
+    "tl.max_pool3d": "3-D max pooling (kernel, stride, padding, dilation, ceil_mode; return_indices).",
+    "F.conv3d": "3-D convolution over (N, C, D, H, W) inputs (stride, padding incl. 'same'/'valid', dilation, groups).",
+    "F.conv_transpose3d": "3-D transposed convolution (output_padding, groups, dilation).",
+    "F.max_pool3d": "3-D max pooling (kernel, stride, padding, dilation, ceil_mode; return_indices).",
+    "F.max_pool3d_with_indices": "max_pool3d returning (values, indices into each D*H*W plane).",
+    "F.avg_pool3d": "3-D average pooling (count_include_pad, divisor_override).",
+    "F.adaptive_avg_pool3d": "3-D average pooling to a given output size.",
+    "F.adaptive_max_pool3d": "3-D max pooling to a given output size (return_indices for the positions).",
+    "F.adaptive_max_pool3d_with_indices": "adaptive_max_pool3d returning (values, indices).",
+    "F.fractional_max_pool2d": "Fractional max pooling (Graham): pseudo-random pooling regions of an output size or "
+                               "ratio; _random_samples fixes them.",
+    "F.fractional_max_pool2d_with_indices": "fractional_max_pool2d returning (values, indices).",
+    "F.fractional_max_pool3d": "3-D fractional max pooling; _random_samples fixes the regions.",
+    "F.fractional_max_pool3d_with_indices": "fractional_max_pool3d returning (values, indices).",
+    "F.grid_sample": "Sample input at the grid's normalized (x, y[, z]) positions: bilinear, nearest or bicubic; zeros, "
+                     "border or reflection padding; align_corners.",
+    "F.affine_grid": "The sampling grid of a batch of affine matrices theta for an output size (for grid_sample).",
+    "F.embedding_bag": "Sums, means or maxima of bags of embeddings (offsets or 2-D input, per_sample_weights, "
+                       "padding_idx) without materializing the embeddings.",
+    "F.ctc_loss": "The connectionist temporal classification loss of log-probabilities (T, N, C) against unaligned "
+                  "targets (blank, reduction, zero_infinity).",
+    "tl.grid_sampler": "grid_sample with integer interpolation and padding codes (torch.grid_sampler).",
+    "tl.grid_sampler_2d": "grid_sample of 4-D input with integer mode codes (torch.grid_sampler_2d).",
+    "tl.grid_sampler_3d": "grid_sample of 5-D input with integer mode codes (torch.grid_sampler_3d).",
+    "tl.affine_grid_generator": "affine_grid with the size as a list (torch.affine_grid_generator).",
     # -- other namespaces -----------------------------------------------------------------------------
     "nn.Parameter": "A tensor that a Module registers as a parameter (requires_grad=True by default).",
     "nn.Buffer": "A tensor that a Module registers as a buffer when assigned as an attribute.",
