@@ -3,10 +3,14 @@ state_dict / load_state_dict. Subclasses implement step()."""
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
+import threading
 from collections import defaultdict
 from itertools import chain
 
 from .. import _warn
+from .._journal import Journal
 from ..nn._grad import enable_grad, typename, zero_grads
 from ..ops.creation import zeros_like
 from ..tensor import Tensor
@@ -20,7 +24,109 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
+_LOCK_GUARD = threading.Lock()
+
+
+def _optimizer_lock(opt):
+    """The optimizer's own re-entrant lock (made on first use, so optimizers rebuilt by pickle or
+    deepcopy get one too): step, zero_grad and load_state_dict of one optimizer never interleave."""
+    lock = opt.__dict__.get("_step_lock")
+    if lock is None:
+        with _LOCK_GUARD:
+            lock = opt.__dict__.setdefault("_step_lock", threading.RLock())
+    return lock
+
+
+def _validate_step(opt):
+    """Everything step() will read, checked before anything moves: each gradient has its
+    parameter's shape and device, each per-parameter state tensor that is not a scalar too."""
+    name = type(opt).__name__
+    for gi, group in enumerate(opt.param_groups):
+        for pi, p in enumerate(group["params"]):
+            g = p._grad
+            if g is None:
+                continue
+            if g.shape != p.shape:
+                raise RuntimeError(f"{name}.step: the gradient of parameter {pi} of param group {gi} has shape "
+                                   f"{list(g.shape)} but the parameter has shape {list(p.shape)}; nothing was "
+                                   "updated (assign a gradient of the parameter's shape)")
+            if g.device != p.device:
+                raise RuntimeError(f"{name}.step: the gradient of parameter {pi} of param group {gi} is on {g.device} "
+                                   f"but the parameter is on {p.device}; nothing was updated")
+            state = opt.state.get(p)
+            if state:
+                for k, v in state.items():
+                    if isinstance(v, Tensor) and v.dim() and (v.shape != p.shape or v.device != p.device):
+                        raise RuntimeError(
+                            f"{name}.step: state {k!r} of parameter {pi} of param group {gi} has shape "
+                            f"{list(v.shape)} on {v.device} but the parameter has shape {list(p.shape)} on "
+                            f"{p.device}; nothing was updated (load a state saved for this parameter)")
+
+
+def _journal_step(opt, journal):
+    """Record what a step may write: each parameter with a gradient, its state dict and state
+    tensors (a parameter without state loses what the failed step created)."""
+    state = opt.state
+    for group in opt.param_groups:
+        for p in group["params"]:
+            if p._grad is None:
+                continue
+            journal.tensor(p)
+            st = state.get(p)
+            if st is None:
+                journal.on_rollback(functools.partial(state.pop, p, None))
+                continue
+            journal.mapping(st)
+            for v in st.values():
+                if isinstance(v, Tensor):
+                    journal.tensor(v)
+                elif isinstance(v, (list, tuple)):
+                    journal.tensors(x for x in v if isinstance(x, Tensor))
+
+
+def _atomic_step(fn):
+    """Wrap an Optimizer subclass's step(): under the optimizer's lock, run the closure, check every
+    gradient and state, then run the update under an undo journal, so that a failure anywhere in
+    it leaves every parameter and state tensor as it was (and the exception propagates)."""
+    if getattr(fn, "_tl_atomic", False):
+        return fn
+    params = list(inspect.signature(fn).parameters)
+    takes_closure = len(params) >= 2 and params[1] == "closure"
+
+    @functools.wraps(fn)
+    def step(self, *args, **kwargs):
+        with _optimizer_lock(self):
+            if self.__dict__.get("_tl_stepping"):
+                return fn(self, *args, **kwargs)  # a subclass's step calling super().step()
+            closure = None
+            if takes_closure and len(args) <= 1 and set(kwargs) <= {"closure"}:
+                closure = args[0] if args else kwargs.get("closure")
+                loss = self._closure_loss(closure)
+                args, kwargs = (), {}
+            _validate_step(self)
+            self.__dict__["_tl_stepping"] = True
+            try:
+                fast = getattr(self, "_tl_fast_step", None)
+                if fast is not None and fast():
+                    # the whole step in a form that cannot fail once it writes (optim/_adam_cpu.py)
+                    return loss if closure is not None else None
+                with Journal() as journal:
+                    _journal_step(self, journal)
+                    result = fn(self, *args, **kwargs)
+            finally:
+                self.__dict__["_tl_stepping"] = False
+            return loss if closure is not None else result
+
+    step._tl_atomic = True
+    return step
+
+
 class Optimizer:
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = _atomic_step(cls.__dict__["step"])
+
     def __init__(self, params, defaults):
         self.defaults = defaults
         if isinstance(params, Tensor):
@@ -80,7 +186,14 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none=True):
-        zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
+        params = [p for g in self.param_groups for p in g["params"]]
+        with _optimizer_lock(self), Journal() as journal:
+            if not set_to_none:
+                journal.tensors(p._grad for p in params)
+            # a failure restores the gradients' values and which parameters had one
+            saved = [(p, p._grad) for p in params]
+            journal.on_rollback(functools.partial(_restore_grads, saved))
+            zero_grads(params, set_to_none)
 
     def step(self, closure=None):
         raise NotImplementedError(f"{type(self).__name__}.step: Optimizer subclasses must implement step()")
@@ -159,6 +272,11 @@ class Optimizer:
                 if key != "params":
                     s += f"    {key}: {group[key]}\n"
         return s + ")"
+
+
+def _restore_grads(saved):
+    for p, g in saved:
+        p._grad = g
 
 
 def _cast(param, value, key=None, step_on_device=False):
