@@ -234,8 +234,19 @@ class Optimizer:
         """Restore state and hyperparameters saved by state_dict(). State tensors are copied to
         each parameter's device (and dtype, for floating parameters; 'step' is kept as is), so
         later steps never write into the dict that was loaded."""
+        with _optimizer_lock(self):
+            self._load_state_dict(state_dict)
+
+    def _load_state_dict(self, state_dict):
+        if not isinstance(state_dict, dict) or not isinstance(state_dict.get("state"), dict) \
+                or not isinstance(state_dict.get("param_groups"), (list, tuple)):
+            raise TypeError(f"{type(self).__name__}.load_state_dict: expected a dict with a 'state' dict and a "
+                            f"'param_groups' list (as state_dict() returns), got {typename(state_dict)}")
         groups = self.param_groups
         saved_groups = copy.deepcopy(state_dict["param_groups"])
+        if not all(isinstance(s, dict) and isinstance(s.get("params"), (list, tuple)) for s in saved_groups):
+            raise TypeError(f"{type(self).__name__}.load_state_dict: every saved param group must be a dict with a "
+                            "'params' list")
         if len(groups) != len(saved_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
         if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
@@ -243,10 +254,13 @@ class Optimizer:
                              "optimizer's group")
         id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
                           chain.from_iterable(g["params"] for g in groups)))
+        for g, s in zip(groups, saved_groups):
+            _check_group_values(self, g, s)
         state = defaultdict(dict)
         for k, v in state_dict["state"].items():
             if k in id_map:
                 param = id_map[k]
+                _check_param_state(self, k, param, v)
                 # torch: the saved group's capturable / fused decide where 'step' goes
                 group = next((g for g in saved_groups if k in g["params"]), {})
                 state[param] = _cast(param, v, step_on_device=bool(group.get("capturable") or group.get("fused")))
@@ -274,6 +288,63 @@ class Optimizer:
         return s + ")"
 
 
+# per-parameter state entries that must have their parameter's shape, and the scalar entries
+_BUFFER_KEYS = frozenset(("exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer", "square_avg", "acc_delta",
+                          "sum", "grad_avg", "prev", "step_size", "ax", "eta", "mu"))
+_SCALAR_KEYS = frozenset(("step", "mu_product"))
+
+
+def _check_param_state(opt, index, param, value):
+    """An optimizer state the next step could not use is refused at load (ValueError/TypeError),
+    before anything changes: buffers of another shape or not tensors, a step that is no number."""
+    name = type(opt).__name__
+    if not isinstance(value, dict):
+        raise TypeError(f"{name}.load_state_dict: the state of parameter {index} must be a dict, got "
+                        f"{typename(value)}")
+    for k, v in value.items():
+        if k in _BUFFER_KEYS:
+            if v is None and k == "momentum_buffer":
+                continue
+            if not isinstance(v, Tensor):
+                raise TypeError(f"{name}.load_state_dict: state {k!r} of parameter {index} must be a tensor, got "
+                                f"{typename(v)}")
+            if v.shape != param.shape:
+                raise ValueError(f"{name}.load_state_dict: state {k!r} of parameter {index} has shape "
+                                 f"{list(v.shape)}, but the parameter has shape {list(param.shape)}")
+            if v.is_complex() and not param.is_complex():
+                raise ValueError(f"{name}.load_state_dict: state {k!r} of parameter {index} is complex "
+                                 f"({v.dtype}), but the parameter is {param.dtype}")
+        elif k in _SCALAR_KEYS:
+            if isinstance(v, Tensor):
+                if v.numel() != 1 or v.is_complex():
+                    raise ValueError(f"{name}.load_state_dict: state {k!r} of parameter {index} must be a real "
+                                     f"one-element tensor, got shape {list(v.shape)} {v.dtype}")
+            elif isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise TypeError(f"{name}.load_state_dict: state {k!r} of parameter {index} must be a number or a "
+                                f"one-element tensor, got {typename(v)}")
+
+
+def _is_number(v):
+    return (isinstance(v, (int, float)) and not isinstance(v, bool)) or (isinstance(v, Tensor) and v.numel() == 1)
+
+
+def _check_group_values(opt, group, saved):
+    """A saved hyperparameter of another kind than the optimizer's (a string lr, betas that are
+    not two numbers) is refused at load, not at the next step."""
+    name = type(opt).__name__
+    for k, cur in group.items():
+        if k in ("params", "param_names") or k not in saved:
+            continue
+        v = saved[k]
+        if _is_number(cur) and not _is_number(v):
+            raise TypeError(f"{name}.load_state_dict: param group entry {k!r} must be a number, got {typename(v)} "
+                            f"({v!r})")
+        if isinstance(cur, tuple) and all(_is_number(x) for x in cur) and not (
+                isinstance(v, (tuple, list)) and len(v) == len(cur) and all(_is_number(x) for x in v)):
+            raise TypeError(f"{name}.load_state_dict: param group entry {k!r} must be {len(cur)} numbers, got "
+                            f"{v!r}")
+
+
 def _restore_grads(saved):
     for p, g in saved:
         p._grad = g
@@ -282,6 +353,11 @@ def _restore_grads(saved):
 def _cast(param, value, key=None, step_on_device=False):
     """A copy of a saved state value with its tensors on param's device (and dtype); 'step' stays
     where it was saved unless the group is capturable or fused (then float32 on param's device)."""
+    if key == "step" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        # a step saved as a number (older torch): a tensor, as torch's __setstate__ makes it
+        from .. import dtypes
+        from ..ops.creation import tensor
+        return tensor(float(value), dtype=dtypes.float32, device=param.device if step_on_device else "cpu")
     if isinstance(value, Tensor):
         if key == "step":
             if step_on_device:
