@@ -216,3 +216,33 @@ def test_scheduler_step_is_all_or_nothing():
     with pytest.raises(ValueError, match="boom"):
         sched.step()
     assert ([g["lr"] for g in opt.param_groups], sched.last_epoch, sched.get_last_lr()) == before
+
+
+SGD_CASES = [dict(lr=0.1), dict(lr=0.1, momentum=0.9), dict(lr=0.05, momentum=0.9, dampening=0.1, weight_decay=0.01),
+             dict(lr=0.1, momentum=0.8, nesterov=True, maximize=True), dict(lr=0.1, momentum=0.9, dampening=0.0)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kw", SGD_CASES, ids=[str(k) for k in SGD_CASES])
+def test_sgd_cpu_whole_step_is_the_general_paths_bits(kw, dtype, monkeypatch):
+    from tensorlab.optim import _sgd_cpu
+
+    def run(fast):
+        rng = np.random.default_rng(0)
+        ps = [tl.nn.Parameter(tl.from_numpy(rng.standard_normal(s).astype(dtype))) for s in [(5, 7), (3,), ()]]
+        opt = O.SGD(ps, **kw)
+        calls = []
+        with monkeypatch.context() as m:
+            real = _sgd_cpu.step_all
+            m.setattr(_sgd_cpu, "step_all", (lambda o: calls.append(1) or real(o)) if fast else (lambda o: False))
+            for _ in range(4):
+                for p in ps:
+                    p.grad = tl.from_numpy(rng.standard_normal(tuple(p.shape)).astype(dtype))
+                opt.step()
+        bufs = [opt.state[p].get("momentum_buffer") for p in ps]
+        return ([p.detach().numpy().tobytes() for p in ps] + [b.numpy().tobytes() for b in bufs if b is not None],
+                [p._version for p in ps] + [b._version for b in bufs if b is not None], bool(calls))
+    a, b = run(True), run(False)
+    assert a[2]
+    assert a[0] == b[0]
+    assert a[1] == b[1]

@@ -16,6 +16,7 @@ from .. import _faults, autograd_hooks
 from ..autograd import grad_mode as _grad_mode
 from ..backends.cpu.memory import array
 from ..dtypes import float32, float64
+from ..tensor import Tensor
 
 _FLOATS = (float32, float64)
 
@@ -107,7 +108,7 @@ def step_all(opt):
                 step_t, exp_avg, exp_avg_sq = state["step"], state["exp_avg"], state["exp_avg_sq"]
             except KeyError:
                 return False
-            if not isinstance(step_t, type(param)) or not eligible(param, grad, exp_avg, exp_avg_sq, step_t) \
+            if not isinstance(step_t, Tensor) or not eligible(param, grad, exp_avg, exp_avg_sq, step_t) \
                     or not writeable(param, exp_avg, exp_avg_sq, step_t):
                 return False
             scratch.want(array(param))
