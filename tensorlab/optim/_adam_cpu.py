@@ -62,9 +62,12 @@ class Scratch:
         self.need = {}
         self.bufs = {}
 
-    def want(self, arr):
-        dt = arr.dtype
-        self.need[dt] = max(self.need.get(dt, 0), max(arr.size, 1))
+    def want(self, t):
+        """Room for a tensor `t` (float32/float64) of the step."""
+        dt = _NP[t._dtype]
+        n = t.numel()
+        if n > self.need.get(dt, 0):
+            self.need[dt] = max(n, 1)
 
     def allocate(self):
         try:
@@ -78,8 +81,11 @@ class Scratch:
         return self.bufs[like.dtype][i][:like.size].reshape(like.shape)
 
 
+_NP = {float32: np.dtype(np.float32), float64: np.dtype(np.float64)}
+
+
 def writeable(*tensors):
-    return all(array(t).flags.writeable for t in tensors)
+    return not any(t._meta.storage._readonly for t in tensors)
 
 
 def step_all(opt):
@@ -111,7 +117,7 @@ def step_all(opt):
             if not isinstance(step_t, Tensor) or not eligible(param, grad, exp_avg, exp_avg_sq, step_t) \
                     or not writeable(param, exp_avg, exp_avg_sq, step_t):
                 return False
-            scratch.want(array(param))
+            scratch.want(param)
             work.append((p, fresh, param, grad, exp_avg, exp_avg_sq, step_t, group))
     scratch.allocate()
     # -- nothing below can fail: publish
@@ -132,7 +138,7 @@ def update(param, grad, exp_avg, exp_avg_sq, beta1, beta2, lr, eps, weight_decay
         return False
     if scratch is None:
         scratch = Scratch(3)
-        scratch.want(p)
+        scratch.want(param)
         scratch.allocate()
     np.add(s, np.float32(1), out=s)
     step_t._vc.value += 1

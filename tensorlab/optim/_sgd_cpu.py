@@ -59,7 +59,7 @@ def step_all(opt):
                 fresh = empty_like(grad)
                 if not _eligible(param, grad, fresh) or not fresh.is_contiguous():
                     return False
-            scratch.want(array(param))
+            scratch.want(param)
             work.append((p, param, grad, buf, fresh, group))
     scratch.allocate()
     # -- nothing below can fail: publish

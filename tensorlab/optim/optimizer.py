@@ -103,13 +103,15 @@ def _atomic_step(fn):
                 closure = args[0] if args else kwargs.get("closure")
                 loss = self._closure_loss(closure)
                 args, kwargs = (), {}
-            _validate_step(self)
             self.__dict__["_tl_stepping"] = True
             try:
                 fast = getattr(self, "_tl_fast_step", None)
                 if fast is not None and fast():
-                    # the whole step in a form that cannot fail once it writes (optim/_adam_cpu.py)
+                    # the whole step in a form that cannot fail once it writes (optim/_adam_cpu.py,
+                    # _sgd_cpu.py), taken only when every gradient and state has its parameter's
+                    # shape, dtype and device (what _validate_step checks)
                     return loss if closure is not None else None
+                _validate_step(self)
                 with Journal() as journal:
                     _journal_step(self, journal)
                     result = fn(self, *args, **kwargs)
