@@ -246,3 +246,38 @@ def test_sgd_cpu_whole_step_is_the_general_paths_bits(kw, dtype, monkeypatch):
     assert a[2]
     assert a[0] == b[0]
     assert a[1] == b[1]
+
+
+FAST_CASES = [(O.Adagrad, dict(lr=0.1)), (O.Adagrad, dict(lr=0.1, lr_decay=0.01, weight_decay=0.1, eps=1e-3)),
+              (O.Adagrad, dict(lr=0.05, initial_accumulator_value=0.2, maximize=True)),
+              (O.RMSprop, dict(lr=0.01)), (O.RMSprop, dict(lr=0.01, momentum=0.9, centered=True, weight_decay=0.1)),
+              (O.RMSprop, dict(lr=0.01, alpha=0.3, centered=True)), (O.RMSprop, dict(lr=0.02, momentum=0.5, maximize=True))]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", range(len(FAST_CASES)), ids=[f"{c.__name__}-{k}" for c, k in FAST_CASES])
+def test_adagrad_rmsprop_cpu_whole_step_is_the_general_paths_bits(case, dtype, monkeypatch):
+    from tensorlab.optim import _cpu_steps
+    cls, kw = FAST_CASES[case]
+    name = "adagrad_step_all" if cls is O.Adagrad else "rmsprop_step_all"
+
+    def run(fast):
+        rng = np.random.default_rng(0)
+        ps = [tl.nn.Parameter(tl.from_numpy(rng.standard_normal(s).astype(dtype))) for s in [(5, 7), (3,), ()]]
+        opt = cls(ps, **kw)
+        calls = []
+        with monkeypatch.context() as m:
+            real = getattr(_cpu_steps, name)
+            m.setattr(_cpu_steps, name, (lambda o: real(o) and (calls.append(1) or True)) if fast else (lambda o: False))
+            for _ in range(4):
+                for p in ps:
+                    p.grad = tl.from_numpy(rng.standard_normal(tuple(p.shape)).astype(dtype))
+                opt.step()
+        sts = [opt.state[p] for p in ps]
+        vals = [p.detach().numpy().tobytes() for p in ps] + [v.numpy().tobytes() for s in sts for k, v in sorted(s.items())]
+        vers = [p._version for p in ps] + [v._version for s in sts for k, v in sorted(s.items())]
+        return vals, vers, bool(calls)
+    a, b = run(True), run(False)
+    assert a[2]
+    assert a[0] == b[0]
+    assert a[1] == b[1]
