@@ -427,19 +427,44 @@ def check_bounds(shape, stride, offset, itemsize, nbytes, op="setStorage"):
             f"requiring a storage size of {need} are out of bounds for storage of size {nbytes}")
 
 
+_OVERLAP_ENUMERATE_MAX = 1 << 16  # offsets listed at most (bounded work: 512 KiB of int64)
+
+
 @memoized
 def has_internal_overlap(shape, stride):
-    """True when two different indices of the layout address the same element."""
+    """True when two different indices of the layout address the same element, decided from the
+    sizes and strides with bounded work: sorted-stride reasoning proves "no" (each stride beyond
+    the reach of the smaller ones); a zero stride, two equal strides, a stride that is a small
+    multiple of another, or more elements than the span holds (pigeonhole) prove "yes"; what is
+    left is settled by listing offsets only when there are at most 2**16 of them, else it is
+    torch's "too hard to tell" (MemOverlap::TooHard), which torch lets through: False."""
     dims = sorted((st, n) for n, st in zip(shape, stride) if n > 1)
     if any(n == 0 for n in shape) or not dims:
         return False
     if dims[0][0] == 0:
         return True
     reach = 0  # largest offset reachable from the dims so far
+    hard = False
     for st, n in dims:
         if st <= reach:
-            return _overlap_exact(shape, stride)
+            hard = True
+            break
         reach += (n - 1) * st
+    if not hard:
+        return False
+    numel = 1
+    span = 1
+    for st, n in dims:
+        numel *= n
+        span += (n - 1) * st
+    if numel > span:
+        return True  # more elements than distinct offsets
+    for i, (si, ni) in enumerate(dims):
+        for j, (sj, nj) in enumerate(dims):
+            if i != j and sj % si == 0 and sj // si <= ni - 1:
+                return True  # index (k along i) and (1 along j) meet: k * si == sj
+    if numel <= _OVERLAP_ENUMERATE_MAX:
+        return _overlap_exact([n for _, n in dims], [st for st, _ in dims])
     return False
 
 

@@ -137,7 +137,14 @@ def from_cuda_array_interface(obj):
         raise TypeError(f"__cuda_array_interface__ must be a dict, got {type(iface).__name__}")
     if iface.get("mask") is not None:
         raise NotImplementedError("masked arrays are not supported (__cuda_array_interface__ has a mask)")
-    shape = tuple(int(n) for n in iface["shape"])
+    raw_shape = iface.get("shape")
+    if not isinstance(raw_shape, (tuple, list)) or not all(isinstance(n, int) and not isinstance(n, bool)
+                                                           for n in raw_shape):
+        raise TypeError(f"__cuda_array_interface__: shape must be a tuple of ints, got {raw_shape!r}")
+    shape = tuple(raw_shape)
+    if any(n < 0 for n in shape):
+        raise RuntimeError(f"__cuda_array_interface__: Trying to create tensor with negative dimension: shape "
+                           f"{list(shape)} (every size must be >= 0)")
     try:
         np_dtype = np.dtype(iface["typestr"])
         dt = dtypes.from_numpy_dtype(np_dtype)

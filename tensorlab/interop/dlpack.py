@@ -30,7 +30,11 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import gc
+import operator
 import threading
+from functools import partial
+from itertools import takewhile
 
 import numpy as np
 
@@ -208,6 +212,34 @@ def _export_array(t):
                                 storage._readonly))
 
 
+def _claim(capsule):
+    """Take a capsule atomically: check its name and rename it "used_..." in one step that no other
+    thread can enter, tensorlab's or another library's (torch's consumer checks and renames under
+    the GIL, without a lock of ours). The two C calls run back to back from C (sum / takewhile /
+    map over functools.partial objects, ctypes.pythonapi keeping the GIL): no Python bytecode runs
+    between them, so the interpreter never switches threads there; the collector is held off
+    so that no finalizer runs either. Returns True (versioned), False (legacy) or raises."""
+    for name, used, versioned in ((_NAME_V, _USED_V, True), (_NAME, _USED, False)):
+        steps = (partial(_IsValid, capsule, name), partial(_SetName, capsule, used))
+        enabled = gc.isenabled()
+        if enabled:
+            gc.disable()
+        try:
+            # IsValid -> 1: SetName runs (-> 0, which ends the takewhile); IsValid -> 0: it does not
+            taken = sum(takewhile(bool, map(operator.call, steps)))
+        finally:
+            if enabled:
+                gc.enable()
+        if taken:
+            return versioned
+    raise RuntimeError(_INVALID)
+
+
+def _unclaim(capsule, versioned):
+    """Give a claimed capsule back (the consumer refused it: it stays usable, as torch leaves it)."""
+    _SetName(capsule, _NAME_V if versioned else _NAME)
+
+
 def _managed(capsule):
     """(struct, versioned) for a live, unconsumed capsule."""
     if _IsValid(capsule, _NAME_V):
@@ -331,24 +363,32 @@ def from_capsule(capsule):
         raise TypeError(f"from_dlpack: expected an object with __dlpack__ or a DLPack capsule, got "
                         f"{type(capsule).__name__}")
     with _consume_lock:
-        mt, versioned = _managed(capsule)
-        flags = 0
-        if versioned:
-            v = mt.version
-            if v.major > SUPPORTED_MAJOR:
-                raise BufferError(f"from_dlpack: the capsule is DLPack {v.major}.{v.minor}; tensorlab reads DLPack "
-                                  f"{SUPPORTED_MAJOR}.x (pass max_version=({SUPPORTED_MAJOR}, 0) to the producer)")
-            flags = mt.flags
-        dl = mt.dl_tensor
-        dev = _device_of((dl.device.device_type, dl.device.device_id), "from_dlpack")
-        dt = _dtype_of(dl)
-        if flags & FLAG_IS_SUBBYTE_TYPE_PADDED:
-            raise BufferError("from_dlpack: sub-byte padded types are not supported")
-        shape, strides = _layout_of(dl, dl.ndim)
-        ptr = (dl.data or 0) + dl.byte_offset
-        if not dl.data and all(shape):
-            raise BufferError(f"from_dlpack: the DLTensor of shape {list(shape)} has a NULL data pointer")
-        _SetName(capsule, _USED_V if versioned else _USED)
+        versioned = _claim(capsule)  # from here on no other consumer can take it
+        try:
+            if versioned:
+                mt = DLManagedTensorVersioned.from_address(_GetPointer(capsule, _USED_V))
+            else:
+                mt = DLManagedTensor.from_address(_GetPointer(capsule, _USED))
+            flags = 0
+            if versioned:
+                v = mt.version
+                if v.major > SUPPORTED_MAJOR:
+                    raise BufferError(f"from_dlpack: the capsule is DLPack {v.major}.{v.minor}; tensorlab reads "
+                                      f"DLPack {SUPPORTED_MAJOR}.x (pass max_version=({SUPPORTED_MAJOR}, 0) to the "
+                                      "producer)")
+                flags = mt.flags
+            dl = mt.dl_tensor
+            dev = _device_of((dl.device.device_type, dl.device.device_id), "from_dlpack")
+            dt = _dtype_of(dl)
+            if flags & FLAG_IS_SUBBYTE_TYPE_PADDED:
+                raise BufferError("from_dlpack: sub-byte padded types are not supported")
+            shape, strides = _layout_of(dl, dl.ndim)
+            ptr = (dl.data or 0) + dl.byte_offset
+            if not dl.data and all(shape):
+                raise BufferError(f"from_dlpack: the DLTensor of shape {list(shape)} has a NULL data pointer")
+        except BaseException:
+            _unclaim(capsule, versioned)
+            raise
         owner = _Owner(ctypes.addressof(mt), mt.deleter)
     readonly = bool(flags & FLAG_READ_ONLY)
     return _wrap(owner, ptr, shape, strides, dt, dev, readonly)

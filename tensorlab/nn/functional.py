@@ -48,6 +48,7 @@ def _check_tensor(x, fn, arg):
 
 # -- activations --------------------------------------------------------------------------------
 def relu(input, inplace=False):
+    _check_tensor(input, "relu", "input")
     return input.relu_() if inplace else input.relu()
 
 
@@ -86,6 +87,11 @@ def linear(input, weight, bias=None):
     """input @ weight.T + bias (weight [out_features, in_features])."""
     _check_tensor(input, "linear", "input")
     _check_tensor(weight, "linear", "weight")
+    if bias is not None:
+        _check_tensor(bias, "linear", "bias")
+        if weight.dim() == 1:  # torch's addmm path: a vector weight takes no bias
+            raise RuntimeError(f"mat2 must be a matrix, got 1-D tensor (linear: weight {list(weight.shape)} with a "
+                               f"bias {list(bias.shape)}; give the weight as [out_features, in_features])")
     if _linear_fused.supported(input, weight, bias):  # one GEMM, bias added in place (ops/linear_fused.py)
         return _linear_fused.linear(input, weight, bias)
     out = input.matmul(weight.t())
@@ -100,6 +106,7 @@ def _check_dropout_p(p):
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability p and scale the rest by 1/(1-p); the input itself when
     not training (as torch, which returns the same tensor)."""
+    _check_tensor(input, "dropout", "input")
     _check_dropout_p(p)
     if not training or p == 0 or input.numel() == 0:
         return input

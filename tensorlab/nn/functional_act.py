@@ -18,6 +18,7 @@ def _inplace(input, fn):
 
 
 def silu(input, inplace=False):
+    _check_tensor(input, "silu", "input")
     return _inplace(input, _tl.silu) if inplace else _tl.silu(input)
 
 
@@ -31,6 +32,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 def elu(input, alpha=1.0, inplace=False):
     """x where x > 0, alpha * (exp(x) - 1) elsewhere (the exp branch sees min(x, 0), so a large
     x cannot turn the unused branch's gradient into NaN)."""
+    _check_tensor(input, "elu", "input")
     if inplace:
         return _inplace(input, lambda t: elu(t, alpha))
     return _tl.where(input > 0, input, (input.clamp(max=0)).expm1() * alpha)
@@ -55,6 +57,7 @@ def logsigmoid(input):
 
 def mish(input, inplace=False):
     """x * tanh(softplus(x))."""
+    _check_tensor(input, "mish", "input")
     if inplace:
         return _inplace(input, mish)
     return input * softplus(input).tanh()
@@ -63,9 +66,10 @@ def mish(input, inplace=False):
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """x clamped to [min_val, max_val]; the gradient is 1 strictly inside and 0 at and beyond the
     bounds (torch's hardtanh_backward)."""
-    if min_val > max_val:
+    if min_val > max_val:  # torch checks the bounds first
         raise ValueError("min_val cannot be greater than max_val")
-    if isinstance(input, _tl.Tensor) and not input.is_floating_point():
+    _check_tensor(input, "hardtanh", "input")
+    if not input.is_floating_point():
         # torch's integer hardtanh: the bounds truncated to integers, the dtype kept (no gradient)
         if input.dtype is _tl.bool:
             raise RuntimeError("Bool inputs not supported for hardtanh")
@@ -81,6 +85,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 
 def relu6(input, inplace=False):
+    _check_tensor(input, "relu6", "input")
     return hardtanh(input, 0.0, 6.0, inplace)
 
 

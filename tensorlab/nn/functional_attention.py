@@ -72,6 +72,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if attn_mask is not None:
         _check_tensor(attn_mask, "scaled_dot_product_attention", "attn_mask")
         _check_mask_dtype(attn_mask, query)
+    if L == 0 or value.shape[-1] == 0:
+        # an empty result: torch shapes it query.shape[:-1] + (Ev,), without broadcasting the query's
+        # batch dims against key's and value's
+        return query.sum(-1, keepdim=True).expand(*query.shape[:-1], value.shape[-1]).clone()
     if _attn.fused_supported(query, key, value, attn_mask, dropout_p, enable_gqa):
         return _attn.attention(query, key, value, attn_mask, is_causal, scale, enable_gqa)
     if enable_gqa and query.dim() >= 3 and key.dim() >= 3:
@@ -80,7 +84,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             raise RuntimeError(f"scaled_dot_product_attention: with enable_gqa=True the number of query heads "
                                f"({hq}) must be a multiple of the key ({hk}) and value ({hv}) heads")
         key, value = _repeat_heads(key, hq // hk), _repeat_heads(value, hq // hv)
-    s = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    # torch's default scale 1/sqrt(E) is inf for E == 0; the (empty) products are then all zero
+    s = (1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else math.inf) if scale is None else scale
     f = math.sqrt(abs(s))
     q = query * (-f if s < 0 else f)
     scores = q.matmul(key.transpose(-2, -1) * f)

@@ -10,6 +10,7 @@ import math
 import tensorlab as _tl
 
 from ..tensor import Tensor
+from .functional import _check_tensor
 from .functional_act import _inplace
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -182,6 +183,8 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    _check_tensor(input, "hinge_embedding_loss", "input")
+    _check_tensor(target, "hinge_embedding_loss", "target")
     red = _reduction(reduction, size_average, reduce)
     zeros = input.new_zeros(())
     margin_clamp = (margin - input).clamp(min=0)
@@ -191,6 +194,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    _check_tensor(input, "soft_margin_loss", "input")
+    _check_tensor(target, "soft_margin_loss", "target")
     red = _reduction(reduction, size_average, reduce)
     return _reduce((-target * input).exp().log1p(), red)
 
@@ -218,6 +223,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                      reduction="mean"):
+    _check_tensor(input, "poisson_nll_loss", "input")
+    _check_tensor(target, "poisson_nll_loss", "target")
     red = _reduction(reduction, size_average, reduce)
     loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
     if full:
@@ -343,6 +350,9 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                   momentum=0.1, eps=1e-5):
     """Each (sample, channel) plane normalized by its own statistics (batch_norm over a (1, N*C, ...)
     view); running statistics, when given, are the mean over the batch of the per-instance ones."""
+    for _n, _v in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
+        if _v is not None:
+            _check_tensor(_v, "instance_norm", _n)
     _check(input, "instance_norm")
     if input.dim() < 3:
         raise ValueError(f"expected 3D or higher input (got {input.dim()}D input)")
@@ -461,6 +471,8 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
 
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
     """sum over j != y of max(0, margin - x[y] + x[j]) ** p (times weight[y]), over the C classes."""
+    _check_tensor(input, "multi_margin_loss", "input")
+    _check_tensor(target, "multi_margin_loss", "target")
     red = _reduction(reduction, size_average, reduce)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
@@ -485,6 +497,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """For each sample, the targets are the leading non-negative entries of `target` (up to the first
     -1): sum over target j and non-target i of max(0, 1 - (x[j] - x[i])), over the C classes."""
+    _check_tensor(input, "multilabel_margin_loss", "input")
+    _check_tensor(target, "multilabel_margin_loss", "target")
     red = _reduction(reduction, size_average, reduce)
     x = input if input.dim() == 2 else input.reshape(1, -1)
     t = target if target.dim() == 2 else target.reshape(1, -1)

@@ -5,6 +5,7 @@ Parameters, buffers and child modules live in three ordered dicts filled by __se
 as torch does for the same architecture."""
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import OrderedDict, namedtuple
 
@@ -49,6 +50,13 @@ def _check_member_name(kind, name, owner, table):
         raise KeyError(f"{kind} name can't be empty string \"\"")
     if hasattr(owner, name) and name not in table:
         raise KeyError(f"attribute '{name}' already exists")
+
+
+def _restore_extra_state(module, old):
+    try:
+        module.set_extra_state(old)
+    except Exception:  # noqa: BLE001 - the load's own exception is the one to report
+        pass
 
 
 class Module:
@@ -496,11 +504,22 @@ class Module:
         if errors:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
                 type(self).__name__, "\n\t".join(errors)))
-        with no_grad():
-            for module, name, target, src in plan:
-                if target is None:  # _extra_state
-                    module.set_extra_state(src)
-                    continue
+        from .._journal import Journal
+        from ..ops._common import check_writable
+        tensors = [p for p in plan if p[2] is not None]
+        extras = [p for p in plan if p[2] is None]
+        if not assign:
+            for module, name, target, src in tensors:
+                check_writable(target, f"load_state_dict ({name!r} of {type(module).__name__})")
+        # everything checked: the copies (and extra states, last) run under an undo journal, so a
+        # failure anywhere (a copy, a set_extra_state that raises) leaves the module as it was
+        with no_grad(), Journal() as journal:
+            for module, name, target, src in tensors:
+                if assign:
+                    journal.mapping(module._parameters if name in module._parameters else module._buffers)
+                else:
+                    journal.tensor(target)
+            for module, name, target, src in tensors:
                 if assign:
                     if isinstance(target, Parameter):
                         src = Parameter(src, requires_grad=target.requires_grad)
@@ -510,6 +529,10 @@ class Module:
                         module._buffers[name] = src
                 else:
                     target.detach().copy_(src)
+            for module, _, _, src in extras:
+                old = module.get_extra_state()
+                module.set_extra_state(src)
+                journal.on_rollback(functools.partial(_restore_extra_state, module, old))
         return _IncompatibleKeys(missing, unexpected)
 
     def get_extra_state(self):

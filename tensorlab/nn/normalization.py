@@ -150,15 +150,24 @@ class _BatchNorm(_NormBase):
     def forward(self, input):
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            with no_grad():
-                self.num_batches_tracked.add_(1)
-            if self.momentum is None:  # cumulative moving average
-                factor = 1.0 / float(self.num_batches_tracked.item())
+        count = self.training and self.track_running_stats and self.num_batches_tracked is not None
+        if count and self.momentum is None:  # cumulative moving average over the batches so far and this one
+            factor = 1.0 / float(self.num_batches_tracked.item() + 1)
         bn_training = True if self.training else (self.running_mean is None and self.running_var is None)
         track = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if track else None, self.running_var if track else None,
-                            self.weight, self.bias, bn_training, factor, self.eps)
+        if not count:
+            return F.batch_norm(input, self.running_mean if track else None, self.running_var if track else None,
+                                self.weight, self.bias, bn_training, factor, self.eps)
+        # the counter and the running statistics move together, after batch_norm's checks, or not at
+        # all (a wrong channel count, a failure inside: all three as they were)
+        from .._journal import Journal
+        with Journal() as journal:
+            journal.tensors((self.running_mean, self.running_var, self.num_batches_tracked))
+            out = F.batch_norm(input, self.running_mean, self.running_var, self.weight, self.bias, bn_training,
+                               factor, self.eps)
+            with no_grad():
+                self.num_batches_tracked.add_(1)
+        return out
 
 
 class BatchNorm1d(_BatchNorm):

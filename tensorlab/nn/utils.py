@@ -50,8 +50,10 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm):
     grads = [p.grad for p in _as_list(parameters) if p.grad is not None]
     if not grads:
         return
-    with no_grad():
+    from .._journal import Journal
+    with no_grad(), Journal() as journal:  # all gradients scaled, or (on any failure) none
         coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
+        journal.tensors(grads)
         if coef.device.type == "cpu" and coef.dtype is _F32 and all(g.device.type == "cpu" and g.dtype is _F32
                                                                    for g in grads):
             # a host number, read without a sync: the same float32 factor, on mul_'s scalar path
@@ -83,7 +85,10 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 def clip_grad_value_(parameters, clip_value):
     """Clamp every .grad to [-clip_value, clip_value], in place."""
     clip_value = float(clip_value)
-    with no_grad():
-        for p in _as_list(parameters):
+    from .._journal import Journal
+    parameters = _as_list(parameters)
+    with no_grad(), Journal() as journal:  # all gradients clamped, or (on any failure) none
+        journal.tensors(p.grad for p in parameters)
+        for p in parameters:
             if p.grad is not None:
                 p.grad.detach().clamp_(min=-clip_value, max=clip_value)

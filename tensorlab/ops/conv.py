@@ -463,19 +463,18 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 # -- padding modes -----------------------------------------------------------------------------------------------
 def _mode_positions(n, lo, hi, mode):
-    """The positions into a dim of size n that a pad of (lo, hi) in `mode` reads."""
-    idx = []
-    for i in range(-lo, n + hi):
-        if mode == "reflect":
-            period = 2 * (n - 1)
-            j = abs(i) % period if period else 0
-            j = period - j if j >= n else j
-        elif mode == "replicate":
-            j = min(max(i, 0), n - 1)
-        else:  # circular
-            j = i % n
-        idx.append(j)
-    return idx
+    """The positions into a dim of size n that a pad of (lo, hi) in `mode` reads (NumPy, int64)."""
+    import numpy as np
+    i = np.arange(-lo, n + hi, dtype=np.int64)
+    if mode == "reflect":
+        period = 2 * (n - 1)
+        if not period:
+            return np.zeros_like(i)
+        j = np.abs(i) % period
+        return np.where(j >= n, period - j, j)
+    if mode == "replicate":
+        return np.clip(i, 0, n - 1)
+    return i % n  # circular
 
 
 def _mode_index(n, lo, hi, mode, device):
@@ -497,6 +496,15 @@ def pad_nd(x, pads, mode, op="pad"):
         if mode == "replicate" and n == 0 and (lo or hi):
             raise RuntimeError(f"{op}: cannot replicate-pad an empty dimension {d} of input {list(x.shape)}")
         if lo or hi:
+            from . import _bounds
+            shape = list(x.shape)
+            shape[d] = n + lo + hi
+            if shape[d] < 0:
+                raise RuntimeError(f"{op}: negative padding ({lo}, {hi}) leaves dimension {d} of input "
+                                   f"{list(x.shape)} with size {shape[d]}")
+            # the padded tensor and its host-built index must fit before either is built
+            _bounds.check_shape_fits(shape, x._dtype.itemsize, x.device, op)
+            _bounds.check_bytes_fit(shape[d] * 8, None, op)
             x = take_rows(x, d, _mode_index(n, lo, hi, mode, x.device))
     return x
 

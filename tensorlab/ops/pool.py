@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from .. import autograd_hooks, dtypes
 from ..tensor import Tensor
-from . import registry
+from . import _bounds, registry
 from ._common import empty_tensor
 from .conv import expand_param, geometry_tensor, im2col, keep_channels_last, type_name
 from .registry import KEEP, OpDef
@@ -336,6 +336,18 @@ def _averaging_matrix(n_in, n_out, dt, dev):
     return geometry_tensor(("adaptive_avg", n_in, n_out), dt, dev, rows).reshape(n_out, n_in)
 
 
+def adaptive_average_dim(y, d, n_out, op):
+    """torch's adaptive average along dim d of y: each window summed (taps in order, a NaN/inf
+    reaching only its own windows) and divided by its length (ops/_taps.py)."""
+    from . import _taps
+    n_in = y.shape[d]
+    idx, valid, length = _taps.adaptive_taps(n_in, n_out)
+    _taps.check_taps(y, d, n_out, idx.shape[1], op)
+    ti, tv, tl_ = _taps.as_tensors(("adaptive_avg", n_in, n_out), (idx, valid, length),
+                                   (_INT64, dtypes.bool_, y._dtype), y.device)
+    return _taps.apply(y, d, ti, valid=tv, divisor=tl_)
+
+
 def _adaptive_avg(inp, out_hw, op):
     x = inp.x
     dt = x._dtype
@@ -353,9 +365,9 @@ def _adaptive_avg(inp, out_hw, op):
     else:
         y = xa
         if ow != W:
-            y = y.matmul(_averaging_matrix(W, ow, acc, x.device).t())
+            y = adaptive_average_dim(y, 3, ow, op)
         if oh != H:
-            y = _averaging_matrix(H, oh, acc, x.device).matmul(y)
+            y = adaptive_average_dim(y, 2, oh, op)
     y = y.to(dt) if acc is not dt else y
     return inp.back(y)
 
@@ -365,6 +377,7 @@ def adaptive_avg_pool2d(input, output_size):
     _adaptive_checks(input, 2, op, f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}"
                      if isinstance(input, Tensor) else "")
     out_hw = _adaptive_size(output_size, input, 2, op)
+    _bounds.check_shape_fits(tuple(input.shape[:-2]) + out_hw, input._dtype.itemsize, input.device, op)
     return _adaptive_avg(_as_4d(input, 2), out_hw, op)
 
 
@@ -373,6 +386,7 @@ def adaptive_avg_pool1d(input, output_size):
     _adaptive_checks(input, 1, op, f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor for argument "
                      f"#1 'self' (while checking arguments for adaptive_avg_pool1d)" if isinstance(input, Tensor) else "")
     (n,) = _adaptive_size(output_size, input, 1, op)
+    _bounds.check_shape_fits(tuple(input.shape[:-1]) + (n,), input._dtype.itemsize, input.device, op)
     return _adaptive_avg(_as_4d(input, 1), (1, n), "adaptive_avg_pool2d")
 
 
@@ -411,6 +425,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     _adaptive_checks(input, 2, op, f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: {list(input.shape)}"
                      if isinstance(input, Tensor) else "")
     out_hw = _adaptive_size(output_size, input, 2, op)
+    _bounds.check_shape_fits(tuple(input.shape[:-2]) + out_hw, 8 + input._dtype.itemsize, input.device, op)
     return _adaptive_max(_as_4d(input, 2), out_hw, return_indices, op)
 
 
@@ -419,6 +434,7 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
     _adaptive_checks(input, 1, op, f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor for argument "
                      f"#1 'self' (while checking arguments for adaptive_max_pool1d)" if isinstance(input, Tensor) else "")
     (n,) = _adaptive_size(output_size, input, 1, op)
+    _bounds.check_shape_fits(tuple(input.shape[:-1]) + (n,), 8 + input._dtype.itemsize, input.device, op)
     return _adaptive_max(_as_4d(input, 1), (1, n), return_indices, "adaptive_max_pool2d")
 
 

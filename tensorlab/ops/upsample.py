@@ -12,6 +12,7 @@ import math
 
 from .. import dtypes
 from ..tensor import Tensor
+from . import _bounds, _taps
 from .conv import geometry_tensor, keep_channels_last, take_rows, type_name
 
 _LINEAR = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4, "lanczos": 4}
@@ -123,12 +124,12 @@ def _antialias_matrix(mode, n_in, n_out, scale, align_corners):
 
 
 def _nearest_index(mode, n_in, n_out, scale):
+    import numpy as np
     s = _float32(1.0 / scale if scale is not None and scale > 0 else n_in / n_out)
-    out = []
-    for o in range(n_out):
-        src = math.floor(_float32((o + 0.5) * s) if mode == "nearest-exact" else _float32(o * s))
-        out.append(min(src, n_in - 1))
-    return out
+    o = np.arange(n_out, dtype=np.float64)
+    src = (o + 0.5) * s if mode == "nearest-exact" else o * s
+    src = np.floor(src.astype(np.float32).astype(np.float64)).astype(np.int64)
+    return np.minimum(src, n_in - 1)
 
 
 def _output_size(x, nsp, size, scale_factor, recompute_scale_factor):
@@ -191,6 +192,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if any(s <= 0 for s in sizes) and input.numel():
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({', '.join(str(n) for n in input.shape[2:])}) "
                            f"output ({', '.join(map(str, sizes))})")
+    # the output (and, below, each pass's gather) must fit before any geometry is built
+    _bounds.check_shape_fits(tuple(input.shape[:2]) + tuple(sizes), input._dtype.itemsize, input.device,
+                             f"interpolate ({mode})")
     if mode == "area":
         from . import pool
         if nsp == 1:
@@ -201,9 +205,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             raise NotImplementedError(f"\"adaptive_avg_pool3d_cpu\" not implemented for '{type_name(input._dtype)}'")
         acc = dtypes.float32 if input._dtype in (dtypes.float16, dtypes.bfloat16) else input._dtype
         y = input.to(acc)
-        for k in range(3):  # adaptive average pooling is separable: one averaging product per dim
-            m = pool._averaging_matrix(input.shape[2 + k], sizes[k], acc, input.device)
-            y = y.movedim(2 + k, -1).matmul(m.t()).movedim(-1, 2 + k)
+        for k in reversed(range(3)):  # adaptive average pooling is separable: one window average per dim
+            y = pool.adaptive_average_dim(y, 2 + k, sizes[k], "interpolate (area)")
         return y.contiguous().to(input._dtype)
     dt = input._dtype
     y = input
@@ -222,12 +225,26 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise NotImplementedError(f"\"upsample_{mode}{nsp}d_out_frame\" not implemented for '{type_name(dt)}'")
     acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
     y = y.to(acc) if acc is not dt else y
-    for k in range(nsp):
+    for k in reversed(range(nsp)):  # the last dim first, as torch's kernels combine the taps
         d = 2 + k
         n_in = input.shape[d]
         if n_in == sizes[k] and not align_corners and scales[k] in (None, 1.0) and not antialias:
             continue  # the identity (torch copies)
         n_out, sc = sizes[k], scales[k]
+        if not antialias:
+            cubic = mode == "bicubic"
+            _taps.check_taps(y, d, n_out, 4 if cubic else 2, f"interpolate ({mode})")
+            s = _scale(n_in, n_out, sc, align_corners)
+            single = acc is dtypes.float32
+            if single:
+                s = _float32(s)
+            idx, w = (_taps.cubic_taps(n_in, n_out, s, align_corners) if cubic
+                      else _taps.linear_taps(n_in, n_out, s, align_corners, single))
+            ti, tw = _taps.as_tensors(("taps", mode, n_in, n_out, sc, align_corners), (idx, w), (dtypes.int64, acc),
+                                      dev)
+            y = _taps.apply(y, d, ti, tw)
+            continue
+        _bounds.check_bytes_fit(n_out * n_in * 8, None, f"interpolate ({mode}, antialias)")
         m = geometry_tensor(("resample", mode, n_in, n_out, sc, align_corners, antialias), acc, dev,
                             lambda: _antialias_matrix(mode, n_in, n_out, sc, align_corners) if antialias else
                             _weight_matrix(mode, n_in, n_out, sc, align_corners, acc is dtypes.float32))

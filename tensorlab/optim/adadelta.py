@@ -21,6 +21,12 @@ class Adadelta(Optimizer):
         super().__setstate__(state)
         _group_defaults(self, foreach=None, maximize=False, differentiable=False, capturable=False)
 
+    def _tl_fast_step(self):
+        """The whole step on the CPU in NumPy calls, all-or-nothing without an undo copy, when every
+        parameter allows it (optim/_adadelta_cpu.py's step_all); False: nothing done."""
+        with _grad_mode(self):
+            return _adadelta_cpu.step_all(self)
+
     def step(self, closure=None):
         """v = rho v + (1 - rho) g^2; delta = sqrt(u + eps) / sqrt(v + eps) * g;
         u = rho u + (1 - rho) delta^2; p -= lr * delta (g += wd * p first)."""

@@ -32,6 +32,13 @@ class Adagrad(Optimizer):
         super().__setstate__(state)
         _group_defaults(self, foreach=None, maximize=False, differentiable=False, fused=None)
 
+    def _tl_fast_step(self):
+        """The whole step on the CPU in NumPy calls, all-or-nothing without an undo copy, when every
+        parameter allows it (optim/_cpu_steps.py); False: nothing done."""
+        from . import _cpu_steps
+        with _grad_mode(self):
+            return _cpu_steps.adagrad_step_all(self)
+
     def step(self, closure=None):
         """sum += g^2; p -= lr / (1 + (t - 1) lr_decay) * g / (sqrt(sum) + eps) (g += wd * p first)."""
         loss = self._closure_loss(closure)

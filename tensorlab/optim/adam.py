@@ -43,6 +43,12 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = zeros_like(p)
         return state
 
+    def _tl_fast_step(self):
+        """The whole step on the CPU in NumPy calls, all-or-nothing without an undo copy, when
+        every parameter allows it (optim/_adam_cpu.py's step_all); False: nothing done."""
+        with _grad_mode(self):
+            return _adam_cpu.step_all(self)
+
     def step(self, closure=None):
         """m = beta1-lerp toward g, v = beta2 * v + (1 - beta2) g^2, then
         p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps), with v replaced by

@@ -228,6 +228,36 @@ def _watch_optimizer_steps(optimizer):
 # The base class
 # --------------------------------------------------------------------------------------------
 
+def _journal_scheduler(journal, sched, seen):
+    """Record what a scheduler's step may change: its attributes, its optimizer's param groups
+    (tensor entries' values too) and, for SequentialLR / ChainedScheduler, its members'."""
+    if id(sched) in seen:
+        return
+    seen.add(id(sched))
+    journal.mapping(sched.__dict__)
+    for group in getattr(getattr(sched, "optimizer", None), "param_groups", ()):
+        journal.mapping(group)
+        journal.tensors(v for v in group.values() if isinstance(v, Tensor))
+    for member in sched.__dict__.get("_schedulers", ()):
+        _journal_scheduler(journal, member, seen)
+
+
+def _atomic_scheduler_step(fn):
+    """A scheduler's step, all-or-nothing: a failure (an lr_lambda that raises, a bad metric)
+    leaves the scheduler, its members and the optimizer's lrs as they were."""
+    if getattr(fn, "_tl_atomic", False):
+        return fn
+
+    @wraps(fn)
+    def step(self, *args, **kwargs):
+        from .._journal import Journal
+        with Journal() as journal:
+            _journal_scheduler(journal, self, set())
+            return fn(self, *args, **kwargs)
+    step._tl_atomic = True
+    return step
+
+
 class LRScheduler:
     """Base class of the epoch-driven schedulers.
 
@@ -357,6 +387,11 @@ class LRScheduler:
                 _restore_callable(fn, saved)
         else:
             _restore_callable(held, value)
+
+
+LRScheduler.step = _atomic_scheduler_step(LRScheduler.step)
+LRScheduler.__init_subclass__ = classmethod(
+    lambda cls, **kw: "step" in cls.__dict__ and setattr(cls, "step", _atomic_scheduler_step(cls.__dict__["step"])))
 
 
 class _LRScheduler(LRScheduler):

@@ -3,10 +3,14 @@ state_dict / load_state_dict. Subclasses implement step()."""
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
+import threading
 from collections import defaultdict
 from itertools import chain
 
 from .. import _warn
+from .._journal import Journal
 from ..nn._grad import enable_grad, typename, zero_grads
 from ..ops.creation import zeros_like
 from ..tensor import Tensor
@@ -20,7 +24,111 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
+_LOCK_GUARD = threading.Lock()
+
+
+def _optimizer_lock(opt):
+    """The optimizer's own re-entrant lock (made on first use, so optimizers rebuilt by pickle or
+    deepcopy get one too): step, zero_grad and load_state_dict of one optimizer never interleave."""
+    lock = opt.__dict__.get("_step_lock")
+    if lock is None:
+        with _LOCK_GUARD:
+            lock = opt.__dict__.setdefault("_step_lock", threading.RLock())
+    return lock
+
+
+def _validate_step(opt):
+    """Everything step() will read, checked before anything moves: each gradient has its
+    parameter's shape and device, each per-parameter state tensor that is not a scalar too."""
+    name = type(opt).__name__
+    for gi, group in enumerate(opt.param_groups):
+        for pi, p in enumerate(group["params"]):
+            g = p._grad
+            if g is None:
+                continue
+            if g.shape != p.shape:
+                raise RuntimeError(f"{name}.step: the gradient of parameter {pi} of param group {gi} has shape "
+                                   f"{list(g.shape)} but the parameter has shape {list(p.shape)}; nothing was "
+                                   "updated (assign a gradient of the parameter's shape)")
+            if g.device != p.device:
+                raise RuntimeError(f"{name}.step: the gradient of parameter {pi} of param group {gi} is on {g.device} "
+                                   f"but the parameter is on {p.device}; nothing was updated")
+            state = opt.state.get(p)
+            if state:
+                for k, v in state.items():
+                    if isinstance(v, Tensor) and v.dim() and (v.shape != p.shape or v.device != p.device):
+                        raise RuntimeError(
+                            f"{name}.step: state {k!r} of parameter {pi} of param group {gi} has shape "
+                            f"{list(v.shape)} on {v.device} but the parameter has shape {list(p.shape)} on "
+                            f"{p.device}; nothing was updated (load a state saved for this parameter)")
+
+
+def _journal_step(opt, journal):
+    """Record what a step may write: each parameter with a gradient, its state dict and state
+    tensors (a parameter without state loses what the failed step created)."""
+    state = opt.state
+    for group in opt.param_groups:
+        for p in group["params"]:
+            if p._grad is None:
+                continue
+            journal.tensor(p)
+            st = state.get(p)
+            if st is None:
+                journal.on_rollback(functools.partial(state.pop, p, None))
+                continue
+            journal.mapping(st)
+            for v in st.values():
+                if isinstance(v, Tensor):
+                    journal.tensor(v)
+                elif isinstance(v, (list, tuple)):
+                    journal.tensors(x for x in v if isinstance(x, Tensor))
+
+
+def _atomic_step(fn):
+    """Wrap an Optimizer subclass's step(): under the optimizer's lock, run the closure, check every
+    gradient and state, then run the update under an undo journal, so that a failure anywhere in
+    it leaves every parameter and state tensor as it was (and the exception propagates)."""
+    if getattr(fn, "_tl_atomic", False):
+        return fn
+    params = list(inspect.signature(fn).parameters)
+    takes_closure = len(params) >= 2 and params[1] == "closure"
+
+    @functools.wraps(fn)
+    def step(self, *args, **kwargs):
+        with _optimizer_lock(self):
+            if self.__dict__.get("_tl_stepping"):
+                return fn(self, *args, **kwargs)  # a subclass's step calling super().step()
+            closure = None
+            if takes_closure and len(args) <= 1 and set(kwargs) <= {"closure"}:
+                closure = args[0] if args else kwargs.get("closure")
+                loss = self._closure_loss(closure)
+                args, kwargs = (), {}
+            self.__dict__["_tl_stepping"] = True
+            try:
+                fast = getattr(self, "_tl_fast_step", None)
+                if fast is not None and fast():
+                    # the whole step in a form that cannot fail once it writes (optim/_adam_cpu.py,
+                    # _sgd_cpu.py), taken only when every gradient and state has its parameter's
+                    # shape, dtype and device (what _validate_step checks)
+                    return loss if closure is not None else None
+                _validate_step(self)
+                with Journal() as journal:
+                    _journal_step(self, journal)
+                    result = fn(self, *args, **kwargs)
+            finally:
+                self.__dict__["_tl_stepping"] = False
+            return loss if closure is not None else result
+
+    step._tl_atomic = True
+    return step
+
+
 class Optimizer:
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = _atomic_step(cls.__dict__["step"])
+
     def __init__(self, params, defaults):
         self.defaults = defaults
         if isinstance(params, Tensor):
@@ -80,7 +188,14 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none=True):
-        zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
+        params = [p for g in self.param_groups for p in g["params"]]
+        with _optimizer_lock(self), Journal() as journal:
+            if not set_to_none:
+                journal.tensors(p._grad for p in params)
+            # a failure restores the gradients' values and which parameters had one
+            saved = [(p, p._grad) for p in params]
+            journal.on_rollback(functools.partial(_restore_grads, saved))
+            zero_grads(params, set_to_none)
 
     def step(self, closure=None):
         raise NotImplementedError(f"{type(self).__name__}.step: Optimizer subclasses must implement step()")
@@ -121,8 +236,19 @@ class Optimizer:
         """Restore state and hyperparameters saved by state_dict(). State tensors are copied to
         each parameter's device (and dtype, for floating parameters; 'step' is kept as is), so
         later steps never write into the dict that was loaded."""
+        with _optimizer_lock(self):
+            self._load_state_dict(state_dict)
+
+    def _load_state_dict(self, state_dict):
+        if not isinstance(state_dict, dict) or not isinstance(state_dict.get("state"), dict) \
+                or not isinstance(state_dict.get("param_groups"), (list, tuple)):
+            raise TypeError(f"{type(self).__name__}.load_state_dict: expected a dict with a 'state' dict and a "
+                            f"'param_groups' list (as state_dict() returns), got {typename(state_dict)}")
         groups = self.param_groups
         saved_groups = copy.deepcopy(state_dict["param_groups"])
+        if not all(isinstance(s, dict) and isinstance(s.get("params"), (list, tuple)) for s in saved_groups):
+            raise TypeError(f"{type(self).__name__}.load_state_dict: every saved param group must be a dict with a "
+                            "'params' list")
         if len(groups) != len(saved_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
         if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
@@ -130,10 +256,13 @@ class Optimizer:
                              "optimizer's group")
         id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
                           chain.from_iterable(g["params"] for g in groups)))
+        for g, s in zip(groups, saved_groups):
+            _check_group_values(self, g, s)
         state = defaultdict(dict)
         for k, v in state_dict["state"].items():
             if k in id_map:
                 param = id_map[k]
+                _check_param_state(self, k, param, v)
                 # torch: the saved group's capturable / fused decide where 'step' goes
                 group = next((g for g in saved_groups if k in g["params"]), {})
                 state[param] = _cast(param, v, step_on_device=bool(group.get("capturable") or group.get("fused")))
@@ -161,9 +290,76 @@ class Optimizer:
         return s + ")"
 
 
+# per-parameter state entries that must have their parameter's shape, and the scalar entries
+_BUFFER_KEYS = frozenset(("exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer", "square_avg", "acc_delta",
+                          "sum", "grad_avg", "prev", "step_size", "ax", "eta", "mu"))
+_SCALAR_KEYS = frozenset(("step", "mu_product"))
+
+
+def _check_param_state(opt, index, param, value):
+    """An optimizer state the next step could not use is refused at load (ValueError/TypeError),
+    before anything changes: buffers of another shape or not tensors, a step that is no number."""
+    name = type(opt).__name__
+    if not isinstance(value, dict):
+        raise TypeError(f"{name}.load_state_dict: the state of parameter {index} must be a dict, got "
+                        f"{typename(value)}")
+    for k, v in value.items():
+        if k in _BUFFER_KEYS:
+            if v is None and k == "momentum_buffer":
+                continue
+            if not isinstance(v, Tensor):
+                raise TypeError(f"{name}.load_state_dict: state {k!r} of parameter {index} must be a tensor, got "
+                                f"{typename(v)}")
+            if v.shape != param.shape:
+                raise ValueError(f"{name}.load_state_dict: state {k!r} of parameter {index} has shape "
+                                 f"{list(v.shape)}, but the parameter has shape {list(param.shape)}")
+            if v.is_complex() and not param.is_complex():
+                raise ValueError(f"{name}.load_state_dict: state {k!r} of parameter {index} is complex "
+                                 f"({v.dtype}), but the parameter is {param.dtype}")
+        elif k in _SCALAR_KEYS:
+            if isinstance(v, Tensor):
+                if v.numel() != 1 or v.is_complex():
+                    raise ValueError(f"{name}.load_state_dict: state {k!r} of parameter {index} must be a real "
+                                     f"one-element tensor, got shape {list(v.shape)} {v.dtype}")
+            elif isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise TypeError(f"{name}.load_state_dict: state {k!r} of parameter {index} must be a number or a "
+                                f"one-element tensor, got {typename(v)}")
+
+
+def _is_number(v):
+    return (isinstance(v, (int, float)) and not isinstance(v, bool)) or (isinstance(v, Tensor) and v.numel() == 1)
+
+
+def _check_group_values(opt, group, saved):
+    """A saved hyperparameter of another kind than the optimizer's (a string lr, betas that are
+    not two numbers) is refused at load, not at the next step."""
+    name = type(opt).__name__
+    for k, cur in group.items():
+        if k in ("params", "param_names") or k not in saved:
+            continue
+        v = saved[k]
+        if _is_number(cur) and not _is_number(v):
+            raise TypeError(f"{name}.load_state_dict: param group entry {k!r} must be a number, got {typename(v)} "
+                            f"({v!r})")
+        if isinstance(cur, tuple) and all(_is_number(x) for x in cur) and not (
+                isinstance(v, (tuple, list)) and len(v) == len(cur) and all(_is_number(x) for x in v)):
+            raise TypeError(f"{name}.load_state_dict: param group entry {k!r} must be {len(cur)} numbers, got "
+                            f"{v!r}")
+
+
+def _restore_grads(saved):
+    for p, g in saved:
+        p._grad = g
+
+
 def _cast(param, value, key=None, step_on_device=False):
     """A copy of a saved state value with its tensors on param's device (and dtype); 'step' stays
     where it was saved unless the group is capturable or fused (then float32 on param's device)."""
+    if key == "step" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        # a step saved as a number (older torch): a tensor, as torch's __setstate__ makes it
+        from .. import dtypes
+        from ..ops.creation import tensor
+        return tensor(float(value), dtype=dtypes.float32, device=param.device if step_on_device else "cpu")
     if isinstance(value, Tensor):
         if key == "step":
             if step_on_device:

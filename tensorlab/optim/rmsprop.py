@@ -22,6 +22,13 @@ class RMSprop(Optimizer):
         _group_defaults(self, momentum=0, centered=False, foreach=None, maximize=False, differentiable=False,
                               capturable=False)
 
+    def _tl_fast_step(self):
+        """The whole step on the CPU in NumPy calls, all-or-nothing without an undo copy, when every
+        parameter allows it (optim/_cpu_steps.py); False: nothing done."""
+        from . import _cpu_steps
+        with _grad_mode(self):
+            return _cpu_steps.rmsprop_step_all(self)
+
     def step(self, closure=None):
         """v = alpha v + (1 - alpha) g^2; avg = sqrt(v - gbar^2) (centered, gbar the running mean
         of g) or sqrt(v), plus eps; with momentum buf = momentum buf + g / avg, p -= lr buf, else

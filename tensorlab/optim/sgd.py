@@ -31,6 +31,13 @@ class SGD(Optimizer):
             group.setdefault("differentiable", False)
             group.setdefault("fused", None)
 
+    def _tl_fast_step(self):
+        """The whole step on the CPU in NumPy calls, all-or-nothing without an undo copy, when every
+        parameter allows it (optim/_sgd_cpu.py); False: nothing done."""
+        from . import _sgd_cpu
+        with _grad_mode(self):
+            return _sgd_cpu.step_all(self)
+
     def step(self, closure=None):
         """g = grad (negated when maximizing) + weight_decay * p; with momentum,
         buf = momentum * buf + (1 - dampening) * g (buf = g on the first step) and
