@@ -58,21 +58,43 @@ def _check(A, name, square=True, arg="A"):
     return A
 
 
+_FAILING = frozenset(("inv", "solve", "cholesky", "lu_factor", "ldl_factor"))
+
+
 def _run(op, name, ins, out_specs, **params):
-    """Allocate the outputs (shape, dtype) on the inputs' device and run the lapack primitive."""
+    """Allocate the outputs (shape, dtype) on the inputs' device and run the lapack primitive.
+    The info it returns: the CPU backend's list, or (CUDA, ops that can fail) the int32 device
+    tensor the library wrote, one per matrix, not read back here."""
     dev = ins[0].device
     outs = [creation.empty(tuple(s), dtype=d, device=dev) for s, d in out_specs]
     params["name"] = name
+    info_t = None
+    if dev.type == "cuda" and op in _FAILING:
+        nb = 1
+        for d in ins[0].shape[:-2]:
+            nb *= d
+        info_t = params["info"] = creation.zeros((nb,), dtype=dtypes.int32, device=dev)
     info = ins[0]._backend.lapack(op, outs, [t.detach() for t in ins], params)
-    return outs, info
+    return outs, (info_t if info_t is not None else info)
 
 
 def _info(info, A):
     """LAPACK's per-matrix info as torch's int32 tensor of A's batch shape."""
     shape = tuple(A.shape[:-2])
+    if isinstance(info, Tensor):
+        return info.reshape(shape)
     if not info:
         return creation.zeros(shape, dtype=dtypes.int32, device=A.device)
     return creation.tensor(list(info), dtype=dtypes.int32, device=A.device).reshape(shape)
+
+
+def _host_info(info, name):
+    """The info values on the host: on CUDA the one wait torch makes too, named for the op."""
+    if isinstance(info, Tensor):
+        if not info.numel():
+            return []
+        return [int(v) for v in info._host(f"{name}: checking the factorization's info").reshape(-1)]
+    return info
 
 
 def _batch_prefix(A, i):
@@ -83,8 +105,10 @@ def _run_checked(kind, name, args, outs, A, check, why):
     """_run, then (with check) torch's LinAlgError for the first batch element whose info is
     nonzero: "{name}: (Batch element i): " + why(info)."""
     res, info = _run(kind, name, args, outs)
-    for i, k in enumerate(info):
-        if k and check:
+    if not check:
+        return res, info
+    for i, k in enumerate(_host_info(info, name)):
+        if k:
             raise LinAlgError(f"{name}: {_batch_prefix(A, i)}" + why(k))
     return res, info
 
@@ -149,7 +173,10 @@ def _functions():
     class LinalgDet(Function):
         @staticmethod
         def forward(ctx, A):
-            (d,), _ = _run("det", "linalg.det", [A], [(A.shape[:-2], A.dtype)])
+            if A.device.type == "cuda":
+                d = _det_lu(A)[0]
+            else:
+                (d,), _ = _run("det", "linalg.det", [A], [(A.shape[:-2], A.dtype)])
             ctx.save_for_backward(A, d)
             return d
 
@@ -168,7 +195,10 @@ def _functions():
     class LinalgSlogdet(Function):
         @staticmethod
         def forward(ctx, A):
-            (s, la), _ = _run("slogdet", "linalg.slogdet", [A], [(A.shape[:-2], A.dtype)] * 2)
+            if A.device.type == "cuda":
+                _, s, la = _det_lu(A)
+            else:
+                (s, la), _ = _run("slogdet", "linalg.slogdet", [A], [(A.shape[:-2], A.dtype)] * 2)
             ctx.mark_non_differentiable(s)
             ctx.save_for_backward(A)
             return s, la
@@ -185,6 +215,8 @@ def _functions():
                                       lambda k: f"The factorization could not be completed because the input is not "
                                                 f"positive-definite (the leading minor of order {k} is not "
                                                 f"positive-definite).")
+            if A.device.type == "cuda":  # potrf leaves A's strict upper triangle in place
+                L = L.tril()
             ctx.save_for_backward(L)
             return L, _info(info, A)
 
@@ -206,6 +238,8 @@ def _functions():
             b = tuple(A.shape[:-2])
             qs, rs = ((b + (m, m), b + (m, n)) if mode == "complete" else (b + (m, k), b + (k, n)))
             (q, r), _ = _run("qr", "linalg.qr", [A], [(qs, A.dtype), (rs, A.dtype)], mode=mode)
+            if A.device.type == "cuda":  # geqrf's reflectors lie under R
+                r = r.triu()
             ctx.mode = mode
             ctx.save_for_backward(q, r)
             return q, r
@@ -269,6 +303,24 @@ def _functions():
         setattr(ns, c.__name__, c)
     _F = ns
     return ns
+
+
+def _det_lu(A):
+    """(det, sign, log|det|) from getrf's factors (the CUDA path): the product of U's diagonal,
+    the sign flipped once per row interchange; a zero pivot gives det 0, sign 0, -inf."""
+    n = A.shape[-1]
+    if n == 0:
+        one = creation.ones(tuple(A.shape[:-2]), dtype=A.dtype, device=A.device)
+        return one, one, one * 0
+    (lu, piv), _ = _run("lu_factor", "linalg.det", [A], [(A.shape, A.dtype), (tuple(A.shape[:-1]), dtypes.int32)],
+                        pivot=True)
+    d = lu.diagonal(0, -2, -1)
+    ar = creation.arange(1, n + 1, dtype=dtypes.int32, device=A.device)
+    swaps = (piv != ar).sum(-1)
+    perm = 1 - 2 * (swaps % 2).to(A.dtype)
+    det_ = d.prod(-1) * perm
+    sign = d.sign().prod(-1) * perm + 0.0  # no -0
+    return det_, sign, d.abs().log().sum(-1)
 
 
 def _cofactor_svd(A):
