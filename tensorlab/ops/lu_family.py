@@ -106,7 +106,10 @@ def _lu_backward(gL, gU, P, L, U, pivot):
 
 
 def _check_lu_input(A, name):
-    _tensor(A, name.replace(".", "_"), "A", 1)
+    _tensor(A, name.replace("torch.", "").replace(".", "_"), "A", 1)
+    if A.dim() < 2:
+        raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: {list(A.shape)} "
+                           f"instead")
     _check(A, name, square=False)
 
 
@@ -396,8 +399,8 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     if other.shape[lr] != input.shape[-2]:
         raise RuntimeError(f"{name}: other.shape[{lr}] must be equal to input.shape[-2]")
     k = tau.shape[-1] if tau.dim() else 0
-    if tau.dim() < 1 or k > input.shape[-1]:
-        raise RuntimeError(f"{name}: tau.shape[-1] must be less than or equal to input.shape[-1]")
+    if tau.dim() < 1 or k != min(other.shape[lr], input.shape[-1]):
+        raise RuntimeError(f"{name}: tau.shape[-1] must be equal to min(other.shape[{lr}], input.shape[-1])")
     if tau.dim() != input.dim() - 1:
         raise RuntimeError(f"{name}: Expected tau to have one dimension less than input, but got tau.ndim equal to "
                            f"{tau.dim()} and input.ndim is equal to {input.dim()}")

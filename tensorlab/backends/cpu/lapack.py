@@ -135,7 +135,7 @@ def _lu_factor(xs, os, params):
     m, n = a.shape[-2:]
     k = min(m, n)
     lu = _batch(os[0]) if os[0].size else None
-    piv = os[1].reshape(-1, k) if os[1].size else None
+    piv = os[1].reshape((flat.shape[0], k))
     info = []
     for i in range(flat.shape[0]):
         if not k:
@@ -168,7 +168,7 @@ def _geqrf(xs, os, params):
     a = xs[0]
     flat = _batch(a)
     k = min(a.shape[-2:])
-    out, tau = _batch(os[0]), os[1].reshape(-1, k)
+    out, tau = _batch(os[0]), os[1].reshape((flat.shape[0], k))
     for i in range(flat.shape[0]):
         if k:
             qr, t, _, _ = _f("geqrf", flat[i])(flat[i])
@@ -180,7 +180,8 @@ def _orgqr(xs, os, params):
     a, tau = xs
     m, n = a.shape[-2:]
     k = tau.shape[-1]
-    fa, ft, out = _batch(a), tau.reshape(-1, k), _batch(os[0])
+    fa, out = _batch(a), _batch(os[0])
+    ft = tau.reshape((fa.shape[0], k))
     for i in range(fa.shape[0]):
         if not (m and n):
             continue
@@ -196,7 +197,8 @@ def _ormqr(xs, os, params):
     a, tau, c = xs
     m, n = c.shape[-2:]
     k = tau.shape[-1]
-    fa, ft, fc, out = _batch(a[..., :, :k]), tau.reshape(-1, k), _batch(c), _batch(os[0])
+    fa, fc, out = _batch(a[..., :, :k]), _batch(c), _batch(os[0])
+    ft = tau.reshape((fc.shape[0], k))
     for i in range(fc.shape[0]):
         if not (m and n):
             continue
