@@ -353,15 +353,18 @@ def test_emulated_solver_checks_arguments(device):
     op = K.operand
     stream = drv.current_stream(0)
     P = lambda t: Pointer(op(t).buffer, 0)  # noqa: E731
+    W = P(tl.zeros(1000, dtype=tl.float64, device=device))
     with pytest.raises(RuntimeError, match="ld=3 < max"):
-        drv.getrf(4, 4, P(A), 3, 16, P(piv), 4, P(info), 1, P(A), 1000, "float64", stream)
+        drv.getrf(4, 4, P(A), 3, 16, P(piv), 4, P(info), 1, W, 1000, "float64", stream)
     with pytest.raises(RuntimeError, match="lwork"):
         drv.getrf(4, 4, P(A), 4, 16, P(piv), 4, P(info), 1, P(A), 1, "float64", stream)
     with pytest.raises(RuntimeError, match="bytes at offset"):
-        drv.getrf(4, 4, P(A), 4, 16, P(piv), 4, P(info), 2, P(A), drv.getrf_buffer_size(4, 4, P(A), 4, "float64",
-                                                                                       stream), "float64", stream)
+        drv.getrf(4, 4, P(A), 4, 16, P(piv), 4, P(info), 2, W, drv.getrf_buffer_size(4, 4, P(A), 4, "float64",
+                                                                                    stream), "float64", stream)
     with pytest.raises(RuntimeError, match="m >= n"):
-        drv.gesvd("S", "A", 2, 4, P(A), 2, 8, P(A), 2, P(A), 2, 4, P(A), 4, 16, P(info), 1, P(A), 64, "float64",
-                  stream)
+        drv.gesvd("S", "A", 2, 4, P(A), 2, 8, P(A), 2, P(A), 2, 4, P(A), 4, 16, P(info), 1, W, 1000, "float64", stream)
     with pytest.raises(RuntimeError, match="dtype"):
-        drv.potrf(True, 4, P(A), 4, 16, P(info), 1, P(A), 64, "float16", stream)
+        drv.potrf(True, 4, P(A), 4, 16, P(info), 1, W, 1000, "float16", stream)
+    # a well-formed call factors in place and writes info on the device
+    drv.getrf(4, 4, P(A), 4, 16, P(piv), 4, P(info), 1, W, 1000, "float64", stream)
+    assert info.item() == 0 and sorted(set(piv.cpu().tolist())) != [0]
