@@ -284,18 +284,23 @@ def test_legacy_names_and_methods(device, torch):
     close(g.orgqr(tau), torch.tensor(g.cpu().numpy()).orgqr(torch.tensor(tau.cpu().numpy())))
 
 
-def test_ldl_solve_cpu_and_cuda_refusal(device, torch):
-    a = rnd(2, 4, 4)
-    s = a + np.swapaxes(a, -1, -2)
-    LD, piv = tl.linalg.ldl_factor(tl.tensor(s, device=device))
-    b = rnd(2, 4, 3, seed=2)
-    if device == "cpu":
+def test_ldl_solve(device, torch):
+    """CPU: LAPACK's sytrs; CUDA: the same steps as tensor ops (cuSOLVER's sytrs is not in CuPy)."""
+    for n, zero in ((4, False), (5, True), (1, False)):
+        a = rnd(2, n, n, seed=n)
+        s = a + np.swapaxes(a, -1, -2)
+        if zero and n > 1:
+            s[..., 0, 0] = 0  # Bunch-Kaufman takes a 2x2 pivot
+        LD, piv = tl.linalg.ldl_factor(tl.tensor(s, device=device))
         tLD, tpiv = torch.linalg.ldl_factor(torch.tensor(s))
-        close(tl.linalg.ldl_solve(LD, piv, tl.tensor(b)), torch.linalg.ldl_solve(tLD, tpiv, torch.tensor(b)),
-              atol=1e-8)
-    else:
-        with pytest.raises(RuntimeError, match=r"ldl_solve: not available on CUDA.*\.cpu\(\)"):
-            tl.linalg.ldl_solve(LD, piv, tl.tensor(b, device=device))
+        close(LD, tLD)
+        close(piv, tpiv)
+        assert not zero or bool((tpiv < 0).any())
+        b = rnd(2, n, 3, seed=2)
+        close(tl.linalg.ldl_solve(LD, piv, tl.tensor(b, device=device)),
+              torch.linalg.ldl_solve(tLD, tpiv, torch.tensor(b)), atol=1e-8)
+        close(tl.linalg.ldl_solve(LD[0], piv[0], tl.tensor(b, device=device)),
+              torch.linalg.ldl_solve(tLD[0], tpiv[0], torch.tensor(b)), atol=1e-8)
 
 
 def test_lowrank(device):

@@ -297,17 +297,6 @@ def _det_singular_grad(device):
     assert np.allclose(a.grad.cpu().numpy(), [[22.0, -11.0, 0.0], [-11.0, 5.5, 0.0], [0.0, 0.0, 0.0]])
 
 
-def _ldl_solve_cpu_only(device):
-    a = tl.tensor([[2.0, 1.0], [1.0, 3.0]], dtype=tl.float64, device=device)
-    LD, piv = tl.linalg.ldl_factor(a)
-    b = tl.ones(2, 1, dtype=tl.float64, device=device)
-    if device == "cpu":
-        assert np.allclose(tl.linalg.ldl_solve(LD, piv, b).numpy(), [[0.4], [0.2]])
-    else:
-        with pytest.raises(RuntimeError, match=r"ldl_solve: not available on CUDA.*\.cpu\(\)"):
-            tl.linalg.ldl_solve(LD, piv, b)
-
-
 def _not_differentiable_counts(device):
     w = tl.ones(3, device=device, requires_grad=True)
     assert tl.bincount(tl.tensor([0, 1, 1], device=device), w).grad_fn is None
@@ -460,10 +449,6 @@ DIVERGENCES = (
                "zeros (det * A^-T computed through LU, det = 0)", "the cofactor matrix (the true derivative)",
                "torch's formula multiplies by det, which is 0 there; tensorlab takes the cofactors from the SVD",
                DELIBERATE, _det_singular_grad),
-    Divergence("linalg.ldl_solve", "CUDA tensors", "cuSOLVER's sytrs (cusolverDnXsytrs)",
-               "RuntimeError naming the op and the fix (.cpu())", "CuPy exposes no sytrs binding; ldl_factor runs on "
-               "CUDA (sytrf), and solving from its pivots without the library would read them on the host",
-               DELIBERATE, _ldl_solve_cpu_only),
     Divergence("bincount(weights=...), unique", "inputs that require grad",
                "a grad_fn whose backward raises (not implemented)", "no grad_fn (the results are not differentiable)",
                "neither has a derivative; tensorlab does not record a node that can only fail", DELIBERATE,

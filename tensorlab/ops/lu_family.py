@@ -2,7 +2,8 @@
 linalg.lu_solve (and the legacy torch.lu / torch.lu_solve), linalg.ldl_factor(_ex),
 linalg.ldl_solve, linalg.householder_product (torch.orgqr), geqrf, ormqr, and the randomized
 svd_lowrank / pca_lowrank (torch/_lowrank.py's algorithms), over the `lapack` primitive
-(getrf, getrs, sytrf, sytrs, geqrf, orgqr, ormqr: SciPy's LAPACK on the CPU, cuSOLVER on CUDA).
+(getrf, getrs, sytrf, sytrs, geqrf, orgqr, ormqr: SciPy's LAPACK on the CPU, cuSOLVER on CUDA;
+ldl_solve on CUDA runs sytrs's steps as tensor ops, CuPy having no binding for cuSOLVER's sytrs).
 
 Pivots follow torch: 1-based int32, LAPACK's sequential row interchanges. Gradients: lu_factor
 (and lu through it) is an autograd Function with torch's linalg_lu_backward; lu_solve,
@@ -316,15 +317,85 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     if tuple(pivots.shape) != tuple(LD.shape[:-1]):
         raise RuntimeError(f"{name}: LD.shape[:-1] must equal pivots.shape, got {list(LD.shape)} and "
                            f"{list(pivots.shape)}")
-    if LD.device.type == "cuda":
-        raise RuntimeError(f"{name}: not available on CUDA in tensorlab (cuSOLVER has no sytrs in the API CuPy "
-                           f"exposes); call it on the CPU tensors (LD.cpu(), pivots.cpu(), B.cpu())")
     from ..layout import broadcast_shapes
     batch = tuple(broadcast_shapes(tuple(LD.shape[:-2]), tuple(B.shape[:-2])))
+    if LD.device.type != "cpu":  # cuSOLVER's sytrs is not in CuPy's binding: LAPACK's sytrs as tensor ops
+        X = _sytrs_device(LD.expand(batch + (n, n)).detach(), pivots.expand(batch + (n,)),
+                          B.expand(batch + tuple(B.shape[-2:])).detach())
+        return _out(X, out)
     (X,), _ = _run("ldl_solve", name, [LD.expand(batch + (n, n)).detach(), pivots.expand(batch + (n,)),
                                         B.expand(batch + tuple(B.shape[-2:])).detach()],
                    [(batch + tuple(B.shape[-2:]), B.dtype)], hermitian=bool(hermitian))
     return _out(X, out)
+
+
+def _sytrs_device(LD, piv, B):
+    """LAPACK's dsytrs (lower) over a batch with elementwise ops, gather and where: each step k
+    runs the 1x1 and the 2x2 block updates for the whole batch and keeps, per matrix, the one its
+    pivots call for (the block structure is never read on the host)."""
+    from .elementwise import where
+    batch, (n, r) = tuple(B.shape[:-2]), tuple(B.shape[-2:])
+    nb = 1
+    for d in batch:
+        nb *= d
+    if not (nb and n and r):
+        return B.clone()
+    LD, B = LD.reshape(nb, n, n), B.reshape(nb, n, r)
+    piv = piv.reshape(nb, n).to(dtypes.int64)
+    ar = creation.arange(n, dtype=dtypes.int64, device=B.device)
+    neg = piv < 0
+    p = where(neg, -piv, piv) - 1
+    second, prev = [], None
+    for k in range(n):  # k is the second row of a 2x2 block
+        s = neg[:, k] & neg[:, k - 1] & ~prev if k else neg[:, 0] & False
+        second.append(s)
+        prev = s
+
+    def swap(X, k, t):
+        rowt = X.gather(1, t.reshape(nb, 1, 1).expand(nb, 1, r))
+        mt = (ar.unsqueeze(0) == t.unsqueeze(1)).unsqueeze(-1)
+        mk = (ar == k).unsqueeze(-1)
+        return where(mt, X[:, k:k + 1, :], where(mk, rowt, X))
+
+    def col(k, below):
+        return LD[:, :, k] * (ar > below).to(LD.dtype)
+
+    kk = creation.arange(n, dtype=dtypes.int64, device=B.device)
+    for k in range(n):  # forward: L D Y = P B
+        one = ~neg[:, k]
+        t1 = where(one, p[:, k], kk[k])
+        B1 = swap(B, k, t1)
+        B1 = B1 - col(k, k).unsqueeze(-1) * B1[:, k:k + 1, :]
+        d = LD[:, k, k].reshape(nb, 1, 1)
+        B1 = where((ar == k).unsqueeze(-1), B1 / d, B1)
+        res = where(one.reshape(nb, 1, 1), B1, B)
+        if k + 1 < n:
+            start = neg[:, k] & ~second[k]
+            t2 = where(start, p[:, k], kk[k + 1])
+            B2 = swap(B, k + 1, t2)
+            B2 = (B2 - col(k, k + 1).unsqueeze(-1) * B2[:, k:k + 1, :]
+                  - col(k + 1, k + 1).unsqueeze(-1) * B2[:, k + 1:k + 2, :])
+            a21 = LD[:, k + 1, k].reshape(nb, 1)
+            akm1, ak = LD[:, k, k].reshape(nb, 1) / a21, LD[:, k + 1, k + 1].reshape(nb, 1) / a21
+            denom = akm1 * ak - 1
+            bkm1, bk = B2[:, k, :] / a21, B2[:, k + 1, :] / a21
+            newk, newk1 = (ak * bkm1 - bk) / denom, (akm1 * bk - bkm1) / denom
+            B2 = where((ar == k).unsqueeze(-1), newk.unsqueeze(1), where((ar == k + 1).unsqueeze(-1),
+                                                                         newk1.unsqueeze(1), B2))
+            res = where(start.reshape(nb, 1, 1), B2, res)
+        B = res
+    for k in range(n - 1, -1, -1):  # backward: L^T P^T X = Y
+        one = ~neg[:, k]
+        upd = B - (ar == k).to(B.dtype).unsqueeze(-1) * (col(k, k).unsqueeze(-1) * B).sum(1, keepdim=True)
+        B1 = swap(upd, k, where(one, p[:, k], kk[k]))
+        res = where(one.reshape(nb, 1, 1), B1, B)
+        if k >= 1:
+            upd2 = upd - (ar == k - 1).to(B.dtype).unsqueeze(-1) * (col(k - 1, k).unsqueeze(-1) * B).sum(
+                1, keepdim=True)
+            B2 = swap(upd2, k, where(second[k], p[:, k], kk[k]))
+            res = where(second[k].reshape(nb, 1, 1), B2, res)
+        B = res
+    return B.reshape(batch + (n, r))
 
 
 # -- Householder: geqrf, householder_product (orgqr), ormqr ------------------------------------------------
