@@ -373,3 +373,74 @@ def test_emulated_solver_checks_arguments(device):
     # a well-formed call factors in place and writes info on the device
     drv.getrf(4, 4, P(A), 4, 16, P(piv), 4, P(info), 1, W, 1000, "float64", stream)
     assert info.item() == 0 and sorted(set(piv.cpu().tolist())) != [0]
+
+
+def test_cupy_driver_calls_cusolver_per_matrix(monkeypatch):
+    """The CuPy driver's library calls (runs without a GPU, on fake cusolver/cublas modules): each
+    batch element's pointers advance by its stride in bytes, None pointers become NULL, the handle
+    is bound to the stream first."""
+    import contextlib
+    import sys
+    import types
+
+    from tensorlab.backends.cuda import cupy_driver
+    from tensorlab.backends.cuda.driver import Pointer
+
+    calls = []
+
+    class Rec(types.ModuleType):
+        def __getattr__(self, name):
+            if name.isupper() or name.startswith("CU"):
+                return f"<{name}>"
+            return lambda *a: calls.append((name, a)) or 77
+
+    libs = types.ModuleType("cupy_backends.cuda.libs")
+    libs.cusolver, libs.cublas = Rec("cusolver"), Rec("cublas")
+    for mod in ("cupy_backends", "cupy_backends.cuda"):
+        monkeypatch.setitem(sys.modules, mod, types.ModuleType(mod))
+    monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs", libs)
+    monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs.cusolver", libs.cusolver)
+    monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs.cublas", libs.cublas)
+    fake_cp = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        Device=lambda d: contextlib.nullcontext(),
+        device=types.SimpleNamespace(get_cusolver_handle=lambda: "hs", get_cublas_handle=lambda: "hb")))
+    monkeypatch.setattr(cupy_driver, "_cp", fake_cp)
+    d = cupy_driver.CupyDriver()
+    stream = types.SimpleNamespace(device=0, ptr=4242)
+
+    def ptr(base, off=0):
+        return Pointer(types.SimpleNamespace(ptr=base), off)
+
+    a, ipiv, info, work = ptr(10000, 8), ptr(20000), ptr(30000), ptr(40000)
+    assert d.getrf_buffer_size(4, 3, a, 4, "float64", stream) == 77
+    calls.clear()
+    d.getrf(4, 3, a, 4, 12, ipiv, 3, info, 2, work, 77, "float64", stream)
+    assert calls[0] == ("setStream", ("hs", 4242))
+    assert [c for c in calls if c[0] == "dgetrf"] == [
+        ("dgetrf", ("hs", 4, 3, 10008, 4, 40000, 20000, 30000)),
+        ("dgetrf", ("hs", 4, 3, 10008 + 12 * 8, 4, 40000, 20000 + 3 * 4, 30004))]
+    calls.clear()
+    d.getrf(3, 3, a, 3, 9, None, 3, info, 1, work, 77, "float32", stream)
+    assert calls[-1] == ("sgetrf", ("hs", 3, 3, 10008, 3, 40000, 0, 30000))
+    calls.clear()
+    d.getrs(True, 3, 2, a, 3, 9, ipiv, 3, ptr(50000), 3, 6, info, 2, "float64", stream)
+    assert [c[1] for c in calls if c[0] == "dgetrs"] == [
+        ("hs", "<CUBLAS_OP_T>", 3, 2, 10008, 3, 20000, 50000, 3, 30000),
+        ("hs", "<CUBLAS_OP_T>", 3, 2, 10008 + 72, 3, 20012, 50000 + 48, 3, 30004)]
+    calls.clear()
+    d.gesvd("N", "N", 4, 3, a, 4, 12, ptr(60000), 3, None, 1, 0, None, 1, 0, info, 1, work, 77, "float32", stream)
+    assert calls[-1] == ("sgesvd", ("hs", ord("N"), ord("N"), 4, 3, 10008, 4, 60000, 0, 1, 0, 1, 40000, 77, 0,
+                                    30000))
+    calls.clear()
+    d.syevd(True, False, 3, a, 3, 9, ptr(70000), 3, info, 2, work, 77, "float64", stream)
+    assert [c[1] for c in calls if c[0] == "dsyevd"][1] == (
+        "hs", "<CUSOLVER_EIG_MODE_VECTOR>", "<CUBLAS_FILL_MODE_UPPER>", 3, 10008 + 72, 3, 70024, 40000, 77, 30004)
+    calls.clear()
+    d.potrf(True, 3, a, 3, 9, info, 1, work, 77, "float64", stream)
+    assert calls[-1] == ("dpotrf", ("hs", "<CUBLAS_FILL_MODE_LOWER>", 3, 10008, 3, 40000, 77, 30000))
+    calls.clear()
+    d.trsm(False, True, False, True, 2, 3, a, 3, 9, ptr(80000), 2, 6, 2, "float64", stream)
+    got = [c[1] for c in calls if c[0] == "dtrsm"]
+    assert [g[:7] for g in got] == [("hb", "<CUBLAS_SIDE_RIGHT>", "<CUBLAS_FILL_MODE_LOWER>", "<CUBLAS_OP_N>",
+                                     "<CUBLAS_DIAG_UNIT>", 2, 3)] * 2
+    assert [(g[8], g[9], g[10], g[11]) for g in got] == [(10008, 3, 80000, 2), (10008 + 72, 3, 80048, 2)]

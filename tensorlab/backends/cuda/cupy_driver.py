@@ -681,9 +681,18 @@ class CupyDriver:
             return int(self._fn(lib, dtype, "potrf_bufferSize")(h, self._fill(lower), n, self._p(a), lda))
 
     def potrf(self, lower, n, a, lda, stride_a, info, batch, work, lwork, dtype, stream):
+        cp = _cupy()
         isz, P = self._isz(dtype), self._p
-        with _cupy().cuda.Device(stream.device):
+        with cp.cuda.Device(stream.device):
             lib, h = self._solver(stream)
+            if batch > 1:
+                # cusolverDn<t>potrfBatched over the array of matrix pointers, computed on the device on
+                # this stream (as CuPy's _mat_ptrs; CuPy's pool reuses it only after the work queued here)
+                with stream.cp:
+                    ptrs = cp.arange(batch, dtype=cp.uint64) * cp.uint64(stride_a * isz) + cp.uint64(P(a))
+                    self._fn(lib, dtype, "potrfBatched")(h, self._fill(lower), n, ptrs.data.ptr, lda, P(info),
+                                                         batch)
+                return
             f = self._fn(lib, dtype, "potrf")
             for i in range(batch):
                 f(h, self._fill(lower), n, P(a, i, isz, stride_a), lda, P(work), lwork, P(info, i, 4, 1))

@@ -153,7 +153,8 @@ class Driver(Protocol):
     def potrf_buffer_size(self, lower: bool, n: int, a: Pointer, lda: int, dtype: str, stream) -> int: ...
     def potrf(self, lower: bool, n: int, a: Pointer, lda: int, stride_a: int, info: Pointer, batch: int,
               work: Pointer, lwork: int, dtype: str, stream) -> None:
-        """Cholesky of the `lower` (or upper) triangle, in place; the other triangle is not touched."""
+        """Cholesky of the `lower` (or upper) triangle, in place; the other triangle is not touched
+        (CuPy driver: one potrfBatched call over a device array of matrix pointers when batch > 1)."""
     def geqrf_buffer_size(self, m: int, n: int, a: Pointer, lda: int, dtype: str, stream) -> int: ...
     def geqrf(self, m: int, n: int, a: Pointer, lda: int, stride_a: int, tau: Pointer, stride_tau: int,
               info: Pointer, batch: int, work: Pointer, lwork: int, dtype: str, stream) -> None:
