@@ -444,3 +444,25 @@ def test_cupy_driver_calls_cusolver_per_matrix(monkeypatch):
     assert [g[:7] for g in got] == [("hb", "<CUBLAS_SIDE_RIGHT>", "<CUBLAS_FILL_MODE_LOWER>", "<CUBLAS_OP_N>",
                                      "<CUBLAS_DIAG_UNIT>", 2, 3)] * 2
     assert [(g[8], g[9], g[10], g[11]) for g in got] == [(10008, 3, 80000, 2), (10008 + 72, 3, 80048, 2)]
+
+
+def test_strided_expanded_inputs_and_out(device, torch):
+    a, b, c8 = rnd(3, 4, 4), rnd(4, 2, seed=1), rnd(3, 8, 8, seed=2)
+    A, T = tl.tensor(a, device=device), torch.tensor(a)
+    C, Ct = tl.tensor(c8, device=device)[:, ::2, 1::2], torch.tensor(c8)[:, ::2, 1::2]
+    close(tl.linalg.inv(A.mT), torch.linalg.inv(T.mT))
+    close(tl.linalg.solve(A[:1].expand(3, 4, 4), tl.tensor(b, device=device)),
+          torch.linalg.solve(T[:1].expand(3, 4, 4), torch.tensor(b)))
+    close(tl.linalg.det(C), torch.linalg.det(Ct))
+    close(tl.linalg.svdvals(A.mT), torch.linalg.svdvals(T.mT))
+    close(tl.linalg.qr(C).R, torch.linalg.qr(Ct).R)
+    close(tl.linalg.lu_factor(A.mT).LU, torch.linalg.lu_factor(T.mT).LU)
+    close(tl.linalg.eigvalsh(A.mT + A), torch.linalg.eigvalsh(T.mT + T))
+    out, tout = tl.empty(0, dtype=tl.float64, device=device), torch.empty(0, dtype=torch.float64)
+    tl.linalg.inv(A.mT, out=out)
+    torch.linalg.inv(T.mT, out=tout)
+    close(out, tout)
+    lu_out = (tl.empty(0, dtype=tl.float64, device=device), tl.empty(0, dtype=tl.int32, device=device))
+    res = tl.linalg.lu_factor(A, out=lu_out)
+    assert res[0] is lu_out[0] and res[1] is lu_out[1]
+    close(lu_out[0], torch.linalg.lu_factor(T).LU)
