@@ -331,6 +331,20 @@ def _lapack(op):
     return setup
 
 
+def _lu_factor_out(d):
+    """linalg.lu_factor_ex into out= tensors (a failed getrf / copy leaves x and the outs as they were)."""
+    x = tl.tensor(_MATRIX[:, :3].copy(), device=d)
+    outs = (tl.zeros(2, dtype=tl.float64, device=d), tl.zeros(1, dtype=tl.int32, device=d),
+            tl.ones(1, dtype=tl.int32, device=d))
+
+    def check():
+        import scipy.linalg
+        lu, piv = scipy.linalg.lu_factor(_MATRIX[:, :3])
+        np.testing.assert_allclose(values_(outs[0]), lu, atol=1e-9)
+        assert values_(outs[1]).tolist() == (piv + 1).tolist()
+    return (lambda: tl.linalg.lu_factor_ex(x, out=outs)), (x,) + outs, check
+
+
 def _unique_consecutive(d):
     data = np.array([3, 3, 1, 1, 1, 2, 3, 3])
     x = tl.tensor(data, device=d)
@@ -412,6 +426,7 @@ CASES = [Case(op, _composite(fn, want)) for op, (fn, want) in _COMPOSITES.items(
     Case("std_mean", _std_mean),
     Case("qr", _lapack("qr")),
     Case("svd", _lapack("svd")),
+    Case("lu_factor_out", _lu_factor_out),
     Case("unique_consecutive", _unique_consecutive),
 ] + MULTI_CASES
 

@@ -118,10 +118,23 @@ def _out(res, out):
         return res
     from .copy import copy_
     if isinstance(res, tuple):
-        for o, r in zip(out, res):
-            o.resize_(r.shape)
-            copy_(o, r)
-        return type(res)(*out) if hasattr(res, "_fields") else tuple(out)
+        # every out written, or (a failure on the way) none: _common.Outputs publishes them together
+        from ._common import Outputs, _check_out, _object_new, _warn_resize
+        out = tuple(out)
+        if len(out) != len(res):
+            raise RuntimeError(f"expected out= to be a tuple of {len(res)} tensors, got {len(out)}")
+        o = _object_new(Outputs)
+        o.tensors = [r.detach() for r in res]
+        for t, r in zip(out, res):
+            _check_out(t, r.dtype, r.device, "linalg")
+        o._outs = list(out)
+        o._metas = [t._meta for t in out]
+        for m, r in zip(o._metas, res):
+            if tuple(m.layout.shape) != tuple(r.shape):
+                _warn_resize("linalg", m.layout.shape, tuple(r.shape))
+        o._op, o._inputs = "linalg", ()
+        o.finish()
+        return type(res)(*out) if hasattr(res, "_fields") else out
     out.resize_(res.shape)
     copy_(out, res)
     return out
