@@ -117,6 +117,12 @@ def test_composites_on_every_device(device, torch):
     b = rnd(2, 5, 2, seed=3)
     close(tl.linalg.lstsq(A, tl.tensor(b, device=device)).solution,
           torch.linalg.lstsq(At, torch.tensor(b)).solution, atol=1e-8)
+    L = np.linalg.cholesky(spd(3, (2,)))
+    rhs = rnd(2, 3, 2, seed=6)
+    for upper in (False, True):
+        F = np.swapaxes(L, -1, -2) if upper else L
+        close(tl.cholesky_solve(tl.tensor(rhs, device=device), tl.tensor(F, device=device), upper),
+              torch.cholesky_solve(torch.tensor(rhs), torch.tensor(F), upper))
     t = np.triu(rnd(2, 3, 3, seed=4)) + 3 * np.eye(3)
     for left in (True, False):
         bb = rnd(2, 3, 2, seed=5) if left else rnd(2, 2, 3, seed=5)

@@ -164,6 +164,16 @@ def _lu_solve(xs, os, params):
     return []
 
 
+def _potrs(xs, os, params):
+    f, b = xs
+    ff, fb, out = _batch(f), _batch(b), _batch(os[0])
+    for i in range(fb.shape[0]):
+        if fb[i].size:
+            x, _ = _f("potrs", ff[i])(ff[i], fb[i], lower=int(not params["upper"]))
+            out[i] = x
+    return []
+
+
 def _geqrf(xs, os, params):
     a = xs[0]
     flat = _batch(a)
@@ -253,5 +263,5 @@ def _trsm(xs, os, params):
     return []
 
 
-_SCIPY_OPS = {"lu_factor": _lu_factor, "lu_solve": _lu_solve, "geqrf": _geqrf, "orgqr": _orgqr, "ormqr": _ormqr,
+_SCIPY_OPS = {"potrs": _potrs, "lu_factor": _lu_factor, "lu_solve": _lu_solve, "geqrf": _geqrf, "orgqr": _orgqr, "ormqr": _ormqr,
               "ldl_factor": _ldl_factor, "ldl_solve": _ldl_solve, "trsm": _trsm}

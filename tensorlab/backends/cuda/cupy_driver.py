@@ -697,6 +697,15 @@ class CupyDriver:
             for i in range(batch):
                 f(h, self._fill(lower), n, P(a, i, isz, stride_a), lda, P(work), lwork, P(info, i, 4, 1))
 
+    def potrs(self, lower, n, nrhs, a, lda, stride_a, b, ldb, stride_b, info, batch, dtype, stream):
+        isz, P = self._isz(dtype), self._p
+        with _cupy().cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            f = self._fn(lib, dtype, "potrs")
+            for i in range(batch):
+                f(h, self._fill(lower), n, nrhs, P(a, i, isz, stride_a), lda, P(b, i, isz, stride_b), ldb,
+                  P(info, i, 4, 1))
+
     def geqrf_buffer_size(self, m, n, a, lda, dtype, stream):
         with _cupy().cuda.Device(stream.device):
             lib, h = self._solver(stream)

@@ -155,6 +155,9 @@ class Driver(Protocol):
               work: Pointer, lwork: int, dtype: str, stream) -> None:
         """Cholesky of the `lower` (or upper) triangle, in place; the other triangle is not touched
         (CuPy driver: one potrfBatched call over a device array of matrix pointers when batch > 1)."""
+    def potrs(self, lower: bool, n: int, nrhs: int, a: Pointer, lda: int, stride_a: int, b: Pointer, ldb: int,
+              stride_b: int, info: Pointer, batch: int, dtype: str, stream) -> None:
+        """Solve A X = B from potrf's `lower` (or upper) factor, X over B."""
     def geqrf_buffer_size(self, m: int, n: int, a: Pointer, lda: int, dtype: str, stream) -> int: ...
     def geqrf(self, m: int, n: int, a: Pointer, lda: int, stride_a: int, tau: Pointer, stride_tau: int,
               info: Pointer, batch: int, work: Pointer, lwork: int, dtype: str, stream) -> None:

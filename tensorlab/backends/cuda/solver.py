@@ -207,6 +207,20 @@ def _op_cholesky(s, outs, ins, params, drv, stream):
     copy(outs[0], W)  # the strict upper triangle still holds A's: the front end takes tril
 
 
+def _op_potrs(s, outs, ins, params, drv, stream):
+    F, B = ins
+    batch, nb = _batch(B)
+    n, k = B.shape[-2:]
+    dt = B.dtype
+    W = s.cm(batch, n, n, dt, F)
+    X = s.cm(batch, n, k, dt, B)
+    if nb and n and k:
+        inf = s.vec(nb, 1, _int32())
+        _count("potrs")
+        drv.potrs(not params["upper"], n, k, _ptr(W), n, n * n, _ptr(X), n, n * k, _ptr(inf), nb, dt.name, stream)
+        copy(outs[0], X)
+
+
 # -- QR: geqrf / orgqr / ormqr ------------------------------------------------------------------------
 def _geqrf(s, drv, stream, W, m, n, nb, tau, dt):
     if not (nb and min(m, n)):
@@ -443,6 +457,7 @@ _OPS = {
     "lu_factor": _op_lu_factor,
     "lu_solve": _op_lu_solve,
     "cholesky": _op_cholesky,
+    "potrs": _op_potrs,
     "qr": _op_qr,
     "geqrf": _op_geqrf,
     "orgqr": _op_orgqr,

@@ -497,6 +497,18 @@ class EmulationDriver:
             A[i] = c
             inf[i] = code
 
+    def potrs(self, lower, n, nrhs, a, lda, stride_a, b, ldb, stride_b, info, batch, dtype, stream):
+        t = self._stype(dtype, "potrs")
+        A = self._smat("potrs", a, n, n, lda, stride_a, batch, t, "A")
+        B = self._smat("potrs", b, n, nrhs, ldb, stride_b, batch, t, "B")
+        inf = self._sinfo("potrs", info, batch)
+        for i in range(batch):
+            inf[i] = 0
+            if n and nrhs:
+                with np.errstate(all="ignore"):
+                    x, code = self._lapack("potrs", t)(np.array(A[i]), np.array(B[i]), lower=int(bool(lower)))
+                B[i], inf[i] = x, code
+
     def geqrf_buffer_size(self, m, n, a, lda, dtype, stream):
         self._stype(dtype, "geqrf")
         return self._lwork(m, n)
