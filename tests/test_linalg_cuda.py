@@ -472,3 +472,18 @@ def test_strided_expanded_inputs_and_out(device, torch):
     res = tl.linalg.lu_factor(A, out=lu_out)
     assert res[0] is lu_out[0] and res[1] is lu_out[1]
     close(lu_out[0], torch.linalg.lu_factor(T).LU)
+
+
+def test_legacy_lu_names_warn_once_as_torch(monkeypatch):
+    import warnings
+
+    from tensorlab.ops import lu_family
+    monkeypatch.setattr(lu_family, "_WARNED", set())
+    with pytest.warns(UserWarning, match=r"torch.lu is deprecated in favor of torch.linalg.lu_factor"):
+        tl.lu(tl.eye(2))
+    with pytest.warns(UserWarning, match=r"torch.lu_solve is deprecated in favor of torch.linalg.lu_solve"):
+        tl.lu_solve(tl.ones(2, 1), *tl.linalg.lu_factor(tl.eye(2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tl.lu(tl.eye(2))
+        tl.lu_solve(tl.ones(2, 1), *tl.linalg.lu_factor(tl.eye(2)))

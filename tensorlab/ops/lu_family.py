@@ -196,8 +196,24 @@ def linalg_lu(A, *, pivot=True, out=None):
     return _out(_T_linalg_lu(P, L, U), out)
 
 
+_WARNED = set()
+
+
+def _deprecated(name, message):
+    """torch's TORCH_WARN_ONCE for the legacy LU names: once per process."""
+    if name not in _WARNED:
+        _WARNED.add(name)
+        from .._warn import warn
+        warn(message)
+
+
 def lu(A, pivot=True, get_infos=False, out=None):
     """torch.lu / Tensor.lu: (LU, pivots[, infos]) without raising on singular input."""
+    _deprecated("lu", "torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will "
+                      "be removed in a future PyTorch release.\nLU, pivots = torch.lu(A, compute_pivots)\nshould be "
+                      "replaced with\nLU, pivots = torch.linalg.lu_factor(A, compute_pivots)\nand\nLU, pivots, info "
+                      "= torch.lu(A, compute_pivots, get_infos=True)\nshould be replaced with\nLU, pivots, info = "
+                      "torch.linalg.lu_factor_ex(A, compute_pivots)")
     _check_lu_input(A, "torch.lu")
     lu_, piv, info = _lu_checked(A, pivot, "torch.lu", False)
     res = (lu_, piv, info) if get_infos else (lu_, piv)
@@ -264,6 +280,10 @@ def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
 
 def lu_solve(b, LU_data, LU_pivots, *, out=None):
     """torch.lu_solve / Tensor.lu_solve: linalg.lu_solve with the right-hand side first."""
+    _deprecated("lu_solve", "torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand will be removed in a "
+                            "future PyTorch release.\nNote that torch.linalg.lu_solve has its arguments reversed.\nX = "
+                            "torch.lu_solve(B, LU, pivots)\nshould be replaced with\nX = torch.linalg.lu_solve(LU, "
+                            "pivots, B)")
     return linalg_lu_solve(LU_data, LU_pivots, b, out=out)
 
 
