@@ -487,3 +487,20 @@ def test_legacy_lu_names_warn_once_as_torch(monkeypatch):
         warnings.simplefilter("error")
         tl.lu(tl.eye(2))
         tl.lu_solve(tl.ones(2, 1), *tl.linalg.lu_factor(tl.eye(2)))
+
+
+def test_svd_driver_keyword(device, torch):
+    a = rnd(4, 3)
+    A = tl.tensor(a, device=device)
+    if device == "cpu":
+        with pytest.raises(RuntimeError) as te:
+            torch.linalg.svd(torch.tensor(a), driver="gesvd")
+        with pytest.raises(RuntimeError) as oe:
+            tl.linalg.svd(A, driver="gesvd")
+        assert str(oe.value) == str(te.value)
+        return
+    for drv in ("gesvd", "gesvdj", "gesvda"):
+        close(tl.linalg.svd(A, driver=drv).S, torch.linalg.svdvals(torch.tensor(a)))
+        close(tl.linalg.svdvals(A, driver=drv), torch.linalg.svdvals(torch.tensor(a)))
+    with pytest.raises(RuntimeError, match="driver"):
+        tl.linalg.svd(A, driver="qr")

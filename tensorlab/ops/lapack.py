@@ -528,12 +528,22 @@ def qr(A, mode="reduced", *, out=None):
     return _out(linalg_qr(q, r), out)
 
 
+def _svd_driver(A, driver):
+    """torch's driver= check: CUDA only; tensorlab's CUDA SVD is cuSOLVER's gesvd whichever is named
+    (gesvdj / gesvda agree with it to rounding)."""
+    if driver is None:
+        return
+    if A.device.type != "cuda":
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
+                           "cuSOLVER backend.")
+    if driver not in ("gesvd", "gesvdj", "gesvda"):
+        raise RuntimeError(f"torch.linalg.svd: driver must be one of 'gesvd', 'gesvdj' or 'gesvda', got {driver!r}")
+
+
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """torch.linalg.svd: A = U diag(S) Vh, S descending."""
     _check(A, "linalg.svd", square=False)
-    if driver is not None:
-        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
-                           "cuSOLVER backend.")
+    _svd_driver(A, driver)
     u, s, vh = _functions().LinalgSvd.apply(A, bool(full_matrices))
     return _out(linalg_svd(u, s, vh), out)
 
@@ -541,9 +551,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
 def svdvals(A, *, driver=None, out=None):
     """torch.linalg.svdvals: the singular values, descending (gradient: U diag(g) Vh)."""
     _check(A, "linalg.svdvals", square=False)
-    if driver is not None:
-        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
-                           "cuSOLVER backend.")
+    _svd_driver(A, driver)
     if not A.requires_grad:
         m, n = A.shape[-2:]
         (s,), _ = _run("svd", "linalg.svdvals", [A], [(tuple(A.shape[:-2]) + (min(m, n),), A.dtype)],
