@@ -297,6 +297,16 @@ def _det_singular_grad(device):
     assert np.allclose(a.grad.cpu().numpy(), [[22.0, -11.0, 0.0], [-11.0, 5.5, 0.0], [0.0, 0.0, 0.0]])
 
 
+def _lowrank_stream(device):
+    a = tl.tensor(np.outer(np.arange(1.0, 6.0), np.arange(1.0, 4.0)), dtype=tl.float64, device=device)  # rank 1
+    tl.manual_seed(0)
+    U1, S1, V1 = tl.svd_lowrank(a, q=2)
+    tl.manual_seed(0)
+    U2, S2, V2 = tl.svd_lowrank(a, q=2)
+    assert np.array_equal(U1.cpu().numpy(), U2.cpu().numpy())  # reproducible for a seed
+    assert np.allclose(((U1 * S1) @ V1.mT).cpu().numpy(), a.cpu().numpy())
+
+
 def _not_differentiable_counts(device):
     w = tl.ones(3, device=device, requires_grad=True)
     assert tl.bincount(tl.tensor([0, 1, 1], device=device), w).grad_fn is None
@@ -422,6 +432,12 @@ DIVERGENCES = (
                "a different order, drawn from tensorlab's Philox stream; reproducible for a seed, new each epoch",
                "tensorlab's generators are Philox4x32-10 on every device; torch's exact stream is not reproduced",
                DELIBERATE, _shuffle_stream),
+    Divergence("svd_lowrank, pca_lowrank", "the same seed as torch",
+               "U, S, V from a random basis drawn from torch's CPU generator",
+               "the same algorithm (torch/_lowrank.py) over a basis from tensorlab's Philox stream: U S V^T agrees, "
+               "while U and V differ where the basis is free (signs, columns beyond A's rank)",
+               "tensorlab's generators are Philox4x32-10 on every device; torch's exact stream is not reproduced",
+               DELIBERATE, _lowrank_stream),
     Divergence("DataLoader(num_workers>0)", "tensor batches made in a worker process",
                "moved through shared memory (the batch is_shared())",
                "pickled through the result queue (a copy); tensorlab tensors have no shared-memory storage",
