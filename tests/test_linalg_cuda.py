@@ -407,17 +407,52 @@ def test_cupy_driver_calls_cusolver_per_matrix(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs", libs)
     monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs.cusolver", libs.cusolver)
     monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs.cublas", libs.cublas)
-    fake_cp = types.SimpleNamespace(cuda=types.SimpleNamespace(
-        Device=lambda d: contextlib.nullcontext(),
-        device=types.SimpleNamespace(get_cusolver_handle=lambda: "hs", get_cublas_handle=lambda: "hb")))
+    arrays = []
+
+    class DevArr:  # CuPy's device array, as far as the pointer arrays use it
+        def __init__(self, v):
+            self.v = v
+            self.data = types.SimpleNamespace(ptr=900000 + len(arrays))
+            arrays.append(self)
+
+        def __mul__(self, k):
+            return DevArr(self.v * k)
+
+        def __add__(self, k):
+            return DevArr(self.v + k)
+
+    fake_cp = types.SimpleNamespace(
+        arange=lambda n, dtype: DevArr(np.arange(n, dtype=np.uint64)), uint64=np.uint64,
+        cuda=types.SimpleNamespace(
+            Device=lambda d: contextlib.nullcontext(),
+            runtime=types.SimpleNamespace(memsetAsync=lambda *a: calls.append(("memsetAsync", a))),
+            device=types.SimpleNamespace(get_cusolver_handle=lambda: "hs", get_cublas_handle=lambda: "hb")))
     monkeypatch.setattr(cupy_driver, "_cp", fake_cp)
     d = cupy_driver.CupyDriver()
-    stream = types.SimpleNamespace(device=0, ptr=4242)
+    stream = types.SimpleNamespace(device=0, ptr=4242, cp=contextlib.nullcontext())
 
     def ptr(base, off=0):
         return Pointer(types.SimpleNamespace(ptr=base), off)
 
     a, ipiv, info, work = ptr(10000, 8), ptr(20000), ptr(30000), ptr(40000)
+    # square batches: one cuBLAS getrfBatched / getrsBatched / cuSOLVER potrfBatched call over pointer arrays
+    d.getrf(3, 3, a, 3, 9, ipiv, 3, info, 4, work, 77, "float64", stream)
+    (name, args), = [c for c in calls if c[0] == "dgetrfBatched"]
+    assert args == ("hb", 3, arrays[-1].data.ptr, 3, 20000, 30000, 4)
+    assert arrays[-1].v.tolist() == [10008 + i * 72 for i in range(4)]
+    calls.clear()
+    d.getrs(False, 3, 2, a, 3, 9, ipiv, 3, ptr(50000), 3, 6, info, 4, "float32", stream)
+    (name, args), = [c for c in calls if c[0] == "sgetrsBatched"]
+    assert args[:6] == ("hb", "<CUBLAS_OP_N>", 3, 2, arrays[-4].data.ptr, 3) and args[6:10] == (
+        20000, arrays[-1].data.ptr, 3, args[9]) and args[10] == 4
+    assert arrays[-4].v.tolist() == [10008 + i * 36 for i in range(4)]  # arange, *, + per array
+    assert arrays[-1].v.tolist() == [50000 + i * 24 for i in range(4)]
+    assert calls[-1] == ("memsetAsync", (30000, 0, 16, 4242))
+    calls.clear()
+    d.potrf(False, 3, a, 3, 9, info, 4, work, 77, "float64", stream)
+    assert calls[-1] == ("dpotrfBatched", ("hs", "<CUBLAS_FILL_MODE_UPPER>", 3, arrays[-1].data.ptr, 3, 30000, 4))
+    assert arrays[-1].v.tolist() == [10008 + i * 72 for i in range(4)]
+    # rectangular (or large) matrices: cuSOLVER per matrix
     assert d.getrf_buffer_size(4, 3, a, 4, "float64", stream) == 77
     calls.clear()
     d.getrf(4, 3, a, 4, 12, ipiv, 3, info, 2, work, 77, "float64", stream)
@@ -429,6 +464,7 @@ def test_cupy_driver_calls_cusolver_per_matrix(monkeypatch):
     d.getrf(3, 3, a, 3, 9, None, 3, info, 1, work, 77, "float32", stream)
     assert calls[-1] == ("sgetrf", ("hs", 3, 3, 10008, 3, 40000, 0, 30000))
     calls.clear()
+    monkeypatch.setattr(cupy_driver.CupyDriver, "_BATCHED_MAX_N", 2)
     d.getrs(True, 3, 2, a, 3, 9, ipiv, 3, ptr(50000), 3, 6, info, 2, "float64", stream)
     assert [c[1] for c in calls if c[0] == "dgetrs"] == [
         ("hs", "<CUBLAS_OP_T>", 3, 2, 10008, 3, 20000, 50000, 3, 30000),

@@ -655,9 +655,26 @@ class CupyDriver:
             lib, h = self._solver(stream)
             return int(self._fn(lib, dtype, "getrf_bufferSize")(h, m, n, self._p(a), lda))
 
+    _BATCHED_MAX_N = 128  # cuBLAS's getrf/getrsBatched (one launch for the batch) up to this order
+
+    @staticmethod
+    def _ptr_array(cp, base, stride_bytes, batch):
+        """The device array of `batch` matrix pointers base + i * stride_bytes, computed on the current
+        (CuPy) stream as CuPy's _mat_ptrs does; CuPy's pool reuses it only after that stream's work."""
+        return cp.arange(batch, dtype=cp.uint64) * cp.uint64(stride_bytes) + cp.uint64(base)
+
     def getrf(self, m, n, a, lda, stride_a, ipiv, stride_ipiv, info, batch, work, lwork, dtype, stream):
+        cp = _cupy()
         isz, P = self._isz(dtype), self._p
-        with _cupy().cuda.Device(stream.device):
+        if batch > 1 and m == n and n <= self._BATCHED_MAX_N and (ipiv is None or stride_ipiv == n):
+            from cupy_backends.cuda.libs import cublas
+            with cp.cuda.Device(stream.device), stream.cp:
+                handle = cp.cuda.device.get_cublas_handle()
+                cublas.setStream(handle, stream.ptr)
+                ptrs = self._ptr_array(cp, P(a), stride_a * isz, batch)
+                self._fn(cublas, dtype, "getrfBatched")(handle, n, ptrs.data.ptr, lda, P(ipiv), P(info), batch)
+            return
+        with cp.cuda.Device(stream.device):
             lib, h = self._solver(stream)
             f = self._fn(lib, dtype, "getrf")
             for i in range(batch):
@@ -666,9 +683,23 @@ class CupyDriver:
     def getrs(self, trans, n, nrhs, a, lda, stride_a, ipiv, stride_ipiv, b, ldb, stride_b, info, batch, dtype,
               stream):
         from cupy_backends.cuda.libs import cublas
+        cp = _cupy()
         isz, P = self._isz(dtype), self._p
         op = cublas.CUBLAS_OP_T if trans else cublas.CUBLAS_OP_N
-        with _cupy().cuda.Device(stream.device):
+        if batch > 1 and n <= self._BATCHED_MAX_N and stride_ipiv == n:
+            host_info = np.zeros(1, np.int32)  # getrsBatched's info is a host int: argument errors only
+            with cp.cuda.Device(stream.device), stream.cp:
+                handle = cp.cuda.device.get_cublas_handle()
+                cublas.setStream(handle, stream.ptr)
+                aptrs = self._ptr_array(cp, P(a), stride_a * isz, batch)
+                bptrs = self._ptr_array(cp, P(b), stride_b * isz, batch)
+                self._fn(cublas, dtype, "getrsBatched")(handle, op, n, nrhs, aptrs.data.ptr, lda, P(ipiv),
+                                                        bptrs.data.ptr, ldb, host_info.ctypes.data, batch)
+                cp.cuda.runtime.memsetAsync(P(info), 0, 4 * batch, stream.ptr)
+            if host_info[0]:
+                raise RuntimeError(f"cuBLAS getrsBatched: argument {-int(host_info[0])} is invalid")
+            return
+        with cp.cuda.Device(stream.device):
             lib, h = self._solver(stream)
             f = self._fn(lib, dtype, "getrs")
             for i in range(batch):
@@ -689,7 +720,7 @@ class CupyDriver:
                 # cusolverDn<t>potrfBatched over the array of matrix pointers, computed on the device on
                 # this stream (as CuPy's _mat_ptrs; CuPy's pool reuses it only after the work queued here)
                 with stream.cp:
-                    ptrs = cp.arange(batch, dtype=cp.uint64) * cp.uint64(stride_a * isz) + cp.uint64(P(a))
+                    ptrs = self._ptr_array(cp, P(a), stride_a * isz, batch)
                     self._fn(lib, dtype, "potrfBatched")(h, self._fill(lower), n, ptrs.data.ptr, lda, P(info),
                                                          batch)
                 return
