@@ -145,11 +145,12 @@ class Driver(Protocol):
     def getrf(self, m: int, n: int, a: Pointer, lda: int, stride_a: int, ipiv, stride_ipiv: int, info: Pointer,
               batch: int, work: Pointer, lwork: int, dtype: str, stream) -> None:
         """LU with partial pivoting, in place; ipiv (min(m, n) 1-based int32 rows per matrix) or
-        None for no pivoting."""
+        None for no pivoting (CuPy driver: one cuBLAS getrfBatched call for square batches, n <= 128)."""
     def getrs(self, trans: bool, n: int, nrhs: int, a: Pointer, lda: int, stride_a: int, ipiv: Pointer,
               stride_ipiv: int, b: Pointer, ldb: int, stride_b: int, info: Pointer, batch: int, dtype: str,
               stream) -> None:
-        """Solve op(A) X = B from getrf's factors, X over B."""
+        """Solve op(A) X = B from getrf's factors, X over B (CuPy driver: cuBLAS getrsBatched for
+        batches, n <= 128; its info only reports arguments, so the device info is zeroed)."""
     def potrf_buffer_size(self, lower: bool, n: int, a: Pointer, lda: int, dtype: str, stream) -> int: ...
     def potrf(self, lower: bool, n: int, a: Pointer, lda: int, stride_a: int, info: Pointer, batch: int,
               work: Pointer, lwork: int, dtype: str, stream) -> None:
