@@ -258,6 +258,8 @@ def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
                            f"{LU.dtype.torch_name} and B of type {B.dtype.torch_name} instead")
     if pivots.dtype is not dtypes.int32:
         raise RuntimeError(f"{name}: pivots should be a Tensor of scalar type torch.int32")
+    if pivots.dim() >= 1 and pivots.shape[-1] != n:
+        raise RuntimeError(f"{name}: Number of pivots per batch should be same as the dimension of the matrix")
     if tuple(pivots.shape[:-1]) != tuple(LU.shape[:-2]) or pivots.shape[-1] != n:
         raise RuntimeError(f"{name}: Expected LU.shape[:-1] and pivots.shape to be the same, but got pivots with "
                            f"shape {list(pivots.shape)} instead")
@@ -290,7 +292,7 @@ def lu_solve(b, LU_data, LU_pivots, *, out=None):
 # -- LDL^T ----------------------------------------------------------------------------------------------
 def _ldl(A, hermitian, name, check):
     _tensor(A, name.replace("torch.", "").replace(".", "_"), "A", 1)
-    _check(A, name)
+    _check(A, "torch.linalg.ldl_factor_ex")  # torch names the _ex form for both
     b = tuple(A.shape[:-2])
     n = A.shape[-1]
     (ld, piv), info = _run("ldl_factor", name, [A.detach()], [(A.shape, A.dtype), (b + (n,), dtypes.int32)],
@@ -330,8 +332,9 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     if B.shape[-2] != n:
         raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation AX = B ({n}x{n} and "
                            f"{B.shape[-2]}x{B.shape[-1]})")
-    if pivots.dtype is not dtypes.int32:
+    if pivots.dtype.is_floating_point or pivots.dtype is dtypes.bool:
         raise RuntimeError(f"{name}: Expected pivots to be integers. Got {pivots.dtype.torch_name}")
+    pivots = pivots.to(dtypes.int32)
     if LD.dtype is not B.dtype:
         raise RuntimeError(f"{name}: LD dtype {LD.dtype.torch_name} does not match b dtype {B.dtype.torch_name}")
     if tuple(pivots.shape) != tuple(LD.shape[:-1]):
@@ -568,8 +571,9 @@ def svd_lowrank(A, q=6, niter=2, M=None):
     """torch.svd_lowrank: a rank-q approximation (U, S, V), A ~ U diag(S) V^T, from a random basis
     refined by `niter` subspace iterations (M: a mean subtracted from A)."""
     _tensor(A, "svd_lowrank", "A", 1)
-    if A.dim() < 2:
-        raise RuntimeError("svd_lowrank: input must have at least 2 dimensions")
+    if A.dim() < 2:  # torch: the unpacking of A.shape[-2:] fails
+        raise ValueError(f"svd_lowrank: A must have at least 2 dimensions: not enough values to unpack (expected 2, "
+                         f"got {A.dim()})")
     _check(A, "svd_lowrank", square=False)
     return _svd_lowrank(A, q, niter, M)
 
@@ -578,7 +582,8 @@ def pca_lowrank(A, q=None, center=True, niter=2):
     """torch.pca_lowrank: svd_lowrank of A with its column means subtracted (center=True)."""
     _tensor(A, "pca_lowrank", "A", 1)
     if A.dim() < 2:
-        raise RuntimeError("pca_lowrank: input must have at least 2 dimensions")
+        raise ValueError(f"pca_lowrank: A must have at least 2 dimensions: not enough values to unpack (expected 2, "
+                         f"got {A.dim()})")
     m, n = A.shape[-2:]
     if q is None:
         q = min(6, m, n)
