@@ -199,6 +199,12 @@ def _functions():
             n = A.shape[-1]
             if n == 0:
                 return g.new_zeros(A.shape)
+            if A.device.type == "cuda":  # no host wait: both forms, chosen per matrix by getrf's info
+                from .elementwise import where
+                Ainv, info = _functions().LinalgInv.apply(A, "linalg.inv_ex", False)
+                cof = where((info != 0).unsqueeze(-1).unsqueeze(-1), _cofactor_svd(A),
+                            d.unsqueeze(-1).unsqueeze(-1) * Ainv.mT)
+                return g.unsqueeze(-1).unsqueeze(-1) * cof
             try:
                 cof = (d.unsqueeze(-1).unsqueeze(-1)) * inv(A).mT
             except LinAlgError:
@@ -219,6 +225,8 @@ def _functions():
         @staticmethod
         def backward(ctx, gs, gla):
             (A,) = ctx.saved_tensors
+            if A.device.type == "cuda":  # torch's backward does not check the factorization: no host wait
+                return gla.unsqueeze(-1).unsqueeze(-1) * _functions().LinalgInv.apply(A, "linalg.inv_ex", False)[0].mT
             return gla.unsqueeze(-1).unsqueeze(-1) * inv(A).mT
 
     class LinalgCholesky(Function):
