@@ -191,7 +191,17 @@ def test_ex_forms_do_not_wait_and_checks_name_their_wait(device):
         tl.linalg.qr(A)
         tl.linalg.svd(A)
         tl.linalg.eigh(S)
-        tl.geqrf(A)
+        g, tau = tl.geqrf(A)
+        tl.linalg.householder_product(g, tau)
+        tl.ormqr(g, tau, A)
+        LU, piv, _ = tl.linalg.lu_factor_ex(A)
+        tl.lu_unpack(LU, piv)
+        tl.linalg.lu(A)
+        tl.linalg.lu_solve(LU, piv, A)
+        LD, lpiv, _ = tl.linalg.ldl_factor_ex(S)
+        tl.linalg.ldl_solve(LD, lpiv, A)
+        tl.linalg.solve_triangular(A, A, upper=True)
+        tl.cholesky_solve(A, S)
         with pytest.raises(RuntimeError, match="linalg.inv: checking the factorization's info"):
             tl.linalg.inv(A)
 
@@ -565,3 +575,17 @@ def test_det_slogdet_backward_without_host_wait(device, torch):
     St = torch.tensor(a, requires_grad=True)
     torch.linalg.slogdet(St).logabsdet.sum().backward()
     close(S.grad, St.grad)
+
+
+def test_backward_formulas_do_not_wait(device, torch):
+    if device == "cpu":
+        pytest.skip("the CPU has no device to wait for")
+    A = tl.tensor(rnd(2, 4, 3), device=device, requires_grad=True)
+    S = tl.tensor(spd(3, (2,)), device=device, requires_grad=True)
+    B = tl.tensor(rnd(2, 3, 2, seed=1), device=device, requires_grad=True)
+    outs = [tl.linalg.qr(A).R.sum(), tl.linalg.svd(A, full_matrices=False).S.sum(), tl.linalg.cholesky(S).sum(),
+            tl.linalg.eigh(S).eigenvalues.sum(), tl.linalg.solve_ex(S, B).result.sum(), tl.linalg.inv_ex(S)[0].sum(),
+            tl.linalg.lu_factor_ex(A).LU.sum()]
+    with tl.cuda.set_sync_debug_mode("error"):
+        sum(outs).backward()
+    assert A.grad is not None and S.grad is not None and B.grad is not None

@@ -410,7 +410,9 @@ def _svd_backward(gU, gS, gVh, U, S, Vh):
 
 # -- the public functions --------------------------------------------------------------------------
 def _solve_core(A, B):
-    return _functions().LinalgSolve.apply(A, B, "torch.linalg.solve", True)[0]
+    """The solves inside the backward formulas: on CUDA without checking getrf's info (torch's
+    backward solves with the saved factors: no host wait)."""
+    return _functions().LinalgSolve.apply(A, B, "torch.linalg.solve", A.device.type == "cpu")[0]
 
 
 def inv(A, *, out=None):

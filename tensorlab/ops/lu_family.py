@@ -142,7 +142,7 @@ def lu_factor(A, *, pivot=True, out=None):
 
 def _perm_matrix(piv, m, dtype):
     """P (m x m) with A = P L U from LAPACK's sequential row interchanges, on piv's device with
-    elementwise ops and gather (no host read of the pivots)."""
+    elementwise ops and sums (no host read of the pivots)."""
     from .elementwise import where
     b = tuple(piv.shape[:-1])
     k = piv.shape[-1]
@@ -152,7 +152,7 @@ def _perm_matrix(piv, m, dtype):
     for i in range(k):
         pi = p0[..., i:i + 1]
         vi = perm[..., i:i + 1]
-        vp = perm.gather(-1, pi)
+        vp = where(ar == pi, perm, 0).sum(-1, keepdim=True)  # perm[pi] (no gather: no bounds-check wait)
         perm = where(ar == pi, vi, where(ar == i, vp, perm))
     # row i of P^T A is row perm[i] of A: P[perm[i], i] = 1
     return (perm.unsqueeze(-1) == ar).to(dtype).mT
@@ -353,7 +353,7 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
 
 
 def _sytrs_device(LD, piv, B):
-    """LAPACK's dsytrs (lower) over a batch with elementwise ops, gather and where: each step k
+    """LAPACK's dsytrs (lower) over a batch with elementwise ops, sums and where: each step k
     runs the 1x1 and the 2x2 block updates for the whole batch and keeps, per matrix, the one its
     pivots call for (the block structure is never read on the host)."""
     from .elementwise import where
@@ -375,8 +375,8 @@ def _sytrs_device(LD, piv, B):
         prev = s
 
     def swap(X, k, t):
-        rowt = X.gather(1, t.reshape(nb, 1, 1).expand(nb, 1, r))
         mt = (ar.unsqueeze(0) == t.unsqueeze(1)).unsqueeze(-1)
+        rowt = where(mt, X, 0).sum(1, keepdim=True)  # X[t] (no gather: no bounds-check wait)
         mk = (ar == k).unsqueeze(-1)
         return where(mt, X[:, k:k + 1, :], where(mk, rowt, X))
 
