@@ -426,7 +426,7 @@ def geqrf(input, *, out=None):
     """torch.geqrf: LAPACK's packed QR (R on and above the diagonal, reflectors below) and tau."""
     _tensor(input, "geqrf", "input", 1)
     if input.dim() < 2:
-        raise RuntimeError(f"torch.geqrf: input must have at least 2 dimensions.")
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
     _check(input, "torch.geqrf", square=False)
     m, n = input.shape[-2:]
     b = tuple(input.shape[:-2])
