@@ -317,10 +317,8 @@ def _std_mean(d):
 
 
 def _lapack(op):
-    """qr/svd: NumPy's LAPACK on the CPU (a clear error on CUDA, tested in test_linalg_lapack.py)."""
+    """qr/svd: NumPy's LAPACK on the CPU, cuSOLVER on CUDA (a failed library call leaves x as it was)."""
     def setup(d):
-        if d != "cpu":
-            pytest.skip("tensorlab's factorizations run on the CPU only")
         x = tl.tensor(_MATRIX.copy(), device=d)
         res = []
 
@@ -330,6 +328,49 @@ def _lapack(op):
             np.testing.assert_allclose(rebuilt, _MATRIX, atol=1e-9)
         return (lambda: res.append(getattr(tl.linalg, op)(x) if op == "qr" else
                                    tl.linalg.svd(x, full_matrices=False))), (x,), check
+    return setup
+
+
+def _lu_factor_out(d):
+    """linalg.lu_factor_ex into out= tensors (a failed getrf / copy leaves x and the outs as they were)."""
+    x = tl.tensor(_MATRIX[:, :3].copy(), device=d)
+    outs = (tl.zeros(2, dtype=tl.float64, device=d), tl.zeros(1, dtype=tl.int32, device=d),
+            tl.ones(1, dtype=tl.int32, device=d))
+
+    def check():
+        import scipy.linalg
+        lu, piv = scipy.linalg.lu_factor(_MATRIX[:, :3])
+        np.testing.assert_allclose(values_(outs[0]), lu, atol=1e-9)
+        assert values_(outs[1]).tolist() == (piv + 1).tolist()
+    return (lambda: tl.linalg.lu_factor_ex(x, out=outs)), (x,) + outs, check
+
+
+def _factor_case(op):
+    """geqrf (out=), torch.lu, svd_lowrank, pca_lowrank: LAPACK / cuSOLVER plus tensor ops."""
+    def setup(d):
+        import scipy.linalg
+        x = tl.tensor(_MATRIX[:, :3].copy(), device=d)
+        res = []
+        if op == "geqrf":
+            outs = (tl.zeros(1, dtype=tl.float64, device=d), tl.zeros(1, dtype=tl.float64, device=d))
+
+            def check():
+                qr, tau = scipy.linalg.qr(_MATRIX[:, :3], mode="raw")[0]
+                np.testing.assert_allclose(values_(outs[0]), qr, atol=1e-9)
+                np.testing.assert_allclose(values_(outs[1]), tau, atol=1e-9)
+            return (lambda: tl.geqrf(x, out=outs)), (x,) + outs, check
+
+        def check():
+            parts = [values_(t) for t in res[-1]]
+            if op == "lu":
+                np.testing.assert_allclose(parts[0], scipy.linalg.lu_factor(_MATRIX[:, :3])[0], atol=1e-9)
+            else:
+                c = _MATRIX[:, :3] - (_MATRIX[:, :3].mean(0) if op == "pca_lowrank" else 0)
+                np.testing.assert_allclose((parts[0] * parts[1]) @ parts[2].T, c, atol=1e-9)
+        call = {"lu": lambda: tl.lu(x), "svd_lowrank": lambda: tl.svd_lowrank(x, q=3),
+                "pca_lowrank": lambda: tl.pca_lowrank(x, q=3)}[op]
+        return (lambda: res.append(call())), (x,), check
+    setup.__name__ = f"_{op}"
     return setup
 
 
@@ -414,6 +455,8 @@ CASES = [Case(op, _composite(fn, want)) for op, (fn, want) in _COMPOSITES.items(
     Case("std_mean", _std_mean),
     Case("qr", _lapack("qr")),
     Case("svd", _lapack("svd")),
+    Case("lu_factor_out", _lu_factor_out),
+    *(Case(op, _factor_case(op)) for op in ("geqrf", "lu", "svd_lowrank", "pca_lowrank")),
     Case("unique_consecutive", _unique_consecutive),
 ] + MULTI_CASES
 

@@ -1,5 +1,5 @@
 """tl.linalg against torch.linalg: solve/inv/det/slogdet/cholesky/qr/svd/svdvals/eigh/eigvalsh on
-the CPU (NumPy's LAPACK), their errors, the RuntimeError with the .cpu() fix on CUDA, the
+the CPU (NumPy's LAPACK; tests/test_linalg_cuda.py runs them on every device), their errors, the
 gradients (float64 gradcheck, and gradgradcheck-style double backward for inv/solve), and the
 norms (vector_norm / matrix_norm / norm) on every device."""
 from __future__ import annotations
@@ -137,19 +137,6 @@ def test_errors_match_torch(torch, call):
         call(tl.linalg, tl, ours_A)
     assert str(oe.value) == str(te.value)
     assert isinstance(oe.value, tl.linalg.LinAlgError) == isinstance(te.value, torch.linalg.LinAlgError)
-
-
-def test_cuda_raises_with_the_fix(device):
-    if device == "cpu":
-        pytest.skip("the CPU computes these")
-    A = tl.eye(3, device=device)
-    for fn in (tl.linalg.inv, tl.linalg.det, tl.linalg.cholesky, tl.linalg.svdvals, tl.linalg.eigvalsh,
-               lambda a: tl.linalg.solve(a, a), lambda a: tl.linalg.qr(a), lambda a: tl.linalg.svd(a),
-               lambda a: tl.linalg.eigh(a), lambda a: tl.linalg.slogdet(a)):
-        with pytest.raises(RuntimeError, match=r"not implemented on CUDA in tensorlab yet.*\.cpu\(\)"):
-            fn(A)
-    with pytest.raises(RuntimeError, match="linalg.matrix_norm|linalg.svdvals"):
-        tl.linalg.matrix_norm(A, "nuc")
 
 
 # -- gradients -------------------------------------------------------------------------------------

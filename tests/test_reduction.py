@@ -543,11 +543,8 @@ def test_foreach_norm_refuses_what_norm_must_handle(device):
 
 
 def test_norm_rejects_nuc_and_integers(device):
-    if device == "cpu":  # the nuclear norm goes through tl.linalg's SVD (NumPy's LAPACK, CPU only)
-        assert tl.ones((2, 2), device=device).norm("nuc").item() == pytest.approx(2.0)
-    else:
-        with pytest.raises(RuntimeError, match=r"not implemented on CUDA in tensorlab yet.*\.cpu\(\)"):
-            tl.ones((2, 2), device=device).norm("nuc")
+    # the nuclear norm goes through tl.linalg's SVD (NumPy's LAPACK on the CPU, cuSOLVER on CUDA)
+    assert tl.ones((2, 2), device=device).norm("nuc").item() == pytest.approx(2.0)
     with pytest.raises(RuntimeError, match="Expected a floating point or complex tensor as input. Got Long"):
         tl.tensor([1, 2], device=device).norm()
     with pytest.raises(RuntimeError, match="cannot compute the inf norm on an empty tensor"):

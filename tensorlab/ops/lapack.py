@@ -58,21 +58,43 @@ def _check(A, name, square=True, arg="A"):
     return A
 
 
+_FAILING = frozenset(("inv", "solve", "cholesky", "lu_factor", "ldl_factor"))
+
+
 def _run(op, name, ins, out_specs, **params):
-    """Allocate the outputs (shape, dtype) on the inputs' device and run the lapack primitive."""
+    """Allocate the outputs (shape, dtype) on the inputs' device and run the lapack primitive.
+    The info it returns: the CPU backend's list, or (CUDA, ops that can fail) the int32 device
+    tensor the library wrote, one per matrix, not read back here."""
     dev = ins[0].device
     outs = [creation.empty(tuple(s), dtype=d, device=dev) for s, d in out_specs]
     params["name"] = name
+    info_t = None
+    if dev.type == "cuda" and op in _FAILING:
+        nb = 1
+        for d in ins[0].shape[:-2]:
+            nb *= d
+        info_t = params["info"] = creation.zeros((nb,), dtype=dtypes.int32, device=dev)
     info = ins[0]._backend.lapack(op, outs, [t.detach() for t in ins], params)
-    return outs, info
+    return outs, (info_t if info_t is not None else info)
 
 
 def _info(info, A):
     """LAPACK's per-matrix info as torch's int32 tensor of A's batch shape."""
     shape = tuple(A.shape[:-2])
+    if isinstance(info, Tensor):
+        return info.reshape(shape)
     if not info:
         return creation.zeros(shape, dtype=dtypes.int32, device=A.device)
     return creation.tensor(list(info), dtype=dtypes.int32, device=A.device).reshape(shape)
+
+
+def _host_info(info, name):
+    """The info values on the host: on CUDA the one wait torch makes too, named for the op."""
+    if isinstance(info, Tensor):
+        if not info.numel():
+            return []
+        return [int(v) for v in info._host(f"{name}: checking the factorization's info").reshape(-1)]
+    return info
 
 
 def _batch_prefix(A, i):
@@ -83,8 +105,10 @@ def _run_checked(kind, name, args, outs, A, check, why):
     """_run, then (with check) torch's LinAlgError for the first batch element whose info is
     nonzero: "{name}: (Batch element i): " + why(info)."""
     res, info = _run(kind, name, args, outs)
-    for i, k in enumerate(info):
-        if k and check:
+    if not check:
+        return res, info
+    for i, k in enumerate(_host_info(info, name)):
+        if k:
             raise LinAlgError(f"{name}: {_batch_prefix(A, i)}" + why(k))
     return res, info
 
@@ -94,10 +118,23 @@ def _out(res, out):
         return res
     from .copy import copy_
     if isinstance(res, tuple):
-        for o, r in zip(out, res):
-            o.resize_(r.shape)
-            copy_(o, r)
-        return type(res)(*out) if hasattr(res, "_fields") else tuple(out)
+        # every out written, or (a failure on the way) none: _common.Outputs publishes them together
+        from ._common import Outputs, _check_out, _object_new, _warn_resize
+        out = tuple(out)
+        if len(out) != len(res):
+            raise RuntimeError(f"expected out= to be a tuple of {len(res)} tensors, got {len(out)}")
+        o = _object_new(Outputs)
+        o.tensors = [r.detach() for r in res]
+        for t, r in zip(out, res):
+            _check_out(t, r.dtype, r.device, "linalg")
+        o._outs = list(out)
+        o._metas = [t._meta for t in out]
+        for m, r in zip(o._metas, res):
+            if tuple(m.layout.shape) != tuple(r.shape):
+                _warn_resize("linalg", m.layout.shape, tuple(r.shape))
+        o._op, o._inputs = "linalg", ()
+        o.finish()
+        return type(res)(*out) if hasattr(res, "_fields") else out
     out.resize_(res.shape)
     copy_(out, res)
     return out
@@ -149,7 +186,10 @@ def _functions():
     class LinalgDet(Function):
         @staticmethod
         def forward(ctx, A):
-            (d,), _ = _run("det", "linalg.det", [A], [(A.shape[:-2], A.dtype)])
+            if A.device.type == "cuda":
+                d = _det_lu(A)[0]
+            else:
+                (d,), _ = _run("det", "linalg.det", [A], [(A.shape[:-2], A.dtype)])
             ctx.save_for_backward(A, d)
             return d
 
@@ -159,6 +199,12 @@ def _functions():
             n = A.shape[-1]
             if n == 0:
                 return g.new_zeros(A.shape)
+            if A.device.type == "cuda":  # no host wait: both forms, chosen per matrix by getrf's info
+                from .elementwise import where
+                Ainv, info = _functions().LinalgInv.apply(A, "linalg.inv_ex", False)
+                cof = where((info != 0).unsqueeze(-1).unsqueeze(-1), _cofactor_svd(A),
+                            d.unsqueeze(-1).unsqueeze(-1) * Ainv.mT)
+                return g.unsqueeze(-1).unsqueeze(-1) * cof
             try:
                 cof = (d.unsqueeze(-1).unsqueeze(-1)) * inv(A).mT
             except LinAlgError:
@@ -168,7 +214,10 @@ def _functions():
     class LinalgSlogdet(Function):
         @staticmethod
         def forward(ctx, A):
-            (s, la), _ = _run("slogdet", "linalg.slogdet", [A], [(A.shape[:-2], A.dtype)] * 2)
+            if A.device.type == "cuda":
+                _, s, la = _det_lu(A)
+            else:
+                (s, la), _ = _run("slogdet", "linalg.slogdet", [A], [(A.shape[:-2], A.dtype)] * 2)
             ctx.mark_non_differentiable(s)
             ctx.save_for_backward(A)
             return s, la
@@ -176,6 +225,8 @@ def _functions():
         @staticmethod
         def backward(ctx, gs, gla):
             (A,) = ctx.saved_tensors
+            if A.device.type == "cuda":  # torch's backward does not check the factorization: no host wait
+                return gla.unsqueeze(-1).unsqueeze(-1) * _functions().LinalgInv.apply(A, "linalg.inv_ex", False)[0].mT
             return gla.unsqueeze(-1).unsqueeze(-1) * inv(A).mT
 
     class LinalgCholesky(Function):
@@ -185,6 +236,8 @@ def _functions():
                                       lambda k: f"The factorization could not be completed because the input is not "
                                                 f"positive-definite (the leading minor of order {k} is not "
                                                 f"positive-definite).")
+            if A.device.type == "cuda":  # potrf leaves A's strict upper triangle in place
+                L = L.tril()
             ctx.save_for_backward(L)
             return L, _info(info, A)
 
@@ -206,6 +259,8 @@ def _functions():
             b = tuple(A.shape[:-2])
             qs, rs = ((b + (m, m), b + (m, n)) if mode == "complete" else (b + (m, k), b + (k, n)))
             (q, r), _ = _run("qr", "linalg.qr", [A], [(qs, A.dtype), (rs, A.dtype)], mode=mode)
+            if A.device.type == "cuda":  # geqrf's reflectors lie under R
+                r = r.triu()
             ctx.mode = mode
             ctx.save_for_backward(q, r)
             return q, r
@@ -269,6 +324,24 @@ def _functions():
         setattr(ns, c.__name__, c)
     _F = ns
     return ns
+
+
+def _det_lu(A):
+    """(det, sign, log|det|) from getrf's factors (the CUDA path): the product of U's diagonal,
+    the sign flipped once per row interchange; a zero pivot gives det 0, sign 0, -inf."""
+    n = A.shape[-1]
+    if n == 0:
+        one = creation.ones(tuple(A.shape[:-2]), dtype=A.dtype, device=A.device)
+        return one, one, one * 0
+    (lu, piv), _ = _run("lu_factor", "linalg.det", [A], [(A.shape, A.dtype), (tuple(A.shape[:-1]), dtypes.int32)],
+                        pivot=True)
+    d = lu.diagonal(0, -2, -1)
+    ar = creation.arange(1, n + 1, dtype=dtypes.int32, device=A.device)
+    swaps = (piv != ar).sum(-1)
+    perm = 1 - 2 * (swaps % 2).to(A.dtype)
+    det_ = d.prod(-1) * perm
+    sign = d.sign().prod(-1) * perm + 0.0  # no -0
+    return det_, sign, d.abs().log().sum(-1)
 
 
 def _cofactor_svd(A):
@@ -337,7 +410,9 @@ def _svd_backward(gU, gS, gVh, U, S, Vh):
 
 # -- the public functions --------------------------------------------------------------------------
 def _solve_core(A, B):
-    return _functions().LinalgSolve.apply(A, B, "torch.linalg.solve", True)[0]
+    """The solves inside the backward formulas: on CUDA without checking getrf's info (torch's
+    backward solves with the saved factors: no host wait)."""
+    return _functions().LinalgSolve.apply(A, B, "torch.linalg.solve", A.device.type == "cpu")[0]
 
 
 def inv(A, *, out=None):
@@ -463,12 +538,22 @@ def qr(A, mode="reduced", *, out=None):
     return _out(linalg_qr(q, r), out)
 
 
+def _svd_driver(A, driver):
+    """torch's driver= check: CUDA only; tensorlab's CUDA SVD is cuSOLVER's gesvd whichever is named
+    (gesvdj / gesvda agree with it to rounding)."""
+    if driver is None:
+        return
+    if A.device.type != "cuda":
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
+                           "cuSOLVER backend.")
+    if driver not in ("gesvd", "gesvdj", "gesvda"):
+        raise RuntimeError(f"torch.linalg.svd: driver must be one of 'gesvd', 'gesvdj' or 'gesvda', got {driver!r}")
+
+
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """torch.linalg.svd: A = U diag(S) Vh, S descending."""
     _check(A, "linalg.svd", square=False)
-    if driver is not None:
-        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
-                           "cuSOLVER backend.")
+    _svd_driver(A, driver)
     u, s, vh = _functions().LinalgSvd.apply(A, bool(full_matrices))
     return _out(linalg_svd(u, s, vh), out)
 
@@ -476,9 +561,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
 def svdvals(A, *, driver=None, out=None):
     """torch.linalg.svdvals: the singular values, descending (gradient: U diag(g) Vh)."""
     _check(A, "linalg.svdvals", square=False)
-    if driver is not None:
-        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
-                           "cuSOLVER backend.")
+    _svd_driver(A, driver)
     if not A.requires_grad:
         m, n = A.shape[-2:]
         (s,), _ = _run("svd", "linalg.svdvals", [A], [(tuple(A.shape[:-2]) + (min(m, n),), A.dtype)],

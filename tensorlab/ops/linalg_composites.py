@@ -239,6 +239,16 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     if (B.shape[-2] if left else B.shape[-1]) != n:
         raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation {'AX = B' if left else 'XA = B'} "
                            f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
+    from ..autograd.grad_mode import is_grad_enabled
+    if (A.dtype is B.dtype and A.device == B.device and not (is_grad_enabled() and (A.requires_grad or B.requires_grad))):
+        # no gradient: LAPACK's / cuBLAS's trsm, reading only the `upper` (or lower) triangle
+        from ..layout import broadcast_shapes
+        from .lapack import _run
+        batch = tuple(broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
+        Bb = B.expand(batch + tuple(B.shape[-2:]))
+        (X,), _ = _run("trsm", name, [A.expand(batch + (n, n)).detach(), Bb.detach()], [(Bb.shape, B.dtype)],
+                       upper=bool(upper), left=bool(left), unitriangular=bool(unitriangular))
+        return _out(X, out)
     T = A.triu() if upper else A.tril()
     if unitriangular:
         T = T - T.diagonal(0, -2, -1).diag_embed() + creation.eye(n, dtype=A.dtype, device=A.device)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 
+from .. import dtypes
 from ._composite import tensor_arg, tl, to_outs
 
 
@@ -26,6 +27,22 @@ def cholesky_solve(input, input2, upper=False, *, out=None):
         raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {input.dtype.torch_name} "
                            f"and A of type {input2.dtype.torch_name} instead.")
     f = input2
+    from ..autograd.grad_mode import is_grad_enabled
+    if (input.device == input2.device and input.dtype.is_floating_point and input2.shape[-1] == input2.shape[-2]
+            and input2.shape[-1] == input.shape[-2] and input.dtype not in (dtypes.float16, dtypes.bfloat16)
+            and not (is_grad_enabled() and (input.requires_grad or input2.requires_grad))):
+        # no gradient: LAPACK's / cuSOLVER's potrs on the (broadcast) factor
+        from ..layout import broadcast_shapes
+        from .lapack import _run
+        n = input2.shape[-1]
+        batch = tuple(broadcast_shapes(tuple(input.shape[:-2]), tuple(input2.shape[:-2])))
+        Bb = input.expand(batch + tuple(input.shape[-2:]))
+        (r,), _ = _run("potrs", "cholesky_solve", [input2.expand(batch + (n, n)).detach(), Bb.detach()],
+                       [(Bb.shape, input.dtype)], upper=bool(upper))
+        if out is not None:
+            out.resize_(r.shape)
+            return out.copy_(r)
+        return r
     if upper:
         y = tl.linalg.solve_triangular(f.mT, input, upper=False)
         r = tl.linalg.solve_triangular(f, y, upper=True)

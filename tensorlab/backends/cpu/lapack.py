@@ -116,6 +116,152 @@ def lapack(op, outs, ins, params):
                 np.copyto(os[1], v)
             else:
                 np.copyto(os[0], np.linalg.eigvalsh(a, UPLO="L"))
+        elif op in _SCIPY_OPS:
+            info = _SCIPY_OPS[op](xs, os, params)
         else:
             raise ValueError(f"lapack: unknown op {op!r}")
     return info
+
+
+# -- the LU / LDL / Householder family through SciPy's LAPACK wrappers (imported on first use) -----------
+def _f(name, a):
+    from scipy.linalg import lapack as L
+    return getattr(L, ("s" if a.dtype == np.float32 else "d") + name)
+
+
+def _lu_factor(xs, os, params):
+    a = xs[0]
+    flat = _batch(a)
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    lu = _batch(os[0]) if os[0].size else None
+    piv = os[1].reshape((flat.shape[0], k))
+    info = []
+    for i in range(flat.shape[0]):
+        if not k:
+            info.append(0)
+            continue
+        f, p, code = _f("getrf", flat[i])(flat[i])
+        lu[i] = f
+        piv[i] = p + 1
+        info.append(int(code))
+    return info
+
+
+def _lu_solve(xs, os, params):
+    lu, piv, b = xs
+    fl, fp, fb = _batch(lu), piv.reshape(-1, piv.shape[-1]) if piv.size else None, _batch(b)
+    out = _batch(os[0])
+    n = b.shape[-2]
+    for i in range(fb.shape[0]):
+        if not (n and b.shape[-1]):
+            continue
+        p = fp[i].astype(np.int32) - 1
+        if p.min() < 0 or p.max() >= n:
+            raise RuntimeError(f"{params['name']}: the pivots of matrix {i} hold rows outside [1, {n}]")
+        x, _ = _f("getrs", fl[i])(fl[i], p, fb[i], trans=1 if params.get("trans") else 0)
+        out[i] = x
+    return []
+
+
+def _potrs(xs, os, params):
+    f, b = xs
+    ff, fb, out = _batch(f), _batch(b), _batch(os[0])
+    for i in range(fb.shape[0]):
+        if fb[i].size:
+            x, _ = _f("potrs", ff[i])(ff[i], fb[i], lower=int(not params["upper"]))
+            out[i] = x
+    return []
+
+
+def _geqrf(xs, os, params):
+    a = xs[0]
+    flat = _batch(a)
+    k = min(a.shape[-2:])
+    out, tau = _batch(os[0]), os[1].reshape((flat.shape[0], k))
+    for i in range(flat.shape[0]):
+        if k:
+            qr, t, _, _ = _f("geqrf", flat[i])(flat[i])
+            out[i], tau[i] = qr, t
+    return []
+
+
+def _orgqr(xs, os, params):
+    a, tau = xs
+    m, n = a.shape[-2:]
+    k = tau.shape[-1]
+    fa, out = _batch(a), _batch(os[0])
+    ft = tau.reshape((fa.shape[0], k))
+    for i in range(fa.shape[0]):
+        if not (m and n):
+            continue
+        if not k:
+            out[i] = np.eye(m, n, dtype=a.dtype)
+            continue
+        q, _, _ = _f("orgqr", fa[i])(fa[i], ft[i])
+        out[i] = q
+    return []
+
+
+def _ormqr(xs, os, params):
+    a, tau, c = xs
+    m, n = c.shape[-2:]
+    k = tau.shape[-1]
+    fa, fc, out = _batch(a[..., :, :k]), _batch(c), _batch(os[0])
+    ft = tau.reshape((fc.shape[0], k))
+    for i in range(fc.shape[0]):
+        if not (m and n):
+            continue
+        if not k:
+            out[i] = fc[i]
+            continue
+        cq, _, _ = _f("ormqr", fc[i])("L" if params["left"] else "R", "T" if params["trans"] else "N", fa[i],
+                                      ft[i], fc[i], max(1, 64 * max(m, n)))
+        out[i] = cq
+    return []
+
+
+def _ldl_factor(xs, os, params):
+    a = xs[0]
+    flat = _batch(a)
+    n = a.shape[-1]
+    out, piv = _batch(os[0]), os[1].reshape(-1, n) if n else None
+    info = []
+    for i in range(flat.shape[0]):
+        if not n:
+            info.append(0)
+            continue
+        ldu, p, code = _f("sytrf", flat[i])(flat[i], lower=1)
+        out[i] = np.tril(ldu)
+        piv[i] = p
+        info.append(int(code))
+    return info
+
+
+def _ldl_solve(xs, os, params):
+    ld, piv, b = xs
+    n = b.shape[-2]
+    fl, fb, out = _batch(ld), _batch(b), _batch(os[0])
+    fp = piv.reshape(-1, n) if n else None
+    for i in range(fb.shape[0]):
+        if not (n and b.shape[-1]):
+            continue
+        x, _ = _f("sytrs", fl[i])(fl[i], fp[i].astype(np.int32), fb[i], lower=1)
+        out[i] = x
+    return []
+
+
+def _trsm(xs, os, params):
+    from scipy.linalg import blas
+    a, b = xs
+    fa, fb, out = _batch(a), _batch(b), _batch(os[0])
+    f = getattr(blas, ("s" if a.dtype == np.float32 else "d") + "trsm")
+    for i in range(fb.shape[0]):
+        if fb[i].size:
+            out[i] = f(1.0, fa[i], fb[i], side=0 if params["left"] else 1, lower=int(not params["upper"]),
+                       diag=int(bool(params["unitriangular"])))
+    return []
+
+
+_SCIPY_OPS = {"potrs": _potrs, "lu_factor": _lu_factor, "lu_solve": _lu_solve, "geqrf": _geqrf, "orgqr": _orgqr, "ormqr": _ormqr,
+              "ldl_factor": _ldl_factor, "ldl_solve": _ldl_solve, "trsm": _trsm}

@@ -622,6 +622,233 @@ class CupyDriver:
                 zero.ctypes.data, c.buffer.ptr + c.offset, data, ldc, stride_c, batch, compute,
                 cublas.CUBLAS_GEMM_DEFAULT)
 
+    # -- cuSOLVER (dense factorizations) and cuBLAS trsm: the handle bound to the stream; each routine
+    # loops over the batch (matrix i at a + i * stride) where cuSOLVER has no strided batched form;
+    # info stays on the device (one int32 per matrix), read only by a caller that asks for it
+    @staticmethod
+    def _solver(stream):
+        cp = _cupy()
+        from cupy_backends.cuda.libs import cusolver
+        handle = cp.cuda.device.get_cusolver_handle()
+        cusolver.setStream(handle, stream.ptr)
+        return cusolver, handle
+
+    @staticmethod
+    def _fn(lib, dtype, name):
+        return getattr(lib, {"float32": "s", "float64": "d"}[dtype] + name)
+
+    @staticmethod
+    def _p(ptr, i=0, isz=0, stride=0):
+        return 0 if ptr is None else ptr.buffer.ptr + ptr.offset + i * stride * isz
+
+    @staticmethod
+    def _isz(dtype):
+        return 4 if dtype == "float32" else 8
+
+    @staticmethod
+    def _fill(lower):
+        from cupy_backends.cuda.libs import cublas
+        return cublas.CUBLAS_FILL_MODE_LOWER if lower else cublas.CUBLAS_FILL_MODE_UPPER
+
+    def getrf_buffer_size(self, m, n, a, lda, dtype, stream):
+        with _cupy().cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            return int(self._fn(lib, dtype, "getrf_bufferSize")(h, m, n, self._p(a), lda))
+
+    _BATCHED_MAX_N = 128  # cuBLAS's getrf/getrsBatched (one launch for the batch) up to this order
+
+    @staticmethod
+    def _ptr_array(cp, base, stride_bytes, batch):
+        """The device array of `batch` matrix pointers base + i * stride_bytes, computed on the current
+        (CuPy) stream as CuPy's _mat_ptrs does; CuPy's pool reuses it only after that stream's work."""
+        return cp.arange(batch, dtype=cp.uint64) * cp.uint64(stride_bytes) + cp.uint64(base)
+
+    def getrf(self, m, n, a, lda, stride_a, ipiv, stride_ipiv, info, batch, work, lwork, dtype, stream):
+        cp = _cupy()
+        isz, P = self._isz(dtype), self._p
+        if batch > 1 and m == n and n <= self._BATCHED_MAX_N and (ipiv is None or stride_ipiv == n):
+            from cupy_backends.cuda.libs import cublas
+            with cp.cuda.Device(stream.device), stream.cp:
+                handle = cp.cuda.device.get_cublas_handle()
+                cublas.setStream(handle, stream.ptr)
+                ptrs = self._ptr_array(cp, P(a), stride_a * isz, batch)
+                self._fn(cublas, dtype, "getrfBatched")(handle, n, ptrs.data.ptr, lda, P(ipiv), P(info), batch)
+            return
+        with cp.cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            f = self._fn(lib, dtype, "getrf")
+            for i in range(batch):
+                f(h, m, n, P(a, i, isz, stride_a), lda, P(work), P(ipiv, i, 4, stride_ipiv), P(info, i, 4, 1))
+
+    def getrs(self, trans, n, nrhs, a, lda, stride_a, ipiv, stride_ipiv, b, ldb, stride_b, info, batch, dtype,
+              stream):
+        from cupy_backends.cuda.libs import cublas
+        cp = _cupy()
+        isz, P = self._isz(dtype), self._p
+        op = cublas.CUBLAS_OP_T if trans else cublas.CUBLAS_OP_N
+        if batch > 1 and n <= self._BATCHED_MAX_N and stride_ipiv == n:
+            host_info = np.zeros(1, np.int32)  # getrsBatched's info is a host int: argument errors only
+            with cp.cuda.Device(stream.device), stream.cp:
+                handle = cp.cuda.device.get_cublas_handle()
+                cublas.setStream(handle, stream.ptr)
+                aptrs = self._ptr_array(cp, P(a), stride_a * isz, batch)
+                bptrs = self._ptr_array(cp, P(b), stride_b * isz, batch)
+                self._fn(cublas, dtype, "getrsBatched")(handle, op, n, nrhs, aptrs.data.ptr, lda, P(ipiv),
+                                                        bptrs.data.ptr, ldb, host_info.ctypes.data, batch)
+                cp.cuda.runtime.memsetAsync(P(info), 0, 4 * batch, stream.ptr)
+            if host_info[0]:
+                raise RuntimeError(f"cuBLAS getrsBatched: argument {-int(host_info[0])} is invalid")
+            return
+        with cp.cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            f = self._fn(lib, dtype, "getrs")
+            for i in range(batch):
+                f(h, op, n, nrhs, P(a, i, isz, stride_a), lda, P(ipiv, i, 4, stride_ipiv), P(b, i, isz, stride_b), ldb,
+                  P(info, i, 4, 1))
+
+    def potrf_buffer_size(self, lower, n, a, lda, dtype, stream):
+        with _cupy().cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            return int(self._fn(lib, dtype, "potrf_bufferSize")(h, self._fill(lower), n, self._p(a), lda))
+
+    def potrf(self, lower, n, a, lda, stride_a, info, batch, work, lwork, dtype, stream):
+        cp = _cupy()
+        isz, P = self._isz(dtype), self._p
+        with cp.cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            if batch > 1:
+                # cusolverDn<t>potrfBatched over the array of matrix pointers, computed on the device on
+                # this stream (as CuPy's _mat_ptrs; CuPy's pool reuses it only after the work queued here)
+                with stream.cp:
+                    ptrs = self._ptr_array(cp, P(a), stride_a * isz, batch)
+                    self._fn(lib, dtype, "potrfBatched")(h, self._fill(lower), n, ptrs.data.ptr, lda, P(info),
+                                                         batch)
+                return
+            f = self._fn(lib, dtype, "potrf")
+            for i in range(batch):
+                f(h, self._fill(lower), n, P(a, i, isz, stride_a), lda, P(work), lwork, P(info, i, 4, 1))
+
+    def potrs(self, lower, n, nrhs, a, lda, stride_a, b, ldb, stride_b, info, batch, dtype, stream):
+        isz, P = self._isz(dtype), self._p
+        with _cupy().cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            f = self._fn(lib, dtype, "potrs")
+            for i in range(batch):
+                f(h, self._fill(lower), n, nrhs, P(a, i, isz, stride_a), lda, P(b, i, isz, stride_b), ldb,
+                  P(info, i, 4, 1))
+
+    def geqrf_buffer_size(self, m, n, a, lda, dtype, stream):
+        with _cupy().cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            return int(self._fn(lib, dtype, "geqrf_bufferSize")(h, m, n, self._p(a), lda))
+
+    def geqrf(self, m, n, a, lda, stride_a, tau, stride_tau, info, batch, work, lwork, dtype, stream):
+        isz, P = self._isz(dtype), self._p
+        with _cupy().cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            f = self._fn(lib, dtype, "geqrf")
+            for i in range(batch):
+                f(h, m, n, P(a, i, isz, stride_a), lda, P(tau, i, isz, stride_tau), P(work), lwork, P(info, i, 4, 1))
+
+    def orgqr_buffer_size(self, m, n, k, a, lda, tau, dtype, stream):
+        with _cupy().cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            return int(self._fn(lib, dtype, "orgqr_bufferSize")(h, m, n, k, self._p(a), lda, self._p(tau)))
+
+    def orgqr(self, m, n, k, a, lda, stride_a, tau, stride_tau, info, batch, work, lwork, dtype, stream):
+        isz, P = self._isz(dtype), self._p
+        with _cupy().cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            f = self._fn(lib, dtype, "orgqr")
+            for i in range(batch):
+                f(h, m, n, k, P(a, i, isz, stride_a), lda, P(tau, i, isz, stride_tau), P(work), lwork,
+                  P(info, i, 4, 1))
+
+    @staticmethod
+    def _side_op(left, trans):
+        from cupy_backends.cuda.libs import cublas
+        return (cublas.CUBLAS_SIDE_LEFT if left else cublas.CUBLAS_SIDE_RIGHT,
+                cublas.CUBLAS_OP_T if trans else cublas.CUBLAS_OP_N)
+
+    def ormqr_buffer_size(self, left, trans, m, n, k, a, lda, tau, c, ldc, dtype, stream):
+        side, op = self._side_op(left, trans)
+        with _cupy().cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            return int(self._fn(lib, dtype, "ormqr_bufferSize")(h, side, op, m, n, k, self._p(a), lda, self._p(tau),
+                                                                 self._p(c), ldc))
+
+    def ormqr(self, left, trans, m, n, k, a, lda, stride_a, tau, stride_tau, c, ldc, stride_c, info, batch, work,
+              lwork, dtype, stream):
+        side, op = self._side_op(left, trans)
+        isz, P = self._isz(dtype), self._p
+        with _cupy().cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            f = self._fn(lib, dtype, "ormqr")
+            for i in range(batch):
+                f(h, side, op, m, n, k, P(a, i, isz, stride_a), lda, P(tau, i, isz, stride_tau), P(c, i, isz, stride_c),
+                  ldc, P(work), lwork, P(info, i, 4, 1))
+
+    def gesvd_buffer_size(self, m, n, dtype, stream):
+        with _cupy().cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            return int(self._fn(lib, dtype, "gesvd_bufferSize")(h, m, n))
+
+    def gesvd(self, jobu, jobvt, m, n, a, lda, stride_a, s, stride_s, u, ldu, stride_u, vt, ldvt, stride_vt, info,
+              batch, work, lwork, dtype, stream):
+        isz, P = self._isz(dtype), self._p
+        with _cupy().cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            f = self._fn(lib, dtype, "gesvd")
+            for i in range(batch):
+                f(h, ord(jobu), ord(jobvt), m, n, P(a, i, isz, stride_a), lda, P(s, i, isz, stride_s),
+                  P(u, i, isz, stride_u), ldu, P(vt, i, isz, stride_vt), ldvt, P(work), lwork, 0, P(info, i, 4, 1))
+
+    def syevd_buffer_size(self, vectors, lower, n, a, lda, w, dtype, stream):
+        with _cupy().cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            jobz = lib.CUSOLVER_EIG_MODE_VECTOR if vectors else lib.CUSOLVER_EIG_MODE_NOVECTOR
+            return int(self._fn(lib, dtype, "syevd_bufferSize")(h, jobz, self._fill(lower), n, self._p(a), lda,
+                                                                 self._p(w)))
+
+    def syevd(self, vectors, lower, n, a, lda, stride_a, w, stride_w, info, batch, work, lwork, dtype, stream):
+        isz, P = self._isz(dtype), self._p
+        with _cupy().cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            jobz = lib.CUSOLVER_EIG_MODE_VECTOR if vectors else lib.CUSOLVER_EIG_MODE_NOVECTOR
+            f = self._fn(lib, dtype, "syevd")
+            for i in range(batch):
+                f(h, jobz, self._fill(lower), n, P(a, i, isz, stride_a), lda, P(w, i, isz, stride_w), P(work), lwork,
+                  P(info, i, 4, 1))
+
+    def sytrf_buffer_size(self, n, a, lda, dtype, stream):
+        with _cupy().cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            return int(self._fn(lib, dtype, "sytrf_bufferSize")(h, n, self._p(a), lda))
+
+    def sytrf(self, lower, n, a, lda, stride_a, ipiv, stride_ipiv, info, batch, work, lwork, dtype, stream):
+        isz, P = self._isz(dtype), self._p
+        with _cupy().cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            f = self._fn(lib, dtype, "sytrf")
+            for i in range(batch):
+                f(h, self._fill(lower), n, P(a, i, isz, stride_a), lda, P(ipiv, i, 4, stride_ipiv), P(work), lwork,
+                  P(info, i, 4, 1))
+
+    def trsm(self, left, lower, trans, unit, m, n, a, lda, stride_a, b, ldb, stride_b, batch, dtype, stream):
+        cp = _cupy()
+        from cupy_backends.cuda.libs import cublas
+        isz, P = self._isz(dtype), self._p
+        one, _ = _GEMM_SCALARS[np.float32 if dtype == "float32" else np.float64]
+        side, op = self._side_op(left, trans)
+        diag = cublas.CUBLAS_DIAG_UNIT if unit else cublas.CUBLAS_DIAG_NON_UNIT
+        with cp.cuda.Device(stream.device):
+            handle = cp.cuda.device.get_cublas_handle()
+            cublas.setStream(handle, stream.ptr)
+            f = self._fn(cublas, dtype, "trsm")
+            for i in range(batch):
+                f(handle, side, self._fill(lower), op, diag, m, n, one.ctypes.data, P(a, i, isz, stride_a), lda,
+                  P(b, i, isz, stride_b), ldb)
+
     # -- memory and streams that tensorlab does not own (tensorlab/interop) ---------------------
     def wrap_external(self, ptr, nbytes, device, owner):
         # block 0: foreign memory is not counted in tensorlab's statistics; `mem` holds the owner

@@ -133,6 +133,65 @@ class Driver(Protocol):
         "float16", "bfloat16" (float32 accumulation, tensor cores), "float32" (no TF32), "float64"."""
         ...
 
+    # -- cuSOLVER / cuBLAS dense factorizations (backends/cuda/solver.py) ------------------------
+    # Column-major LAPACK terms: a batch of `batch` matrices, matrix i at a + i * stride_a elements,
+    # leading dim lda >= max(1, rows); ipiv/tau/s/w vectors likewise with their own stride; `info`
+    # points at `batch` device int32s, one per matrix, written by the library (LAPACK's semantics:
+    # 0 success, i > 0 the failing pivot / minor / non-converged count, -i the i-th argument wrong),
+    # never read by the host here. `work` holds `lwork` elements of dtype, lwork from the routine's
+    # *_buffer_size query. dtype is "float32" or "float64". Each routine loops over the batch on
+    # `stream` where the library has no strided batched form.
+    def getrf_buffer_size(self, m: int, n: int, a: Pointer, lda: int, dtype: str, stream) -> int: ...
+    def getrf(self, m: int, n: int, a: Pointer, lda: int, stride_a: int, ipiv, stride_ipiv: int, info: Pointer,
+              batch: int, work: Pointer, lwork: int, dtype: str, stream) -> None:
+        """LU with partial pivoting, in place; ipiv (min(m, n) 1-based int32 rows per matrix) or
+        None for no pivoting (CuPy driver: one cuBLAS getrfBatched call for square batches, n <= 128)."""
+    def getrs(self, trans: bool, n: int, nrhs: int, a: Pointer, lda: int, stride_a: int, ipiv: Pointer,
+              stride_ipiv: int, b: Pointer, ldb: int, stride_b: int, info: Pointer, batch: int, dtype: str,
+              stream) -> None:
+        """Solve op(A) X = B from getrf's factors, X over B (CuPy driver: cuBLAS getrsBatched for
+        batches, n <= 128; its info only reports arguments, so the device info is zeroed)."""
+    def potrf_buffer_size(self, lower: bool, n: int, a: Pointer, lda: int, dtype: str, stream) -> int: ...
+    def potrf(self, lower: bool, n: int, a: Pointer, lda: int, stride_a: int, info: Pointer, batch: int,
+              work: Pointer, lwork: int, dtype: str, stream) -> None:
+        """Cholesky of the `lower` (or upper) triangle, in place; the other triangle is not touched
+        (CuPy driver: one potrfBatched call over a device array of matrix pointers when batch > 1)."""
+    def potrs(self, lower: bool, n: int, nrhs: int, a: Pointer, lda: int, stride_a: int, b: Pointer, ldb: int,
+              stride_b: int, info: Pointer, batch: int, dtype: str, stream) -> None:
+        """Solve A X = B from potrf's `lower` (or upper) factor, X over B."""
+    def geqrf_buffer_size(self, m: int, n: int, a: Pointer, lda: int, dtype: str, stream) -> int: ...
+    def geqrf(self, m: int, n: int, a: Pointer, lda: int, stride_a: int, tau: Pointer, stride_tau: int,
+              info: Pointer, batch: int, work: Pointer, lwork: int, dtype: str, stream) -> None:
+        """Householder QR in place: R on and above the diagonal, the reflectors below, min(m, n) taus."""
+    def orgqr_buffer_size(self, m: int, n: int, k: int, a: Pointer, lda: int, tau: Pointer, dtype: str,
+                          stream) -> int: ...
+    def orgqr(self, m: int, n: int, k: int, a: Pointer, lda: int, stride_a: int, tau: Pointer, stride_tau: int,
+              info: Pointer, batch: int, work: Pointer, lwork: int, dtype: str, stream) -> None:
+        """The first n columns of H_1 ... H_k (m x n, n <= m, k <= n), over the reflectors in a."""
+    def ormqr_buffer_size(self, left: bool, trans: bool, m: int, n: int, k: int, a: Pointer, lda: int,
+                          tau: Pointer, c: Pointer, ldc: int, dtype: str, stream) -> int: ...
+    def ormqr(self, left: bool, trans: bool, m: int, n: int, k: int, a: Pointer, lda: int, stride_a: int,
+              tau: Pointer, stride_tau: int, c: Pointer, ldc: int, stride_c: int, info: Pointer, batch: int,
+              work: Pointer, lwork: int, dtype: str, stream) -> None:
+        """C (m x n) <- op(Q) C (left) or C op(Q), Q = H_1 ... H_k from geqrf's reflectors."""
+    def gesvd_buffer_size(self, m: int, n: int, dtype: str, stream) -> int: ...
+    def gesvd(self, jobu: str, jobvt: str, m: int, n: int, a: Pointer, lda: int, stride_a: int, s: Pointer,
+              stride_s: int, u, ldu: int, stride_u: int, vt, ldvt: int, stride_vt: int, info: Pointer, batch: int,
+              work: Pointer, lwork: int, dtype: str, stream) -> None:
+        """SVD (cuSOLVER: m >= n only); jobu/jobvt "A", "S" or "N"; a is destroyed."""
+    def syevd_buffer_size(self, vectors: bool, lower: bool, n: int, a: Pointer, lda: int, w: Pointer, dtype: str,
+                          stream) -> int: ...
+    def syevd(self, vectors: bool, lower: bool, n: int, a: Pointer, lda: int, stride_a: int, w: Pointer,
+              stride_w: int, info: Pointer, batch: int, work: Pointer, lwork: int, dtype: str, stream) -> None:
+        """Symmetric eigensolver reading the `lower` (or upper) triangle; ascending w, vectors over a."""
+    def sytrf_buffer_size(self, n: int, a: Pointer, lda: int, dtype: str, stream) -> int: ...
+    def sytrf(self, lower: bool, n: int, a: Pointer, lda: int, stride_a: int, ipiv: Pointer, stride_ipiv: int,
+              info: Pointer, batch: int, work: Pointer, lwork: int, dtype: str, stream) -> None:
+        """Bunch-Kaufman LDL^T in place, LAPACK's ipiv (negative entries: 2x2 blocks)."""
+    def trsm(self, left: bool, lower: bool, trans: bool, unit: bool, m: int, n: int, a: Pointer, lda: int,
+             stride_a: int, b: Pointer, ldb: int, stride_b: int, batch: int, dtype: str, stream) -> None:
+        """cuBLAS triangular solve, alpha 1: B (m x n) <- op(A)^-1 B (left) or B op(A)^-1."""
+
     # -- memory and streams that tensorlab does not own (tensorlab/interop) ---------------------
     def wrap_external(self, ptr: int, nbytes: int, device: int, owner) -> object:
         """A buffer over `nbytes` of device memory at `ptr` that another library owns (DLPack,

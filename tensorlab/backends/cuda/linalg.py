@@ -173,4 +173,4 @@ def matmul(out, a, b):
     _gemm(o, x, y)
 
 
-from .lapack import lapack  # noqa: E402  (dense factorizations: their own file)
+from .solver import lapack  # noqa: E402  (dense factorizations through cuSOLVER: their own file)

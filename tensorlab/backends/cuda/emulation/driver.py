@@ -372,6 +372,294 @@ class EmulationDriver:
         B = B.astype(acc).transpose(0, 2, 1) if transb else B.astype(acc)
         C[...] = np.matmul(A, B).astype(t)
 
+    # cuSOLVER / cuBLAS trsm stand-ins: SciPy's LAPACK on column-major NumPy views of the buffers,
+    # with the library's argument contract checked first (types, ld >= max(1, rows), bounds of the
+    # farthest element, workspace size, info written per matrix on the device, never returned)
+    _SOLVER_TYPES = {"float32": np.float32, "float64": np.float64}
+
+    def _stype(self, dtype, routine):
+        t = self._SOLVER_TYPES.get(dtype)
+        if t is None:
+            raise RuntimeError(f"cuSOLVER (emulated) {routine}: dtype {dtype!r} is not one of "
+                               f"{sorted(self._SOLVER_TYPES)}")
+        return t
+
+    def _smat(self, routine, p, rows, cols, ld, stride, batch, t, what):
+        for name, v in (("rows", rows), ("cols", cols), ("ld", ld), ("stride", stride), ("batch", batch)):
+            if type(v) is not int or v < 0 or v > 2 ** 31 - 1:
+                raise RuntimeError(f"cuSOLVER (emulated) {routine}: {what} {name}={v!r} is not an int in [0, 2^31)")
+        if ld < max(1, rows):
+            raise RuntimeError(f"cuSOLVER (emulated) {routine}: CUSOLVER_STATUS_INVALID_VALUE: {what} ld={ld} < "
+                               f"max(1, rows={rows})")
+        if batch > 1 and stride < ld * cols and rows and cols:
+            raise RuntimeError(f"cuSOLVER (emulated) {routine}: {what} batch stride {stride} < ld * cols = "
+                               f"{ld * cols}: the matrices overlap")
+        isz = np.dtype(t).itemsize
+        last = (rows - 1) + (cols - 1) * ld + (batch - 1) * stride if rows and cols and batch else -1
+        nbytes = (last + 1) * isz
+        addr = self._address(p, nbytes, f"cuSOLVER {routine} {what}")
+        if nbytes <= 0:
+            return np.empty((batch, rows, cols), t)
+        flat = np.frombuffer((ctypes.c_char * nbytes).from_address(addr), t)
+        return np.lib.stride_tricks.as_strided(flat, (batch, rows, cols), (stride * isz, isz, ld * isz))
+
+    def _svec(self, routine, p, n, stride, batch, t, what):
+        if type(n) is not int or n < 0 or type(stride) is not int or stride < 0:
+            raise RuntimeError(f"cuSOLVER (emulated) {routine}: {what} n={n!r} stride={stride!r} must be ints >= 0")
+        if batch > 1 and n and stride < n:
+            raise RuntimeError(f"cuSOLVER (emulated) {routine}: {what} stride {stride} < length {n}")
+        return self._smat(routine, p, n, 1, max(1, n), stride, batch, t, what)[:, :, 0]
+
+    def _sinfo(self, routine, info, batch):
+        return self._svec(routine, info, batch, 1, 1, np.int32, "info")[0] if batch else np.empty(0, np.int32)
+
+    def _swork(self, routine, work, lwork, need, t):
+        if type(lwork) is not int or lwork < need:
+            raise RuntimeError(f"cuSOLVER (emulated) {routine}: CUSOLVER_STATUS_INVALID_VALUE: lwork={lwork!r} < "
+                               f"the buffer size {need} the query returned")
+        if lwork:
+            self._address(work, lwork * np.dtype(t).itemsize, f"cuSOLVER {routine} workspace")
+
+    @staticmethod
+    def _lapack(name, t):
+        from scipy.linalg import lapack
+        return getattr(lapack, ("s" if t == np.float32 else "d") + name)
+
+    @staticmethod
+    def _lwork(*dims):
+        return max(1, 64 * max(dims + (1,)))
+
+    def getrf_buffer_size(self, m, n, a, lda, dtype, stream):
+        self._stype(dtype, "getrf")
+        return self._lwork(m, n)
+
+    def getrf(self, m, n, a, lda, stride_a, ipiv, stride_ipiv, info, batch, work, lwork, dtype, stream):
+        t = self._stype(dtype, "getrf")
+        self._swork("getrf", work, lwork, self._lwork(m, n), t)
+        A = self._smat("getrf", a, m, n, lda, stride_a, batch, t, "A")
+        k = min(m, n)
+        P = None if ipiv is None else self._svec("getrf", ipiv, k, stride_ipiv, batch, np.int32, "ipiv")
+        inf = self._sinfo("getrf", info, batch)
+        for i in range(batch):
+            if not k:
+                inf[i] = 0
+                continue
+            if P is None:  # no pivoting (cuSOLVER's devIpiv = NULL)
+                u = np.array(A[i], dtype=t)
+                first = 0
+                for j in range(k):
+                    if u[j, j] == 0 and not first:
+                        first = j + 1
+                    with np.errstate(all="ignore"):
+                        u[j + 1:, j] /= u[j, j]
+                        u[j + 1:, j + 1:] -= np.outer(u[j + 1:, j], u[j, j + 1:])
+                A[i] = u
+                inf[i] = first
+                continue
+            lu, piv, code = self._lapack("getrf", t)(np.array(A[i]))
+            A[i] = lu
+            P[i] = piv + 1
+            inf[i] = code
+
+    def getrs(self, trans, n, nrhs, a, lda, stride_a, ipiv, stride_ipiv, b, ldb, stride_b, info, batch, dtype,
+              stream):
+        t = self._stype(dtype, "getrs")
+        A = self._smat("getrs", a, n, n, lda, stride_a, batch, t, "A")
+        P = self._svec("getrs", ipiv, n, stride_ipiv, batch, np.int32, "ipiv")
+        B = self._smat("getrs", b, n, nrhs, ldb, stride_b, batch, t, "B")
+        inf = self._sinfo("getrs", info, batch)
+        for i in range(batch):
+            inf[i] = 0
+            if not (n and nrhs):
+                continue
+            piv = P[i].astype(np.int32) - 1
+            if piv.min() < 0 or piv.max() >= n:
+                raise RuntimeError(f"cuSOLVER (emulated) getrs: ipiv of matrix {i} holds rows outside [1, {n}]")
+            with np.errstate(all="ignore"):
+                x, code = self._lapack("getrs", t)(np.array(A[i]), piv, np.array(B[i]), trans=1 if trans else 0)
+            B[i] = x
+            inf[i] = code
+
+    def potrf_buffer_size(self, lower, n, a, lda, dtype, stream):
+        self._stype(dtype, "potrf")
+        return self._lwork(n)
+
+    def potrf(self, lower, n, a, lda, stride_a, info, batch, work, lwork, dtype, stream):
+        t = self._stype(dtype, "potrf")
+        self._swork("potrf", work, lwork, self._lwork(n), t)
+        A = self._smat("potrf", a, n, n, lda, stride_a, batch, t, "A")
+        inf = self._sinfo("potrf", info, batch)
+        for i in range(batch):
+            inf[i] = 0
+            if not n:
+                continue
+            c, code = self._lapack("potrf", t)(np.array(A[i]), lower=1 if lower else 0, clean=0)
+            A[i] = c
+            inf[i] = code
+
+    def potrs(self, lower, n, nrhs, a, lda, stride_a, b, ldb, stride_b, info, batch, dtype, stream):
+        t = self._stype(dtype, "potrs")
+        A = self._smat("potrs", a, n, n, lda, stride_a, batch, t, "A")
+        B = self._smat("potrs", b, n, nrhs, ldb, stride_b, batch, t, "B")
+        inf = self._sinfo("potrs", info, batch)
+        for i in range(batch):
+            inf[i] = 0
+            if n and nrhs:
+                with np.errstate(all="ignore"):
+                    x, code = self._lapack("potrs", t)(np.array(A[i]), np.array(B[i]), lower=int(bool(lower)))
+                B[i], inf[i] = x, code
+
+    def geqrf_buffer_size(self, m, n, a, lda, dtype, stream):
+        self._stype(dtype, "geqrf")
+        return self._lwork(m, n)
+
+    def geqrf(self, m, n, a, lda, stride_a, tau, stride_tau, info, batch, work, lwork, dtype, stream):
+        t = self._stype(dtype, "geqrf")
+        self._swork("geqrf", work, lwork, self._lwork(m, n), t)
+        A = self._smat("geqrf", a, m, n, lda, stride_a, batch, t, "A")
+        T = self._svec("geqrf", tau, min(m, n), stride_tau, batch, t, "tau")
+        inf = self._sinfo("geqrf", info, batch)
+        for i in range(batch):
+            inf[i] = 0
+            if not min(m, n):
+                continue
+            qr, ta, _, code = self._lapack("geqrf", t)(np.array(A[i]))
+            A[i], T[i], inf[i] = qr, ta, code
+
+    def orgqr_buffer_size(self, m, n, k, a, lda, tau, dtype, stream):
+        self._stype(dtype, "orgqr")
+        return self._lwork(m, n)
+
+    def orgqr(self, m, n, k, a, lda, stride_a, tau, stride_tau, info, batch, work, lwork, dtype, stream):
+        t = self._stype(dtype, "orgqr")
+        if not (0 <= k <= n <= m):
+            raise RuntimeError(f"cuSOLVER (emulated) orgqr: CUSOLVER_STATUS_INVALID_VALUE: needs 0 <= k <= n <= m, "
+                               f"got m={m} n={n} k={k}")
+        self._swork("orgqr", work, lwork, self._lwork(m, n), t)
+        A = self._smat("orgqr", a, m, n, lda, stride_a, batch, t, "A")
+        T = self._svec("orgqr", tau, k, stride_tau, batch, t, "tau")
+        inf = self._sinfo("orgqr", info, batch)
+        for i in range(batch):
+            inf[i] = 0
+            if not n:
+                continue
+            if not k:
+                A[i] = np.eye(m, n, dtype=t)
+                continue
+            q, _, code = self._lapack("orgqr", t)(np.array(A[i]), np.array(T[i]))
+            A[i], inf[i] = q, code
+
+    def ormqr_buffer_size(self, left, trans, m, n, k, a, lda, tau, c, ldc, dtype, stream):
+        self._stype(dtype, "ormqr")
+        return self._lwork(m, n)
+
+    def ormqr(self, left, trans, m, n, k, a, lda, stride_a, tau, stride_tau, c, ldc, stride_c, info, batch, work,
+              lwork, dtype, stream):
+        t = self._stype(dtype, "ormqr")
+        r = m if left else n
+        if not 0 <= k <= r:
+            raise RuntimeError(f"cuSOLVER (emulated) ormqr: CUSOLVER_STATUS_INVALID_VALUE: k={k} > {'m' if left else 'n'}"
+                               f"={r}")
+        self._swork("ormqr", work, lwork, self._lwork(m, n), t)
+        A = self._smat("ormqr", a, r, k, lda, stride_a, batch, t, "A")
+        T = self._svec("ormqr", tau, k, stride_tau, batch, t, "tau")
+        C = self._smat("ormqr", c, m, n, ldc, stride_c, batch, t, "C")
+        inf = self._sinfo("ormqr", info, batch)
+        for i in range(batch):
+            inf[i] = 0
+            if not (m and n and k):
+                continue
+            cq, _, code = self._lapack("ormqr", t)("L" if left else "R", "T" if trans else "N", np.array(A[i]),
+                                                  np.array(T[i]), np.array(C[i]), max(1, 64 * max(m, n)))
+            C[i], inf[i] = cq, code
+
+    def gesvd_buffer_size(self, m, n, dtype, stream):
+        self._stype(dtype, "gesvd")
+        return self._lwork(m, n)
+
+    def gesvd(self, jobu, jobvt, m, n, a, lda, stride_a, s, stride_s, u, ldu, stride_u, vt, ldvt, stride_vt, info,
+              batch, work, lwork, dtype, stream):
+        t = self._stype(dtype, "gesvd")
+        if m < n:
+            raise RuntimeError(f"cuSOLVER (emulated) gesvd: CUSOLVER_STATUS_INVALID_VALUE: gesvd only supports m >= "
+                               f"n, got m={m} n={n}")
+        if jobu not in ("A", "S", "N") or jobvt not in ("A", "S", "N") or (jobu == "N") != (jobvt == "N"):
+            raise RuntimeError(f"cuSOLVER (emulated) gesvd: jobu={jobu!r} jobvt={jobvt!r}: this stand-in takes "
+                               f"'A'/'S' for both or 'N' for both")
+        self._swork("gesvd", work, lwork, self._lwork(m, n), t)
+        k = min(m, n)
+        A = self._smat("gesvd", a, m, n, lda, stride_a, batch, t, "A")
+        S = self._svec("gesvd", s, k, stride_s, batch, t, "S")
+        U = V = None
+        if jobu != "N":
+            U = self._smat("gesvd", u, m, m if jobu == "A" else k, ldu, stride_u, batch, t, "U")
+            V = self._smat("gesvd", vt, n if jobvt == "A" else k, n, ldvt, stride_vt, batch, t, "VT")
+        inf = self._sinfo("gesvd", info, batch)
+        for i in range(batch):
+            inf[i] = 0
+            if not k:
+                if U is not None and jobu == "A":
+                    U[i] = np.eye(m, dtype=t)
+                if V is not None and jobvt == "A":
+                    V[i] = np.eye(n, dtype=t)
+                continue
+            uu, ss, vv, code = self._lapack("gesvd", t)(np.array(A[i]), compute_uv=int(U is not None),
+                                                       full_matrices=int(jobu == "A"))
+            S[i], inf[i] = ss, code
+            if U is not None:
+                U[i] = uu
+                V[i] = vv[:V.shape[1]]
+            A[i] = np.nan  # cuSOLVER destroys A
+
+    def syevd_buffer_size(self, vectors, lower, n, a, lda, w, dtype, stream):
+        self._stype(dtype, "syevd")
+        return self._lwork(n)
+
+    def syevd(self, vectors, lower, n, a, lda, stride_a, w, stride_w, info, batch, work, lwork, dtype, stream):
+        t = self._stype(dtype, "syevd")
+        self._swork("syevd", work, lwork, self._lwork(n), t)
+        A = self._smat("syevd", a, n, n, lda, stride_a, batch, t, "A")
+        W = self._svec("syevd", w, n, stride_w, batch, t, "W")
+        inf = self._sinfo("syevd", info, batch)
+        for i in range(batch):
+            inf[i] = 0
+            if not n:
+                continue
+            ww, vv, code = self._lapack("syevd", t)(np.array(A[i]), compute_v=int(bool(vectors)),
+                                                   lower=int(bool(lower)))
+            W[i], inf[i] = ww, code
+            A[i] = vv if vectors else np.nan
+
+    def sytrf_buffer_size(self, n, a, lda, dtype, stream):
+        self._stype(dtype, "sytrf")
+        return self._lwork(n)
+
+    def sytrf(self, lower, n, a, lda, stride_a, ipiv, stride_ipiv, info, batch, work, lwork, dtype, stream):
+        t = self._stype(dtype, "sytrf")
+        self._swork("sytrf", work, lwork, self._lwork(n), t)
+        A = self._smat("sytrf", a, n, n, lda, stride_a, batch, t, "A")
+        P = self._svec("sytrf", ipiv, n, stride_ipiv, batch, np.int32, "ipiv")
+        inf = self._sinfo("sytrf", info, batch)
+        for i in range(batch):
+            inf[i] = 0
+            if not n:
+                continue
+            ldu, piv, code = self._lapack("sytrf", t)(np.array(A[i]), lower=int(bool(lower)))
+            A[i], P[i], inf[i] = ldu, piv, code
+
+    def trsm(self, left, lower, trans, unit, m, n, a, lda, stride_a, b, ldb, stride_b, batch, dtype, stream):
+        t = self._stype(dtype, "trsm")
+        r = m if left else n
+        A = self._smat("trsm", a, r, r, lda, stride_a, batch, t, "A")
+        B = self._smat("trsm", b, m, n, ldb, stride_b, batch, t, "B")
+        from scipy.linalg import blas
+        f = getattr(blas, ("s" if t == np.float32 else "d") + "trsm")
+        for i in range(batch):
+            if m and n:
+                with np.errstate(all="ignore"):
+                    B[i] = f(1.0, np.array(A[i]), np.array(B[i]), side=0 if left else 1, lower=int(bool(lower)),
+                             trans_a=int(bool(trans)), diag=int(bool(unit)))
+
     def pinned_empty(self, nbytes):
         arr = np.empty(nbytes, dtype=np.uint8)
         start = arr.__array_interface__["data"][0]
