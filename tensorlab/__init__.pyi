@@ -310,6 +310,7 @@ def gcd(input, other, *, out=...): """Elementwise greatest common divisor of int
 def gcd_(input, other): """In-place gcd."""
 def ge(input, other, *, out=...): """Elementwise ge with broadcasting (torch.ge); promotion: always_bool."""
 def gelu(input, approximate=..., *, out=...): """torch.nn.functional.gelu: x * Phi(x), or its tanh approximation."""
+def geqrf(input, *, out=...): """torch.geqrf: LAPACK's packed QR (R on and above the diagonal, reflectors below) and tau."""
 def ger(input, vec2, *, out=...): """input[i] * vec2[j], promoted as a multiplication (a k=1 matrix product)."""
 def get_default_dtype(): """The dtype floating-point factories and Python floats use (float32 unless set)."""
 def get_float32_matmul_precision(): """The float32 matmul precision setting ('highest', 'high' or 'medium')."""
@@ -396,6 +397,9 @@ def logsumexp(input, dim, keepdim=..., *, out=...): """log(sum(exp(x))) over `di
     not overflow; integral inputs give the default float dtype.
     """
 def lt(input, other, *, out=...): """Elementwise lt with broadcasting (torch.lt); promotion: always_bool."""
+def lu(A, pivot=..., get_infos=..., out=...): """torch.lu / Tensor.lu: (LU, pivots[, infos]) without raising on singular input."""
+def lu_solve(input, LU_data, LU_pivots, *, out=...): """torch.lu_solve / Tensor.lu_solve: linalg.lu_solve with the right-hand side first."""
+def lu_unpack(LU_data, LU_pivots, unpack_data=..., unpack_pivots=..., *, out=...): """torch.lu_unpack: (P, L, U) from lu_factor's packed form (empty tensors for what is not unpacked)."""
 def manual_seed(seed): """Seed the default generator of every device; returns the CPU default generator."""
 def masked_fill(input, mask, value, *, out=...): """A copy of input with value where mask is True."""
 def masked_scatter(input, mask, source): """A copy of input with source's elements, in order, where mask is True."""
@@ -474,7 +478,10 @@ def normal(mean, std=..., size=..., *, generator=..., out=..., dtype=..., device
 def numel(t): """The number of elements of input."""
 def ones(*sizes, size=..., dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., out=...): """A tensor of the given size filled with 1."""
 def ones_like(input, *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., memory_format=...): """A tensor of input's size filled with 1 (input's dtype and device unless given)."""
+def orgqr(input, input2, *, out=...): """torch.orgqr: linalg.householder_product(input, input2) (torch's argument names)."""
+def ormqr(input, input2, input3, left=..., transpose=..., *, out=...): """torch.ormqr: op(Q) C (left) or C op(Q), Q = H_1 ... H_k from geqrf's (input, tau)."""
 def outer(input, vec2, *, out=...): """input[i] * vec2[j], promoted as a multiplication (a k=1 matrix product)."""
+def pca_lowrank(A, q=..., center=..., niter=...): """torch.pca_lowrank: svd_lowrank of A with its column means subtracted (center=True)."""
 def permute(input, *dims_args, dims=...): """A view with the dimensions reordered as dims."""
 def permute_copy(input, *args, out=..., **kwargs): """torch.permute_copy: a new tensor holding what the view op returns"""
 def pinverse(input, rcond=...): """torch.pinverse / Tensor.pinverse: linalg.pinv with rtol=rcond."""
@@ -590,6 +597,9 @@ def sub(input, other, *, alpha=..., out=...): """input - alpha * other, broadcas
 def sum(input, dim=..., keepdim=..., *, dtype=..., out=...): """The sum of all elements, or over dim (keepdim, dtype as torch)."""
 def svd(input, some=..., compute_uv=..., *, out=...): """torch.svd: (U, S, V) with V (not Vh); some=False gives the full U and V; compute_uv=False
     gives zero-filled (full-sized) U and V, as torch.
+    """
+def svd_lowrank(A, q=..., niter=..., M=...): """torch.svd_lowrank: a rank-q approximation (U, S, V), A ~ U diag(S) V^T, from a random basis
+    refined by `niter` subspace iterations (M: a mean subtracted from A).
     """
 def swapaxes(input, axis0, axis1): """torch.swapaxes (NumPy's name for transpose, with its keyword names)."""
 def swapdims(input, dim0, dim1): """A view with dimensions dim0 and dim1 swapped (transpose)."""

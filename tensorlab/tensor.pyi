@@ -296,6 +296,7 @@ class Tensor:
     def ge(input, other, *, out=...): """Elementwise ge with broadcasting (torch.ge); promotion: always_bool."""
     def ge_(self, other): """In-place ge."""
     def geometric_(self, p, *, generator=...): """Fill with Geometric(p) draws on {1, 2, ...} (any dtype but bool)."""
+    def geqrf(input, *, out=...): """torch.geqrf: LAPACK's packed QR (R on and above the diagonal, reflectors below) and tau."""
     def ger(input, vec2, *, out=...): """input[i] * vec2[j], promoted as a multiplication (a k=1 matrix product)."""
     @property
     def grad(self) -> Any: """The gradient accumulated by backward(), or None."""
@@ -405,6 +406,8 @@ class Tensor:
     def long(self, memory_format=...): """The tensor as int64."""
     def lt(input, other, *, out=...): """Elementwise lt with broadcasting (torch.lt); promotion: always_bool."""
     def lt_(self, other): """In-place lt."""
+    def lu(A, pivot=..., get_infos=..., out=...): """torch.lu / Tensor.lu: (LU, pivots[, infos]) without raising on singular input."""
+    def lu_solve(input, LU_data, LU_pivots, *, out=...): """torch.lu_solve / Tensor.lu_solve: linalg.lu_solve with the right-hand side first."""
     @property
     def mH(self) -> Any: """The conjugate transpose of the last two dimensions (a view)."""
     @property
@@ -487,6 +490,8 @@ class Tensor:
     def normal_(self, mean=..., std=..., *, generator=...): """Fill with samples of the normal distribution N(mean, std**2)."""
     def numel(self): """The number of elements (alias of numel)."""
     def numpy(self, *, force=...): """A NumPy array sharing a CPU tensor's memory (force=True copies from any device)."""
+    def orgqr(input, input2, *, out=...): """torch.orgqr: linalg.householder_product(input, input2) (torch's argument names)."""
+    def ormqr(input, input2, input3, left=..., transpose=..., *, out=...): """torch.ormqr: op(Q) C (left) or C op(Q), Q = H_1 ... H_k from geqrf's (input, tau)."""
     def outer(input, vec2, *, out=...): """input[i] * vec2[j], promoted as a multiplication (a k=1 matrix product)."""
     @property
     def output_nr(self) -> Any: """The index of this tensor among the outputs of the node that made it."""

@@ -280,13 +280,13 @@ def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     return _out(X, out)
 
 
-def lu_solve(b, LU_data, LU_pivots, *, out=None):
+def lu_solve(input, LU_data, LU_pivots, *, out=None):
     """torch.lu_solve / Tensor.lu_solve: linalg.lu_solve with the right-hand side first."""
     _deprecated("lu_solve", "torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand will be removed in a "
                             "future PyTorch release.\nNote that torch.linalg.lu_solve has its arguments reversed.\nX = "
                             "torch.lu_solve(B, LU, pivots)\nshould be replaced with\nX = torch.linalg.lu_solve(LU, "
                             "pivots, B)")
-    return linalg_lu_solve(LU_data, LU_pivots, b, out=out)
+    return linalg_lu_solve(LU_data, LU_pivots, input, out=out)
 
 
 # -- LDL^T ----------------------------------------------------------------------------------------------
@@ -476,49 +476,50 @@ def householder_product(A, tau, *, out=None):
     return _out(Q, out)
 
 
-def orgqr(input, tau, *, out=None):
-    return householder_product(input, tau, out=out)
+def orgqr(input, input2, *, out=None):
+    """torch.orgqr: linalg.householder_product(input, input2) (torch's argument names)."""
+    return householder_product(input, input2, out=out)
 
 
-def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
+def ormqr(input, input2, input3, left=True, transpose=False, *, out=None):
     """torch.ormqr: op(Q) C (left) or C op(Q), Q = H_1 ... H_k from geqrf's (input, tau)."""
     name = "torch.ormqr"
-    for x, a, p in ((input, "input", 1), (tau, "input2", 2), (other, "input3", 3)):
+    for x, a, p in ((input, "input", 1), (input2, "input2", 2), (input3, "input3", 3)):
         _tensor(x, "ormqr", a, p)
     if input.dim() < 2:
         raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
-    if other.dim() < 2:
+    if input3.dim() < 2:
         raise RuntimeError(f"{name}: other must have at least 2 dimensions.")
     lr = -2 if left else -1
-    if other.shape[lr] != input.shape[-2]:
+    if input3.shape[lr] != input.shape[-2]:
         raise RuntimeError(f"{name}: other.shape[{lr}] must be equal to input.shape[-2]")
-    k = tau.shape[-1] if tau.dim() else 0
-    if tau.dim() < 1 or k != min(other.shape[lr], input.shape[-1]):
+    k = input2.shape[-1] if input2.dim() else 0
+    if input2.dim() < 1 or k != min(input3.shape[lr], input.shape[-1]):
         raise RuntimeError(f"{name}: tau.shape[-1] must be equal to min(other.shape[{lr}], input.shape[-1])")
-    if tau.dim() != input.dim() - 1:
+    if input2.dim() != input.dim() - 1:
         raise RuntimeError(f"{name}: Expected tau to have one dimension less than input, but got tau.ndim equal to "
-                           f"{tau.dim()} and input.ndim is equal to {input.dim()}")
+                           f"{input2.dim()} and input.ndim is equal to {input.dim()}")
     if k > input.shape[-2]:
         raise RuntimeError(f"{name}: tau.shape[-1] must be less than or equal to input.shape[-2]")
-    if other.dim() != input.dim():
+    if input3.dim() != input.dim():
         raise RuntimeError(f"{name}: Expected other to have the same number of dimensions as input, but got "
-                           f"other.ndim equal to {other.dim()} and input.ndim is equal to {input.dim()}")
-    if tuple(tau.shape[:-1]) != tuple(input.shape[:-2]) or tuple(other.shape[:-2]) != tuple(input.shape[:-2]):
+                           f"other.ndim equal to {input3.dim()} and input.ndim is equal to {input.dim()}")
+    if tuple(input2.shape[:-1]) != tuple(input.shape[:-2]) or tuple(input3.shape[:-2]) != tuple(input.shape[:-2]):
         raise RuntimeError(f"{name}: Expected batch dimensions of input, tau and other to be equal")
-    for t, a in ((tau, "tau"), (other, "other")):
+    for t, a in ((input2, "tau"), (input3, "other")):
         if t.dtype is not input.dtype:
             raise RuntimeError(f"{name}: Expected input and {a} to have the same dtype, but input has dtype "
                                f"{input.dtype.torch_name} and {a} has dtype {t.dtype.torch_name}")
     _check(input, name, square=False)
     from ..autograd.grad_mode import is_grad_enabled
-    if is_grad_enabled() and any(t.requires_grad for t in (input, tau, other)):
+    if is_grad_enabled() and any(t.requires_grad for t in (input, input2, input3)):
         fwd, bwd = range(k - 1, -1, -1), range(k)
         if left:
-            res = _reflect(input, tau, other, bwd if transpose else fwd)
+            res = _reflect(input, input2, input3, bwd if transpose else fwd)
         else:  # C Q = (Q^T C^T)^T, C Q^T = (Q C^T)^T
-            res = _reflect(input, tau, other.mT, fwd if transpose else bwd).mT
+            res = _reflect(input, input2, input3.mT, fwd if transpose else bwd).mT
         return _out(res, out)
-    (X,), _ = _run("ormqr", name, [input.detach(), tau.detach(), other.detach()], [(other.shape, other.dtype)],
+    (X,), _ = _run("ormqr", name, [input.detach(), input2.detach(), input3.detach()], [(input3.shape, input3.dtype)],
                    left=bool(left), trans=bool(transpose))
     return _out(X, out)
 
