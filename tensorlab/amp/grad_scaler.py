@@ -177,8 +177,10 @@ class GradScaler:
         bad = found_inf > 0
         tracker = ew.where(bad, 0, self._growth_tracker + 1).to(dtypes.int32)
         grow = tracker >= self._growth_interval
+        grown = self._scale * self._growth_factor
+        # torch keeps the old scale when growing it would overflow float32
         scale = ew.where(bad, self._scale * self._backoff_factor,
-                         ew.where(grow, self._scale * self._growth_factor, self._scale))
+                         ew.where(grow & grown.isfinite(), grown, self._scale))
         self._scale.copy_(scale)
         self._growth_tracker.copy_(ew.where(grow, 0, tracker))
 
