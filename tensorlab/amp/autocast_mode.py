@@ -1,10 +1,11 @@
 """autocast: per-thread mixed-precision regions, as torch.autocast.
 
-The policy (tensorlab/amp/policy.py) reaches the ops through one wrapper per op function. The
-wrappers are installed the first time an autocast region is entered (install()), so a program
-that never uses autocast runs the ops unwrapped; afterwards each wrapped op pays one global
-read (`_ACTIVE`, the number of enabled regions in all threads) while no region is open, and a
-thread-local read when one is. Inside a wrapped op (and during backward) autocast is suspended for
+The policy (tensorlab/amp/policy.py) reaches the ops through one wrapper per op function, bound
+wherever tensorlab binds the op (module globals, Tensor methods) while at least one enabled
+region is open in some thread, and unbound again when the last one closes: with no region open
+the ops run unwrapped (zero cost); with one open, each wrapped op pays a thread-local read (a
+thread without a region of its own calls straight through). The bindings are found once, on the
+first region (install()); binding or unbinding them is a few hundred setattr calls. Inside a wrapped op (and during backward) autocast is suspended for
 the ops it calls, as torch's dispatcher excludes the Autocast key below an autocast op."""
 from __future__ import annotations
 
@@ -101,6 +102,8 @@ class autocast:
         if self._counted:
             with _count_lock:
                 _ACTIVE += 1
+                if _ACTIVE == 1:
+                    _bind(True)
         return self
 
     def __exit__(self, *exc):
@@ -114,6 +117,8 @@ class autocast:
         if self._counted:
             with _count_lock:
                 _ACTIVE -= 1
+                if _ACTIVE == 0:
+                    _bind(False)
         return False
 
     def __call__(self, func):
@@ -288,17 +293,22 @@ def install():
         from ..autograd import engine
         wrappers = {k: _wrap(name, f) for k, (name, f) in targets.items()}
         wrappers[id(engine.run_backward)] = _suspending(engine.run_backward)
-        for mod_name, mod in list(sys.modules.items()):
-            if mod is None or not (mod_name == "tensorlab" or mod_name.startswith("tensorlab.")) \
-                    or mod_name.startswith("tensorlab.amp"):
-                continue
-            for attr, value in list(vars(mod).items()):
+        owners = [mod for mod_name, mod in list(sys.modules.items())
+                  if mod is not None and (mod_name == "tensorlab" or mod_name.startswith("tensorlab."))
+                  and not mod_name.startswith("tensorlab.amp")]
+        for owner in owners + [tensorlab.Tensor]:
+            for attr, value in list(vars(owner).items()):
                 w = wrappers.get(id(value))
                 if w is not None and w.__autocast_wrapped__ is value:
-                    setattr(mod, attr, w)
-        for attr, value in list(vars(tensorlab.Tensor).items()):
-            w = wrappers.get(id(value))
-            if w is not None and w.__autocast_wrapped__ is value:
-                setattr(tensorlab.Tensor, attr, w)
+                    _BINDINGS.append((owner, attr, value, w))
         _installed = tuple(missing)
         return _installed
+
+
+_BINDINGS = []  # (owner, attribute, the op function, its autocast wrapper)
+
+
+def _bind(on):
+    """Put the wrappers in place of the ops (on) or the ops back (off); under _count_lock."""
+    for owner, attr, fn, wrapper in _BINDINGS:
+        setattr(owner, attr, wrapper if on else fn)

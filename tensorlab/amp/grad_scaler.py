@@ -31,7 +31,7 @@ class GradScaler:
         self._enabled = enabled
         if self._device.startswith("cuda") and enabled:
             from .. import cuda
-            if not cuda.is_available():
+            if cuda.device_count() == 0:  # (the emulation driver's devices count: they run the CUDA path)
                 warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.",
                               UserWarning, stacklevel=2)
                 self._enabled = False
