@@ -262,3 +262,24 @@ def test_grad_scaler_step_waits_once():
         s.step(opt)
         s.update()
     assert len(trace) == 1, trace.reasons()
+
+
+def test_ops_are_unwrapped_outside_regions_and_cache(device):
+    """No region open anywhere: the ops are the plain functions (autocast costs nothing); inside,
+    the wrappers are bound, and a weight's cast is cached for the region (cache_enabled)."""
+    plain = tl.mm
+    with tl.amp.autocast(device):
+        assert tl.mm is not plain and tl.mm.__autocast_wrapped__ is plain
+        assert tl.Tensor.mm is tl.mm
+        w = tl.nn.Parameter(tl.ones(4, 4, device=device))
+        x = tl.ones(2, 4, device=device)
+        from tensorlab.amp import autocast_mode
+        F.linear(x, w)
+        cached = [v[1] for k, v in autocast_mode._local.cache.items() if v[0] is w]
+        assert len(cached) == 1
+        F.linear(x, w)
+        assert [v[1] for k, v in autocast_mode._local.cache.items() if v[0] is w] == cached
+    assert tl.mm is plain and tl.Tensor.mm is plain and not hasattr(tl.mm, "__autocast_wrapped__")
+    with tl.amp.autocast(device, cache_enabled=False):
+        F.linear(x, w)
+        assert not autocast_mode._local.cache
