@@ -46,9 +46,7 @@ def get_swa_multi_avg_fn():
     @no_grad()
     def swa_update(averaged_param_list, current_param_list, num_averaged):
         if averaged_param_list[0].is_floating_point():
-            w = 1 / (num_averaged + 1)
-            if isinstance(w, Tensor):
-                w = w.item()  # torch's cast(float, ...) of the same tensor reads it too
+            w = 1 / (num_averaged + 1)  # a 0-dim tensor on the device stays there (no host wait)
             for p_avg, p_model in zip(averaged_param_list, current_param_list):
                 p_avg.lerp_(p_model, w)
             return
