@@ -186,3 +186,17 @@ def test_functional_call(device, torch):
         _close(params[k].grad, tparams[k].grad, rtol=1e-4, atol=1e-5)
     with pytest.raises(RuntimeError, match="Missing key"):
         tl.func.functional_call(ours, {"0.weight": params["0.weight"]}, (tl.tensor(x, device=device),), strict=True)
+
+
+def test_forward_mode_jacobian_with_create_graph(device, torch):
+    """torch refuses create_graph with strategy="forward-mode"; tensorlab computes it (a
+    documented divergence): the values are the reverse-mode Jacobian's, and differentiable."""
+    (x,), (tx,) = _pair(torch, device, (3,))
+    x.requires_grad_()
+    j = AF.jacobian(lambda a: a.pow(3).sin(), x, create_graph=True, strategy="forward-mode", vectorize=True)
+    _close(j, torch.autograd.functional.jacobian(lambda a: a.pow(3).sin(), tx))
+    assert j.requires_grad
+    j.sum().backward()
+    tx.requires_grad_()
+    torch.autograd.functional.jacobian(lambda a: a.pow(3).sin(), tx, create_graph=True).sum().backward()
+    _close(x.grad, tx.grad)

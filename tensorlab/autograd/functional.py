@@ -517,7 +517,7 @@ def _construct_standard_basis_for(
     return chunks
 
 
-def _jacfwd(func, inputs, strict=False, vectorize=False):
+def _jacfwd(func, inputs, strict=False, vectorize=False, create_graph=False):
     if strict:
         raise RuntimeError(
             "torch.autograd.functional.jacobian: `strict=True` "
@@ -535,7 +535,7 @@ def _jacfwd(func, inputs, strict=False, vectorize=False):
         columns = []
         for k in range(sum(input_numels)):
             tangent = tuple(t[k].view_as(inp) for t, inp in zip(tangents, inputs))
-            outputs, jv = jvp(func, inputs, tangent)
+            outputs, jv = jvp(func, inputs, tangent, create_graph=create_graph)
             is_outputs_tuple, outputs = _as_tuple(outputs, "outputs")
             _, jv = _as_tuple(jv, "jvp")
             columns.append(jv)
@@ -649,14 +649,8 @@ def jacobian(
             'Otherwise, prefer to use "reverse-mode".'
         )
     if strategy == "forward-mode":
-        if create_graph:
-            raise NotImplementedError(
-                "torch.autograd.functional.jacobian: `create_graph=True` "
-                'and `strategy="forward-mode"` are not supported together (yet). '
-                "Please either set `create_graph=False` or "
-                '`strategy="reverse-mode"`.'
-            )
-        return _jacfwd(func, inputs, strict, vectorize)
+        # torch refuses create_graph here (NotImplementedError); jvp's double backward supports it
+        return _jacfwd(func, inputs, strict, vectorize, create_graph)
 
     with tl.enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
