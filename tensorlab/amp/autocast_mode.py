@@ -73,11 +73,8 @@ class autocast:
             raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'; tensorlab's "
                                f"autocast supports {list(_DEVICE_TYPES)}")
         self.device = device_type
-        self.fast_dtype = dtype if dtype is not None else get_autocast_dtype(device_type) \
-            if _modes()[device_type] is None else _modes()[device_type]
-        if dtype is None:
-            self.fast_dtype = getattr(dtypes, _policy.DEFAULT_DTYPE[device_type]) if _modes()[device_type] is None \
-                else _modes()[device_type]
+        # dtype=None: the enclosing region's dtype, else the device type's default (torch's get_autocast_dtype)
+        self.fast_dtype = dtype if dtype is not None else get_autocast_dtype(device_type)
         self._cache_enabled = True if cache_enabled is None else bool(cache_enabled)
         supported = [getattr(dtypes, n) for n in _policy.SUPPORTED_DTYPES[device_type]]
         if enabled and self.fast_dtype not in supported:
