@@ -27,6 +27,9 @@ from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inferenc
                        set_grad_enabled)
 from . import nn, optim  # noqa: E402
 from . import utils  # noqa: E402  (tensorlab.utils.data: datasets, samplers, DataLoader)
+from . import amp, cpu, func  # noqa: E402  (issue 34: torch.amp, torch.cpu(.amp), torch.func)
+from .cuda import amp as _cuda_amp  # noqa: E402,F401  (tl.cuda.amp: torch's deprecated aliases)
+from .amp import autocast, get_autocast_dtype, is_autocast_available, is_autocast_enabled  # noqa: E402
 from . import linalg  # noqa: E402  (torch.linalg's names)
 from . import special  # noqa: E402  (torch.special's names that tensorlab has)
 from . import signal  # noqa: E402  (torch.signal.windows)

@@ -6,14 +6,17 @@ from typing import Any
 from .dtypes import DType
 from .tensor import Tensor as Tensor
 from . import accelerator as accelerator
+from . import amp as amp
 from . import autograd as autograd
 from . import autograd_hooks as autograd_hooks
 from . import backends as backends
 from . import benchmark as benchmark
+from . import cpu as cpu
 from . import cuda as cuda
 from . import distributed as distributed
 from . import dtypes as dtypes
 from . import errors as errors
+from . import func as func
 from . import global_settings as global_settings
 from . import interop as interop
 from . import layout as layout
@@ -35,6 +38,7 @@ from . import storage as storage
 from . import sync as sync
 from . import testing as testing
 from . import utils as utils
+from .amp.autocast_mode import autocast as autocast
 from .autograd.grad_mode import enable_grad as enable_grad
 from .autograd.grad_mode import inference_mode as inference_mode
 from .autograd.grad_mode import no_grad as no_grad
@@ -312,6 +316,7 @@ def ge(input, other, *, out=...): """Elementwise ge with broadcasting (torch.ge)
 def gelu(input, approximate=..., *, out=...): """torch.nn.functional.gelu: x * Phi(x), or its tanh approximation."""
 def geqrf(input, *, out=...): """torch.geqrf: LAPACK's packed QR (R on and above the diagonal, reflectors below) and tau."""
 def ger(input, vec2, *, out=...): """input[i] * vec2[j], promoted as a multiplication (a k=1 matrix product)."""
+def get_autocast_dtype(device_type): """The dtype an autocast region for `device_type` casts to (its default when none is open)."""
 def get_default_dtype(): """The dtype floating-point factories and Python floats use (float32 unless set)."""
 def get_float32_matmul_precision(): """The float32 matmul precision setting ('highest', 'high' or 'medium')."""
 def get_num_threads(): """The number of threads the CPU backend uses for large ops (torch.get_num_threads)."""
@@ -344,6 +349,8 @@ def index_select(input, dim, index, *, out=...): """The slices of input at posit
 def initial_seed(): """The seed the default generator was last seeded with."""
 def inner(input, other, *, out=...): """The inner product over the last dimension of both inputs."""
 def inverse(input, *, out=...): """The inverse of a square matrix (batched): torch.inverse, as linalg.inv."""
+def is_autocast_available(device_type): """True for the device types tensorlab's autocast serves ("cpu", "cuda")."""
+def is_autocast_enabled(device_type=...): """Whether autocast is on for `device_type` (default "cuda") in this thread."""
 def is_deterministic_algorithms_warn_only_enabled(): """Whether use_deterministic_algorithms was set with warn_only=True."""
 def is_floating_point(input): """Whether input's dtype is a floating-point dtype."""
 def is_grad_enabled(): """Whether gradient recording is on in this thread."""

@@ -23,6 +23,7 @@ from .gradcheck import GradcheckError, gradcheck  # noqa: E402
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,  # noqa: E402
                         set_grad_enabled)
 from .tensor_methods import METHODS as _METHODS  # noqa: E402
+from . import functional  # noqa: E402  (torch.autograd.functional: jacobian, hessian, vjp, jvp, hvp, vhp)
 
 for _name, _fn in _METHODS.items():
     setattr(_Tensor, _name, _fn)

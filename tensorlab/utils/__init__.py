@@ -1,6 +1,7 @@
-"""tensorlab.utils: torch.utils's data loading (tensorlab.utils.data)."""
+"""tensorlab.utils: torch.utils's data loading (tensorlab.utils.data) and activation checkpointing
+(tensorlab.utils.checkpoint)."""
 from __future__ import annotations
 
-from . import data
+from . import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]
