@@ -445,3 +445,35 @@ def test_damaged_files_say_what_is_wrong(tmp_path, torch):
         tl.load(empty)
     with pytest.raises(EOFError):
         torch.load(empty)
+
+
+def test_checkpoints_taken_while_an_optimizer_steps_hold_one_step(tmp_path):
+    """A real training thread (SGD steps, which publish under storage.write_lock) and checkpoints of the model
+    taken meanwhile: every parameter of every checkpoint has taken the same number of steps."""
+    model = tl.nn.Sequential(tl.nn.Linear(256, 256), tl.nn.Linear(256, 256))
+    with tl.no_grad():
+        for p in model.parameters():
+            p.zero_()
+    opt = tl.optim.SGD(model.parameters(), lr=1.0)
+    stop = threading.Event()
+
+    def train():
+        while not stop.is_set():
+            for p in model.parameters():
+                p.grad = tl.ones_like(p)  # each step subtracts exactly 1 from every element
+            opt.step()
+
+    t = threading.Thread(target=train)
+    t.start()
+    mixed = 0
+    try:
+        for i in range(12):
+            path = tmp_path / f"m{i % 2}.pt"
+            tl.save(model.state_dict(), path)
+            values = {float(v.reshape(-1)[0]) for v in tl.load(path).values()}
+            got = {float(x) for v in tl.load(path).values() for x in np.unique(v.numpy())}
+            mixed += len(got) != 1 or got != values
+    finally:
+        stop.set()
+        t.join(30)
+    assert mixed == 0, f"{mixed} of 12 checkpoints mix parameters of different steps"

@@ -11,6 +11,7 @@ from itertools import chain
 
 from .. import _warn
 from .._journal import Journal
+from ..storage import write_lock as _storage_write_lock
 from ..nn._grad import enable_grad, typename, zero_grads
 from ..ops.creation import zeros_like
 from ..tensor import Tensor
@@ -105,16 +106,19 @@ def _atomic_step(fn):
                 args, kwargs = (), {}
             self.__dict__["_tl_stepping"] = True
             try:
-                fast = getattr(self, "_tl_fast_step", None)
-                if fast is not None and fast():
-                    # the whole step in a form that cannot fail once it writes (optim/_adam_cpu.py,
-                    # _sgd_cpu.py), taken only when every gradient and state has its parameter's
-                    # shape, dtype and device (what _validate_step checks)
-                    return loss if closure is not None else None
-                _validate_step(self)
-                with Journal() as journal:
-                    _journal_step(self, journal)
-                    result = fn(self, *args, **kwargs)
+                # the update holds storage.write_lock, which tl.save copies storages under: a checkpoint
+                # taken while another thread trains holds one step's values, never half a step
+                with _storage_write_lock:
+                    fast = getattr(self, "_tl_fast_step", None)
+                    if fast is not None and fast():
+                        # the whole step in a form that cannot fail once it writes (optim/_adam_cpu.py,
+                        # _sgd_cpu.py), taken only when every gradient and state has its parameter's
+                        # shape, dtype and device (what _validate_step checks)
+                        return loss if closure is not None else None
+                    _validate_step(self)
+                    with Journal() as journal:
+                        _journal_step(self, journal)
+                        result = fn(self, *args, **kwargs)
             finally:
                 self.__dict__["_tl_stepping"] = False
             return loss if closure is not None else result
