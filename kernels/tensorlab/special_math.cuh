@@ -60,6 +60,7 @@ __device__ inline double digamma_d(double x) {
 __device__ inline double zeta_d(double x, double q) {
   if (d_isnan(x) || d_isnan(q)) return d_nan();
   if (x == 1.0) return d_inf();
+  if (q == d_inf()) return d_nan();  // torch: NaN at q = inf (x = 1 is inf first)
   if (x < 1.0) return d_nan();
   if (q <= 0.0) {
     if (q == ::floor(q)) return d_inf();
@@ -125,7 +126,7 @@ __device__ inline double igamc_cf(double a, double x, double ax) {
 }
 // which: 0 lower P(a, x), 1 upper Q(a, x)
 __device__ inline double igamma_d(double a, double x, int which) {
-  if (d_isnan(a) || d_isnan(x)) return d_nan();
+  // torch's order: a NaN `a` still gives the values at x = 0 and x = inf
   if (x < 0.0 || a < 0.0) return d_nan();
   if (a == 0.0) return x > 0.0 ? (which ? 0.0 : 1.0) : d_nan();
   if (x == 0.0) return which ? 1.0 : 0.0;
@@ -258,9 +259,7 @@ __device__ inline double k1e_d(double x) { return bessel_k_d(x, 1, true); }
 
 // Airy Ai
 __device__ inline double airy_ai_d(double x) {
-  if (d_isnan(x)) return x;
-  if (x == d_inf()) return 0.0;
-  if (x == -d_inf()) return d_nan();
+  if (d_isnan(x) || d_isinf(x)) return d_nan();  // torch: NaN at both infinities
   if (x > 2.0) {  // Ai(x) = sqrt(x / 3) K_1/3(zeta) / pi, zeta = 2/3 x^3/2
     double z = 2.0 / 3.0 * x * ::sqrt(x);
     if (z > 745.0) return 0.0;

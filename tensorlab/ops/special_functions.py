@@ -161,14 +161,15 @@ def _mvlgamma_value(x, p, op):
         raise TypeError(f"{op}(): argument 'p' must be int, not {type(p).__name__}")
     if p < 1:
         raise RuntimeError(f"{op}: p has to be greater than or equal to 1 (got p={p})")
+    if x.dtype is t.bool:
+        raise RuntimeError(f"{op}: The input tensor may not be a boolean tensor (got {x.dtype.torch_name}); convert "
+                           "it to a floating dtype first")
     if not x.dtype.is_floating_point:
         x = x.to(t.get_default_dtype())
-    # torch checks the domain on the host (a synchronization there too)
-    if x.numel() and not bool((x > (p - 1) / 2).all()):
-        raise RuntimeError(f"{op}: All elements must be greater than (p-1)/2 (p={p}); got an input at or below "
-                           f"{(p - 1) / 2}")
-    j = t.arange(p, dtype=x.dtype, device=x.device)
-    s = t.lgamma(x.unsqueeze(-1) - j / 2).sum(-1)
+    # torch's order of the terms: lgamma(x + j) over j = -(p-1)/2, ..., -1/2, 0, summed (no domain check:
+    # torch has none either)
+    j = t.arange(p, dtype=x.dtype, device=x.device) * 0.5 - (p - 1) / 2
+    s = t.lgamma(x.unsqueeze(-1) + j).sum(-1)
     return s + (p * (p - 1) / 4 * math.log(math.pi))
 
 

@@ -59,8 +59,7 @@ def _airy_ai(o, a, dt):
     x = _f64(a)
     with np.errstate(all="ignore"):
         r = _s().airy(x)[0]
-        r = np.where(x == np.inf, 0.0, r)
-        r = np.where(x == -np.inf, np.nan, r)  # torch: no limit at -inf
+        r = np.where(np.isinf(x), np.nan, r)  # torch: NaN at both infinities
     _store(o, r)
 
 
@@ -85,7 +84,24 @@ def _zeta(o, a, b, dt):
     x, q = _f64(a), _f64(b)
     with np.errstate(all="ignore"):
         r = _s().zeta(x, q)
+        r = np.where((q == np.inf) & (x != 1), np.nan, r)  # torch: NaN (SciPy: 0); x = 1 is inf first
     _store(o, r)
+
+
+def _igamma(upper):
+    """torch's order of the edge cases: x < 0 or a < 0 NaN, a == 0, then x == 0 and the infinities, so a
+    NaN `a` with x == 0 or x == inf has a value (SciPy: NaN)."""
+    def k(o, a, b, dt):
+        av, xv = np.broadcast_arrays(_f64(a), _f64(b))
+        with np.errstate(all="ignore"):
+            r = (_s().gammaincc if upper else _s().gammainc)(av, xv)
+            lo, hi = (1.0, 0.0) if upper else (0.0, 1.0)
+            edge = ~((xv < 0) | (av < 0) | (av == 0)) & np.isnan(av)
+            r = np.where(edge & (xv == 0), lo, r)
+            r = np.where(edge & (xv == np.inf), hi, r)
+        _store(o, r)
+    k.__name__ = "igammac" if upper else "igamma"
+    return k
 
 
 def _scipy2(name):
@@ -295,6 +311,6 @@ UNARY = {
     "spherical_bessel_j0": _spherical_bessel_j0,
 }
 BINARY = {
-    "igamma": _scipy2("gammainc"), "igammac": _scipy2("gammaincc"), "zeta": _zeta,
+    "igamma": _igamma(False), "igammac": _igamma(True), "zeta": _zeta,
     **{f"poly_{k}": _poly_kernel(k) for k in _POLY},
 }
