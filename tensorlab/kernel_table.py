@@ -92,7 +92,7 @@ ELEMENTWISE = {
 }
 # the special functions (kernels/tensorlab/special_math.cuh; ops/special_functions.py)
 ELEMENTWISE["unary"].update({
-    "lgamma": ("Lgamma", "FD"), "digamma": ("Digamma", "FD"), "erfc": ("Erfc", "FD"), "erfinv": ("Erfinv", "FD"),
+    "lgamma": ("Lgamma", "FD"), "digamma": ("Digamma", "FD"), "trigamma": ("Trigamma", "FD"), "erfc": ("Erfc", "FD"), "erfinv": ("Erfinv", "FD"),
     "i0": ("I0", "FD"), "i0e": ("I0e", "FD"), "i1": ("I1", "FD"), "i1e": ("I1e", "FD"), "ndtr": ("Ndtr", "FD"),
     "ndtri": ("Ndtri", "FD"), "log_ndtr": ("LogNdtr", "FD"), "erfcx": ("Erfcx", "FD"), "airy_ai": ("AiryAi", "FD"),
     "bessel_j0": ("BesselJ0", "FD"), "bessel_j1": ("BesselJ1", "FD"), "bessel_y0": ("BesselY0", "FD"),

@@ -56,6 +56,34 @@ __device__ inline double digamma_d(double x) {
   return acc + ::log(x) - 0.5 / x - s * z;
 }
 
+// polygamma(1, x) for x >= 1/2: recurrence to x >= 10, then the asymptotic series
+// 1/x + 1/(2x^2) + sum_k B_2k / x^(2k+1)
+__device__ inline double trigamma_pos(double x) {
+  double acc = 0.0;
+  while (x < 10.0) {
+    acc += 1.0 / (x * x);
+    x += 1.0;
+  }
+  const double z = 1.0 / (x * x);
+  const double b[8] = {1.0 / 6, -1.0 / 30, 1.0 / 42, -1.0 / 30, 5.0 / 66, -691.0 / 2730, 7.0 / 6, -3617.0 / 510};
+  double s = 0.0;
+  for (int k = 7; k >= 0; --k) s = s * z + b[k];
+  return acc + 1.0 / x + 0.5 * z + s * z / x;
+}
+// below 1/2 the reflection pi^2 / sin^2(pi x) - polygamma(1, 1 - x), with pi x and pi^2 rounded to the compute
+// type C as torch's kernel rounds them (float32 then agrees with torch near the poles)
+template <typename C>
+__device__ inline double trigamma_d(C xc) {
+  double x = double(xc);
+  if (d_isnan(x)) return x;
+  if (x < 0.5) {
+    const C pi = C(kPi);
+    double s = ::sin(double(C(pi * xc)));
+    return double(C(pi * pi)) / (s * s) - trigamma_pos(1.0 - x);
+  }
+  return trigamma_pos(x);
+}
+
 // Hurwitz zeta(x, q) = sum_{k >= 0} (q + k)^-x: the first terms directly, the tail by Euler-Maclaurin.
 __device__ inline double zeta_d(double x, double q) {
   if (d_isnan(x) || d_isnan(q)) return d_nan();
@@ -467,6 +495,10 @@ namespace op {
 TL_SM_UNARY(Lgamma, sm::lgamma_d)
 TL_SM_UNARY(Digamma, sm::digamma_d)
 TL_SM_UNARY(Erfc, ::erfc)
+struct Trigamma {
+  template <typename C>
+  __device__ __forceinline__ static C f(C a, const Params<C>&) { return static_cast<C>(sm::trigamma_d(a)); }
+};
 TL_SM_UNARY(Erfinv, ::erfinv)
 TL_SM_UNARY(I0, sm::i0_d)
 TL_SM_UNARY(I0e, sm::i0e_d)

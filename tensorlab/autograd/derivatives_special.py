@@ -62,6 +62,7 @@ def _zeta_q(ctx, g, na, nb):
 DERIVATIVES.update({
     "lgamma": _unary(lambda c, g: g * _x(c).digamma(), save_x=True),
     "digamma": _unary(lambda c, g: g * _tl().polygamma(1, _x(c)), save_x=True),
+    "trigamma": _unary(lambda c, g: g * _tl().polygamma(2, _x(c)), save_x=True),
     "erfc": _unary(lambda c, g: -_2_SQRT_PI * g * (-_x(c) * _x(c)).exp(), save_x=True),
     "erfinv": _unary(lambda c, g: _SQRT_PI_2 * g * (c.result() * c.result()).exp(), result=True),
     "i0": _unary(lambda c, g: g * _sp().special_i1(_x(c)), save_x=True),

@@ -32,6 +32,8 @@ UNARY = (
     ("special_scaled_modified_bessel_k0", "scaled_modified_bessel_k0", False),
     ("special_scaled_modified_bessel_k1", "scaled_modified_bessel_k1", False),
     ("special_spherical_bessel_j0", "spherical_bessel_j0", False),
+    # polygamma(1, x), torch's trigamma kernel (no public name of its own)
+    ("trigamma", "trigamma", False),
 )
 # the ones torch's autograd does not differentiate (their OpInfos say so)
 _NOT_DIFFERENTIABLE = {"special_airy_ai", "special_bessel_j0", "special_bessel_j1", "special_bessel_y0",
@@ -55,8 +57,8 @@ BINARY = (
 _BINARY_NOT_DIFFERENTIABLE = {f"special_{n}" for n in _POLYS}
 
 ROWS = R.register(
-    *(R.OpDef(n, "special", "unary", _I2F, n not in _NOT_DIFFERENTIABLE, ip, (k,)) for n, k, ip in UNARY),
-    *(R.OpDef(n, "special", "binary", p, n not in _BINARY_NOT_DIFFERENTIABLE, ip, (k,))
+    *(R.OpDef(n, "special_functions", "unary", _I2F, n not in _NOT_DIFFERENTIABLE, ip, (k,)) for n, k, ip in UNARY),
+    *(R.OpDef(n, "special_functions", "binary", p, n not in _BINARY_NOT_DIFFERENTIABLE, ip, (k,))
       for n, k, _, p, _, ip in BINARY),
 )
 
@@ -121,6 +123,8 @@ def _polygamma_value(n, x):
     t = tl()
     if n == 0:
         return t.digamma(x)
+    if n == 1:
+        return _G["trigamma"](x)
     # (-1)^(n+1) n! zeta(n + 1, x), torch's formula
     z = special_zeta(float(n + 1), x if x.dtype.is_floating_point else x.to(t.get_default_dtype()))
     return z * (((-1) ** (n + 1)) * float(math.factorial(n)))

@@ -55,6 +55,24 @@ def _lgamma(o, a, dt):
     _store(o, r)
 
 
+def _trigamma(o, a, dt):
+    """polygamma(1, x), torch's way below 1/2: pi^2 / sin^2(pi x) - polygamma(1, 1 - x) with pi x (and pi^2)
+    rounded to the compute dtype as torch's kernel rounds them, so float32 agrees with torch near the
+    poles; the rest in float64."""
+    x = np.asarray(a, dtype=dt)
+    pi = dt.type(np.pi)
+    with np.errstate(all="ignore"):
+        arg = (pi * x).astype(np.float64)
+        s = np.sin(arg)
+        refl = float(pi * pi) / (s * s)
+        xd = x.astype(np.float64)
+        neg = xd < 0.5
+        y = np.where(neg, 1.0 - xd, xd)
+        p1 = _s().polygamma(1, y)
+        r = np.where(neg, refl - p1, p1)
+    _store(o, r)
+
+
 def _airy_ai(o, a, dt):
     x = _f64(a)
     with np.errstate(all="ignore"):
@@ -302,7 +320,7 @@ _POLY = {
 }
 
 UNARY = {
-    "lgamma": _lgamma, "digamma": _digamma, "erfc": _scipy1("erfc"), "erfinv": _scipy1("erfinv"),
+    "lgamma": _lgamma, "digamma": _digamma, "trigamma": _trigamma, "erfc": _scipy1("erfc"), "erfinv": _scipy1("erfinv"),
     "i0": _scipy1("i0"), "i0e": _scipy1("i0e"), "i1": _scipy1("i1"), "i1e": _scipy1("i1e"),
     "ndtr": _scipy1("ndtr"), "ndtri": _scipy1("ndtri"), "log_ndtr": _log_ndtr, "erfcx": _scipy1("erfcx"),
     "airy_ai": _airy_ai, "bessel_j0": _scipy1("j0"), "bessel_j1": _scipy1("j1"), "bessel_y0": _scipy1("y0"),
@@ -314,3 +332,5 @@ BINARY = {
     "igamma": _igamma(False), "igammac": _igamma(True), "zeta": _zeta,
     **{f"poly_{k}": _poly_kernel(k) for k in _POLY},
 }
+
+__all__ = []  # kernels of the generic unary/binary primitives (backends/cpu/elementwise.py), no primitives
