@@ -320,3 +320,29 @@ def test_trunc_normal(device):
         return 0.5 * (1 + math.erf(z / math.sqrt(2)))
     mean = 0.5 + 2.0 * (phi(al) - phi(be)) / (Phi(be) - Phi(al))
     assert abs(v.mean() - mean) < 0.05
+
+
+def test_every_special_kernel_on_every_path(device, index, torch):
+    """Each special-function kernel over float32 and float64 storage, contiguous (the vectorized kernels) and
+    transposed (the strided ones), with 32- and 64-bit indexing (the `index` fixture), against the CPU."""
+    from tensorlab.ops import special_functions as sf
+    base = np.linspace(0.05, 0.95, 24).reshape(4, 6)
+    for dt in (tl.float32, tl.float64):
+        x = tl.tensor(base.tolist(), dtype=dt, device=device)
+        n = tl.tensor((np.arange(24).reshape(4, 6) % 9).tolist(), dtype=dt, device=device)
+        xc = tl.tensor(base.tolist(), dtype=dt)
+        nc = tl.tensor((np.arange(24).reshape(4, 6) % 9).tolist(), dtype=dt)
+        for name, *_ in sf.UNARY:
+            fn = getattr(sf, name)
+            for a, b in ((x, xc), (x.t(), xc.t())):
+                np.testing.assert_allclose(np.asarray(fn(a).cpu().tolist(), dtype=float),
+                                           np.asarray(fn(b).tolist(), dtype=float),
+                                           rtol=1e-5 if dt is tl.float32 else 1e-12, atol=1e-6, err_msg=name)
+        for name, *_ in sf.BINARY:
+            fn = getattr(sf, name)
+            first = x + 1 if name == "special_zeta" else x
+            firstc = xc + 1 if name == "special_zeta" else xc
+            for a, b, ac, bc in ((first, n, firstc, nc), (first.t(), n.t(), firstc.t(), nc.t())):
+                np.testing.assert_allclose(np.asarray(fn(a, b).cpu().tolist(), dtype=float),
+                                           np.asarray(fn(ac, bc).tolist(), dtype=float),
+                                           rtol=1e-5 if dt is tl.float32 else 1e-12, atol=1e-6, err_msg=name)
