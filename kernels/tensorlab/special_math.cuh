@@ -86,14 +86,14 @@ __device__ inline double trigamma_d(C xc) {
 
 // Hurwitz zeta(x, q) = sum_{k >= 0} (q + k)^-x: the first terms directly, the tail by Euler-Maclaurin.
 __device__ inline double zeta_d(double x, double q) {
-  if (d_isnan(x) || d_isnan(q)) return d_nan();
+  // torch's order: x = 1, x < 1, then a pole q = 0, -1, ... is inf even for a NaN x
   if (x == 1.0) return d_inf();
-  if (q == d_inf()) return d_nan();  // torch: NaN at q = inf (x = 1 is inf first)
   if (x < 1.0) return d_nan();
   if (q <= 0.0) {
     if (q == ::floor(q)) return d_inf();
     if (x != ::floor(x)) return d_nan();  // (q + k)^-x of a negative base needs an integer x
   }
+  if (d_isnan(x) || d_isnan(q) || q == d_inf()) return d_nan();  // torch: NaN at q = inf
   double s = ::pow(q, -x);
   double a = q;
   int i = 0;
@@ -204,17 +204,22 @@ __device__ inline double scaled_up(double r, double ax) {  // r e^ax without ove
   double h = ::exp(0.5 * ax);
   return r * h * h;
 }
+// torch (and SciPy): NaN at +-inf for I0, I1, J0, J1, Y0, Y1 (their e^x / sqrt(x) forms make inf / inf)
 __device__ inline double i0_d(double x) {
-  if (d_isnan(x)) return x;
+  if (d_isnan(x) || d_isinf(x)) return d_nan();
   double ax = ::fabs(x);
-  return d_isinf(ax) ? d_inf() : scaled_up(bessel_ie_d(ax, 0), ax);
+  return scaled_up(bessel_ie_d(ax, 0), ax);
 }
 __device__ inline double i1_d(double x) {
-  if (d_isnan(x)) return x;
+  if (d_isnan(x) || d_isinf(x)) return d_nan();
   double ax = ::fabs(x);
-  double r = d_isinf(ax) ? d_inf() : scaled_up(bessel_ie_d(ax, 1), ax);
+  double r = scaled_up(bessel_ie_d(ax, 1), ax);
   return x < 0.0 ? -r : r;
 }
+__device__ inline double j0_d(double x) { return d_isinf(x) ? d_nan() : ::j0(x); }
+__device__ inline double j1_d(double x) { return d_isinf(x) ? d_nan() : ::j1(x); }
+__device__ inline double y0_d(double x) { return d_isinf(x) ? d_nan() : ::y0(x); }
+__device__ inline double y1_d(double x) { return d_isinf(x) ? d_nan() : ::y1(x); }
 
 // K_nu(x) e^x for x > 2 (any real nu): the trapezoidal rule below 40, Hankel's expansion above
 __device__ inline double bessel_ke_large(double x, double nu) {
@@ -509,10 +514,10 @@ TL_SM_UNARY(Ndtri, sm::ndtri_d)
 TL_SM_UNARY(LogNdtr, sm::log_ndtr_d)
 TL_SM_UNARY(Erfcx, ::erfcx)
 TL_SM_UNARY(AiryAi, sm::airy_ai_d)
-TL_SM_UNARY(BesselJ0, ::j0)
-TL_SM_UNARY(BesselJ1, ::j1)
-TL_SM_UNARY(BesselY0, ::y0)
-TL_SM_UNARY(BesselY1, ::y1)
+TL_SM_UNARY(BesselJ0, sm::j0_d)
+TL_SM_UNARY(BesselJ1, sm::j1_d)
+TL_SM_UNARY(BesselY0, sm::y0_d)
+TL_SM_UNARY(BesselY1, sm::y1_d)
 TL_SM_UNARY(BesselK0, sm::k0_d)
 TL_SM_UNARY(BesselK1, sm::k1_d)
 TL_SM_UNARY(BesselK0e, sm::k0e_d)
