@@ -346,3 +346,13 @@ def test_every_special_kernel_on_every_path(device, index, torch):
                 np.testing.assert_allclose(np.asarray(fn(a, b).cpu().tolist(), dtype=float),
                                            np.asarray(fn(ac, bc).tolist(), dtype=float),
                                            rtol=1e-5 if dt is tl.float32 else 1e-12, atol=1e-6, err_msg=name)
+
+
+def test_results_without_derivative_leave_the_graph(device, torch):
+    x = tl.tensor([0.5, 1.0], device=device, requires_grad=True)
+    for name in ("airy_ai", "bessel_j0", "modified_bessel_k1", "spherical_bessel_j0"):
+        assert not getattr(tl.special, name)(x).requires_grad
+        assert not getattr(torch.special, name)(torch.tensor([0.5, 1.0], requires_grad=True)).requires_grad
+    for name in _POLYS:
+        assert not getattr(tl.special, name)(x, 3).requires_grad
+    assert tl.special.zeta(x + 1, x).requires_grad  # torch differentiates zeta in its second argument

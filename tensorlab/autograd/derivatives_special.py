@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from .derivatives import ALL, DERIVATIVES, _binary, _unary, _x
+from .derivatives import ALL, DERIVATIVES, NOT_DIFFERENTIABLE, _binary, _unary, _x
 
 _2_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _SQRT_PI_2 = math.sqrt(math.pi) / 2.0
@@ -79,3 +79,16 @@ DERIVATIVES.update({
     "igammac": _binary(_igamma_x(-1.0), save=ALL),
     "special_zeta": _binary(_zeta_q, save=ALL),
 })
+
+# torch gives these no derivative: their results never take part in a graph (requires_grad False)
+for _n in ("special_airy_ai", "special_bessel_j0", "special_bessel_j1", "special_bessel_y0", "special_bessel_y1",
+           "special_modified_bessel_i0", "special_modified_bessel_i1", "special_modified_bessel_k0",
+           "special_modified_bessel_k1", "special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k1",
+           "special_spherical_bessel_j0", "special_chebyshev_polynomial_t", "special_chebyshev_polynomial_u",
+           "special_chebyshev_polynomial_v", "special_chebyshev_polynomial_w",
+           "special_shifted_chebyshev_polynomial_t", "special_shifted_chebyshev_polynomial_u",
+           "special_shifted_chebyshev_polynomial_v", "special_shifted_chebyshev_polynomial_w",
+           "special_hermite_polynomial_h", "special_hermite_polynomial_he", "special_laguerre_polynomial_l",
+           "special_legendre_polynomial_p"):
+    DERIVATIVES[_n] = NOT_DIFFERENTIABLE
+del _n
