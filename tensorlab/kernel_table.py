@@ -90,6 +90,23 @@ ELEMENTWISE = {
         "gelu_backward_out": ("GeluBackwardOut", "FD"),
     },
 }
+# the special functions (kernels/tensorlab/special_math.cuh; ops/special_functions.py)
+ELEMENTWISE["unary"].update({
+    "lgamma": ("Lgamma", "FD"), "digamma": ("Digamma", "FD"), "trigamma": ("Trigamma", "FD"), "erfc": ("Erfc", "FD"), "erfinv": ("Erfinv", "FD"),
+    "i0": ("I0", "FD"), "i0e": ("I0e", "FD"), "i1": ("I1", "FD"), "i1e": ("I1e", "FD"), "ndtr": ("Ndtr", "FD"),
+    "ndtri": ("Ndtri", "FD"), "log_ndtr": ("LogNdtr", "FD"), "erfcx": ("Erfcx", "FD"), "airy_ai": ("AiryAi", "FD"),
+    "bessel_j0": ("BesselJ0", "FD"), "bessel_j1": ("BesselJ1", "FD"), "bessel_y0": ("BesselY0", "FD"),
+    "bessel_y1": ("BesselY1", "FD"), "modified_bessel_k0": ("BesselK0", "FD"),
+    "modified_bessel_k1": ("BesselK1", "FD"), "scaled_modified_bessel_k0": ("BesselK0e", "FD"),
+    "scaled_modified_bessel_k1": ("BesselK1e", "FD"), "spherical_bessel_j0": ("SphericalJ0", "FD"),
+})
+ELEMENTWISE["binary"].update({
+    "igamma": ("Igamma", "FD"), "igammac": ("Igammac", "FD"), "zeta": ("Zeta", "FD"),
+    "poly_t": ("ChebyshevT", "FD"), "poly_u": ("ChebyshevU", "FD"), "poly_v": ("ChebyshevV", "FD"),
+    "poly_w": ("ChebyshevW", "FD"), "poly_st": ("ShiftedChebyshevT", "FD"), "poly_su": ("ShiftedChebyshevU", "FD"),
+    "poly_sv": ("ShiftedChebyshevV", "FD"), "poly_sw": ("ShiftedChebyshevW", "FD"), "poly_h": ("HermiteH", "FD"),
+    "poly_he": ("HermiteHe", "FD"), "poly_l": ("LaguerreL", "FD"), "poly_p": ("LegendreP", "FD"),
+})
 ELEMENTWISE_BOOL_RESULT = frozenset(("isnan", "isinf", "isfinite", "logical_not", "eq", "ne", "lt", "le", "gt", "ge",
                                      "logical_and", "logical_or", "logical_xor"))
 ELEMENTWISE_VEC_TYPES = ("float", "double")

@@ -58,5 +58,28 @@ def entr(input, *, out=None):
     return _finish(tl.where(x.isnan(), x, r), out, "special.entr")
 
 
-__all__ = ["entr", "erf", "exp2", "expit", "expm1", "log1p", "log_softmax", "logit", "logsumexp", "round",
+def _alias(fn, name):
+    def f(*args, out=None, **kw):
+        return _finish(fn(*args, **kw), out, f"special.{name}")
+    f.__name__ = name
+    f.__doc__ = f"torch.special.{name}"
+    return f
+
+
+def _special_kernels():
+    from .ops import special_functions as sf
+    tl = _tl()
+    ns = sf.special_namespace()
+    ns.update({"gammaln": _alias(tl.lgamma, "gammaln"), "digamma": _alias(tl.digamma, "digamma"),
+               "psi": _alias(tl.digamma, "psi"), "erfc": _alias(tl.erfc, "erfc"),
+               "erfinv": _alias(tl.erfinv, "erfinv"), "i0": _alias(tl.i0, "i0"),
+               "multigammaln": _alias(tl.mvlgamma, "multigammaln"), "gammainc": _alias(tl.igamma, "gammainc"),
+               "gammaincc": _alias(tl.igammac, "gammaincc"), "polygamma": _alias(tl.polygamma, "polygamma")})
+    return ns
+
+
+_SPECIAL = _special_kernels()
+globals().update(_SPECIAL)
+
+__all__ = sorted(_SPECIAL) + ["entr", "erf", "exp2", "expit", "expm1", "log1p", "log_softmax", "logit", "logsumexp", "round",
            "sinc", "softmax", "xlog1py", "xlogy"]

@@ -348,3 +348,5 @@ TL_TERNARY(GeluBackwardOut, gelu_backward_out_(a, b, c))
 #undef TL_TERNARY
 }  // namespace op
 }  // namespace tl
+
+#include "special_math.cuh"  // the special functions' functors (tl::op::Lgamma, ...)

@@ -14,6 +14,7 @@ from ..tensor import Tensor as _Tensor
 from . import derivatives as _derivatives
 
 _derivatives.bind_ops()
+from . import derivatives_special as _derivatives_special  # noqa: E402,F401  (registers its rows)
 
 from . import graph  # noqa: E402
 from .anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly  # noqa: E402

@@ -62,6 +62,26 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
     return tensor
 
 
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """Values from N(mean, std^2) truncated to [a, b], torch's way: uniform over [2 Phi(a') - 1,
+    2 Phi(b') - 1] (a', b' the standardized bounds), erfinv, scale, shift, clamp."""
+    if mean < a - 2 * std or mean > b + 2 * std:
+        _warn.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values may "
+                   "be incorrect.")
+
+    def cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+    lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
+    with no_grad():
+        t = tensor.detach()
+        t.uniform_(2 * lo - 1, 2 * hi - 1, generator=generator)
+        t.erfinv_()
+        t.mul_(std * math.sqrt(2.0))
+        t.add_(mean)
+        t.clamp_(min=a, max=b)
+    return tensor
+
+
 def constant_(tensor, val):
     with no_grad():
         tensor.detach().fill_(val)

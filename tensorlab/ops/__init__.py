@@ -42,3 +42,4 @@ FAMILIES += ("random_fills", "empty_variants", "scatter_views", "scatter_reduce"
 FAMILIES += ("mode", "renorm", "histograms", "combinations", "nonzero_static", "native_norms")
 FAMILIES += ("conv3d", "pool3d", "grid_sample")  # the 3-D convolutions and pools, grid sampling
 FAMILIES += ("lu_family",)
+FAMILIES += ("special_functions",)

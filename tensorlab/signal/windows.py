@@ -1,7 +1,6 @@
 """tl.signal.windows: torch.signal.windows' window functions (bartlett, blackman, cosine, exponential,
-gaussian, general_cosine, general_hamming, hamming, hann, nuttall), computed as torch computes them:
-a linspace in the requested dtype, then the elementwise formula, so the values agree to its rounding.
-(kaiser needs the Bessel function i0, which tensorlab does not have yet.)"""
+gaussian, general_cosine, general_hamming, hamming, hann, kaiser, nuttall), computed as torch computes them:
+a linspace in the requested dtype, then the elementwise formula, so the values agree to its rounding."""
 from __future__ import annotations
 
 import math
@@ -131,5 +130,28 @@ def nuttall(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=
                           device=device, requires_grad=requires_grad)
 
 
+def kaiser(M, *, beta=12.0, sym=True, dtype=None, layout=None, device=None, requires_grad=False):
+    """i0(sqrt(beta^2 - k^2)) / i0(beta) over k = linspace(-beta, beta, M) (periodic: M + 1 points, the
+    last dropped), beta and the end point rounded to `dtype` first, as torch does."""
+    import numpy as np
+    dtype = dtype or dtypes.get_default_dtype()
+    _checks("kaiser", M, dtype, layout)
+    if beta < 0:
+        raise ValueError(f"beta must be non-negative, got: {beta} instead.")
+    if M <= 1:
+        return _trivial(M, dtype, device, requires_grad)
+    tl = _tl()
+    t = dtype.np.type
+    b = t(beta)
+    start = -b
+    constant = t(2.0) * b / t(M if not sym else M - 1)
+    end = min(b, start + t(M - 1) * constant)
+    with np.errstate(all="ignore"):
+        k = _linspace(float(start), float(end), M, dtype, device)
+        bt = tl.tensor(float(b), dtype=dtype, device=device)
+        w = tl.i0((bt * bt - k.pow(2)).sqrt()) / tl.i0(bt)
+    return _done(w, requires_grad)
+
+
 __all__ = ["bartlett", "blackman", "cosine", "exponential", "gaussian", "general_cosine", "general_hamming",
-           "hamming", "hann", "nuttall"]
+           "hamming", "hann", "kaiser", "nuttall"]

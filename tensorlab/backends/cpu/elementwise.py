@@ -861,6 +861,9 @@ def _gelu_backward_out(o, g, x, y, dt):
 _TERNARY = {"where": _where, "clamp": _clamp, "lerp": _lerp, "addcmul": _addcmul, "addcdiv": _addcdiv,
             "masked_fill": _masked_fill, "gelu_backward_out": _gelu_backward_out}
 
+from .special_math import BINARY as _SPECIAL_BINARY, UNARY as _SPECIAL_UNARY  # noqa: E402
+_UNARY.update(_SPECIAL_UNARY)
+_BINARY.update(_SPECIAL_BINARY)
 unary.kernels = frozenset(_UNARY)
 binary.kernels = frozenset(_BINARY)
 ternary.kernels = frozenset(_TERNARY)

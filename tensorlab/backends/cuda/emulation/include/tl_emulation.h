@@ -339,6 +339,15 @@ inline double erfinv(double y) {  // Newton on erf(x) = y from a rational first 
 inline float erfinvf(float y) { return float(erfinv(y)); }
 inline float erfcinvf(float y) { return float(erfinv(1.0 - double(y))); }
 inline double erfcinv(double y) { return erfinv(1.0 - y); }
+// erfcx(x) = exp(x^2) erfc(x): the product below 25, the asymptotic series 1/(x sqrt(pi)) (1 - 1/(2x^2) + ...)
+// above (where erfc underflows)
+inline double erfcx(double x) {
+  if (x < 25.0) return exp(x * x) * erfc(x);
+  double z = 1.0 / (2.0 * x * x), t = 1.0, s = 1.0;
+  for (int k = 1; k < 12; ++k) { t *= -(2.0 * k - 1.0) * z; s += t; }
+  return s / (x * 1.7724538509055160273);
+}
+inline float erfcxf(float x) { return float(erfcx(double(x))); }
 inline double normcdfinv(double p) { return tl_emu::kSqrt2 * erfinv(2.0 * p - 1.0); }
 inline float normcdfinvf(float p) { return float(normcdfinv(p)); }
 inline void sincospif(float x, float* s, float* c) { *s = sinpif(x); *c = cospif(x); }
