@@ -73,8 +73,8 @@ def _make_unary(d):
     def fn(input, *, out=None):
         return _unary(d, input, out)
 
-    def fn_(self):
-        return _unary(d, self, None, inplace=True)
+    def fn_(input):
+        return _unary(d, input, None, inplace=True)
     fn.__name__, fn_.__name__ = d.name, d.name + "_"
     fn.__doc__ = f"Elementwise {d.name.replace('special_', 'special.')} (torch's semantics)."
     fn_.__doc__ = f"In-place {d.name}."
@@ -149,6 +149,7 @@ def polygamma(n, input, *, out=None):
 
 
 def _polygamma_method(self, n):
+    """Tensor.polygamma(n): polygamma(n, self), the n-th derivative of digamma."""
     return polygamma(n, self)
 
 
@@ -190,9 +191,11 @@ def mvlgamma_(self, p):
 
 
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None, device=None,
-                  requires_grad=False):
+                  pin_memory=False, requires_grad=False):
     """torch.kaiser_window: i0(beta sqrt(1 - ((k - a) / a)^2)) / i0(beta), a = (N - 1) / 2 over
     k = 0..N-1 (N = window_length + 1 when periodic, the last point dropped)."""
+    from .. import layouts
+    layouts.check(layout, "kaiser_window")
     t = tl()
     from .. import dtypes
     dtype = dtype or dtypes.get_default_dtype()
