@@ -394,6 +394,18 @@ def _dataloader_unpicklable_batch(device):
         next(it)
 
 
+def _polynomials_at_nan(device):
+    x = tl.tensor([math.nan], device=device)
+    n = tl.tensor([2.0], device=device)
+    for name in ("chebyshev_polynomial_u", "laguerre_polynomial_l", "legendre_polynomial_p"):
+        assert math.isnan(getattr(tl.special, name)(x, n).item()), name
+
+
+def _vmap_runs_per_element(device):
+    f = tl.func.vmap(lambda row: row * row.sum().item())  # data-dependent Python: fine in a per-element loop
+    assert f(tl.tensor([[1.0, 2.0], [3.0, 4.0]], device=device)).tolist() == [[3.0, 6.0], [21.0, 28.0]]
+
+
 DIVERGENCES = (
     Divergence("gelu", "+inf, bfloat16, float16 or float32, approximate='none'",
                "NaN on its vectorized CPU path, inf on its scalar path (depends on the CPU and the length; "
@@ -580,6 +592,13 @@ DIVERGENCES = (
                "RuntimeError naming the worker, pid, signal or exit code and batch, within a second; every later "
                "next() raises too", "a loader must never hang (tests/test_dataloader_faults.py)", DELIBERATE,
                _dataloader_unpicklable_batch),
+    Divergence("special.chebyshev_polynomial_u/v/w, laguerre, legendre, shifted_* polynomials", "x = NaN",
+               "an uninitialized value (e.g. U_2(NaN) = 35)", "NaN", "NaN in, NaN out, as every other elementwise "
+               "op", DELIBERATE, _polynomials_at_nan),
+    Divergence("func.vmap", "any function", "batched kernels (data-dependent control flow and .item() refused)",
+               "the function run once per batch element and the results stacked: values agree, and data-dependent "
+               "code works", "a loop is exact and always applicable; tensorlab has no batching rules yet",
+               DELIBERATE, _vmap_runs_per_element),
 )
 
 
