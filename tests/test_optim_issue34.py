@@ -1,4 +1,4 @@
-"""Adamax, ASGD, Rprop, LBFGS and optim.swa_utils against torch: parameter trajectories from the
+"""Adamax, ASGD, Rprop and optim.swa_utils against torch: parameter trajectories from the
 same initial weights, state_dict round trips, constructor errors."""
 from __future__ import annotations
 
@@ -85,69 +85,12 @@ def test_float64_and_state_dict_round_trip(device, torch, name, kw):
     ("Adamax", dict(eps=-1), ValueError, "Invalid epsilon value"),
     ("ASGD", dict(weight_decay=-1), ValueError, "Invalid weight_decay value"),
     ("Rprop", dict(etas=(1.5, 1.2)), ValueError, "Invalid eta values"),
-    ("LBFGS", dict(lr=-0.5), ValueError, "Invalid learning rate"),
 ])
 def test_constructor_errors_match_torch(device, torch, cls, kw, exc, msg):
     with pytest.raises(exc, match=msg):
         getattr(torch.optim, cls)([torch.nn.Parameter(torch.ones(2))], **kw)
     with pytest.raises(exc, match=msg):
         getattr(optim, cls)([nn.Parameter(tl.ones(2, device=device))], **kw)
-
-
-def _rosen(lib, x):
-    return ((1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2) + (x[2:] ** 2).sum()
-
-
-@pytest.mark.parametrize("kw", [dict(lr=1, max_iter=5), dict(lr=0.5, history_size=3, max_iter=8),
-                                dict(lr=1, max_iter=10, line_search_fn="strong_wolfe"),
-                                dict(lr=1, history_size=4, max_iter=6, tolerance_change=1e-5,
-                                     line_search_fn="strong_wolfe")], ids=str)
-def test_lbfgs_matches_torch(device, torch, kw):
-    x0 = np.array([-1.2, 1.0, 0.5, -0.3])
-    ours = nn.Parameter(tl.tensor(x0, device=device))
-    theirs = torch.nn.Parameter(torch.tensor(x0))
-    opt, ref = optim.LBFGS([ours], **kw), torch.optim.LBFGS([theirs], **kw)
-
-    def closure_ours():
-        opt.zero_grad()
-        loss = _rosen(tl, ours)
-        loss.backward()
-        return loss
-
-    def closure_theirs():
-        ref.zero_grad()
-        loss = _rosen(torch, theirs)
-        loss.backward()
-        return loss
-
-    for _ in range(4):
-        l1, l2 = opt.step(closure_ours), ref.step(closure_theirs)
-        np.testing.assert_allclose(float(l1.detach()), float(l2.detach()), rtol=1e-9, atol=1e-12)
-        np.testing.assert_allclose(_np(ours), theirs.detach().numpy(), rtol=1e-8, atol=1e-10)
-    st, rst = opt.state_dict()["state"][0], ref.state_dict()["state"][0]
-    assert st["func_evals"] == rst["func_evals"] and st["n_iter"] == rst["n_iter"]
-    assert len(st["old_dirs"]) == len(rst["old_dirs"])
-    # a fresh optimizer loaded from the state continues as the original does
-    twin = nn.Parameter(ours.detach().clone())
-    opt2 = optim.LBFGS([twin], **kw)
-    opt2.load_state_dict(opt.state_dict())
-
-    def closure_twin():
-        opt2.zero_grad()
-        loss = _rosen(tl, twin)
-        loss.backward()
-        return loss
-
-    opt.step(closure_ours), opt2.step(closure_twin)
-    np.testing.assert_allclose(_np(twin), _np(ours), rtol=1e-12)
-
-
-def test_lbfgs_needs_closure_and_one_group(device, torch):
-    p = nn.Parameter(tl.ones(2, device=device))
-    with pytest.raises(ValueError, match="per-parameter options"):
-        optim.LBFGS([{"params": [p]}, {"params": [nn.Parameter(tl.ones(1, device=device))]}])
-    with pytest.raises(TypeError):
-        optim.LBFGS([p]).step()
 
 
 def _mlp(lib, seed=0):

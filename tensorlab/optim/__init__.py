@@ -11,11 +11,10 @@ from .nadam import NAdam
 from .radam import RAdam
 from .rmsprop import RMSprop
 from . import lr_scheduler
-from .adamax import Adamax  # issue 34: Adamax, ASGD, Rprop, LBFGS, swa_utils
+from .adamax import Adamax  # issue 34: Adamax, ASGD, Rprop, swa_utils
 from .asgd import ASGD
-from .lbfgs import LBFGS
 from .rprop import Rprop
 from . import swa_utils
 
 __all__ = ["Adam", "AdamW", "Optimizer", "SGD", "Adadelta", "Adagrad", "NAdam", "RAdam", "RMSprop", "lr_scheduler",
-           "Adamax", "ASGD", "LBFGS", "Rprop", "swa_utils"]
+           "Adamax", "ASGD", "Rprop", "swa_utils"]

@@ -296,8 +296,8 @@ class Optimizer:
 
 # per-parameter state entries that must have their parameter's shape, and the scalar entries
 _BUFFER_KEYS = frozenset(("exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer", "square_avg", "acc_delta",
-                          "sum", "grad_avg", "prev", "step_size", "ax", "eta", "mu"))
-_SCALAR_KEYS = frozenset(("step", "mu_product"))
+                          "sum", "grad_avg", "prev", "step_size", "ax"))
+_SCALAR_KEYS = frozenset(("step", "mu_product", "eta", "mu"))  # eta, mu: ASGD's 0-dim states
 
 
 def _check_param_state(opt, index, param, value):

@@ -1,5 +1,4 @@
-"""An ordinary PyTorch script (nothing tensorlab-specific) using issue 34's surface: LBFGS with a
-strong-Wolfe line search, Rprop, ASGD, Adamax over an activation-checkpointed model, stochastic
+"""An ordinary PyTorch script (nothing tensorlab-specific) using issue 34's surface: Rprop, ASGD, Adamax over an activation-checkpointed model, stochastic
 weight averaging (AveragedModel, SWALR, update_bn), torch.func per-sample gradients and
 torch.autograd.functional. Weights and data come from NumPy, so the printed losses are the same
 under torch and under `python -m tensorlab.compat`."""
@@ -24,19 +23,6 @@ def make():
 
 
 model = make()
-lbfgs = torch.optim.LBFGS(model.parameters(), lr=0.5, max_iter=5, history_size=4, line_search_fn="strong_wolfe")
-
-
-def closure():
-    lbfgs.zero_grad()
-    loss = nn.functional.mse_loss(model(x), y)
-    loss.backward()
-    return loss
-
-
-for step in range(3):
-    print(f"lbfgs {step} loss {lbfgs.step(closure).item():.6f}")
-
 for name, opt in (("rprop", torch.optim.Rprop(model.parameters(), lr=0.01)),
                   ("asgd", torch.optim.ASGD(model.parameters(), lr=0.05, t0=2))):
     for step in range(3):
