@@ -7,6 +7,7 @@ from .device import Device, device
 from .dtypes import (DType, bfloat16, bool_ as bool, can_cast, double, finfo, float, float16, float32, float64,  # noqa: A004
                      get_default_dtype, half, iinfo, int, int8, int16, int32, int64, long, promote_types,
                      result_type, set_default_dtype, short, uint8)
+from .dtypes import cdouble, cfloat, complex64, complex128  # complex dtypes (ops/complex_ops.py)
 from .layout import Size, public_broadcast_shapes as broadcast_shapes
 from .storage import UntypedStorage
 from .tensor import Tensor, channels_last, channels_last_3d, contiguous_format, preserve_format

@@ -176,7 +176,7 @@ class Tensor:
         return self._dtype.is_floating_point
 
     def is_complex(self):
-        return False
+        return self._dtype.category == 3  # dtypes._COMPLEX
 
     def is_signed(self):
         return self._dtype.is_signed
@@ -194,7 +194,7 @@ class Tensor:
         self.requires_grad_(flag)
 
     def requires_grad_(self, requires_grad=True):
-        if requires_grad and not self._dtype.is_floating_point:
+        if requires_grad and not (self._dtype.is_floating_point or self._dtype.category == 3):
             raise RuntimeError(f"only Tensors of floating point and complex dtype can require gradients "
                                f"(got {self._dtype})")
         if not requires_grad and self._grad_fn is not None:

@@ -127,7 +127,7 @@ def _accumulating_dtype(x, dtype, out):
         return dt
     if isinstance(out, Tensor):
         return out._dtype
-    return x._dtype if x._dtype.is_floating_point else dtypes.int64
+    return x._dtype if x._dtype.is_floating_point or x._dtype.category == 3 else dtypes.int64
 
 
 def _cast_first(input, x, dt):
@@ -163,7 +163,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001
         meta = input._meta
         dims = _ALL_DIMS[len(meta[1][0])]
         dt = input._dtype
-        if not dt.is_floating_point:
+        if not (dt.is_floating_point or dt.category == 3):
             dt = _I64
         dev = meta[0].device
         t = empty_tensor(_KEPT[len(dims)] if keepdim else (), dt, dev)
@@ -193,7 +193,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     refuse_out_grad("mean", out, input)
     x = check_tensor(input, "mean")
     dt = x._dtype if dtype is None else dtypes.as_dtype(dtype)
-    if not dt.is_floating_point:
+    if not (dt.is_floating_point or dt.category == 3):
         which = "Input" if dtype is None else "Optional"
         raise RuntimeError(f"mean(): could not infer output dtype. {which} dtype must be either a floating point or "
                            f"complex dtype. Got: {dt.torch_name}")
