@@ -29,6 +29,7 @@ from . import nn, optim  # noqa: E402
 from . import utils  # noqa: E402  (tensorlab.utils.data: datasets, samplers, DataLoader)
 from . import linalg  # noqa: E402  (torch.linalg's names)
 from . import special  # noqa: E402  (torch.special's names that tensorlab has)
+from . import fft  # noqa: E402  (torch.fft: tensorlab/fft.py)
 from . import signal  # noqa: E402  (torch.signal.windows)
 
 
