@@ -246,6 +246,29 @@ def is_complex(input):
     return tensor_arg(input, "is_complex").is_complex()
 
 
+def prod_tree(input, dims, keepdim, out=None):
+    """prod of a complex tensor over `dims` as a pairwise tree of complex products (CUDA: the
+    reduce kernels have no complex product); differentiable through the products."""
+    t = tl()
+    dims = sorted(dims)
+    x = input.to(input.dtype) if input.dtype.category == 3 else input.to(dtypes.get_default_complex_dtype())
+    keep = [d for d in range(x.dim()) if d not in dims]
+    kept_shape = [x.shape[d] for d in keep]
+    y = x.permute(keep + dims).reshape(kept_shape + [-1])
+    if y.shape[-1] == 0:
+        y = t.ones(kept_shape + [1], dtype=x.dtype, device=x.device)
+    while y.shape[-1] > 1:
+        n = y.shape[-1]
+        h = n // 2
+        p = y.narrow(-1, 0, h) * y.narrow(-1, h, h)
+        y = t.cat([p, y.narrow(-1, 2 * h, 1)], -1) if n % 2 else p
+    r = y.reshape(kept_shape)
+    if keepdim:
+        for d in dims:
+            r = r.unsqueeze(d)
+    return to_out(r, out, "prod")
+
+
 # -- dtype shorthands ------------------------------------------------------------------------------
 
 def cfloat(self, memory_format=None):

@@ -332,6 +332,8 @@ def _scalar_default_dtype(value):
         return dtypes.int64
     if isinstance(value, numbers.Real):
         return dtypes.get_default_dtype()
+    if isinstance(value, numbers.Complex):
+        return dtypes.get_default_complex_dtype()
     raise TypeError(f"full(): fill_value must be a number, got {type(value).__name__}")
 
 

@@ -186,6 +186,9 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     x = check_tensor(input, "prod")
     dt = _accumulating_dtype(x, dtype, out)
     src, x = _cast_first(input, x, dt) if dtype is not None else (input, x)
+    if dt.category == 3 and x.device.type != "cpu":  # complex on CUDA: a tree of complex products
+        from .complex_ops import prod_tree
+        return prod_tree(src, reduce_dims(x, dim), keepdim, out)
     return _run("prod", "prod", src, x, reduce_dims(x, dim), keepdim, dt, out)
 
 

@@ -125,6 +125,9 @@ def copy(dst, src):
     """dst[...] = src with casting, both on one device; `src` already has dst's shape (broadcast
     dims have stride 0). Overlapping operands are staged through a temporary, as NumPy does."""
     d, s = K.operand(dst), K.operand(src)
+    if d.dtype.category == 3 or s.dtype.category == 3:  # complex: the real kernels over the parts (complex.py)
+        from . import complex as _cx
+        return _cx.copy(d, s, copy)
     n = 1
     for k in d.layout.shape:
         n *= k
@@ -219,6 +222,9 @@ def to_host(t):
 
 
 def fill(dst, value):
+    if K.operand(dst).dtype.category == 3:  # complex: real and imaginary parts (complex.py)
+        from . import complex as _cx
+        return _cx.fill(dst, value, fill)
     p = K.plan(dst)
     if not p.n:
         return
