@@ -388,7 +388,7 @@ def _c2r_nd(input, s, dim, norm, forward, op):
     x = _promote(input, op, require_complex=True)
     dims, sizes = _shape_and_dims(x, s, dim, op)
     _nonempty(dims, op)
-    last = sizes[-1] if s is not None else 2 * (x.shape[dims[-1]] - 1)
+    last = sizes[-1] if s is not None and list(s)[-1] != -1 else 2 * (x.shape[dims[-1]] - 1)
     if last < 1:
         raise RuntimeError(f"Invalid number of data points ({last}) specified")
     sizes = sizes[:-1] + [last // 2 + 1]

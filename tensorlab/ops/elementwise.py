@@ -760,7 +760,8 @@ def _addc_meta(d, input, tensor1, tensor2, value):
     x = _tensor_arg(input, op, "input", 1)
     t1 = _tensor_arg(tensor1, op, "tensor1", 2)
     t2 = _tensor_arg(tensor2, op, "tensor2", 3)
-    if d is ADDCDIV and not t1._dtype.is_floating_point and not t2._dtype.is_floating_point:
+    if d is ADDCDIV and not (t1._dtype.is_floating_point or t1._dtype.category == 3) and \
+            not (t2._dtype.is_floating_point or t2._dtype.category == 3):
         raise RuntimeError(_ADDCDIV_INT)
     common = _promote(x, t1, t2)
     if isinstance(value, Tensor):
