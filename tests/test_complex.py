@@ -197,7 +197,7 @@ def test_reductions_matmul_and_movement(device):
     assert np.allclose(_np(x.sum()), a.sum()) and np.allclose(_np(x.mean(0)), a.mean(0))
     assert np.allclose(_np(x.prod(1)), a.prod(1)) and np.allclose(_np(x.prod()), a.prod(), rtol=1e-4)
     assert np.allclose(_np(x.prod(0, keepdim=True)), a.prod(0, keepdims=True))
-    assert np.allclose(_np(x.cumsum(1)), a.cumsum(1))
+    assert np.allclose(_np(x.cumsum(1)), a.cumsum(1)) and np.allclose(_np(x.cumprod(1)), a.cumprod(1), rtol=1e-4)
     assert np.allclose(_np(x @ x.t()), a @ a.T, atol=1e-5)
     b = _c((2, 4, 3, 5), np.complex128)
     y, z = tl.tensor(b, device=device), tl.tensor(b, device=device).transpose(-1, -2)

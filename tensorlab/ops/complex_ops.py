@@ -269,6 +269,19 @@ def prod_tree(input, dims, keepdim, out=None):
     return to_out(r, out, "prod")
 
 
+def cumprod_scan(input, dim, out=None):
+    """cumprod of a complex tensor along `dim` as a Hillis-Steele scan of complex products (CUDA:
+    the scan kernels have no complex product); differentiable through the products."""
+    t = tl()
+    y = input
+    n = y.shape[dim] if y.dim() else 1
+    k = 1
+    while k < n:
+        y = t.cat([y.narrow(dim, 0, k), y.narrow(dim, k, n - k) * y.narrow(dim, 0, n - k)], dim)
+        k *= 2
+    return to_out(y if y is not input else y.clone(), out, "cumprod")
+
+
 # -- dtype shorthands ------------------------------------------------------------------------------
 
 def cfloat(self, memory_format=None):

@@ -464,6 +464,9 @@ def _cumulative(op, name, input, dim, dtype, out):
     d = L.wrap_dim(dim, x.dim())
     dt = _accumulating_dtype(x, dtype, out)
     src, x = _cast_first(input, x, dt) if dtype is not None else (input, x)
+    if op == "prod" and dt.category == 3 and x.device.type != "cpu":  # complex on CUDA: a product scan
+        from .complex_ops import cumprod_scan
+        return cumprod_scan(src, d, out)
     o = output(out, x._meta.layout.shape, dt, x.device, name, (x,))
     x._backend.cumulative(o.tensor, x, op, d)
     return autograd_hooks.record(o.finish(), name, (src,), dim=d)

@@ -291,7 +291,7 @@ def _along_fastest(in_stride, row_strides, length):
 
 def cumulative(out, x, op, dim):
     """Running sum/prod along `dim` in the output's dtype (float32 for float16/bfloat16)."""
-    if K.operand(x).dtype.category == 3 and op == "cumsum":  # linear: over the (..., 2) parts
+    if K.operand(x).dtype.category == 3 and op == "sum":  # linear: over the (..., 2) parts
         from .complex import parts
         return cumulative(parts(out), parts(x), op, dim)
     xo, oo = K.operand(x), K.operand(out)
