@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 
 from . import backends, dtypes
-from .tensor import Tensor
 from .ops._common import empty_tensor
 from .ops._composite import tensor_arg, to_out
 

@@ -1,9 +1,7 @@
 """Complex dtypes end to end: promotion, creation, conversion, printing, interop, views, the
 complex ops and elementwise kernels (every complex.cu functor on CUDA), reductions, matmul,
 data movement, torch's refusals, and autograd against torch's gradients."""
-import io
 import math
-import warnings
 
 import numpy as np
 import pytest

@@ -15,7 +15,6 @@ real formulas run on conj(grad) and the result is conjugated back.
 """
 from __future__ import annotations
 
-import math
 
 from .. import autograd_hooks, dtypes
 from ..layout import Layout, Size

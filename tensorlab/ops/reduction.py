@@ -318,6 +318,14 @@ def _moment(op, input, dim, unbiased, keepdim, correction, out, what="std and va
     """var/std (and var_mean/std_mean, which add the mean over the same dims): x, dims, result."""
     refuse_out_grad(op, out, input)
     x = check_tensor(input, op)
+    if x._dtype.category == 3:  # complex: var(real) + var(imag), a real result (torch's mean |x - mean|^2)
+        v = (_moment("var", input.real, dim, unbiased, keepdim, correction, None)[2]
+             + _moment("var", input.imag, dim, unbiased, keepdim, correction, None)[2])
+        r = v.sqrt() if op == "std" else v
+        if out is not None:
+            from ._composite import to_out
+            r = to_out(r, out, op)
+        return x, reduce_dims(x, _correction(dim, unbiased, correction, op)[0]), r
     if not x._dtype.is_floating_point:
         raise RuntimeError(f"{what} only support floating point and complex dtypes; got {x._dtype.torch_name}"
                            f" (convert with .float())")
@@ -356,6 +364,9 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     any other float; 'fro' is the 2-norm over at most two dims."""
     refuse_out_grad("linalg_vector_norm", out, input)  # torch's name: norm is linalg.vector_norm there
     x = check_tensor(input, "norm")
+    if x._dtype.category == 3 and p != "nuc":  # complex: the norm of the moduli (a real result, as torch)
+        dt = None if dtype is None else dtypes.as_dtype(dtype)
+        return norm(input.abs(), p, dim, keepdim, out=out, dtype=None if dt is None else dt.to_real())
     if isinstance(dim, int):
         dim = (dim,)
     if isinstance(p, str):

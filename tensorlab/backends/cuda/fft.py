@@ -4,8 +4,7 @@ at most three (cuFFT's rank limit; separable: the leading groups as c2c), scaled
 result's (..., 2) real view, and copied into the output's view."""
 from __future__ import annotations
 
-from ... import dtypes
-from ...layout import Layout, contiguous_strides
+from ...layout import Layout
 from . import launch as K
 from .active import driver
 from .complex import parts
@@ -76,7 +75,7 @@ def fft(out, x, kind, dims, forward, onesided, last_size, scale):
                 front = len(rest) - done - g
                 # transform dims [front, front+g): move them last, transform, move back
                 order = [d for d in range(len(rest)) if not front <= d < front + g] + list(range(front, front + g))
-                src = cur if done == 0 else cur
+                src = cur
                 if done:
                     src = scratch(tuple(rest[d] for d in order), cdt)
                     copy(src, _permuted(cur, order))
