@@ -659,7 +659,9 @@ def _alpha(op, common, params):
     if "alpha" not in params:
         return _NO_PARAMS
     alpha = _scalar_arg(params["alpha"], op, "alpha")
-    if not common.is_floating_point and isinstance(alpha, float):
+    if common.category != 3 and isinstance(alpha, complex):
+        raise RuntimeError(f"{op}: For non-complex input tensors, argument alpha must not be a complex number.")
+    if not (common.is_floating_point or common.category == 3) and isinstance(alpha, float):
         raise RuntimeError(f"{op}: For integral input tensors, argument alpha must not be a floating point number.")
     if common is not _BOOL and type(alpha) is bool:
         raise RuntimeError(f"{op}: Boolean alpha only supported for Boolean results.")
