@@ -23,6 +23,7 @@ for _m in _ops.modules():
 del _m, _name
 
 from . import autograd  # noqa: E402
+_ops.complex_ops._install_derivatives()  # complex autograd rules (ops/complex_ops.py) into the derivative table
 from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,  # noqa: E402
                        set_grad_enabled)
 from . import nn, optim  # noqa: E402

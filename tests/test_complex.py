@@ -290,3 +290,13 @@ def test_gradients_on_cuda(cuda):
     xc = tl.tensor(a, requires_grad=True)
     (xc * xc.exp()).abs().sum().backward()
     assert np.allclose(x.grad.cpu().numpy(), xc.grad.numpy())
+
+
+def test_complex_gradients_without_touching_complex_ops_first():
+    """The complex derivative rules are installed at import, not on the first complex_ops call."""
+    import subprocess
+    import sys
+    code = ("import tensorlab as tl\nx = tl.tensor([1+1j, 2-1j], requires_grad=True)\n(x * x).abs().sum().backward()\n"
+            "print(x.grad.tolist())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == str([(2 + 2j), (4 - 2j)])
