@@ -262,10 +262,18 @@ class Tensor:
         return bool(self._item("bool"))
 
     def __float__(self):
-        return float(self._item("float"))
+        v = self._item("float")
+        if type(v) is complex:  # torch: a complex value does not convert to a real one
+            raise RuntimeError(f"value cannot be converted to type double without overflow (float() of the complex "
+                               f"value {v}; take .real or .abs() first)")
+        return float(v)
 
     def __int__(self):
-        return int(self._item("int"))
+        v = self._item("int")
+        if type(v) is complex:
+            raise RuntimeError(f"value cannot be converted to type int64_t without overflow (int() of the complex "
+                               f"value {v}; take .real or .abs() first)")
+        return int(v)
 
     def __index__(self):
         if self._dtype.is_floating_point or self._dtype is dtypes.bool_ or self.numel() != 1:

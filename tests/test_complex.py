@@ -69,6 +69,9 @@ def test_conversions_warn_like_torch(device):
     assert _np(x.cdouble()).dtype == np.complex128
     with pytest.raises(TypeError, match="complex32"):
         x.chalf()
+    assert x[0].item() == 1.5 + 2j and complex(x[1]) == -3 - 4j and x.tolist() == [1.5 + 2j, -3 - 4j]
+    with pytest.raises(RuntimeError, match="cannot be converted to type double"):
+        float(x[0])
     y = tl.zeros(2, dtype=tl.cdouble, device=device)
     y.copy_(x)
     assert _np(y).tolist() == [1.5 + 2j, -3 - 4j]
