@@ -214,6 +214,16 @@ def test_reductions_matmul_and_movement(device):
     assert np.array_equal(_np(x[tl.tensor([2, 0], device=device)]), a[[2, 0]])
     assert np.array_equal(_np(x.index_select(1, tl.tensor([3, 0], device=device))), a[:, [3, 0]])
     assert np.array_equal(_np(x.flip(0)), a[::-1]) and np.array_equal(_np(x.roll(1, 1)), np.roll(a, 1, 1))
+    assert np.array_equal(_np(x.roll(3)), np.roll(a, 3)) and np.array_equal(_np(x.t().roll(5)), np.roll(a.T, 5))
+    m = np.array([[0, 1j, 2, 0], [3 + 1j, 0, 0, 1j]], dtype=np.complex64)
+    mt = tl.tensor(m, device=device)
+    assert mt.count_nonzero().item() == 4 and _np(mt.count_nonzero(1)).tolist() == [2, 2]
+    assert not mt.all().item() and _np(mt.any(1)).tolist() == [True, True]
+    s0 = tl.tensor(1 + 2j, device=device)
+    assert s0.cumsum(0).item() == 1 + 2j and s0.cumprod(0).item() == 1 + 2j
+    c = x.clone()
+    c.cumprod_(1)
+    assert np.allclose(_np(c), a.cumprod(1), rtol=1e-4)
     assert np.array_equal(_np(x.triu()), np.triu(a)) and np.array_equal(_np(x[x.abs() > 1]), a[np.abs(a) > 1])
     s = tl.zeros(3, 4, dtype=tl.cfloat, device=device).scatter(1, ti, x[:, :2])
     want = np.zeros((3, 4), np.complex64)

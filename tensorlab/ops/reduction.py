@@ -489,6 +489,9 @@ def _cumulative_(op, name, self, dim, dtype):
                            f"dtype {C_NAMES[dtypes.as_dtype(dtype).name]} should match")
     t = pinned(self)
     d = L.wrap_dim(dim, t.dim())
+    if op == "prod" and t._dtype.category == 3 and t.device.type != "cpu":  # complex on CUDA: a product scan
+        from .complex_ops import cumprod_scan
+        return self.copy_(cumprod_scan(self.detach() if not self.requires_grad else self.clone(), d))
     if t._dtype is dtypes.bool_:  # torch: cumsum_ works in self's dtype, which has no kernel for bool...
         if t.dim():
             raise NotImplementedError(f'"{name[:-1]}" not implemented for \'Bool\' (convert first, e.g. '

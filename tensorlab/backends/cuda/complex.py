@@ -273,10 +273,35 @@ def _has_complex(x):
     return False
 
 
+def _flat_roll(fn, out, x, shifts):
+    """roll of the flattened complex tensor: the (n, 2) real view of contiguous data, rolled along dim 0."""
+    from ...layout import contiguous_strides
+    from .memory import copy as mcopy, retire, temp
+    o, a = K.operand(out), K.operand(x)
+    shape = tuple(a.layout.shape)
+    n = 1
+    for v in shape:
+        n *= v
+    staged = None
+    if tuple(a.layout.stride) != tuple(contiguous_strides(shape)):
+        a = staged = temp(shape, a.dtype, a.buffer.device)
+        mcopy(staged, K.operand(x))
+    try:
+        real = a.dtype.to_real()
+        o2 = K._operand_of(o.buffer, Layout((n, 2), (2, 1), 2 * o.layout.offset), real)
+        a2 = K._operand_of(a.buffer, Layout((n, 2), (2, 1), 2 * a.layout.offset), real)
+        return fn(o2, a2, [shifts[0]], [0])
+    finally:
+        if staged is not None:
+            retire(staged.buffer)
+
+
 def _split(name, fn):
     def f(*args, **kwargs):
         if not _has_complex(args[:2]):
             return fn(*args, **kwargs)
+        if name == "roll" and (args[3] if len(args) > 3 else kwargs.get("dims")) is None:
+            return _flat_roll(fn, args[0], args[1], args[2])
         if name == "scatter" and (kwargs.get("reduce") or (len(args) > 4 and args[4])) not in (None, "add", "sum"):
             raise RuntimeError("scatter: a multiplying reduction is not supported for complex CUDA tensors "
                                "(tensorlab splits complex data movement into real and imaginary parts)")
@@ -286,6 +311,15 @@ def _split(name, fn):
         return r
     f.__name__, f.__doc__ = name, fn.__doc__
     return f
+
+
+def nonzero_mask(x):
+    """A bool scratch operand x != 0 for a complex operand (count_nonzero/all/any; the caller retires it)."""
+    from .memory import temp
+    a = K.operand(x)
+    b = temp(tuple(a.layout.shape), dtypes.bool_, a.buffer.device)
+    _launch("binary", "ne", b, (a, 0), a.dtype)
+    return b
 
 
 def _scalar_value_arg(name, i):
