@@ -219,6 +219,7 @@ def test_reductions_matmul_and_movement(device):
     mt = tl.tensor(m, device=device)
     assert mt.count_nonzero().item() == 4 and _np(mt.count_nonzero(1)).tolist() == [2, 2]
     assert not mt.all().item() and _np(mt.any(1)).tolist() == [True, True]
+    assert _np(mt.nonzero()).tolist() == np.argwhere(m).tolist()
     s0 = tl.tensor(1 + 2j, device=device)
     assert s0.cumsum(0).item() == 1 + 2j and s0.cumprod(0).item() == 1 + 2j
     c = x.clone()

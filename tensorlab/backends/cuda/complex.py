@@ -327,8 +327,29 @@ def _scalar_value_arg(name, i):
     return (name, i) in (("index_fill", 3), ("scatter", 3))
 
 
+def _masked(name, fn, pos):
+    """A primitive reading only whether argument `pos` is nonzero (nonzero, mask_count): over x != 0."""
+    def f(*args, **kwargs):
+        if len(args) <= pos or not _has_complex(args[pos]):
+            return fn(*args, **kwargs)
+        from .memory import retire
+        b = nonzero_mask(args[pos])
+        try:
+            return fn(*args[:pos], b, *args[pos + 1:], **kwargs)
+        finally:
+            retire(b.buffer)
+    f.__name__, f.__doc__ = name, fn.__doc__
+    return f
+
+
 def split_complex_primitives(namespace):
     """Wrap the data-movement primitives of the CUDA backend namespace for complex operands."""
+    for name, pos in (("nonzero", 1), ("mask_count", 0)):
+        fn = namespace.get(name)
+        if fn is not None and not getattr(fn, "_complex_split", False):
+            w = _masked(name, fn, pos)
+            w._complex_split = True
+            namespace[name] = w
     for name in SPLIT:
         fn = namespace.get(name)
         if fn is not None and not getattr(fn, "_complex_split", False):
