@@ -79,7 +79,7 @@ template <typename T> __device__ __forceinline__ complex<T> ctanh(complex<T> a) 
 template <typename T> __device__ __forceinline__ complex<T> cpow(complex<T> a, complex<T> b) {
   if (b.re == T(0) && b.im == T(0)) return cx(T(1), T(0));
   if (a.re == T(0) && a.im == T(0)) {
-    if (b.re > T(0) && b.im == T(0)) return cx(T(0), T(0));
+    if (b.re > T(0)) return cx(T(0), T(0));  // NumPy's and torch's 0 ** z for Re z > 0
     const T nan = m::inf(a.re) - m::inf(a.re);
     return cx(nan, nan);
   }
