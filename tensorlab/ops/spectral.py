@@ -117,12 +117,14 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
         raise RuntimeError("cannot have onesided output if window or input is complex")
     norm = "ortho" if normalized else "backward"
     frames = x.transpose(-1, -2)  # (batch, n_frames, fft_size)
-    if one:
-        y = t.fft.irfft(frames, n=n_fft, dim=-1, norm=norm)
-    else:
+    if return_complex:
         y = t.fft.ifft(frames, n=n_fft, dim=-1, norm=norm)
-        if not return_complex:
-            y = y.real
+    else:  # torch: a real signal from the onesided half (a two-sided input is narrowed to it), by irfft
+        if w.is_complex():
+            raise RuntimeError("Complex windows are incompatible with return_complex=False")
+        if not one:
+            frames = frames.narrow(-1, 0, n_fft // 2 + 1)
+        y = t.fft.irfft(frames, n=n_fft, dim=-1, norm=norm)
     y = y * w
     out_len = n_fft + hop * (n_frames - 1)
 
@@ -130,13 +132,15 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
         return t.nn.functional.fold(f.transpose(1, 2), output_size=(1, out_len), kernel_size=(1, n_fft),
                                     stride=(1, hop)).reshape(f.shape[0], out_len)
 
-    if y.is_complex():
-        yr = t.view_as_real(y.contiguous())
-        y = t.complex(overlap_add(yr[..., 0]), overlap_add(yr[..., 1]))
-    else:
-        y = overlap_add(y)
-    wsq = (w.abs() ** 2 if w.is_complex() else w * w).reshape(1, 1, n_fft).expand(1, n_frames, n_fft)
-    env = overlap_add(wsq.contiguous())
+    def ola(f):  # complex frames: the real and imaginary parts separately
+        if not f.is_complex():
+            return overlap_add(f)
+        fr = t.view_as_real(f.contiguous())
+        return t.complex(overlap_add(fr[..., 0]), overlap_add(fr[..., 1]))
+
+    y = ola(y)
+    wsq = (w * w).reshape(1, 1, n_fft).expand(1, n_frames, n_fft)  # torch's window.pow(2), complex too
+    env = ola(wsq.contiguous())
     start = n_fft // 2 if center else 0
     end = (start + length) if length is not None else (out_len - n_fft // 2 if center else out_len)
     end_c = min(end, out_len)
