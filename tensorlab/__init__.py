@@ -7,6 +7,7 @@ from .device import Device, device
 from .dtypes import (DType, bfloat16, bool_ as bool, can_cast, double, finfo, float, float16, float32, float64,  # noqa: A004
                      get_default_dtype, half, iinfo, int, int8, int16, int32, int64, long, promote_types,
                      result_type, set_default_dtype, short, uint8)
+from .dtypes import cdouble, cfloat, complex64, complex128  # complex dtypes (ops/complex_ops.py)
 from .layout import Size, public_broadcast_shapes as broadcast_shapes
 from .storage import UntypedStorage
 from .tensor import Tensor, channels_last, channels_last_3d, contiguous_format, preserve_format
@@ -23,6 +24,7 @@ for _m in _ops.modules():
 del _m, _name
 
 from . import autograd  # noqa: E402
+_ops.complex_ops._install_derivatives()  # complex autograd rules (ops/complex_ops.py) into the derivative table
 from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,  # noqa: E402
                        set_grad_enabled)
 from . import nn, optim  # noqa: E402
@@ -32,6 +34,7 @@ from .cuda import amp as _cuda_amp  # noqa: E402,F401  (tl.cuda.amp: torch's dep
 from .amp import autocast, get_autocast_dtype, is_autocast_available, is_autocast_enabled  # noqa: E402
 from . import linalg  # noqa: E402  (torch.linalg's names)
 from . import special  # noqa: E402  (torch.special's names that tensorlab has)
+from . import fft  # noqa: E402  (torch.fft: tensorlab/fft.py)
 from . import signal  # noqa: E402  (torch.signal.windows)
 from . import masked  # noqa: E402  (torch.masked's reductions and normalizations with mask=)
 

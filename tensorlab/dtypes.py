@@ -9,7 +9,7 @@ import numpy as np
 
 _pyfloat, _pyint, _pybool = _b.float, _b.int, _b.bool
 
-_BOOL, _INT, _FLOAT = 0, 1, 2
+_BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
 
 
 class DType:
@@ -30,10 +30,18 @@ class DType:
 
     @property
     def is_complex(self):
-        return False
+        return self.category == _COMPLEX
 
     def to_real(self):
-        return self
+        """The real dtype of a complex one's parts (complex64 -> float32); a real dtype itself."""
+        return _TO_REAL.get(self, self)
+
+    def to_complex(self):
+        """torch's toComplexType: the complex dtype with this dtype's precision (float64 -> complex128;
+        float16/bfloat16/float32 -> complex64: tensorlab has no complex32)."""
+        if self.category == _COMPLEX:
+            return self
+        return complex128 if self is float64 else complex64
 
     def __repr__(self):
         return f"tensorlab.{self.name}"
@@ -54,14 +62,25 @@ bfloat16 = DType("bfloat16", ml_dtypes.bfloat16, "__nv_bfloat16", "BFloat16", _F
 float32 = DType("float32", np.float32, "float", "Float", _FLOAT, True, 2)
 float64 = DType("float64", np.float64, "double", "Double", _FLOAT, True, 3)
 
+# complex: the CUDA C type is kernels/tensorlab/complex.cuh's tl::complex<T> (two T, T's alignment x2)
+complex64 = DType("complex64", np.complex64, "tl::complex<float>", "ComplexFloat", _COMPLEX, True, 2)
+complex128 = DType("complex128", np.complex128, "tl::complex<double>", "ComplexDouble", _COMPLEX, True, 3)
+COMPLEX = (complex64, complex128)
+_TO_REAL = {complex64: None, complex128: None}
+
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 FLOATING = (float16, bfloat16, float32, float64)
 INTEGRAL = (uint8, int8, int16, int32, int64)
-_BY_NAME = {d.name: d for d in ALL}
-_BY_NP = {d.np: d for d in ALL}
+# ALL holds the real dtypes (the kernel table instantiates every real kernel per ALL); the complex
+# ones are EVERY's tail and have their own kernel rows
+EVERY = ALL + COMPLEX
+_BY_NAME = {d.name: d for d in EVERY}
+_BY_NP = {d.np: d for d in EVERY}
 # torch's aliases
 half, float, double, short, int, long = float16, float32, float64, int16, int32, int64
 bool = bool_  # noqa: A001  (torch exposes torch.bool)
+cfloat, cdouble = complex64, complex128
+_TO_REAL[complex64], _TO_REAL[complex128] = float32, float64
 
 
 def by_name(name):
@@ -94,7 +113,8 @@ def from_numpy_dtype(np_dtype):
     if d is None:
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype).name}. The only supported "
-            "types are: float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool."
+            "types are: float64, float32, float16, bfloat16, complex64, complex128, int64, int32, int16, int8, "
+            "uint8, and bool."
         )
     return d
 
@@ -113,8 +133,7 @@ def as_dtype(x, op=None):
         return bool_
     where = f"{op}(): argument 'dtype'" if op else "dtype"
     if x is complex:
-        raise TypeError(f"{where}: tensorlab has no complex dtypes (torch maps complex to complex128); "
-                        "use a real dtype such as tensorlab.float64")
+        return complex128
     kind = type(x).__module__ + "." + type(x).__name__ if type(x).__module__ != "builtins" else type(x).__name__
     raise TypeError(f"{where} must be tensorlab.dtype, not {kind} ({x!r}); pass e.g. tensorlab.float32, "
                     "or the Python types float, int or bool")
@@ -135,11 +154,21 @@ def set_default_dtype(d):
     _default_dtype = d
 
 
+def get_default_complex_dtype():
+    """The complex dtype of the default float dtype's precision (complex64, or complex128 under float64)."""
+    return complex128 if _default_dtype is float64 else complex64
+
+
 def promote_types(type1, type2):
     """torch.promote_types: the smallest type both `type1` and `type2` convert to without losing category."""
     type1, type2 = as_dtype(type1), as_dtype(type2)
     if type1 is type2:
         return type1
+    if type1.category == _COMPLEX or type2.category == _COMPLEX:
+        c, o = (type1, type2) if type1.category == _COMPLEX else (type2, type1)
+        if o.category == _COMPLEX or o.category == _FLOAT:  # float64 + complex64 -> complex128
+            return complex128 if max(c._rank, o._rank) >= 3 else complex64
+        return c
     if type1.category != type2.category:
         return type1 if type1.category > type2.category else type2
     if type1.category == _INT:
@@ -160,12 +189,16 @@ def _scalar_dtype(x):
     if isinstance(x, _pyfloat):
         return get_default_dtype()
     if isinstance(x, complex):
-        raise TypeError("tensorlab has no complex dtypes; got a complex scalar")
+        return get_default_complex_dtype()
     raise TypeError(f"result_type: expected Tensors or Python scalars, got {type(x).__name__}")
 
 
 def _combine(higher, lower):
     # torch's combine_categories (ATen TypeProperties.cpp)
+    if higher is not None and higher.category == _COMPLEX:
+        return higher
+    if lower is not None and lower.category == _COMPLEX:
+        return higher.to_complex() if higher is not None and higher.is_floating_point else lower
     if higher is not None and higher.is_floating_point:
         return higher
     if higher is bool_ or (lower is not None and lower.is_floating_point):
@@ -207,9 +240,11 @@ def result_type(*args, tensor=None, other=None, scalar=None, scalar1=None, scala
 
 
 def can_cast(from_, to):
-    """torch.can_cast: no floating -> integral, no non-bool -> bool."""
+    """torch.can_cast: no complex -> real, no floating -> integral, no non-bool -> bool."""
     from_, to = as_dtype(from_), as_dtype(to)
-    if from_.category == _FLOAT and to.category != _FLOAT:
+    if from_.category == _COMPLEX and to.category != _COMPLEX:
+        return False
+    if from_.category == _FLOAT and to.category < _FLOAT:
         return False
     if from_ is not bool_ and to is bool_:
         return False
@@ -220,7 +255,7 @@ class finfo:
     """torch.finfo for the floating dtypes (bits, eps, max, min, tiny, smallest_normal, resolution)."""
 
     def __init__(self, dtype=None):
-        dtype = get_default_dtype() if dtype is None else as_dtype(dtype)
+        dtype = get_default_dtype() if dtype is None else as_dtype(dtype).to_real()
         if not dtype.is_floating_point:
             raise TypeError(f"finfo: {dtype} is not a floating point dtype; use tensorlab.iinfo for integers")
         fi = ml_dtypes.finfo(dtype.np)
@@ -242,7 +277,7 @@ class iinfo:
 
     def __init__(self, dtype):
         dtype = as_dtype(dtype)
-        if dtype.category == _FLOAT:
+        if dtype.category >= _FLOAT:
             raise TypeError(f"iinfo: {dtype} is not an integer dtype; use tensorlab.finfo for floating types")
         ii = np.iinfo(np.uint8 if dtype is bool_ else dtype.np)
         self.dtype = dtype.name

@@ -209,3 +209,28 @@ KERNELS["rnn.cu"] = _per_dtype("lstm_cell_fwd", "lstm_cell_bwd", "gru_cell_fwd",
 # per mode (0 LSTM, 1 GRU, 2 RNN tanh, 3 RNN relu)
 KERNELS["rnn.cu"] += tuple(f"{k}<{d.ctype}, {m}>" for k in ("rnn_seq_fwd", "rnn_seq_bwd") for d in dtypes.FLOATING
                            for m in range(4))
+# complex.cu: elementwise ops over complex operands (backends/cuda/complex.py), per kernel name the
+# functor of kernels/tensorlab/complex.cuh's tl::cop and the result: C complex<T>, R T (abs), B bool;
+# T float (complex64) and double (complex128), 64-bit indexing
+COMPLEX_ELEMENTWISE = {
+    "unary": {"neg": ("Neg", "C"), "abs": ("Abs", "R"), "exp": ("Exp", "C"), "exp2": ("Exp2", "C"),
+              "expm1": ("Expm1", "C"), "log": ("Log", "C"), "log2": ("Log2", "C"), "log10": ("Log10", "C"),
+              "log1p": ("Log1p", "C"), "sqrt": ("Sqrt", "C"), "rsqrt": ("Rsqrt", "C"), "square": ("Square", "C"),
+              "reciprocal": ("Reciprocal", "C"), "sin": ("Sin", "C"), "cos": ("Cos", "C"), "tan": ("Tan", "C"),
+              "tanh": ("Tanh", "C"), "sigmoid": ("Sigmoid", "C"), "isnan": ("IsNan", "B"), "isinf": ("IsInf", "B"),
+              "isfinite": ("IsFinite", "B"), "logical_not": ("LogicalNot", "B")},
+    "binary": {"add": ("Add", "C"), "sub": ("Sub", "C"), "mul": ("Mul", "C"), "div_true": ("Div", "C"),
+               "pow": ("Pow", "C"), "eq": ("Eq", "B"), "ne": ("Ne", "B"), "logical_and": ("LogicalAnd", "B"),
+               "logical_or": ("LogicalOr", "B"), "logical_xor": ("LogicalXor", "B")},
+}
+
+
+def complex_expr(prim, name, part):
+    """complex.cu's name expression for kernel `name` of `prim` over complex<part> (part "float"/"double")."""
+    functor, res = COMPLEX_ELEMENTWISE[prim][name]
+    r = {"C": f"tl::complex<{part}>", "R": part, "B": "bool"}[res]
+    return f"complex_{prim}<tl::cop::{functor}, {part}, {r}, long long>"
+
+
+KERNELS["complex.cu"] = tuple(complex_expr(prim, name, part) for prim, ops in COMPLEX_ELEMENTWISE.items()
+                              for name in ops for part in ("float", "double"))

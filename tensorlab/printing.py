@@ -68,7 +68,28 @@ def printoptions(**kwargs):
 
 def _values(arr, floating):
     """Host values as Python-formattable numbers: floats through float64 (exact for every dtype)."""
+    if arr.dtype.kind == "c":
+        return arr.astype(np.complex128)
     return arr.astype(np.float64) if floating else arr
+
+
+class _ComplexFormatter:
+    """torch's complex printing: one formatter for the real parts, one for the imaginary parts;
+    an element reads `real` + signed `imag` + 'j' (the imaginary part unpadded)."""
+
+    floating = True
+
+    def __init__(self, arr):
+        self.re = _Formatter(np.ascontiguousarray(arr.real), True)
+        self.im = _Formatter(np.ascontiguousarray(arr.imag), True)
+
+    def width(self):
+        return self.re.width() + self.im.width() + 1
+
+    def format(self, value):
+        real_str = self.re.format(value.real)
+        imag_str = (self.im.format(value.imag) + "j").lstrip()
+        return real_str + imag_str if imag_str[0] in "+-" else real_str + "+" + imag_str
 
 
 class _Formatter:
@@ -167,6 +188,9 @@ def _str_with_formatter(a, indent, summarize, fmt):
 
 def _tensor_str(a, floating, indent):
     summarize = a.size > PRINT_OPTS.threshold
+    if a.dtype.kind == "c":
+        fmt = _ComplexFormatter(_summarized(a) if summarize else a)
+        return _str_with_formatter(a, indent, summarize, fmt)
     fmt = _Formatter(_summarized(a) if summarize else a, floating)
     return _str_with_formatter(a, indent, summarize, fmt)
 
@@ -202,7 +226,7 @@ def tensor_repr(t):
     else:
         if not PRINT_OPTS.edgeitems:
             suffixes.append(f"size={tuple(t.shape)}")
-        if dt not in (default, dtypes.int64, dtypes.bool_):
+        if dt not in (default, dtypes.int64, dtypes.bool_, dtypes.get_default_complex_dtype()):
             suffixes.append(f"dtype={dt!r}")
         body = _tensor_str(t._host("repr"), dt.is_floating_point, indent)
     grad_fn = t.grad_fn

@@ -187,7 +187,7 @@ class Tensor:
         return self._dtype.is_floating_point
 
     def is_complex(self):
-        return False
+        return self._dtype.category == 3  # dtypes._COMPLEX
 
     def is_signed(self):
         return self._dtype.is_signed
@@ -205,7 +205,7 @@ class Tensor:
         self.requires_grad_(flag)
 
     def requires_grad_(self, requires_grad=True):
-        if requires_grad and not self._dtype.is_floating_point:
+        if requires_grad and not (self._dtype.is_floating_point or self._dtype.category == 3):
             raise RuntimeError(f"only Tensors of floating point and complex dtype can require gradients "
                                f"(got {self._dtype})")
         if not requires_grad and self._grad_fn is not None:
@@ -273,10 +273,18 @@ class Tensor:
         return bool(self._item("bool"))
 
     def __float__(self):
-        return float(self._item("float"))
+        v = self._item("float")
+        if type(v) is complex:  # torch: a complex value does not convert to a real one
+            raise RuntimeError(f"value cannot be converted to type double without overflow (float() of the complex "
+                               f"value {v}; take .real or .abs() first)")
+        return float(v)
 
     def __int__(self):
-        return int(self._item("int"))
+        v = self._item("int")
+        if type(v) is complex:
+            raise RuntimeError(f"value cannot be converted to type int64_t without overflow (int() of the complex "
+                               f"value {v}; take .real or .abs() first)")
+        return int(v)
 
     def __index__(self):
         if self._dtype.is_floating_point or self._dtype is dtypes.bool_ or self.numel() != 1:

@@ -45,7 +45,7 @@ PASS, MISMATCH, OURS_RAISED, TORCH_RAISED, BOTH_RAISED, SKIPPED = (
 
 
 class Unsupported(Exception):
-    """A sample tensorlab cannot take by construction (complex values, sparse layouts, generators)."""
+    """A sample tensorlab cannot take by construction (complex32, sparse layouts, generators)."""
 
 
 def _torch():
@@ -79,8 +79,14 @@ def to_tl(x, device):
     """torch values -> tensorlab values: tensors with their storage, sizes, strides and offset."""
     torch = _torch()
     if isinstance(x, torch.Tensor):
-        if x.layout != torch.strided or x.is_complex() or x.is_quantized or x.is_conj() or x.is_neg():
+        if x.layout != torch.strided or x.is_quantized:
             raise Unsupported(f"{x.layout} {x.dtype} tensor")
+        if x.is_conj() or x.is_neg():  # torch's lazy bits: tensorlab's conj is eager (the values, materialized)
+            req = x.requires_grad
+            x = x.detach().resolve_conj().resolve_neg()
+            if req:
+                x.requires_grad_(True)
+        # complex tensors travel as their storage's bytes, like every other dtype (complex64/complex128)
         dt = _tl_dtype(x.dtype)
         st = x.detach().untyped_storage()
         raw = torch.empty(0, dtype=torch.uint8).set_(st, 0, (st.nbytes(),), (1,)).numpy().copy()
@@ -103,7 +109,7 @@ def to_tl(x, device):
         if x != torch.strided:
             raise Unsupported(f"layout {x}")
         return getattr(tl, "strided", x)
-    if isinstance(x, torch.Generator) or isinstance(x, complex):
+    if isinstance(x, torch.Generator):
         raise Unsupported(type(x).__name__)
     if isinstance(x, list):
         return [to_tl(v, device) for v in x]
@@ -164,7 +170,11 @@ def variants(op):
     """{variant: (torch callable, tensorlab callable or None)} for the variants torch defines."""
     out = {}
     fn = op.op
-    if getattr(fn, "__name__", "<lambda>") != "<lambda>":
+    if type(fn).__name__ == "method_descriptor":  # a Tensor method as the op (cfloat, cdouble): tl.Tensor's
+        name = fn.__name__
+        out["function"] = (fn, (lambda *a, _n=name, **k: _method(a[0], _n)(*a[1:], **k))
+                           if getattr(tl.Tensor, name, None) is not None else None)
+    elif getattr(fn, "__name__", "<lambda>") != "<lambda>":
         out["function"] = (fn, _resolve_path(tl, op.name) if not op.name.startswith("_") else None)
     else:  # a lambda around torch's names: the same code with torch -> tensorlab, where the name exists
         out["function"] = (fn, _retarget(fn) if _our_name(op) is not None else None)
@@ -202,6 +212,7 @@ def to_torch(x):
         x = x.detach().cpu()
         if x.dtype is tl.bfloat16:
             return torch.from_numpy(x.float().numpy().copy()).to(torch.bfloat16)
+        # complex64/complex128 values: NumPy's complex arrays, which torch reads as they are
         return torch.from_numpy(np.array(x.numpy(), copy=True))
     if isinstance(x, tl.Size):
         return torch.Size(x)
@@ -500,14 +511,17 @@ def main(argv=None):
     p.add_argument("--json", default=None)
     p.add_argument("--every", type=int, default=1, help="every n-th sample only (as the CUDA test's subset)")
     p.add_argument("--grad", action="store_true", help="float64 gradients against torch's too")
+    p.add_argument("--complex", action="store_true", help="the complex64 samples only (complex128 too with --full)")
     p.add_argument("--grad-every", type=int, default=1, help="every n-th sample's gradient only")
     p.add_argument("--write-known", default=None,
                    help="merge this run's failures into the known-failures file given (device|op|variant|dtype|i)")
     args = p.parse_args(argv)
     torch = _torch()
     ops = [op for op in op_db() if args.ops is None or op.name in args.ops.split(",")]
-    dtypes = ([torch.float32, torch.float64, torch.int64, torch.bool, torch.bfloat16, torch.float16] if args.full
-              else [torch.float32])
+    dtypes = ([torch.float32, torch.float64, torch.int64, torch.bool, torch.bfloat16, torch.float16, torch.complex64,
+               torch.complex128] if args.full else [torch.float32])
+    if args.complex:
+        dtypes = [torch.complex64, torch.complex128] if args.full else [torch.complex64]
     results = {}
     for op in ops:
         if public(op) and exists(op):

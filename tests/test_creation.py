@@ -41,7 +41,8 @@ def test_from_numpy_layouts_and_errors():
     with pytest.raises(TypeError, match="expected np.ndarray"):
         tl.from_numpy([1, 2])
     with pytest.raises(TypeError, match="can't convert"):
-        tl.from_numpy(np.zeros(2, dtype=np.complex64))
+        tl.from_numpy(np.zeros(2, dtype=np.uint32))
+    assert tl.from_numpy(np.zeros(2, dtype=np.complex64)).dtype is tl.complex64
     e = tl.from_numpy(np.zeros((0, 3), dtype=np.float32))
     assert e.shape == (0, 3) and e.numel() == 0
 

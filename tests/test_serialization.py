@@ -94,9 +94,11 @@ def test_legacy_and_foreign_files_refused_clearly(tmp_path):
         tl.load(junk)
 
 
-def test_foreign_dtype_named():
-    with pytest.raises(RuntimeError, match=r"torch.ComplexFloatStorage \(complex64\)"):
-        tl.load(FIXTURES / "complex.pt")
+def test_complex_checkpoint_loads():
+    t = tl.load(FIXTURES / "complex.pt")
+    ts = t if isinstance(t, tl.Tensor) else next(v for v in (t.values() if isinstance(t, dict) else t)
+                                                  if isinstance(v, tl.Tensor))
+    assert ts.dtype in (tl.complex64, tl.complex128)
 
 
 # -- files tensorlab writes ----------------------------------------------------------------------

@@ -929,6 +929,8 @@ def _index_put(ctx, g):
 
 
 def _to(ctx, g):
+    if g._dtype.category == 3 and ctx.dtype(0).category != 3:  # real -> complex cast: the real part (torch)
+        g = g.real
     return (g.to(ctx.device(0), ctx.dtype(0)),)
 
 

@@ -38,6 +38,8 @@ def fit(g, node, i):
             raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - got "
                                f"{list(g.shape)} but expected shape compatible with {list(shape)}")
     if g._dtype is not dt or g._meta.storage.device != dev:
+        if g._dtype.category == 3 and dt.category != 3:  # a real input of a complex op: the real part (torch)
+            g = g.real
         g = g.to(dev, dt)
     return g
 
@@ -60,7 +62,7 @@ def _root_grads(tensors, grads, create_graph):
             if t._requires_grad:
                 if t.numel() != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
-                if not t._dtype.is_floating_point:
+                if not t._dtype.is_floating_point:  # complex too (torch)
                     raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
                                        f"{t._dtype}")
             g = _ones_like(t)

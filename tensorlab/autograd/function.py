@@ -90,7 +90,7 @@ class BackwardCFunction(Node):
                 if id(o) in inputs:  # an input returned as is: its alias becomes the output
                     o = _alias(o)
                 self._out_metas.append((o._meta.layout, o._dtype, o._meta.storage.device))
-                if o._dtype.is_floating_point and id(outs[i]) not in self._non_diff:
+                if (o._dtype.is_floating_point or o._dtype.category == 3) and id(outs[i]) not in self._non_diff:
                     attach(o, self)
                     if i:
                         o._output_nr = i

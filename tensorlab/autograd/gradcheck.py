@@ -35,6 +35,27 @@ def _float64_inputs(inputs):
     return tuple(out)
 
 
+def _realified(func, inputs):
+    """func and inputs with every complex tensor seen as its (..., 2) real view (torch checks complex
+    functions as functions of real and imaginary parts): complex inputs arrive as real pairs and are
+    viewed back as complex for func; complex outputs leave as real pairs."""
+    from ..ops.complex_ops import view_as_complex, view_as_real
+    cpos = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x._dtype.category == 3]
+    new = list(inputs)
+    for i in cpos:
+        r = view_as_real(inputs[i].detach()).clone()
+        r.requires_grad_(inputs[i]._requires_grad)
+        new[i] = r
+
+    def f(*xs):
+        xs = list(xs)
+        for i in cpos:
+            xs[i] = view_as_complex(xs[i])
+        return tuple(view_as_real(o) if isinstance(o, Tensor) and o._dtype.category == 3 else o
+                     for o in _as_tuple(func(*xs)))
+    return f, tuple(new)
+
+
 def _differentiable(outputs):
     return [(k, o) for k, o in enumerate(outputs) if isinstance(o, Tensor) and o._dtype.is_floating_point]
 
@@ -123,6 +144,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         return False
 
     inputs = _as_tuple(inputs)
+    func, inputs = _realified(func, inputs)
     if not any(isinstance(x, Tensor) and x._requires_grad for x in inputs):
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of the them "
                          "have requires_grad=True.")

@@ -386,7 +386,7 @@ def record(out, op, inputs, info):
         return out
     if anomaly.forward_enabled():
         anomaly.check_forward(out, op, inputs, info)
-    if not st.grad or not out._dtype.is_floating_point:
+    if not st.grad or not (out._dtype.is_floating_point or out._dtype.category == 3):
         return out
     for t in inputs:
         if t._requires_grad:

@@ -103,7 +103,7 @@ _CODE_NAMES = {kDLInt: "kDLInt", kDLUInt: "kDLUInt", kDLFloat: "kDLFloat", kDLOp
 _TO_DL = {dtypes.bool_: (kDLBool, 8), dtypes.uint8: (kDLUInt, 8), dtypes.int8: (kDLInt, 8),
           dtypes.int16: (kDLInt, 16), dtypes.int32: (kDLInt, 32), dtypes.int64: (kDLInt, 64),
           dtypes.float16: (kDLFloat, 16), dtypes.bfloat16: (kDLBfloat, 16), dtypes.float32: (kDLFloat, 32),
-          dtypes.float64: (kDLFloat, 64)}
+          dtypes.float64: (kDLFloat, 64), dtypes.complex64: (kDLComplex, 64), dtypes.complex128: (kDLComplex, 128)}
 _FROM_DL = {v: k for k, v in _TO_DL.items()}
 
 # -- the capsule C API (called with the GIL held; names live forever: a capsule keeps the pointer)
@@ -335,7 +335,7 @@ def _dtype_of(dl):
             what = f"Unsupported {_CODE_NAMES[code]} bits {bits}"
         else:
             what = f"Unsupported code {code}"
-        raise BufferError(f"{what}: tensorlab has no such dtype (it reads bool, uint8, int8, int16, int32, int64, "
+        raise BufferError(f"{what}: tensorlab has no such dtype (it reads bool, uint8, int8, int16, int32, int64, complex64, complex128, "
                           "float16, bfloat16, float32, float64); convert it on the producer's side first")
     return dt
 

@@ -68,10 +68,10 @@ MAX_DECOMPRESSED_BYTES = None
 _STORAGE_DTYPES = {"FloatStorage": dtypes.float32, "DoubleStorage": dtypes.float64, "HalfStorage": dtypes.float16,
                    "BFloat16Storage": dtypes.bfloat16, "ByteStorage": dtypes.uint8, "CharStorage": dtypes.int8,
                    "ShortStorage": dtypes.int16, "IntStorage": dtypes.int32, "LongStorage": dtypes.int64,
-                   "BoolStorage": dtypes.bool_}
+                   "BoolStorage": dtypes.bool_, "ComplexFloatStorage": dtypes.complex64,
+                   "ComplexDoubleStorage": dtypes.complex128}
 _STORAGE_OF = {dt: name for name, dt in _STORAGE_DTYPES.items()}
-_FOREIGN_STORAGES = {"ComplexFloatStorage": "complex64", "ComplexDoubleStorage": "complex128",
-                     "UInt16Storage": "uint16", "UInt32Storage": "uint32", "UInt64Storage": "uint64",
+_FOREIGN_STORAGES = {"UInt16Storage": "uint16", "UInt32Storage": "uint32", "UInt64Storage": "uint64",
                      "QInt8Storage": "qint8", "QUInt8Storage": "quint8", "QInt32Storage": "qint32",
                      "QUInt4x2Storage": "quint4x2", "QUInt2x4Storage": "quint2x4",
                      "Float8_e4m3fnStorage": "float8_e4m3fn", "Float8_e5m2Storage": "float8_e5m2",
@@ -80,7 +80,8 @@ _DTYPE_NAMES = {"float32": dtypes.float32, "float": dtypes.float32, "float64": d
                 "double": dtypes.float64, "float16": dtypes.float16, "half": dtypes.float16,
                 "bfloat16": dtypes.bfloat16, "uint8": dtypes.uint8, "int8": dtypes.int8, "int16": dtypes.int16,
                 "short": dtypes.int16, "int32": dtypes.int32, "int": dtypes.int32, "int64": dtypes.int64,
-                "long": dtypes.int64, "bool": dtypes.bool_}
+                "long": dtypes.int64, "bool": dtypes.bool_, "complex64": dtypes.complex64,
+                "cfloat": dtypes.complex64, "complex128": dtypes.complex128, "cdouble": dtypes.complex128}
 
 
 # -- writing -------------------------------------------------------------------------------------

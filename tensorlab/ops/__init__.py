@@ -43,3 +43,4 @@ FAMILIES += ("mode", "renorm", "histograms", "combinations", "nonzero_static", "
 FAMILIES += ("conv3d", "pool3d", "grid_sample")  # the 3-D convolutions and pools, grid sampling
 FAMILIES += ("lu_family",)
 FAMILIES += ("special_functions",)
+FAMILIES += ("complex_ops", "spectral")

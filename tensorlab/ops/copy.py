@@ -21,6 +21,11 @@ def copy_into(dst, src, non_blocking=False):
     """Write src (broadcast to dst's shape, cast to dst's dtype, any device) into dst. No checks
     beyond the transfer itself, no version bump: the building block of copy_ and conversions.
     Both operands are pinned, so the backend reads the layouts the shapes were checked on."""
+    if src._dtype.category == 3 and dst._dtype.category != 3:  # complex -> real: the real parts, as torch
+        from .. import _warn
+        _warn.warn("Casting complex values to real discards the imaginary part", UserWarning)
+        from .complex_ops import _part_view
+        src = _part_view(src, 0)
     dst = pinned(dst)
     src = _broadcast_view(src, dst._meta.layout.shape, "copy_")
     dd = dst._meta.storage.device

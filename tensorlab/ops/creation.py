@@ -50,9 +50,8 @@ def _host_values(data, dtype=None):
         return arr, dtypes.get_default_dtype()
     if arr.dtype.kind in "iu" and arr.dtype != np.uint8 and arr.dtype.itemsize < 8 and not _has_np(data):
         arr = arr.astype(np.int64)
-    if arr.dtype.kind == "c":
-        raise TypeError("tensor(): tensorlab has no complex dtypes; pass the real and imaginary parts as "
-                        "separate tensors")
+    if arr.dtype.kind == "c" and not _has_np(data):  # Python complex numbers: the default complex dtype
+        return arr, dtypes.get_default_complex_dtype()
     return arr, dtypes.from_numpy_dtype(arr.dtype)
 
 
@@ -100,9 +99,8 @@ def _python_values(data, dtype):
             floating = True
             if target is not None and not target.is_floating_point and target is not dtypes.bool_:
                 _check_int_range(np.array([v], dtype=np.float64), target)
-        elif isinstance(v, complex):
-            raise TypeError("tensor(): tensorlab has no complex dtypes; pass the real and imaginary parts as "
-                            "separate tensors")
+        elif isinstance(v, (complex, np.complexfloating)):
+            floating = True
         elif dtype is not None:  # torch converts each element to the given dtype: a TypeError
             raise TypeError(f"tensor(): must be real number, not {type(v).__name__}")
         else:
@@ -139,7 +137,7 @@ def _collect(x, shape, dim, leaves):
 def _check_int_range(arr, dt):
     """torch checks Python numbers stored into an integral dtype: out of range (uint8 takes
     -255..255, wrapping the negatives), NaN or infinite raises instead of wrapping."""
-    if arr.size == 0 or dt.is_floating_point or dt is dtypes.bool_:
+    if arr.size == 0 or dt.is_floating_point or dt is dtypes.bool_ or dt.category == 3:
         return
     ii = np.iinfo(dt.np)
     lo, hi = (-int(ii.max), int(ii.max)) if dt is dtypes.uint8 else (int(ii.min), int(ii.max))
@@ -347,6 +345,8 @@ def _scalar_default_dtype(value):
         return dtypes.int64
     if isinstance(value, numbers.Real):
         return dtypes.get_default_dtype()
+    if isinstance(value, numbers.Complex):
+        return dtypes.get_default_complex_dtype()
     raise TypeError(f"full(): fill_value must be a number, got {type(value).__name__}")
 
 
@@ -427,6 +427,9 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, layout=None, req
     start, end, step = (_num(start, "arange", "start"), _num(end, "arange", "end"), _num(step, "arange", "step"))
     is_float = any(isinstance(x, float) for x in (start, end, step))
     dt = want or (dtypes.get_default_dtype() if is_float else dtypes.int64)
+    if dt.category == 3:
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{dt.torch_name}' (tensorlab.arange: make a "
+                                  "real range and convert it, e.g. tensorlab.arange(n).to(tensorlab.complex64))")
     if dt is dtypes.bool_:
         raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool': arange of bool is not supported; "
                                   "make an integer range and compare it")

@@ -22,13 +22,14 @@ from ..tensor import Meta
 from ..storage import UntypedStorage
 from ._common import _SAFE_NUMEL, _cpu_allocate, _cpu_allocate_view, _object_new, _tuple_new
 from . import registry as R
+from . import complex_rules as _complex_rules
 from ._common import (_CONTIGUOUS, check_cast, check_no_partial_overlap, check_writable, empty_tensor, output,
                       pinned, same_device)
 
 _BOOL, _I64, _F32 = dtypes.bool_, dtypes.int64, dtypes.float32
 _cpu = backends.cpu  # the CPU backend package (its primitives are looked up on it per call)
 _HALVES = (dtypes.float16, dtypes.bfloat16)
-_PY = (bool, int, float)
+_PY = (bool, int, float, complex)
 _DEF, _KEEP, _I2F, _ALWAYS_BOOL = R.DEFAULT, R.KEEP, R.INT_TO_FLOAT, R.ALWAYS_BOOL
 
 # which common dtypes an op accepts
@@ -91,6 +92,9 @@ class _Op:
         return r
 
     def supports(self, common):
+        if common.category == 3:  # complex: ops/complex_rules.py's table
+            _complex_rules.check(self.name, common)
+            return
         if self.accepts is not ANY:
             _check_accepts(self, common)
 
@@ -100,8 +104,10 @@ class _Op:
         kind = self.promotion
         if kind is _ALWAYS_BOOL:
             res = _BOOL
-        elif kind is _I2F and not common.is_floating_point:
+        elif kind is _I2F and not (common.is_floating_point or common.category == 3):
             res = common = dtypes.get_default_dtype()
+        elif common.category == 3 and self.name in _complex_rules.REAL_RESULT:
+            res = common.to_real()
         else:
             res = common
         return res, (_F32 if common in _HALVES else common)
@@ -127,14 +133,14 @@ def _check_accepts(op, dt):
 # -- operands, promotion, scalar arguments ------------------------------------------------------
 
 def _number(x):
-    """x as a Python bool/int/float when it is a real number (NumPy scalars too), else None."""
-    if type(x) in _PY:
+    """x as a Python bool/int/float/complex when it is a number (NumPy scalars too), else None."""
+    if type(x) in _PY or type(x) is complex:
         return x
-    if isinstance(x, (Tensor, complex, str)):
+    if isinstance(x, (Tensor, str)):
         return None
     if getattr(x, "dtype", None) is not None and getattr(x, "shape", None) == () and hasattr(x, "item"):
         x = x.item()  # NumPy scalars (and 0-d arrays)
-        return x if type(x) in _PY else None
+        return x if type(x) in _PY or type(x) is complex else None
     if isinstance(x, numbers.Integral):
         return int(x)
     if isinstance(x, numbers.Real):
@@ -201,6 +207,11 @@ def _checked(value, dt, op):
     CPU fill shortcut stores a float16/bfloat16 overflow as inf: a divergence row)."""
     if dt is _BOOL:
         return bool(value)
+    if dt.category == 3:
+        return complex(value)
+    if type(value) is complex:
+        raise RuntimeError(f"{op}: value cannot be converted to type {dt.name} without overflow "
+                           f"(a complex value {value} into a real tensor)")
     lo, hi = _limits(dt)
     if dt.is_floating_point:
         v = float(value)
@@ -657,7 +668,9 @@ def _alpha(op, common, params):
     if "alpha" not in params:
         return _NO_PARAMS
     alpha = _scalar_arg(params["alpha"], op, "alpha")
-    if not common.is_floating_point and isinstance(alpha, float):
+    if common.category != 3 and isinstance(alpha, complex):
+        raise RuntimeError(f"{op}: For non-complex input tensors, argument alpha must not be a complex number.")
+    if not (common.is_floating_point or common.category == 3) and isinstance(alpha, float):
         raise RuntimeError(f"{op}: For integral input tensors, argument alpha must not be a floating point number.")
     if common is not _BOOL and type(alpha) is bool:
         raise RuntimeError(f"{op}: Boolean alpha only supported for Boolean results.")
@@ -758,7 +771,8 @@ def _addc_meta(d, input, tensor1, tensor2, value):
     x = _tensor_arg(input, op, "input", 1)
     t1 = _tensor_arg(tensor1, op, "tensor1", 2)
     t2 = _tensor_arg(tensor2, op, "tensor2", 3)
-    if d is ADDCDIV and not t1._dtype.is_floating_point and not t2._dtype.is_floating_point:
+    if d is ADDCDIV and not (t1._dtype.is_floating_point or t1._dtype.category == 3) and \
+            not (t2._dtype.is_floating_point or t2._dtype.category == 3):
         raise RuntimeError(_ADDCDIV_INT)
     common = _promote(x, t1, t2)
     if isinstance(value, Tensor):

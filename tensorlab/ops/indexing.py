@@ -293,6 +293,8 @@ def _scalar(value, dtype):
     negative ints; infinities and NaN only fit floating types)."""
     if isinstance(value, bool) or dtype is dtypes.bool_:
         return value
+    if dtype.category == 3:  # complex
+        return complex(value)
     if dtype.is_floating_point:
         if dtype is dtypes.float32 and isinstance(value, float) and _FLOAT32_MAX < abs(value) < float("inf"):
             raise RuntimeError("value cannot be converted to type float without overflow")

@@ -31,7 +31,7 @@ def _as_tensor(x, like):
 
 def _floating(x):
     """x as a floating tensor (integers and bool go to the default dtype, as torch's float ops)."""
-    return x if x.dtype.is_floating_point else x.to(dtypes.get_default_dtype())
+    return x if x.dtype.is_floating_point or x.dtype.is_complex else x.to(dtypes.get_default_dtype())
 
 
 def _finish(r, out, op):

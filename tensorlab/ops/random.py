@@ -292,6 +292,14 @@ def _is_double(dtype):
 
 
 # -- the samplers (fill an existing tensor; no checks of the target) -------------------------------
+def _complex_parts(t):
+    """A complex tensor's (..., 2) float view (the random kernels fill real dtypes); others as they are."""
+    if t.dtype.category == 3:
+        from .complex_ops import view_as_real
+        return view_as_real(t)
+    return t
+
+
 def _fill_uniform(t, low, high, gen):
     _launch(gen, t.numel() * (2 if _is_double(t.dtype) else 1), "philox_uniform", t, low, high)
 
@@ -446,9 +454,10 @@ def rand(*size, generator=None, out=None, dtype=None, device=None, layout=None, 
     shape = _shape(size, kw.pop("size", None), "rand")
     _no_extra(kw, "rand")
     dt = _factory_dtype(dtype, out)
-    _check_floating("rand", "check_uniform_bounds", dt)
+    if dt.category != 3:  # complex: real and imaginary parts each uniform in [0, 1), as torch
+        _check_floating("rand", "check_uniform_bounds", dt)
     o, dev = _target("rand", shape, dt, device, out)
-    _fill_uniform(o.tensor, 0.0, 1.0, _generator(generator, dev, "rand"))
+    _fill_uniform(_complex_parts(o.tensor), 0.0, 1.0, _generator(generator, dev, "rand"))
     return _finish(o, requires_grad, pin_memory)
 
 
@@ -460,9 +469,12 @@ def randn(*size, generator=None, out=None, dtype=None, device=None, layout=None,
     shape = _shape(size, kw.pop("size", None), "randn")
     _no_extra(kw, "randn")
     dt = _factory_dtype(dtype, out)
-    _check_floating("randn", "normal_kernel", dt)
+    if dt.category != 3:  # complex: real and imaginary parts each N(0, 1/2) (unit variance), as torch
+        _check_floating("randn", "normal_kernel", dt)
     o, dev = _target("randn", shape, dt, device, out)
-    _fill_normal(o.tensor, 0.0, 1.0, _generator(generator, dev, "randn"))
+    t = o.tensor
+    _fill_normal(_complex_parts(t), 0.0, 0.5 ** 0.5 if t is not _complex_parts(t) else 1.0,
+                 _generator(generator, dev, "randn"))
     return _finish(o, requires_grad, pin_memory)
 
 

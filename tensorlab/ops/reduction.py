@@ -127,7 +127,7 @@ def _accumulating_dtype(x, dtype, out):
         return dt
     if isinstance(out, Tensor):
         return out._dtype
-    return x._dtype if x._dtype.is_floating_point else dtypes.int64
+    return x._dtype if x._dtype.is_floating_point or x._dtype.category == 3 else dtypes.int64
 
 
 def _cast_first(input, x, dt):
@@ -163,7 +163,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A001
         meta = input._meta
         dims = _ALL_DIMS[len(meta[1][0])]
         dt = input._dtype
-        if not dt.is_floating_point:
+        if not (dt.is_floating_point or dt.category == 3):
             dt = _I64
         dev = meta[0].device
         t = empty_tensor(_KEPT[len(dims)] if keepdim else (), dt, dev)
@@ -186,6 +186,9 @@ def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     x = check_tensor(input, "prod")
     dt = _accumulating_dtype(x, dtype, out)
     src, x = _cast_first(input, x, dt) if dtype is not None else (input, x)
+    if dt.category == 3 and x.device.type != "cpu":  # complex on CUDA: a tree of complex products
+        from .complex_ops import prod_tree
+        return prod_tree(src, reduce_dims(x, dim), keepdim, out)
     return _run("prod", "prod", src, x, reduce_dims(x, dim), keepdim, dt, out)
 
 
@@ -193,7 +196,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     refuse_out_grad("mean", out, input)
     x = check_tensor(input, "mean")
     dt = x._dtype if dtype is None else dtypes.as_dtype(dtype)
-    if not dt.is_floating_point:
+    if not (dt.is_floating_point or dt.category == 3):
         which = "Input" if dtype is None else "Optional"
         raise RuntimeError(f"mean(): could not infer output dtype. {which} dtype must be either a floating point or "
                            f"complex dtype. Got: {dt.torch_name}")
@@ -323,6 +326,14 @@ def _moment(op, input, dim, unbiased, keepdim, correction, out, what="std and va
     """var/std (and var_mean/std_mean, which add the mean over the same dims): x, dims, result."""
     refuse_out_grad(op, out, input)
     x = check_tensor(input, op)
+    if x._dtype.category == 3:  # complex: var(real) + var(imag), a real result (torch's mean |x - mean|^2)
+        v = (_moment("var", input.real, dim, unbiased, keepdim, correction, None)[2]
+             + _moment("var", input.imag, dim, unbiased, keepdim, correction, None)[2])
+        r = v.sqrt() if op == "std" else v
+        if out is not None:
+            from ._composite import to_out
+            r = to_out(r, out, op)
+        return x, reduce_dims(x, _correction(dim, unbiased, correction, op)[0]), r
     if not x._dtype.is_floating_point:
         raise RuntimeError(f"{what} only support floating point and complex dtypes; got {x._dtype.torch_name}"
                            f" (convert with .float())")
@@ -361,6 +372,9 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     any other float; 'fro' is the 2-norm over at most two dims."""
     refuse_out_grad("linalg_vector_norm", out, input)  # torch's name: norm is linalg.vector_norm there
     x = check_tensor(input, "norm")
+    if x._dtype.category == 3 and p != "nuc":  # complex: the norm of the moduli (a real result, as torch)
+        dt = None if dtype is None else dtypes.as_dtype(dtype)
+        return norm(input.abs(), p, dim, keepdim, out=out, dtype=None if dt is None else dt.to_real())
     if isinstance(dim, int):
         dim = (dim,)
     if isinstance(p, str):
@@ -469,6 +483,9 @@ def _cumulative(op, name, input, dim, dtype, out):
     d = L.wrap_dim(dim, x.dim())
     dt = _accumulating_dtype(x, dtype, out)
     src, x = _cast_first(input, x, dt) if dtype is not None else (input, x)
+    if op == "prod" and dt.category == 3 and x.device.type != "cpu":  # complex on CUDA: a product scan
+        from .complex_ops import cumprod_scan
+        return cumprod_scan(src, d, out)
     o = output(out, x._meta.layout.shape, dt, x.device, name, (x,))
     x._backend.cumulative(o.tensor, x, op, d)
     return autograd_hooks.record(o.finish(), name, (src,), dim=d)
@@ -480,6 +497,9 @@ def _cumulative_(op, name, self, dim, dtype):
                            f"dtype {C_NAMES[dtypes.as_dtype(dtype).name]} should match")
     t = pinned(self)
     d = L.wrap_dim(dim, t.dim())
+    if op == "prod" and t._dtype.category == 3 and t.device.type != "cpu":  # complex on CUDA: a product scan
+        from .complex_ops import cumprod_scan
+        return self.copy_(cumprod_scan(self.detach() if not self.requires_grad else self.clone(), d))
     if t._dtype is dtypes.bool_:  # torch: cumsum_ works in self's dtype, which has no kernel for bool...
         if t.dim():
             raise NotImplementedError(f'"{name[:-1]}" not implemented for \'Bool\' (convert first, e.g. '

@@ -22,7 +22,7 @@ __all__ = ("unary", "binary", "ternary")
 _U = "unsafe"  # the front end already checked castability; NumPy must not re-check it
 _BOOL = np.dtype(np.bool_)
 _F32 = np.dtype(np.float32)
-_PY_TYPES = frozenset((bool, int, float))  # the front end hands numbers over as exactly these
+_PY_TYPES = frozenset((bool, int, float, complex))  # the front end hands numbers over as exactly these
 
 _extobj_contextvar = _par._extobj_contextvar
 _rows_state = _par.rows_state
@@ -305,6 +305,13 @@ def _sign(o, a, dt):
     if dt.kind == "f":
         r = np.where(np.isnan(r), dt.type(0), r)  # torch: sign(nan) = (0 < nan) - (nan < 0) = 0
     _store(o, r)
+
+
+def _abs(o, a, dt):
+    if dt.kind == "c":  # complex -> its real modulus (the output is the real dtype)
+        np.absolute(a if not isinstance(a, np.ndarray) else a.astype(dt, copy=False), out=o, casting=_U)
+    else:
+        np.absolute(a, out=o, dtype=dt, casting=_U)
 
 
 def _rsqrt(o, a, dt):
@@ -626,7 +633,7 @@ _PLAIN_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div_tru
                  "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor}
 
 _UNARY = {
-    "neg": _ufunc(np.negative), "abs": _ufunc(np.absolute), "sign": _sign,
+    "neg": _ufunc(np.negative), "abs": _abs, "sign": _sign,
     "exp": _ufunc(np.exp), "exp2": _ufunc(np.exp2), "expm1": _ufunc(np.expm1),
     "log": _ufunc(np.log), "log2": _ufunc(np.log2), "log10": _ufunc(np.log10), "log1p": _ufunc(np.log1p),
     "sqrt": _ufunc(np.sqrt), "rsqrt": _rsqrt, "square": _ufunc(np.square), "reciprocal": _reciprocal,

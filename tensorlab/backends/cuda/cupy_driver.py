@@ -153,7 +153,7 @@ def _arg(a):
 
 
 # alpha = 1, beta = 0 for cuBLAS, read from host memory at the call (pointer mode host): kept alive here
-_GEMM_SCALARS = {t: (np.ones(1, t), np.zeros(1, t)) for t in (np.float32, np.float64)}
+_GEMM_SCALARS = {t: (np.ones(1, t), np.zeros(1, t)) for t in (np.float32, np.float64, np.complex64, np.complex128)}
 
 _BY_VALUE = {}         # the argument's bytes -> its _HostArg (layouts recur launch after launch)
 _BY_VALUE_MAX = 4096
@@ -610,7 +610,9 @@ class CupyDriver:
             "float16": (rt.CUDA_R_16F, cublas.CUBLAS_COMPUTE_32F, np.float32),
             "bfloat16": (rt.CUDA_R_16BF, cublas.CUBLAS_COMPUTE_32F, np.float32),
             "float32": (rt.CUDA_R_32F, cublas.CUBLAS_COMPUTE_32F, np.float32),  # torch's default: no TF32
-            "float64": (rt.CUDA_R_64F, cublas.CUBLAS_COMPUTE_64F, np.float64)}[dtype]
+            "float64": (rt.CUDA_R_64F, cublas.CUBLAS_COMPUTE_64F, np.float64),
+            "complex64": (rt.CUDA_C_32F, cublas.CUBLAS_COMPUTE_32F, np.complex64),
+            "complex128": (rt.CUDA_C_64F, cublas.CUBLAS_COMPUTE_64F, np.complex128)}[dtype]
         one, zero = _GEMM_SCALARS[scalar]
         with cp.cuda.Device(stream.device):
             handle = cp.cuda.device.get_cublas_handle()
@@ -848,6 +850,30 @@ class CupyDriver:
             for i in range(batch):
                 f(handle, side, self._fill(lower), op, diag, m, n, one.ctypes.data, P(a, i, isz, stride_a), lda,
                   P(b, i, isz, stride_b), ldb)
+    def fft(self, kind, x, y, n, batch, forward, dtype, stream):
+        cp = _cupy()
+        from cupy.cuda import cufft
+        single = dtype == "complex64"
+        ctype, rtype = (np.complex64, np.float32) if single else (np.complex128, np.float64)
+        fft_type = {"c2c": cufft.CUFFT_C2C if single else cufft.CUFFT_Z2Z,
+                    "r2c": cufft.CUFFT_R2C if single else cufft.CUFFT_D2Z,
+                    "c2r": cufft.CUFFT_C2R if single else cufft.CUFFT_Z2D}[kind]
+        half = tuple(n[:-1]) + (n[-1] // 2 + 1,)
+        in_shape, in_t = {"c2c": (n, ctype), "r2c": (n, rtype), "c2r": (half, ctype)}[kind]
+        out_shape, out_t = {"c2c": (n, ctype), "r2c": (half, ctype), "c2r": (n, rtype)}[kind]
+
+        def view(p, shape, t):
+            count = batch * int(np.prod(shape))
+            nbytes = count * np.dtype(t).itemsize
+            mem = cp.cuda.UnownedMemory(p.buffer.ptr + p.offset, nbytes, p.buffer)
+            return cp.ndarray((batch,) + tuple(shape), t, cp.cuda.MemoryPointer(mem, 0))
+
+        with cp.cuda.Device(stream.device), stream.cp:
+            a, b = view(x, in_shape, in_t), view(y, out_shape, out_t)
+            idist, odist = int(np.prod(in_shape)), int(np.prod(out_shape))
+            plan = cufft.PlanNd(tuple(n), tuple(in_shape), 1, idist, tuple(out_shape), 1, odist, fft_type, batch,
+                                "C", -1, None)
+            plan.fft(a, b, cufft.CUFFT_FORWARD if forward else cufft.CUFFT_INVERSE)
 
     # -- memory and streams that tensorlab does not own (tensorlab/interop) ---------------------
     def wrap_external(self, ptr, nbytes, device, owner):

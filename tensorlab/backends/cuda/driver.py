@@ -130,7 +130,17 @@ class Driver(Protocol):
         """cuBLAS's strided batched GEMM in its column-major terms, alpha 1 and beta 0: for each of
         `batch` matrices, C (m x n, leading dim ldc) = op(A) (m x k) @ op(B) (k x n), op a transpose
         where asked; strides in elements (0: the same matrix for every batch). `dtype` one of
-        "float16", "bfloat16" (float32 accumulation, tensor cores), "float32" (no TF32), "float64"."""
+        "float16", "bfloat16" (float32 accumulation, tensor cores), "float32" (no TF32), "float64",
+        "complex64" (CUDA_C_32F), "complex128" (CUDA_C_64F)."""
+        ...
+
+    def fft(self, kind: str, x: Pointer, y: Pointer, n: tuple, batch: int, forward: bool, dtype: str,
+            stream) -> None:
+        """cuFFT's batched transform of `batch` contiguous signals, unnormalized: `n` the logical
+        signal sizes (rank 1 to 3, the last the fastest); kind "c2c" (x, y complex, forward or
+        inverse), "r2c" (x real n, y complex n[:-1] + (n[-1]//2+1)) or "c2r" (the reverse; x may be
+        overwritten, as cuFFT's C2R does). `dtype` the complex type: "complex64" (C2C/R2C/C2R) or
+        "complex128" (Z2Z/D2Z/Z2D)."""
         ...
 
     # -- cuSOLVER / cuBLAS dense factorizations (backends/cuda/solver.py) ------------------------

@@ -22,6 +22,7 @@ from ...device import Device
 from ...kernel_table import ELEMENTWISE, ELEMENTWISE_COMPUTE, ELEMENTWISE_VEC_TYPES, elementwise_vectorized
 from ...layout import Layout, expand_strides
 from ...sync import host_wait
+from . import complex as _cx
 from . import launch as K
 from .active import driver
 from .driver import Pointer
@@ -356,6 +357,8 @@ def _c_scalar(x, compute, c):
 
 def unary(out, op, x, compute, **params):
     """out = op(x), computed in `compute`."""
+    if compute.category == 3:  # complex: kernels/complex.cu (complex.py)
+        return _cx.unary(out, op, x, compute, **params)
     c = _C[compute]
     row = _kernel("unary", op)
     _run("unary", op, out, (x,), compute, _C_NP[c], _params(compute, c, _unary_params(op, params)), row)
@@ -363,6 +366,8 @@ def unary(out, op, x, compute, **params):
 
 def binary(out, op, a, b, compute, **params):
     """out = op(a, b); `a`/`b` are tensors or Python numbers (converted to `compute` here)."""
+    if compute.category == 3:  # complex: kernels/complex.cu (complex.py)
+        return _cx.binary(out, op, a, b, compute, **params)
     if not params and type(a) not in _PY and type(b) not in _PY:  # two tensors, no parameters: one lookup
         hit = _PLAIN.get((op, compute))
         if hit is not None:
@@ -395,6 +400,8 @@ _PLAIN = {}  # (op, compute dtype) -> binary's (C scalar type, parameters, kerne
 
 def ternary(out, op, a, b, c, compute, **params):
     """out = op(a, b, c); operands as for `binary`, and None for an absent clamp bound."""
+    if compute.category == 3:  # complex: real kernels over the parts, or complex binary steps (complex.py)
+        return _cx.ternary(out, op, a, b, c, compute, ternary, **params)
     ct = _C[compute]
     row = _kernel("ternary", op)
     value = _one_param("ternary", op, params, "value") if op in ("addcmul", "addcdiv") else _no_params(op, params)

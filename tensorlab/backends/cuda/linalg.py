@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...layout import coalesce
+from ... import layout as L
+from ...layout import Layout, coalesce
 from . import launch as K
 from .driver import Pointer
 from .memory import byte_range, temp, copy, fill, retire
@@ -63,7 +64,7 @@ def _index_type(ops, strides, dims, tiles):
 # cores with float32 accumulation); integer and bool products stay on kernels/matmul.cu. False: every
 # product on our kernels (the tests of kernels/matmul.cu set it).
 VENDOR_GEMM = True
-_VENDOR_DTYPES = frozenset(("float16", "bfloat16", "float32", "float64"))
+_VENDOR_DTYPES = frozenset(("float16", "bfloat16", "float32", "float64", "complex64", "complex128"))
 
 
 def _ld(rows, cols, sr, sc):
@@ -128,6 +129,9 @@ def _gemm(c, a, b):
         K.check_bounds(op, sum((s - 1) * st for s, st in zip(op.layout.shape, op.layout.stride)))
     if _vendor_gemm(c, a, b, strides):
         return
+    if c.dtype.category == 3:  # complex: cuBLAS only (no matmul.cu instantiation), over contiguous copies
+        _complex_gemm_contiguous(c, a, b)
+        return
     bshape, bstrides = coalesce(batch, *(tuple(op.layout.stride[:-2]) for op in ops))
     nb = 1
     for s in batch:
@@ -148,6 +152,36 @@ def _gemm(c, a, b):
             *(K.strided_layout(bshape, st, index) for st in (bstrides[1], bstrides[2], bstrides[0])),
             np.int32(_k_fastest(sak, sam, k, m)), np.int32(_k_fastest(sbk, sbn, k, n)))
     K.launch("matmul.cu", name, c.buffer.device, args, grid=grid, block=K.BLOCK)
+
+
+def _complex_gemm_contiguous(c, a, b):
+    """C = A @ B for complex operands cuBLAS cannot read as they are (several batch dims, no unit
+    stride): contiguous copies with one flattened batch dim, then back into C."""
+    if not VENDOR_GEMM:
+        raise RuntimeError("matmul: complex products on CUDA run on cuBLAS only (tensorlab's matmul.cu has no "
+                           "complex kernel); VENDOR_GEMM is off")
+    dev = c.buffer.device
+    shape = tuple(c.layout.shape)
+    batch, (m, n), k = shape[:-2], shape[-2:], a.layout.shape[-1]
+    nb = 1
+    for s in batch:
+        nb *= s
+    temps = []
+    try:
+        ops = []
+        for op, (r, q) in ((a, (m, k)), (b, (k, n))):
+            t = temp(tuple(batch) + (r, q), op.dtype, dev)
+            temps.append(t)
+            copy(t, op)
+            ops.append(K._operand_of(t.buffer, Layout((nb, r, q), (r * q, q, 1), 0), op.dtype))
+        tc = temp((nb, m, n), c.dtype, dev)
+        temps.append(tc)
+        if not _vendor_gemm(tc, ops[0], ops[1], [_matrix_strides(op) for op in (tc, ops[0], ops[1])]):
+            raise RuntimeError(f"matmul: cuBLAS cannot take complex operands of shapes {list(shape)}")
+        copy(c, K._operand_of(tc.buffer, Layout(shape, tuple(L.contiguous_strides(shape)), 0), c.dtype))
+    finally:
+        for t in temps:
+            retire(t.buffer)
 
 
 def matmul(out, a, b):

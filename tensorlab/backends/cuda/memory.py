@@ -86,6 +86,9 @@ def _expr(kernel, *types):
 
 def copy_kernel(dst, src):
     """dst <- cast(src) for operands of one shape on one device, by the copy_cast kernels."""
+    if K.operand(dst).dtype.category == 3 or K.operand(src).dtype.category == 3:  # over the parts (complex.py)
+        from . import complex as _cx
+        return _cx.copy(dst, src, copy_kernel)
     p = K.Plan((dst, src))
     if not p.n:
         return
@@ -125,6 +128,9 @@ def copy(dst, src):
     """dst[...] = src with casting, both on one device; `src` already has dst's shape (broadcast
     dims have stride 0). Overlapping operands are staged through a temporary, as NumPy does."""
     d, s = K.operand(dst), K.operand(src)
+    if d.dtype.category == 3 or s.dtype.category == 3:  # complex: the real kernels over the parts (complex.py)
+        from . import complex as _cx
+        return _cx.copy(d, s, copy)
     n = 1
     for k in d.layout.shape:
         n *= k
@@ -219,6 +225,9 @@ def to_host(t):
 
 
 def fill(dst, value):
+    if K.operand(dst).dtype.category == 3:  # complex: real and imaginary parts (complex.py)
+        from . import complex as _cx
+        return _cx.fill(dst, value, fill)
     p = K.plan(dst)
     if not p.n:
         return

@@ -227,6 +227,18 @@ def reduce(out, x, op, dims, arg=None):
     xo, oo = K.operand(x), K.operand(out)
     if _numel(oo.layout.shape) == 0:
         return
+    if xo.dtype.category == 3 and op in ("sum", "mean"):  # linear: the real kernel over the (..., 2) parts
+        from .complex import parts
+        reduce(parts(oo), parts(xo), op, dims, arg)
+        return
+    if xo.dtype.category == 3 and op in ("count_nonzero", "all", "any"):  # over x != 0
+        from .complex import nonzero_mask
+        b = nonzero_mask(xo)
+        try:
+            reduce(oo, b, op, dims, arg)
+        finally:
+            retire(b.buffer)
+        return
     name = _OPS[op]
     conv, via = _kernel_dtypes(name, xo.dtype, oo.dtype)
     if conv is None and via is None:  # the common case: a kernel for this dtype pair, no temporaries
@@ -287,6 +299,11 @@ def _along_fastest(in_stride, row_strides, length):
 
 def cumulative(out, x, op, dim):
     """Running sum/prod along `dim` in the output's dtype (float32 for float16/bfloat16)."""
+    if K.operand(x).dtype.category == 3 and op == "sum":  # linear: over the (..., 2) parts
+        from .complex import parts
+        if not K.operand(x).layout.shape:  # a 0-dim running sum is the value itself
+            return copy(out, x)
+        return cumulative(parts(out), parts(x), op, dim)
     xo, oo = K.operand(x), K.operand(out)
     n = _numel(oo.layout.shape)
     if n == 0:

@@ -164,7 +164,7 @@ def scatter(out, dim, index, src, reduce=None, in_range=False):
             check_rows(rows, [size], False, dev, _range_error("scatter", dim, size))
         shape = tuple(rows.op.layout.shape)
         s, value = None, src
-        if hasattr(src, "_meta"):
+        if hasattr(src, "_meta") or isinstance(src, K.Operand):
             s = as_1d(K.operand(src))
             s = relayout(s, shape, s.layout.stride)
             value = None

@@ -338,7 +338,8 @@ class EmulationDriver:
 
     # -- vendor libraries: NumPy stand-ins that check the arguments as the library would ----------
     _GEMM_TYPES = {"float16": (np.float16, np.float32), "bfloat16": (ml_dtypes.bfloat16, np.float32),
-                   "float32": (np.float32, np.float32), "float64": (np.float64, np.float64)}
+                   "float32": (np.float32, np.float32), "float64": (np.float64, np.float64),
+                   "complex64": (np.complex64, np.complex64), "complex128": (np.complex128, np.complex128)}
 
     def _matrix(self, p, rows, cols, ld, stride, batch, np_type, what):
         """The column-major batch of `rows` x `cols` matrices at `p` as a (batch, rows, cols) NumPy view,
@@ -659,6 +660,44 @@ class EmulationDriver:
                 with np.errstate(all="ignore"):
                     B[i] = f(1.0, np.array(A[i]), np.array(B[i]), side=0 if left else 1, lower=int(bool(lower)),
                              trans_a=int(bool(trans)), diag=int(bool(unit)))
+    FFT_CALLS = []  # (kind, n, batch, forward, dtype) per emulated cuFFT call, for the tests
+
+    def fft(self, kind, x, y, n, batch, forward, dtype, stream):
+        """cuFFT's cufftPlanMany + cufftExec* stand-in: checks the plan (kind, rank 1-3, sizes,
+        batch, types, both buffers large enough) and transforms with NumPy, unnormalized."""
+        if kind not in ("c2c", "r2c", "c2r"):
+            raise RuntimeError(f"cuFFT (emulated): CUFFT_INVALID_TYPE: kind {kind!r}")
+        if dtype not in ("complex64", "complex128"):
+            raise RuntimeError(f"cuFFT (emulated): CUFFT_INVALID_TYPE: dtype {dtype!r}")
+        n = tuple(n)
+        if not 1 <= len(n) <= 3 or any(type(v) is not int or v < 1 for v in n):
+            raise RuntimeError(f"cuFFT (emulated): CUFFT_INVALID_SIZE: rank {len(n)} sizes {n} (rank 1 to 3, sizes >= 1)")
+        if type(batch) is not int or batch < 1:
+            raise RuntimeError(f"cuFFT (emulated): CUFFT_INVALID_VALUE: batch {batch!r}")
+        if kind == "c2c" and type(forward) is not bool:
+            raise RuntimeError(f"cuFFT (emulated): CUFFT_INVALID_VALUE: direction {forward!r}")
+        ct, rt = (np.complex64, np.float32) if dtype == "complex64" else (np.complex128, np.float64)
+        half = n[:-1] + (n[-1] // 2 + 1,)
+        in_shape, in_t = {"c2c": (n, ct), "r2c": (n, rt), "c2r": (half, ct)}[kind]
+        out_shape, out_t = {"c2c": (n, ct), "r2c": (half, ct), "c2r": (n, rt)}[kind]
+
+        def arr(p, shape, t, what):
+            count = batch * int(np.prod(shape))
+            nbytes = count * np.dtype(t).itemsize
+            addr = self._address(p, nbytes, f"cuFFT {what}")
+            return np.frombuffer((ctypes.c_char * nbytes).from_address(addr), t).reshape((batch,) + shape)
+
+        a = arr(x, in_shape, in_t, "input")
+        b = arr(y, out_shape, out_t, "output")
+        axes = tuple(range(1, len(n) + 1))
+        if kind == "c2c":
+            r = np.fft.fftn(a, axes=axes) if forward else np.fft.ifftn(a, axes=axes, norm="forward")
+        elif kind == "r2c":
+            r = np.fft.rfftn(a, axes=axes)
+        else:
+            r = np.fft.irfftn(a, s=n, axes=axes, norm="forward")
+        b[...] = r.astype(out_t)
+        self.FFT_CALLS.append((kind, n, batch, forward, dtype))
 
     def pinned_empty(self, nbytes):
         arr = np.empty(nbytes, dtype=np.uint8)
