@@ -16,6 +16,7 @@ from . import cuda as cuda
 from . import distributed as distributed
 from . import dtypes as dtypes
 from . import errors as errors
+from . import fft as fft
 from . import func as func
 from . import global_settings as global_settings
 from . import interop as interop
@@ -67,8 +68,12 @@ __version__: builtins.str
 annotations: Any
 bfloat16: DType
 bool: DType
+cdouble: DType
+cfloat: DType
 channels_last: Any
 channels_last_3d: Any
+complex128: DType
+complex64: DType
 contiguous_format: Any
 default_generator: Any
 double: DType
@@ -122,7 +127,9 @@ def allclose(input, other, rtol=..., atol=..., equal_nan=...): """Whether every 
 def amax(input, dim=..., keepdim=..., *, out=...): """The largest value over dim (no indices; NaN propagates)."""
 def amin(input, dim=..., keepdim=..., *, out=...): """The smallest value over dim (no indices; NaN propagates)."""
 def aminmax(input, *, dim=..., keepdim=..., out=...): """(min, max) of input, or over dim."""
-def angle(input, *, out=...): """0 for x >= 0, pi for x < 0 (NaN stays NaN); integer inputs give the default float dtype."""
+def angle(input, *, out=...): """torch.angle: the argument atan2(imag, real) of complex values (a real result); for real
+    inputs 0 or pi (NaN stays NaN).
+    """
 def any(input, dim=..., keepdim=..., *, out=...): """Whether any element (over dim) is nonzero."""
 def arange(start, end=..., step=..., *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., out=...): """Values start, start+step, ... below end; int64 unless an argument is a float (torch)."""
 def arccos(input, *, out=...): """torch.acos"""
@@ -187,7 +194,7 @@ def broadcast_to(input, size): """A view of input expanded to size (broadcasting
 def bucketize(input, boundaries, *, out_int32=..., right=..., out=...): """torch.bucketize: the bucket of each value among 1-D `boundaries` (searchsorted with the
     arguments swapped).
     """
-def can_cast(from_, to): """torch.can_cast: no floating -> integral, no non-bool -> bool."""
+def can_cast(from_, to): """torch.can_cast: no complex -> real, no floating -> integral, no non-bool -> bool."""
 def cartesian_prod(*tensors): """torch.cartesian_prod: every combination of the 1-D inputs' elements, one per row."""
 def cat(tensors, dim=..., *, out=...): """Concatenate along an existing dim. As torch's legacy rule, 1-D empty tensors are skipped
     whatever the others' shapes (they still take part in dtype promotion).
@@ -211,14 +218,20 @@ def clone(input, *, memory_format=...): """A copy of input with its own memory (
 def column_stack(tensors, *, out=...): """The tensors as columns of a 2-D tensor."""
 def combinations(input, r=..., with_replacement=...): """torch.combinations(input, r=2, with_replacement=False) -> (count, r) tensor ((0,) for r == 0)."""
 def compile(model=..., *, fullgraph=..., dynamic=..., backend=..., mode=..., options=..., disable=...): """torch.compile's signature; tensorlab's only backend is eager: the callable is returned unchanged."""
+def complex(real, imag, *, out=...): """torch.complex: real + i*imag from two float tensors of one dtype (float32 -> complex64,
+    float64 -> complex128), broadcasting.
+    """
 def concat(tensors, dim=..., *, out=...): """Concatenate along an existing dim. As torch's legacy rule, 1-D empty tensors are skipped
     whatever the others' shapes (they still take part in dtype promotion).
     """
 def concatenate(tensors, dim=..., *, out=...): """Concatenate along an existing dim. As torch's legacy rule, 1-D empty tensors are skipped
     whatever the others' shapes (they still take part in dtype promotion).
     """
-def conj(input): """The complex conjugate; input itself for real tensors."""
+def conj(input): """torch.conj: the complex conjugate, computed eagerly (tensorlab has no lazy conjugate bit);
+    a real tensor is returned as is.
+    """
 def conj_physical(input, *, out=...): """The complex conjugate, computed; a copy for real tensors."""
+def conj_physical_(input): """In-place form of conj_physical: the result is written into self, which is returned (torch's Tensor.conj_physical_)."""
 def constant_pad_nd(input, pad, value=...): """input padded with `value` by the (left, right, ...) amounts in pad, last dim first."""
 def conv1d(input, weight, bias=..., stride=..., padding=..., dilation=..., groups=...): """1-D convolution (torch.conv1d, as nn.functional.conv1d)."""
 def conv2d(input, weight, bias=..., stride=..., padding=..., dilation=..., groups=...): """2-D convolution (torch.conv2d, as nn.functional.conv2d)."""
@@ -352,6 +365,7 @@ def igamma(input, other, *, out=...): """Elementwise igamma with broadcasting (t
 def igamma_(self, other): """In-place igamma."""
 def igammac(input, other, *, out=...): """Elementwise igammac with broadcasting (torch's semantics)."""
 def igammac_(self, other): """In-place igammac."""
+def imag(input): """torch.imag: a view of the imaginary parts; real tensors have none (RuntimeError, as torch)."""
 def index_add(input, dim, index, source, *, alpha=..., out=...): """A copy of input with alpha * source added at the given indices of dim."""
 def index_copy(input, dim, index, source, *, out=...): """A copy of input with source written at the given indices of dim."""
 def index_fill(input, dim, index, value): """A copy of input with value written at the given indices of dim."""
@@ -363,6 +377,8 @@ def inner(input, other, *, out=...): """The inner product over the last dimensio
 def inverse(input, *, out=...): """The inverse of a square matrix (batched): torch.inverse, as linalg.inv."""
 def is_autocast_available(device_type): """True for the device types tensorlab's autocast serves ("cpu", "cuda")."""
 def is_autocast_enabled(device_type=...): """Whether autocast is on for `device_type` (default "cuda") in this thread."""
+def is_complex(input): """Whether input's dtype is complex (complex64 or complex128)."""
+def is_conj(input): """Always False: tensorlab's conj computes a new tensor (no lazy conjugate bit)."""
 def is_deterministic_algorithms_warn_only_enabled(): """Whether use_deterministic_algorithms was set with warn_only=True."""
 def is_floating_point(input): """Whether input's dtype is a floating-point dtype."""
 def is_grad_enabled(): """Whether gradient recording is on in this thread."""
@@ -378,6 +394,9 @@ def isnan(input): """Elementwise isnan (torch.isnan); promotion: always_bool."""
 def isneginf(input, *, out=...): """Whether each element is -inf."""
 def isposinf(input, *, out=...): """Whether each element is +inf."""
 def isreal(input): """Whether each element is real (always True for tensorlab's real dtypes)."""
+def istft(input, n_fft, hop_length=..., win_length=..., window=..., center=..., normalized=..., onesided=..., length=..., return_complex=...): """torch.istft: the inverse of stft by overlap-add, divided by the window's squared envelope
+    (which must not vanish: torch's NOLA check, a host read as in torch).
+    """
 def kaiser_window(window_length, periodic=..., beta=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): """torch.kaiser_window: i0(beta sqrt(1 - ((k - a) / a)^2)) / i0(beta), a = (N - 1) / 2 over
     k = 0..N-1 (N = window_length + 1 when periodic, the last point dropped).
     """
@@ -510,6 +529,7 @@ def pca_lowrank(A, q=..., center=..., niter=...): """torch.pca_lowrank: svd_lowr
 def permute(input, *dims_args, dims=...): """A view with the dimensions reordered as dims."""
 def permute_copy(input, *args, out=..., **kwargs): """torch.permute_copy: a new tensor holding what the view op returns"""
 def pinverse(input, rcond=...): """torch.pinverse / Tensor.pinverse: linalg.pinv with rtol=rcond."""
+def polar(abs, angle, *, out=...): """torch.polar: abs * (cos(angle) + i sin(angle))."""
 def polygamma(n, input, *, out=...): """The n-th derivative of digamma (torch.polygamma(n, input))."""
 def positive(input): """torch.positive: the input itself (not a copy); refused for bool tensors."""
 def pow(input, exponent, *, out=...): """input ** exponent elementwise; either may be a number."""
@@ -531,7 +551,7 @@ def randn(*size, generator=..., out=..., dtype=..., device=..., layout=..., requ
 def randn_like(input, *, generator=..., dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., memory_format=...): """Standard normal samples with input's size (and dtype/device unless given)."""
 def randperm(n, *, generator=..., out=..., dtype=..., device=..., layout=..., requires_grad=..., pin_memory=...): """A random permutation of 0 .. n-1 (int64 unless dtype= says otherwise)."""
 def ravel(input): """input as a contiguous 1-D tensor (a view when possible)."""
-def real(input): """The tensor itself: tensorlab's dtypes are real (complex dtypes are not built yet)."""
+def real(input): """torch.real: a view of the real parts (a real tensor: itself)."""
 def reciprocal(input, *, out=...): """Elementwise reciprocal (torch.reciprocal); promotion: int_to_float."""
 def reciprocal_(input): """In-place reciprocal."""
 def relu(input): """Elementwise relu (torch.relu); promotion: keep."""
@@ -544,7 +564,7 @@ def repeat_interleave(input, repeats=..., dim=..., *, output_size=...): """torch
     """
 def reshape(input, *shape_args, shape=...): """A view when the strides allow one, else a contiguous copy viewed with the new shape."""
 def resize_as_(input, the_template, memory_format=...): """resize_ to the template's shape; preserve_format takes the template's memory format."""
-def resolve_conj(input): """input with any lazy conjugation materialized (input itself for real tensors)."""
+def resolve_conj(input): """Conjugation is eager in tensorlab: nothing to resolve."""
 def resolve_neg(input): """input with any lazy negation materialized (input itself for real tensors)."""
 def result_type(*args, tensor=..., other=..., scalar=..., scalar1=..., scalar2=...): """torch.result_type over tensors and Python scalars: dimensioned tensors outrank zero-dim
     tensors, which outrank Python scalars, unless a lower rank has a higher category. The keywords
@@ -589,7 +609,7 @@ def set_printoptions(precision=..., threshold=..., edgeitems=..., linewidth=...,
     As in torch, sci_mode is reset to None whenever it is not given.
     """
 def set_rng_state(new_state): """Restore the default generator's state from a tensor get_rng_state returned."""
-def sgn(input, *, out=...): """The sign of each element (-1, 0 or 1; sign for real tensors)."""
+def sgn(input, *, out=...): """torch.sgn: z / |z| for complex (0 where z == 0), sign(x) for real tensors."""
 def sigmoid(input, *, out=...): """Elementwise sigmoid (torch.sigmoid); promotion: int_to_float."""
 def sigmoid_(input): """In-place sigmoid."""
 def sign(input, *, out=...): """Elementwise sign (torch.sign); promotion: keep."""
@@ -619,6 +639,10 @@ def squeeze_copy(input, *args, out=..., **kwargs): """torch.squeeze_copy: a new 
 def stack(tensors, dim=..., *, out=...): """The tensors stacked along a new dimension dim."""
 def std(input, dim=..., unbiased=..., keepdim=..., *, correction=..., out=...): """The standard deviation over dim (correction=1 by default: Bessel's)."""
 def std_mean(input, dim=..., unbiased=..., keepdim=..., *, correction=...): """(std, mean) over dim, from one pass over the data."""
+def stft(input, n_fft, hop_length=..., win_length=..., window=..., center=..., pad_mode=..., normalized=..., onesided=..., return_complex=...): """torch.stft: frames of n_fft samples every hop_length, windowed and transformed; the result is
+    (batch?, n_fft//2+1 or n_fft, n_frames), complex (return_complex=True; False: its real view,
+    deprecated as in torch).
+    """
 def sub(input, other, *, alpha=..., out=...): """input - alpha * other, broadcast, with torch's type promotion."""
 def sum(input, dim=..., keepdim=..., *, dtype=..., out=...): """The sum of all elements, or over dim (keepdim, dtype as torch)."""
 def svd(input, some=..., compute_uv=..., *, out=...): """torch.svd: (U, S, V) with V (not Vh); some=False gives the full U and V; compute_uv=False
@@ -687,6 +711,8 @@ def var_mean(input, dim=..., unbiased=..., keepdim=..., *, correction=...): """(
     primitive, each differentiable on its own.
     """
 def vdot(input, other, *, out=...): """The dot product of two 1-D tensors (the first conjugated for complex)."""
+def view_as_complex(input): """torch.view_as_complex: float (..., 2) with last stride 1 as complex (...), sharing storage."""
+def view_as_real(input): """torch.view_as_real: complex (..., ) as real (..., 2), sharing storage."""
 def view_copy(input, *args, out=..., **kwargs): """torch.view_copy: a new tensor holding what the view op returns"""
 def vsplit(input, sections=..., indices=...): """torch's two overloads: (input, sections: int) and (input, indices: list), positionally alike."""
 def vstack(tensors, *, out=...): """The tensors concatenated row-wise (1-D tensors become rows)."""

@@ -349,6 +349,18 @@ DOCS = {
     "special.logsumexp": "log(sum(exp(x))) over dim, computed stably.",
     "special.round": "round(x, decimals).",
     "special.softmax": "softmax(x) along dim.",
+    # -- complex numbers and FFT ----------------------------------------------------------------------
+    "tl.is_complex": "Whether input's dtype is complex (complex64 or complex128).",
+    "Tensor.cfloat": "The tensor as complex64.",
+    "Tensor.cdouble": "The tensor as complex128.",
+    "Tensor.chalf": "complex32 (torch's chalf): tensorlab has no complex32 dtype, so this raises TypeError naming "
+                    "complex64 as the alternative.",
+    "fft.fft2": "The 2-D discrete Fourier transform over dim (the last two by default); s pads or trims.",
+    "fft.ifft2": "The inverse of fft2.",
+    "fft.rfft2": "fft2 of a real input, keeping the non-negative frequencies of the last dimension.",
+    "fft.irfft2": "The inverse of rfft2: a real output (s gives its size).",
+    "fft.hfft2": "The 2-D transform of a Hermitian-symmetric signal given by its half: a real output.",
+    "fft.ihfft2": "The inverse of hfft2: the half spectrum of a real input.",
     "optim.Optimizer": "The base class of optimizers: parameter groups, state, step/zero_grad/state_dict as torch.",
     "optim.SGD": "Stochastic gradient descent with momentum, dampening, Nesterov and weight decay (torch's update).",
     "optim.Adam": "Adam (torch's update; amsgrad, weight decay added to the gradient).",
@@ -365,7 +377,7 @@ def _namespaces():
     import tensorlab as tl
     from .nn import functional as F
     return {"tl": tl, "Tensor": tl.Tensor, "F": F, "nn": tl.nn, "linalg": tl.linalg, "special": tl.special,
-            "optim": tl.optim}
+            "optim": tl.optim, "fft": tl.fft}
 
 
 def _set(obj, owner, name, text):
@@ -395,6 +407,15 @@ def apply():
         if not (obj.__doc__ or "").strip():
             _set(obj, owner, name, text)
     T = spaces["Tensor"]
+    tl = spaces["tl"]
+    for name in dir(T):  # a method that is a wrapper of (or twin to) tl.<name> says what tl.<name> says
+        if name.startswith("_"):
+            continue
+        obj = inspect.getattr_static(T, name, None)
+        fn = getattr(tl, name, None)
+        if callable(obj) and callable(fn) and not (getattr(obj, "__doc__", None) or "").strip() \
+                and (getattr(fn, "__doc__", None) or "").strip():
+            _set(obj, T, name, fn.__doc__)
     for name in dir(T):
         if not name.endswith("_") or name.startswith("_"):
             continue

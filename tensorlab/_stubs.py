@@ -154,11 +154,23 @@ def package_stub():
 STUBS = {"__init__.pyi": package_stub, "tensor.pyi": tensor_stub}
 
 
+def fresh(name):
+    """The stub `name` as a fresh `import tensorlab` makes it (a process that imported more of tensorlab's
+    submodules, a test run say, sees them as attributes of the package too)."""
+    import subprocess
+    code = f"import sys; from tensorlab import _stubs; sys.stdout.write(_stubs.STUBS[{name!r}]())"
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env,
+                          timeout=600).stdout
+
+
 def write(directory=None):
     directory = directory or os.path.dirname(os.path.abspath(__file__))
-    for name, make in STUBS.items():
+    for name in STUBS:
         with open(os.path.join(directory, name), "w") as f:
-            f.write(make())
+            f.write(fresh(name))
     return sorted(STUBS)
 
 

@@ -121,7 +121,9 @@ class Tensor:
     def amax(input, dim=..., keepdim=..., *, out=...): """The largest value over dim (no indices; NaN propagates)."""
     def amin(input, dim=..., keepdim=..., *, out=...): """The smallest value over dim (no indices; NaN propagates)."""
     def aminmax(input, *, dim=..., keepdim=..., out=...): """(min, max) of input, or over dim."""
-    def angle(input, *, out=...): """0 for x >= 0, pi for x < 0 (NaN stays NaN); integer inputs give the default float dtype."""
+    def angle(input, *, out=...): """torch.angle: the argument atan2(imag, real) of complex values (a real result); for real
+        inputs 0 or pi (NaN stays NaN).
+        """
     def any(input, dim=..., keepdim=..., *, out=...): """Whether any element (over dim) is nonzero."""
     def arccos(input, *, out=...): """torch.acos"""
     def arccos_(input): """In-place form of acos: the result is written into self, which is returned (torch's Tensor.acos_)."""
@@ -181,8 +183,11 @@ class Tensor:
     def broadcast_to(input, size): """A view of input expanded to size (broadcasting rules)."""
     def byte(self, memory_format=...): """The tensor as uint8."""
     def cauchy_(self, median=..., sigma=..., *, generator=...): """Fill with Cauchy(median, sigma) draws."""
+    def cdouble(self, memory_format=...): """The tensor as complex128."""
     def ceil(input, *, out=...): """Elementwise ceil (torch.ceil); promotion: keep."""
     def ceil_(input): """In-place ceil."""
+    def cfloat(self, memory_format=...): """The tensor as complex64."""
+    def chalf(self, memory_format=...): """complex32 (torch's chalf): tensorlab has no complex32 dtype, so this raises TypeError naming complex64 as the alternative."""
     def char(self, memory_format=...): """The tensor as int8."""
     def cholesky(input, upper=..., *, out=...): """torch.cholesky (deprecated in torch, with its warning)."""
     def cholesky_inverse(input, upper=..., *, out=...): """The inverse of a matrix from its Cholesky factor."""
@@ -197,8 +202,11 @@ class Tensor:
     def clip(input, min=..., max=..., *, out=...): """input limited to [min, max] elementwise (either bound may be a number, a tensor or None)."""
     def clip_(input, min=..., max=...): """In-place clamp."""
     def clone(input, *, memory_format=...): """A copy of input with its own memory (memory_format as torch), recorded for autograd."""
-    def conj(input): """The complex conjugate; input itself for real tensors."""
+    def conj(input): """torch.conj: the complex conjugate, computed eagerly (tensorlab has no lazy conjugate bit);
+        a real tensor is returned as is.
+        """
     def conj_physical(input, *, out=...): """The complex conjugate, computed; a copy for real tensors."""
+    def conj_physical_(input): """In-place form of conj_physical: the result is written into self, which is returned (torch's Tensor.conj_physical_)."""
     def contiguous(self, memory_format=...): """The tensor itself when contiguous (in memory_format), else a contiguous copy."""
     def copy_(self, other, non_blocking=...): """In-place copy with broadcasting and casting across devices; refuses aliasing targets."""
     def copysign(input, other, *, out=...): """torch.copysign"""
@@ -330,6 +338,10 @@ class Tensor:
     def igamma_(self, other): """In-place igamma."""
     def igammac(input, other, *, out=...): """Elementwise igammac with broadcasting (torch's semantics)."""
     def igammac_(self, other): """In-place igammac."""
+    @property
+    def imag(self) -> Any: """torch.imag: a view of the imaginary parts; real tensors have none (RuntimeError, as torch)."""
+    @imag.setter
+    def imag(self, value: Any) -> None: ...
     def index_add(input, dim, index, source, *, alpha=..., out=...): """A copy of input with alpha * source added at the given indices of dim."""
     def index_add_(self, dim, index, source, *, alpha=...): """self[..., index[i], ...] += alpha * source[..., i, ...] along `dim` (duplicates accumulate)."""
     def index_copy(input, dim, index, source, *, out=...): """A copy of input with source written at the given indices of dim."""
@@ -347,6 +359,7 @@ class Tensor:
     def int(self, memory_format=...): """The tensor as int32."""
     def inverse(input, *, out=...): """The inverse of a square matrix (batched): torch.inverse, as linalg.inv."""
     def is_complex(self): """Whether the dtype is complex."""
+    def is_conj(input): """Always False: tensorlab's conj computes a new tensor (no lazy conjugate bit)."""
     def is_contiguous(self, memory_format=...): """Whether the elements lie in row-major order without gaps (or in memory_format's)."""
     @property
     def is_cpu(self) -> Any: """Whether the tensor is on the CPU."""
@@ -373,6 +386,9 @@ class Tensor:
     def isneginf(input, *, out=...): """Whether each element is -inf."""
     def isposinf(input, *, out=...): """Whether each element is +inf."""
     def isreal(input): """Whether each element is real (always True for tensorlab's real dtypes)."""
+    def istft(input, n_fft, hop_length=..., win_length=..., window=..., center=..., normalized=..., onesided=..., length=..., return_complex=...): """torch.istft: the inverse of stft by overlap-add, divided by the window's squared envelope
+        (which must not vanish: torch's NOLA check, a host read as in torch).
+        """
     def item(self): """The value of a one-element tensor as a Python number (a host wait on CUDA)."""
     @property
     def itemsize(self) -> Any: """The size in bytes of one element."""
@@ -534,6 +550,10 @@ class Tensor:
         largest value of the dtype (2^digits for floating types, whose integers are exact up to there).
         """
     def ravel(input): """input as a contiguous 1-D tensor (a view when possible)."""
+    @property
+    def real(self) -> Any: """torch.real: a view of the real parts (a real tensor: itself)."""
+    @real.setter
+    def real(self, value: Any) -> None: ...
     def reciprocal(input, *, out=...): """Elementwise reciprocal (torch.reciprocal); promotion: int_to_float."""
     def reciprocal_(input): """In-place reciprocal."""
     def register_hook(self, hook): """hook(grad) -> None or a replacement gradient, called when this tensor's gradient is
@@ -566,7 +586,7 @@ class Tensor:
         no memory_format keeps the strides (as torch) and only grows a storage someone shrank.
         """
     def resize_as_(input, the_template, memory_format=...): """resize_ to the template's shape; preserve_format takes the template's memory format."""
-    def resolve_conj(input): """input with any lazy conjugation materialized (input itself for real tensors)."""
+    def resolve_conj(input): """Conjugation is eager in tensorlab: nothing to resolve."""
     def resolve_neg(input): """input with any lazy negation materialized (input itself for real tensors)."""
     def retain_grad(self): """Keep this non-leaf tensor's gradient in .grad during backward (leaves always do)."""
     @property
@@ -594,7 +614,7 @@ class Tensor:
         bounds-checked; a storage too small grows when it is resizable (as torch), otherwise the
         call raises with nothing changed.
         """
-    def sgn(input, *, out=...): """The sign of each element (-1, 0 or 1; sign for real tensors)."""
+    def sgn(input, *, out=...): """torch.sgn: z / |z| for complex (0 where z == 0), sign(x) for real tensors."""
     def sgn_(self): """In-place form of sgn: the result is written into self, which is returned (torch's Tensor.sgn_)."""
     @property
     def shape(self) -> Any: """The tensor's size, a tl.Size."""
@@ -628,6 +648,10 @@ class Tensor:
     def squeeze(input, dim=...): """A view without the size-1 dimensions (or just dim)."""
     def squeeze_(self, dim=...): """In-place form of squeeze: the result is written into self, which is returned (torch's Tensor.squeeze_)."""
     def std(input, dim=..., unbiased=..., keepdim=..., *, correction=..., out=...): """The standard deviation over dim (correction=1 by default: Bessel's)."""
+    def stft(input, n_fft, hop_length=..., win_length=..., window=..., center=..., pad_mode=..., normalized=..., onesided=..., return_complex=...): """torch.stft: frames of n_fft samples every hop_length, windowed and transformed; the result is
+        (batch?, n_fft//2+1 or n_fft, n_frames), complex (return_complex=True; False: its real view,
+        deprecated as in torch).
+        """
     def storage_offset(self): """The offset in elements of the first element in the storage."""
     def stride(self, dim=...): """The strides in elements, or the stride of dimension dim."""
     def sub(input, other, *, alpha=..., out=...): """input - alpha * other, broadcast, with torch's type promotion."""

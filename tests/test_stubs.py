@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import os
+import types
 
 import tensorlab as tl
 from tensorlab import _stubs
@@ -14,10 +15,10 @@ HERE = os.path.dirname(os.path.abspath(tl.__file__))
 
 def test_committed_stubs_match_the_package():
     stale = []
-    for name, make in _stubs.STUBS.items():
+    for name in _stubs.STUBS:
         path = os.path.join(HERE, name)
         with open(path) as f:
-            if f.read() != make():
+            if f.read() != _stubs.fresh(name):
                 stale.append(name)
     assert not stale, f"stale stubs {stale}: run `python -m tensorlab._stubs` and commit the result"
 
@@ -37,7 +38,8 @@ def _defined(tree):
 def test_stubs_list_every_public_name():
     with open(os.path.join(HERE, "__init__.pyi")) as f:
         pkg = _defined(ast.parse(f.read()))
-    missing = [n for n in dir(tl) if not n.startswith("_") and n.isidentifier() and n not in pkg]
+    missing = [n for n in dir(tl) if not n.startswith("_") and n.isidentifier() and n not in pkg
+               and not isinstance(getattr(tl, n), types.ModuleType)]  # submodules a test imported later
     assert not missing, missing
     with open(os.path.join(HERE, "tensor.pyi")) as f:
         tree = ast.parse(f.read())

@@ -15,6 +15,8 @@ real formulas run on conj(grad) and the result is conjugated back.
 """
 from __future__ import annotations
 
+import functools
+
 
 from .. import autograd_hooks, dtypes
 from ..layout import Layout, Size
@@ -203,11 +205,11 @@ def conj_physical(input, *, out=None):
     return to_out(r, out, "conj_physical")
 
 
-def conj_physical_(self):
-    tensor_arg(self, "conj_physical_")
-    if _is_c(self):
-        imag(self).neg_()
-    return self
+def conj_physical_(input):
+    tensor_arg(input, "conj_physical_")
+    if _is_c(input):
+        imag(input).neg_()
+    return input
 
 
 def resolve_conj(input):
@@ -431,13 +433,14 @@ _REFUSED = {
 
 
 def _refusing(name, fn, cls, msg):
+    @functools.wraps(fn)  # fn's signature for inspect (stubs, the keyword audit); its docstring via _docs
     def f(*args, **kwargs):
         for x in args[:2]:
             if _is_c(x):
                 raise cls(msg.format(t=x._dtype.torch_name) + f" (tensorlab.{name} got a tensorlab.{x._dtype.name} "
                           "tensor; order the values by .abs() or .real first)")
         return fn(*args, **kwargs)
-    f.__name__, f.__doc__ = name, fn.__doc__
+    f.__name__ = name
     return f
 
 
