@@ -936,7 +936,8 @@ ADD, SUB, RSUB, DIV, POW = (_OPS[n] for n in ("add", "sub", "rsub", "div", "pow"
 _NO_OUT = {"relu", "isnan", "isinf", "isfinite"}  # torch has no out= for these: TypeError, as Python words it
 
 
-def _make_unary(d):
+def _make_unary(d, doc=None):
+    """(the function, its in-place form) of a unary table row; `doc` replaces the generated docstring."""
     if d.name in _NO_OUT:
         def fn(input):
             return _unary(d, input, None)
@@ -947,19 +948,20 @@ def _make_unary(d):
     def fn_(input):
         return _unary(d, input, None, inplace=True)
     fn.__name__, fn_.__name__ = d.name, d.name + "_"
-    fn.__doc__ = f"Elementwise {d.name} (torch.{d.name}); promotion: {d.promotion}."
+    fn.__doc__ = doc or f"Elementwise {d.name} (torch.{d.name}); promotion: {d.promotion}."
     fn_.__doc__ = f"In-place {d.name}."
     return fn, fn_
 
 
-def _make_binary(d):
+def _make_binary(d, doc=None):
+    """(the function, its in-place form) of a binary table row; `doc` replaces the generated docstring."""
     def fn(input, other, *, out=None):
         return _binary(d, input, other, out)
 
     def fn_(self, other):
         return _binary_(d, self, other)
     fn.__name__, fn_.__name__ = d.name, d.name + "_"
-    fn.__doc__ = f"Elementwise {d.name} with broadcasting (torch.{d.name}); promotion: {d.promotion}."
+    fn.__doc__ = doc or f"Elementwise {d.name} with broadcasting (torch.{d.name}); promotion: {d.promotion}."
     fn_.__doc__ = f"In-place {d.name}."
     return fn, fn_
 

@@ -12,6 +12,7 @@ import math
 
 from . import registry as R
 from .elementwise import ANY, FLOATING, _Op, _binary, _binary_, _unary
+from .elementwise import _make_binary as _elementwise_binary, _make_unary as _elementwise_unary
 from ._composite import overwrite, tensor_arg, tl, to_out
 
 _I2F, _DEF = R.INT_TO_FLOAT, R.DEFAULT
@@ -70,27 +71,12 @@ for _d in _OPS.values():
 
 
 def _make_unary(d):
-    def fn(input, *, out=None):
-        return _unary(d, input, out)
-
-    def fn_(input):
-        return _unary(d, input, None, inplace=True)
-    fn.__name__, fn_.__name__ = d.name, d.name + "_"
-    fn.__doc__ = f"Elementwise {d.name.replace('special_', 'special.')} (torch's semantics)."
-    fn_.__doc__ = f"In-place {d.name}."
-    return fn, fn_
+    return _elementwise_unary(d, f"Elementwise {d.name.replace('special_', 'special.')} (torch's semantics).")
 
 
 def _make_binary(d):
-    def fn(input, other, *, out=None):
-        return _binary(d, input, other, out)
-
-    def fn_(self, other):
-        return _binary_(d, self, other)
-    fn.__name__, fn_.__name__ = d.name, d.name + "_"
-    fn.__doc__ = f"Elementwise {d.name.replace('special_', 'special.')} with broadcasting (torch's semantics)."
-    fn_.__doc__ = f"In-place {d.name}."
-    return fn, fn_
+    return _elementwise_binary(d, f"Elementwise {d.name.replace('special_', 'special.')} with broadcasting (torch's "
+                                  "semantics).")
 
 
 _G = {}
