@@ -6,27 +6,10 @@ import warnings
 
 from .. import amp as _amp
 from .. import dtypes
+from ..amp.deprecated import aliases
 
 
-class autocast(_amp.autocast):
-    """torch.cuda.amp.autocast(enabled=True, dtype=float16, cache_enabled=True): deprecated alias of
-    tensorlab.amp.autocast("cuda", ...)."""
-
-    def __init__(self, enabled=True, dtype=dtypes.float16, cache_enabled=True):
-        warnings.warn("`torch.cuda.amp.autocast(args...)` is deprecated. Please use "
-                      "`torch.amp.autocast('cuda', args...)` instead.", FutureWarning, stacklevel=2)
-        super().__init__("cuda", enabled=enabled, dtype=dtype, cache_enabled=cache_enabled)
-
-
-class GradScaler(_amp.GradScaler):
-    """torch.cuda.amp.GradScaler: deprecated alias of tensorlab.amp.GradScaler("cuda", ...)."""
-
-    def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
-                 enabled=True):
-        warnings.warn("`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use "
-                      "`torch.amp.GradScaler('cuda', args...)` instead.", FutureWarning, stacklevel=2)
-        super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor, backoff_factor=backoff_factor,
-                         growth_interval=growth_interval, enabled=enabled)
+autocast, GradScaler = aliases("cuda", dtypes.float16, __name__)
 
 
 def custom_fwd(fwd=None, *, cast_inputs=None):
