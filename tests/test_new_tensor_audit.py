@@ -66,6 +66,26 @@ OPS = {
     "lerp0": lambda m, x: m.lerp(x, x, 0.0),
     "einsum_id": lambda m, x: m.einsum("...->...", x),
     "atleast_copy": lambda m, x: m.atleast_2d(x).clone(),
+    # this round's ops (scatter family, masked, special, complex/fft, linalg, 3-D nn)
+    "slice_scatter": lambda m, x: m.slice_scatter(x.reshape(-1), x.reshape(-1)[:1], 0, 0, 1),
+    "select_scatter": lambda m, x: m.select_scatter(x.reshape(-1), x.reshape(-1)[0], 0, 0),
+    "diagonal_scatter": lambda m, x: m.diagonal_scatter(x, m.diagonal(x).clone()) if x.dim() >= 2 else x.clone(),
+    "as_strided_scatter": lambda m, x: m.as_strided_scatter(x.reshape(-1), x.reshape(-1)[:1].clone(), (1,), (1,)),
+    "scatter_reduce": lambda m, x: m.scatter_reduce(x.reshape(-1), 0, m.tensor([0], device=x.device),
+                                                    x.reshape(-1)[:1], "amax"),
+    "index_reduce": lambda m, x: m.index_reduce(x.reshape(-1), 0, m.tensor([0], device=x.device),
+                                                x.reshape(-1)[:1], "prod"),
+    "renorm": lambda m, x: m.renorm(x, 2, 0, 1e30) if x.dim() else x.clone(),
+    "masked_sum": lambda m, x: m.masked.sum(x, mask=x > -1e30),
+    "mode_values": lambda m, x: m.mode(x.reshape(-1)).values,
+    "lgamma": lambda m, x: m.lgamma(x),
+    "special_erfcx": lambda m, x: m.special.erfcx(x),
+    "complex_of": lambda m, x: m.complex(x, x),
+    "fft_roundtrip_real": lambda m, x: m.fft.irfft(m.fft.rfft(x.reshape(-1)), n=x.numel()),
+    "fftshift": lambda m, x: m.fft.fftshift(x),
+    "lu_factor_LU": lambda m, x: m.linalg.lu_factor(x).LU if x.dim() >= 2 and x.shape[-1] == x.shape[-2] else x.clone(),
+    "native_layer_norm": lambda m, x: m.native_layer_norm(x.reshape(1, -1), (x.numel(),), None, None, 1e-5)[0],
+    "nonzero_static": lambda m, x: m.nonzero_static(x.reshape(-1), size=1).to(m.float32),
 }
 
 
