@@ -91,7 +91,7 @@ EXTRA_WORKLOADS = {w.name: w for w in [
                    _rows, _prep_sum_dim(1), lambda h: h["a"].astype(np.float64).sum(1),
                    lambda h: h["a"].nbytes + h["a"].shape[0] * 4, _sum_tol(1), lambda h: "{}x{}".format(*h["a"].shape)),
 ]}
-WORKLOADS = {**suite.WORKLOADS, **EXTRA_WORKLOADS}
+WORKLOADS = {**{n: suite.WORKLOADS[n] for n in suite.BASE_WORKLOADS}, **EXTRA_WORKLOADS}
 
 
 # -- devices, sizes, implementations ----------------------------------------------------------------

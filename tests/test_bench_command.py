@@ -41,7 +41,7 @@ def test_json_holds_every_case_with_consistent_numbers(run):
     assert doc["mode"] == "quick" and doc["devices"][0] == "cpu"
     cpu = [r for r in doc["results"] if r["device"] == "cpu"]
     names = [lib.name for lib in libraries("cpu")]
-    want = {(w, s, n) for w in suite.WORKLOADS for s in (MATMUL_SIZES if w == "matmul" else SIZES) for n in names}
+    want = {(w, s, n) for w in suite.BASE_WORKLOADS for s in (MATMUL_SIZES if w == "matmul" else SIZES) for n in names}
     assert {(r["workload"], r["size"], r["impl"]) for r in cpu} == want
     peak = doc["peaks"]["cpu"]["GBps"]
     assert peak > 0 and "np.copyto" in doc["peaks"]["cpu"]["how"]
@@ -540,3 +540,23 @@ def test_compare_with_an_earlier_run(run, tmp_path, capsys):
     assert "against " + str(path) in capsys.readouterr().out
     with pytest.raises(SystemExit, match="cannot read"):
         cli.main(COMMAND + ["--compare", str(tmp_path / "missing.json")])
+
+
+def test_16_bit_rows_with_dtype(tmp_path, capsys):
+    """--dtype float16,bfloat16: add/sum/matmul rows on 16-bit data, every implementation checked against the
+    float64 reference of the rounded inputs before it is timed (CuPy sits out bfloat16)."""
+    assert cli.main(COMMAND + ["--workloads", "add,sum,matmul", "--dtype", "float16,bfloat16", "--no-overhead",
+                               "--no-plot", "--out", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / report.JSON_NAME).read_text())
+    rows = [r for r in doc["results"] if r["dtype"] in ("float16", "bfloat16")]
+    names = {r["workload"] for r in rows}
+    assert names == {"add_f16", "sum_f16", "matmul_f16", "add_bf16", "sum_bf16", "matmul_bf16"}
+    assert all(r["error"] is None for r in rows), [(r["workload"], r["impl"], r["error"]) for r in rows if r["error"]]
+    assert not any(r["impl"] == "cupy" and r["dtype"] == "bfloat16" for r in rows)
+    out = capsys.readouterr().out
+    assert "matmul_bf16" in out and "n=8" in out
+    w = suite.WORKLOADS["add_bf16"]
+    h = w.inputs(16, np.random.default_rng(0))
+    assert h["a"].dtype.name == "bfloat16" and w.title.endswith("bfloat16")
+    with pytest.raises(SystemExit):
+        cli.main(COMMAND + ["--dtype", "float8"])

@@ -46,7 +46,7 @@ def _kernel_rows(device, lib_names):
     spec = importlib.util.spec_from_file_location("_tensorlab_bench_kernels", BENCH / "test_kernels.py")
     tk = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tk)
-    assert set(suite.WORKLOADS) <= set(tk.WORKLOADS)
+    assert set(suite.BASE_WORKLOADS) <= set(tk.WORKLOADS)
     return {f"test_kernel[{device}-{w}-{n}-{lib}]" for w in tk.WORKLOADS for n in tk.sizes(w, device, "tiny")
             for lib in lib_names}
 

@@ -87,6 +87,9 @@ def parser():
                    help="also time training steps of small models next to torch (same initial weights; the "
                         f"first-step losses are checked): {','.join(model_bench.MODELS)} (default: all)")
     p.add_argument("--no-plot", action="store_true", help="write the JSON only")
+    p.add_argument("--dtype", type=_name_list(list(suite.LOW_DTYPES)), default=[],
+                   help="also run add, add_bcast, sum, softmax and matmul on these 16-bit dtypes (float16,bfloat16); "
+                        "rows named add_f16, matmul_bf16, ... (CuPy has no bfloat16 rows)")
     p.add_argument("--compare", metavar="OLD.json", help="a regression table against an earlier run's JSON "
                    "(the same measurements, old and new medians, slower/faster/same beyond the rows' noise)")
     p.add_argument("--collectives", action="store_true", help="benchmark tl.distributed's collectives against "
@@ -205,7 +208,9 @@ def main(argv=None):
     s = suite.settings(mode, args.sizes, args.matmul_sizes, args.repeat, args.max_time, args.flush_l2)
     s = s._replace(thread_variants=True)
     devices, cuda_lines, cuda_info = _devices(args.devices)
-    workloads = args.workloads or list(suite.WORKLOADS)
+    workloads = args.workloads or list(suite.BASE_WORKLOADS)
+    workloads = workloads + [f"{w}_{suite.LOW_SUFFIX[d]}" for d in args.dtype for w in suite.DTYPE_WORKLOADS
+                             if w in workloads and f"{w}_{suite.LOW_SUFFIX[d]}" not in workloads]
     baselines = None if args.baselines is None else [b for b in args.baselines if b != "none"]
     versions = _versions()
     torch = torch_module()

@@ -83,7 +83,7 @@ class NumpyLib(Lib):
         return np.array(host, copy=True)
 
     def threads(self, workload=None):
-        return None if workload == "matmul" else 1  # matmul: BLAS's threads, which NumPy does not expose
+        return None if (workload or "").startswith("matmul") else 1  # matmul: BLAS's threads, which NumPy does not expose
 
 
 class TensorlabLib(Lib):
@@ -125,9 +125,14 @@ class TorchLib(Lib):
         self.xp = torch
 
     def put(self, host):
+        if host.dtype.name == "bfloat16":  # an ml_dtypes array: torch takes its bits
+            return self.xp.from_numpy(np.array(host, copy=True).view(np.int16)).view(self.xp.bfloat16).to(self.device)
         return self.xp.from_numpy(np.array(host, copy=True)).to(self.device)
 
     def get(self, x):
+        if x.dtype == self.xp.bfloat16:  # float32 holds every bfloat16 exactly
+            import ml_dtypes
+            return x.float().cpu().numpy().astype(ml_dtypes.bfloat16)
         return x.cpu().numpy()
 
     def empty(self, shape, dtype):

@@ -31,7 +31,7 @@ def fmt_size(n):
 
 
 def size_text(r):
-    return f"n={r['size']}" if r["workload"] == "matmul" else fmt_size(r["size"])
+    return f"n={r['size']}" if r["workload"].startswith("matmul") else fmt_size(r["size"])
 
 
 def throughput_text(r):
@@ -414,9 +414,9 @@ def figure(results, peaks, title="", notes=(), overhead=None, models=None):
             elif c is not None:
                 ax.annotate(f"CPU wins at every size", (0.02, 0.97), xycoords="axes fraction", fontsize=6,
                             ha="left", va="top")
-        _style_axes(ax, w == "matmul")
+        _style_axes(ax, w.startswith("matmul"))
         ax.set_title(panel_title(w, mine or [r for r in results if r["workload"] == w]), fontsize=9)
-        ax.set_xlabel("n (n x n)" if w == "matmul" else "elements")
+        ax.set_xlabel("n (n x n)" if w.startswith("matmul") else "elements")
         ax.set_ylabel(unit)
         ax.grid(True, which="major", alpha=0.3)
     handles = {}

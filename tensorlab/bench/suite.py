@@ -15,6 +15,7 @@ import time
 import traceback
 from typing import Callable, NamedTuple
 
+import ml_dtypes
 import numpy as np
 
 import tensorlab as tl
@@ -58,14 +59,14 @@ def _normal(rng, *shape):
 
 def _prep_add(lib, h):
     a, b = lib.put(h["a"]), lib.put(h["b"])
-    out = lib.empty(h["a"].shape, F32)
+    out = lib.empty(h["a"].shape, h["a"].dtype)
     return lambda: lib.add(a, b, out)
 
 
 def _prep_add_t(lib, h):
     a, b = lib.put(h["a"]), lib.put(h["b"])
     at = lib.t(a)
-    out = lib.empty(h["b"].shape, F32)
+    out = lib.empty(h["b"].shape, h["b"].dtype)
     return lambda: lib.add(at, b, out)
 
 
@@ -92,7 +93,7 @@ def _prep_unary(method):
 
 def _prep_matmul(lib, h):
     a, b = lib.put(h["a"]), lib.put(h["b"])
-    out = lib.empty((h["a"].shape[0], h["b"].shape[1]), F32)
+    out = lib.empty((h["a"].shape[0], h["b"].shape[1]), h["a"].dtype)
     return lambda: lib.matmul(a, b, out)
 
 
@@ -145,6 +146,40 @@ WORKLOADS = {w.name: w for w in [
              lambda h: (2e-3, 2e-3 * math.sqrt(h["a"].shape[0])), lambda h: "{0}x{0}x{0}".format(h["a"].shape[0])),
 ]}
 
+# -- 16-bit variants (--dtype): the same workloads on float16 / bfloat16 data ---------------------------
+LOW_DTYPES = {"float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
+LOW_SUFFIX = {"float16": "f16", "bfloat16": "bf16"}
+DTYPE_WORKLOADS = ("add", "add_bcast", "sum", "softmax", "matmul")
+
+
+def with_dtype(w, dtype):
+    """Workload w on `dtype` data: its float32 inputs rounded to dtype, the reference computed in float64 from the
+    rounded inputs, tolerances of a few units in dtype's last place (scaled as w's own: sqrt(n) for matmul, the
+    sum of |x| for sum)."""
+    dt = LOW_DTYPES[dtype]
+    eps = 4.0 * float(ml_dtypes.finfo(dt).eps)
+
+    def cast(h, to):
+        return {k: (v.astype(to) if isinstance(v, np.ndarray) and v.dtype in (F32, dt) else v) for k, v in h.items()}
+
+    def tol(h):
+        rtol, atol = w.tol(cast(h, F32))
+        scale = atol / rtol if rtol else 1.0
+        return eps, eps * max(scale, 1.0)
+
+    return w._replace(name=f"{w.name}_{LOW_SUFFIX[dtype]}", title=w.title.replace("float32", dtype),
+                      inputs=lambda n, rng: cast(w.inputs(n, rng), dt),
+                      reference=lambda h: w.reference(cast(h, np.float64)), tol=tol, dtype=dtype)
+
+
+WORKLOADS.update({v.name: v for v in (with_dtype(WORKLOADS[n], d) for d in LOW_DTYPES for n in DTYPE_WORKLOADS)})
+BASE_WORKLOADS = tuple(n for n in WORKLOADS if WORKLOADS[n].dtype == "float32" or n == "cast_f16")
+
+
+def is_matmul(workload):
+    return WORKLOADS[workload].unit == "TFLOP/s" if workload in WORKLOADS else workload == "matmul"
+
+
 # sizes: elements of the main operand for memory-bound workloads, n for matmul (n x n)
 SIZES = {"cpu": [1 << k for k in range(10, 25, 2)], "cuda": [1 << k for k in range(12, 27, 2)]}
 MATMUL_SIZES = {"cpu": [64, 128, 256, 512, 1024], "cuda": [256, 512, 1024, 2048, 4096, 8192]}
@@ -190,7 +225,7 @@ def settings(mode="full", sizes=None, matmul_sizes=None, repeat=None, max_time=N
 
 def sizes_for(workload, device, s):
     kind = tl.device(device).type
-    return s.matmul_sizes[kind] if workload == "matmul" else s.sizes[kind]
+    return s.matmul_sizes[kind] if is_matmul(workload) else s.sizes[kind]
 
 
 def measure_peak(device, nbytes, s):
@@ -259,7 +294,7 @@ LARGE_SIZE, LARGE_MATMUL = 1 << 20, 256
 
 
 def is_large(workload, size):
-    return size >= (LARGE_MATMUL if workload == "matmul" else LARGE_SIZE)
+    return size >= (LARGE_MATMUL if is_matmul(workload) else LARGE_SIZE)
 
 
 def plan(devices, workloads, s, baselines=None):
@@ -267,8 +302,10 @@ def plan(devices, workloads, s, baselines=None):
     out = []
     default = thread_counts.tensorlab_threads()
     for device in devices:
-        libs = libraries(device, baselines)
+        all_libs = libraries(device, baselines)
         for w in workloads:
+            # CuPy has no bfloat16 arrays: its rows are left out of the bfloat16 workloads
+            libs = [lib for lib in all_libs if not (lib.name == "cupy" and WORKLOADS[w].dtype == "bfloat16")]
             for size in sizes_for(w, device, s):
                 variants = [("default", None)]
                 if s.thread_variants and device == "cpu" and is_large(w, size):
