@@ -245,7 +245,7 @@ def run_bench(gpu, mode):
     """The suite on cpu (and the GPU) against every baseline installed."""
     devices = ["cpu", f"cuda:{tl.cuda.current_device()}"] if gpu else ["cpu"]
     t0 = time.perf_counter()
-    peaks, results = suite.run(devices, list(suite.WORKLOADS), suite.settings(mode), None)
+    peaks, results = suite.run(devices, list(suite.BASE_WORKLOADS), suite.settings(mode), None)
     return {"mode": mode, "devices": devices, "elapsed_s": time.perf_counter() - t0,
             "peaks": peaks, "results": [{k: v for k, v in r.items() if k != "traceback"} for r in results],
             "table": report.table(results), "footnotes": report.footnotes(results, peaks)}
