@@ -85,9 +85,36 @@ def test_malicious_pickle_refused_with_its_name(tmp_path):
         tl.load(FIXTURES / "evil.pt", weights_only=True)
 
 
-def test_legacy_and_foreign_files_refused_clearly(tmp_path):
-    with pytest.raises(RuntimeError, match=r"legacy \(pre-1.6, non-zip\) serialization format"):
-        tl.load(FIXTURES / "legacy.pt")
+def test_legacy_format_read_with_the_same_rules(tmp_path, torch):
+    """torch's pre-1.6 format (torch.save(..., _use_new_zipfile_serialization=False)): read, views and dtypes
+    intact, under the weights_only allowlist, storages checked against the file before they are allocated."""
+    assert tl.load(FIXTURES / "legacy.pt").tolist() == [0.0, 1.0, 2.0]
+    base = torch.arange(10.0)
+    obj = {"w": torch.arange(6.0).reshape(2, 3), "i": torch.tensor([1, 2], dtype=torch.int64), "view": base[2:5],
+           "base": base, "sd": torch.nn.Linear(3, 2).state_dict(), "n": 7}
+    path = tmp_path / "legacy.pt"
+    torch.save(obj, path, _use_new_zipfile_serialization=False)
+    got = tl.load(path)
+    assert got["w"].tolist() == obj["w"].tolist() and got["i"].dtype is tl.int64 and got["n"] == 7
+    assert got["view"].tolist() == [2.0, 3.0, 4.0] and got["view"].untyped_storage().data_ptr() == \
+        got["base"].untyped_storage().data_ptr()  # one storage, as in the file
+    assert got["sd"]["weight"].tolist() == obj["sd"]["weight"].tolist()
+    data = path.read_bytes()
+    cut = tmp_path / "cut.pt"
+    cut.write_bytes(data[:-20])
+    with pytest.raises(RuntimeError, match="truncated"):
+        tl.load(cut)
+
+    class Evil:
+        def __reduce__(self):
+            return (print, ("owned",))
+    evil = tmp_path / "evil_legacy.pt"
+    torch.save({"x": Evil()}, evil, _use_new_zipfile_serialization=False)
+    with pytest.raises(pickle.UnpicklingError, match="Unsupported global"):
+        tl.load(evil)
+
+
+def test_foreign_files_refused_clearly(tmp_path):
     junk = tmp_path / "junk.pt"
     junk.write_bytes(b"not a checkpoint at all")
     with pytest.raises(RuntimeError, match="neither a zip archive"):
@@ -361,3 +388,21 @@ def test_mmap_maps_the_records(tmp_path):
 def test_mmap_of_a_torch_file():
     sd = tl.load(FIXTURES / "views.pt", mmap=True)
     np.testing.assert_array_equal(sd["block"].numpy(), np.arange(24, dtype=np.float32).reshape(4, 6)[1:3, 2:5])
+
+
+def test_fuzzed_legacy_checkpoints_fail_cleanly(tmp_path, torch):
+    """Mutated legacy files: a result or torch's kinds of error (RuntimeError, UnpicklingError, EOFError), never
+    another exception, a crash or an allocation beyond the file."""
+    path = tmp_path / "legacy.pt"
+    torch.save({"w": torch.arange(12.0).reshape(3, 4), "b": torch.ones(3, dtype=torch.int64)}, path,
+               _use_new_zipfile_serialization=False)
+    data = bytearray(path.read_bytes())
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        bad = bytearray(data)
+        for _ in range(int(rng.integers(1, 4))):
+            bad[int(rng.integers(0, len(bad)))] = int(rng.integers(0, 256))
+        try:
+            tl.load(io.BytesIO(bytes(bad)))
+        except (RuntimeError, pickle.UnpicklingError, EOFError):
+            pass

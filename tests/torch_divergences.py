@@ -246,12 +246,6 @@ def _array_of_cuda(device):
             np.array(tl.ones(1, device=device), copy=False)
 
 
-def _legacy_checkpoint(device):
-    import io
-    import pickle
-    legacy = io.BytesIO(pickle.dumps(0x1950a86a20f9469cfc6c, protocol=2) + pickle.dumps(1001, protocol=2))
-    with pytest.raises(RuntimeError, match="legacy"):
-        tl.load(legacy)
 def _shuffle_stream(device):
     from tensorlab.utils.data import DataLoader, RandomSampler
     orders = [list(RandomSampler(range(10), generator=tl.Generator().manual_seed(0))) for _ in range(2)]
@@ -509,10 +503,6 @@ DIVERGENCES = (
                "a host copy (a named host wait); copy=False raises NumPy 2's ValueError",
                "np.asarray(t) is how tests and notebooks read results; the wait is visible in sync_trace",
                DELIBERATE, _array_of_cuda),
-    Divergence("load()", "a legacy (pre-1.6, non-zip) checkpoint", "reads it",
-               "RuntimeError naming the format and how to re-save it with torch",
-               "the zip format is the only one torch has written by default since 1.6", DELIBERATE,
-               _legacy_checkpoint),
     Divergence("RandomSampler, DataLoader(shuffle=True), random_split, SubsetRandomSampler, "
                "WeightedRandomSampler", "the same seed (tl.manual_seed / a Generator) as torch",
                "an order drawn from torch's CPU generator (mt19937)",

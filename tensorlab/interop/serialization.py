@@ -991,6 +991,143 @@ def _place(storage, location, map_location):
 
 
 _LEGACY_MAGIC = 0x1950a86a20f9469cfc6c
+_LEGACY_PROTOCOL = 1001
+
+
+class _PlainUnpickler(pickle._Unpickler):
+    """The legacy format's small records (magic number, protocol, system info, storage keys): data only, no
+    globals, no persistent ids."""
+
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(f"tensorlab.load: a legacy checkpoint header names {module}.{name}; it holds "
+                                     "only numbers, strings, lists and dicts")
+
+    def persistent_load(self, pid):
+        raise pickle.UnpicklingError("tensorlab.load: a persistent id in a legacy checkpoint header")
+
+
+class _LegacyLoader(_Loader):
+    """The legacy main pickle: the zip loader's rules (weights_only allowlist, no BUILD on tensors, bounded
+    bytearrays), storages from `storages` (key -> CPU UntypedStorage already filled), or, in the first pass
+    (storages=None), allocated empty on the CPU within the bytes the file has left."""
+
+    def __init__(self, file, size, storages, budget, map_location, weights_only, **pickle_load_args):
+        pickle._Unpickler.__init__(self, file, **pickle_load_args)
+        self._mmap_path = None
+        self._map = map_location
+        self._weights_only = weights_only
+        self._storages = {}
+        self._bytearray = _Bytearray()
+        self._bytearray.limit = size
+        with _safe_lock:
+            self._user = dict(_user_globals)
+        self._filled = storages
+        self._budget = budget       # [bytes the file has left for storage data]
+        self.found = {}             # key -> (dtype, numel, location): the first pass's record
+
+    def persistent_load(self, saved_id):
+        if not (isinstance(saved_id, tuple) and len(saved_id) in (5, 6) and saved_id[0] == "storage"):
+            raise pickle.UnpicklingError(f"tensorlab.load: unexpected persistent id {saved_id!r} in a legacy checkpoint "
+                                         "(expected ('storage', type, key, location, numel, view_metadata))")
+        _, stype, key, location, numel = saved_id[:5]
+        if len(saved_id) == 6 and saved_id[5] is not None:
+            raise RuntimeError("tensorlab.load: the legacy checkpoint uses storage views (torch before 1.0); load and "
+                               "re-save it with torch")
+        if not isinstance(stype, _StorageType) or not isinstance(key, str) or not isinstance(location, str) \
+                or type(numel) is not int or numel < 0:
+            raise pickle.UnpicklingError(f"tensorlab.load: malformed storage record {saved_id!r}")
+        if isinstance(stype.dtype, str):
+            raise RuntimeError(f"tensorlab.load: the checkpoint holds a torch.{stype.name} ({stype.dtype}), a dtype "
+                               "tensorlab does not have; convert those tensors in PyTorch before saving")
+        dt = stype.dtype
+        typed = self._storages.get(key)
+        if typed is not None:
+            return typed if typed.dtype is dt else _Typed(typed.storage, dt)
+        from ..storage import UntypedStorage
+        nbytes = numel * dt.itemsize
+        if self._filled is None:  # first pass: the storage, empty, within what the file can hold
+            if nbytes + 8 > self._budget[0]:
+                raise RuntimeError(f"tensorlab.load: a storage of {nbytes} bytes in a legacy checkpoint with "
+                                   f"{self._budget[0]} bytes left (the file is truncated or damaged)")
+            self._budget[0] -= nbytes + 8
+            self.found[key] = (dt, numel, location)
+            cpu = UntypedStorage(nbytes, device="cpu")
+            typed = self._storages[key] = _Typed(cpu, dt)
+            return typed
+        typed = self._storages[key] = _Typed(_place(self._filled[key], location, self._map), dt)
+        return typed
+
+
+def _load_legacy(data, map_location, weights_only, pickle_load_args):
+    """torch's legacy (pre-1.6) format: pickles of the magic number, the protocol, the system info and the
+    object (storages as persistent ids), a pickle of the storage keys, then each storage as an int64 element
+    count and its bytes. Read with the zip format's rules: the object pickle runs under the same allowlist;
+    every storage is checked against the bytes the file has before it is allocated; storages are filled from
+    the file before a second run of the object pickle places them (map_location), so no tensor sees an empty
+    one."""
+    f = io.BytesIO(data)
+
+    def header(what):
+        try:
+            return _PlainUnpickler(f).load()
+        except (pickle.UnpicklingError, RuntimeError):
+            raise
+        except Exception as e:
+            raise RuntimeError(f"tensorlab.load: the legacy checkpoint's {what} is damaged ({type(e).__name__}: {e})") \
+                from e
+
+    if header("magic number") != _LEGACY_MAGIC:
+        raise RuntimeError("tensorlab.load: not a legacy PyTorch checkpoint (wrong magic number)")
+    if header("protocol") != _LEGACY_PROTOCOL:
+        raise RuntimeError("tensorlab.load: a legacy checkpoint of an unknown protocol version")
+    info = header("system information")
+    if not isinstance(info, dict) or info.get("little_endian") is not True:
+        raise RuntimeError("tensorlab.load: a big-endian legacy checkpoint; load and re-save it with torch")
+    start = f.tell()
+
+    def run(loader):
+        try:
+            return loader.load()
+        except (RuntimeError, pickle.UnpicklingError, EOFError, MemoryError, _UserError):
+            raise
+        except Exception as e:  # a damaged pickle: pickle's own errors (UnicodeDecodeError, KeyError, ...)
+            raise pickle.UnpicklingError(f"tensorlab.load: the legacy checkpoint's object pickle is damaged "
+                                         f"({type(e).__name__}: {e})") from e
+
+    first = _LegacyLoader(f, len(data), None, [len(data) - start], map_location, weights_only, **pickle_load_args)
+    run(first)
+    keys = header("storage key list")
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys) or set(keys) != set(first.found):
+        raise RuntimeError("tensorlab.load: the legacy checkpoint's storage keys do not match its storages (the "
+                           "file is truncated or damaged)")
+    filled = {}
+    for key in keys:
+        dt, numel, _ = first.found[key]
+        head = f.read(8)
+        if len(head) < 8:
+            raise RuntimeError("tensorlab.load: the legacy checkpoint ends inside its storage data (the file is "
+                               "truncated)")
+        count, = struct.unpack("<q", head)
+        if count != numel:
+            raise RuntimeError(f"tensorlab.load: legacy storage {key} declares {count} elements, its tensors "
+                               f"{numel} (the file is damaged)")
+        nbytes = numel * dt.itemsize
+        raw = f.read(nbytes)
+        if len(raw) < nbytes:
+            raise RuntimeError("tensorlab.load: the legacy checkpoint ends inside its storage data (the file is "
+                               "truncated)")
+        cpu = first._storages[key].storage
+        if nbytes:
+            cpu._buf[:] = np.frombuffer(raw, dtype=np.uint8, count=nbytes)
+        filled[key] = cpu
+    f.seek(start)
+    second = _LegacyLoader(f, len(data), filled, None, map_location, weights_only, **pickle_load_args)
+    return run(second)
+
+
+def _is_legacy(head):
+    magic = pickle.dumps(_LEGACY_MAGIC, protocol=2)[2:-1]
+    return head[:2] in (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05") and head[2:2 + len(magic)] == magic
 
 
 def _legacy_error(head):
@@ -1037,6 +1174,12 @@ def _load(fh, map_location, weights_only, mmap_path, pickle_load_args):
         raise RuntimeError(f"PytorchStreamReader failed reading zip archive: failed finding central directory "
                            f"(tensorlab.load: the file is truncated: {len(head)} bytes of a zip archive)")
     if head[:4] != b"PK\x03\x04":
+        if _is_legacy(head):  # torch's pre-1.6 format: read whole (such files are small), with the same rules
+            rest = head + fh.read()
+            try:
+                return _load_legacy(rest, map_location, weights_only, pickle_load_args)
+            except _UserError as e:
+                raise e.error from None
         raise _legacy_error(head)
     if fh.seekable():
         fh.seek(start)
