@@ -408,6 +408,10 @@ _COMPOSITES = {  # op -> (call, expected outputs from the NumPy matrix)
     "frexp": (lambda x: tl.frexp(x), lambda m: np.frexp(m)),
     "gradient": (lambda x: tl.gradient(x, dim=1), lambda m: (np.gradient(m, axis=1),)),
     "unbind_copy": (lambda x: tl.unbind_copy(x, 0), lambda m: tuple(m)),
+    "mode": (lambda x: tl.mode(x, 1), lambda m: (m.min(1), m.argmin(1))),  # distinct values: each row's smallest
+    "histogram": (lambda x: tl.histogram(x.reshape(-1), bins=4),
+                  lambda m: (np.histogram(m.reshape(-1), bins=4)[0],
+                             tl.linspace(float(m.min()), float(m.max()), 5).numpy())),
 }
 
 
