@@ -184,6 +184,29 @@ GRAD_SAMPLES["linear"] = [
     (lambda m, x, w: m.nn.functional.linear(x, w), Arg((2, 3, 4)), Arg((2, 4))),
     (lambda m, x, w, b: m.nn.functional.linear(x.mT, w, b), Arg((4, 3)), Arg((2, 4)), Arg((2,))),
 ]
+# the special functions (ops/special_functions.py; derivatives_special.py), inside their domains
+_P = Arg((2, 3), "positive")
+GRAD_SAMPLES.update({
+    "lgamma": [(lambda m, x: m.lgamma(x), _P)],
+    "digamma": [(lambda m, x: m.digamma(x), _P)],
+    "trigamma": [(lambda m, x: m.polygamma(1, x), _P)],
+    "erfc": [(lambda m, x: m.erfc(x), X)],
+    "erfinv": [(lambda m, x: m.erfinv(x * 0.4), X)],
+    "i0": [(lambda m, x: m.i0(x), X)],
+    "igamma": [(lambda m, a, x: m.igamma(a, x), Arg((2, 3), fixed=[[0.5, 1.0, 2.0], [3.0, 1.5, 0.8]],
+                                                    dtype=tl.float64), _P)],
+    "igammac": [(lambda m, a, x: m.igammac(a, x), Arg((2, 3), fixed=[[0.5, 1.0, 2.0], [3.0, 1.5, 0.8]],
+                                                      dtype=tl.float64), _P)],
+    "special_erfcx": [(lambda m, x: m.special.erfcx(x), X)],
+    "special_i0e": [(lambda m, x: m.special.i0e(x), X)],
+    "special_i1": [(lambda m, x: m.special.i1(x), X)],
+    "special_i1e": [(lambda m, x: m.special.i1e(x), X)],
+    "special_log_ndtr": [(lambda m, x: m.special.log_ndtr(x), X)],
+    "special_ndtr": [(lambda m, x: m.special.ndtr(x), X)],
+    "special_ndtri": [(lambda m, x: m.special.ndtri(x * 0.2 + 0.5), X)],
+    "special_zeta": [(lambda m, s, q: m.special.zeta(s, q), Arg((2, 3), fixed=[[2.0, 3.0, 4.5], [2.5, 3.5, 6.0]],
+                                                                dtype=tl.float64), _P)],
+})
 # cross_entropy / nll_loss over class indices as one node (ops/nll_fused.py)
 GRAD_SAMPLES["nll_loss"] = [
     (lambda m, x, t: m.nn.functional.nll_loss(x, t), Arg((4, 3)), idx([2, 0, 1, 1])),
