@@ -198,6 +198,10 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     dt = _dt(dtype, inferred)
     if dtype is not None and not isinstance(data, (np.ndarray, np.generic)):
         _check_int_range(arr, dt)
+        if arr.dtype.kind == "c" and not dt.is_complex and dt is not dtypes.bool_:
+            # Python complex numbers into a real dtype: torch's TypeErrors (it never drops the imaginary part)
+            raise TypeError("must be real number, not complex" if dt.is_floating_point else
+                            "'complex' object cannot be interpreted as an integer")
     dev = canonical(device)
     t = empty_tensor(arr.shape, dt, dev)
     if dev.type == "cpu":
