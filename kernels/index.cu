@@ -4,20 +4,37 @@
 // source/destination whose other dimensions are walked through layouts sharing the iteration shape.
 // `dims` is a table, not a layout: dims.shape[k] = size of the dimension row k indexes (negative
 // indices count from its end), dims.stride[k] = that dimension's element stride.
-// Index values are bounds-checked by index_check before any writing kernel runs.
+// Index values are bounds-checked on the device by index_check, asynchronously: a failure is written
+// to the op's guard word (guard[0] = serial, the op's number) and to the device's sticky record (count of
+// bad values, then serial, row and value of the first one since the host last looked), read at the next
+// point where it waits anyway (backends/cuda/device_checks.py). The gather/put kernels of the same op
+// run next on the same stream and do nothing when their guard holds their serial: a bad index never
+// reads or writes out of bounds, and an in-place target stays exactly as it was.
 #include "tensorlab/indexing.cuh"
 
-// flags[k] = 1 when row k holds an index outside [0, size) (or [-size, size) with allow_negative).
+// Row k holding an index outside [0, size) (or [-size, size) with allow_negative) fails the check.
 template <typename Index>
 __global__ void index_check(const long long* __restrict__ idx, Index nb, Index n, tl::StridedLayout<Index> row,
                             long long row_stride, tl::StridedLayout<long long> dims, bool allow_negative,
-                            int* __restrict__ flags) {
+                            long long* guard, long long serial, unsigned long long* sticky) {
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
     Index k = i / nb;
     long long v = idx[k * row_stride + tl::offset_of(i - k * nb, row)];
     long long size = dims.shape[k];
-    if (v >= size || v < (allow_negative ? -size : 0)) flags[k] = 1;
+    if (v >= size || v < (allow_negative ? -size : 0)) {
+      guard[0] = serial;
+      if (atomicAdd(sticky, 1ULL) == 0ULL) {
+        sticky[1] = static_cast<unsigned long long>(serial);
+        sticky[2] = static_cast<unsigned long long>(k);
+        sticky[3] = static_cast<unsigned long long>(v);
+      }
+    }
   }
+}
+
+// True when this op's index check failed (its serial is in its guard word): the kernel writes nothing.
+__device__ __forceinline__ bool check_failed(const long long* guard, long long serial) {
+  return guard[0] == serial;
 }
 
 __device__ __forceinline__ long long indexed_offset(const long long* idx, long long b, long long row_stride,
@@ -35,7 +52,8 @@ template <typename T, typename Index>
 __global__ void index_gather(T* out, const T* src, const long long* __restrict__ idx,
                              Index n, long long row_stride, tl::StridedLayout<Index> out_layout,
                              tl::StridedLayout<Index> src_layout, tl::StridedLayout<Index> idx_layout,
-                             tl::StridedLayout<long long> dims) {
+                             tl::StridedLayout<long long> dims, const long long* guard, long long serial) {
+  if (check_failed(guard, serial)) return;
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
     Index o, s, b;
     tl::offsets3(i, out_layout, src_layout, idx_layout, o, s, b);
@@ -50,7 +68,8 @@ template <typename S, typename A, typename Index, int Mode>
 __global__ void index_put(A* dst, const S* src, S value, bool has_src, const long long* __restrict__ idx, Index n,
                           long long row_stride, tl::StridedLayout<Index> dst_layout,
                           tl::StridedLayout<Index> src_layout, tl::StridedLayout<Index> idx_layout,
-                          tl::StridedLayout<long long> dims) {
+                          tl::StridedLayout<long long> dims, const long long* guard, long long serial) {
+  if (check_failed(guard, serial)) return;
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
     Index d, s, b;
     tl::offsets3(i, dst_layout, src_layout, idx_layout, d, s, b);

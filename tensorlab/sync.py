@@ -9,6 +9,10 @@ user asked for: the mode never refuses them, but traces record them too. An acti
 outside the tensorlab package), the device and how long the host was blocked.
 
 On the CPU nothing is asynchronous: host_wait returns at once and nothing is recorded.
+
+After each wait the `_after_wait` hooks run: an error a device-side check found since the host last
+looked (an out-of-range index, backends/cuda/device_checks.py) is raised there, at the first point
+where the host waits anyway.
 """
 from __future__ import annotations
 
@@ -27,6 +31,37 @@ _PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 _local = threading.local()  # .mode: this thread's debug mode (absent: 0)
 _traces = []  # the open SyncTrace objects; each decides which threads it listens to
+# called after every wait as hook(device, whole_device): raise what the device found while the host was
+# not looking (backends/cuda/device_checks.py's raise_pending: index bounds checked on the device)
+_after_wait = []
+_errors_as = threading.local()  # .stack: (op, wrap) of the enclosing reported_as blocks
+
+
+class reported_as:
+    """`with sync.reported_as(op, wrap):` an op built over other ops (index_reduce over scatter,
+    nll_loss over gather) names itself in the errors a device-side check finds inside the block:
+    the error raised later, at the next host wait, is wrap(error, bad_value) and names `op` as the
+    launching op. On the CPU errors are raised at the call and the op handles them itself."""
+
+    def __init__(self, op, wrap):
+        self.entry = (op, wrap)
+
+    def __enter__(self):
+        stack = getattr(_errors_as, "stack", None)
+        if stack is None:
+            stack = _errors_as.stack = []
+        stack.append(self.entry)
+        return self
+
+    def __exit__(self, *exc):
+        _errors_as.stack.pop()
+        return False
+
+
+def error_wrapper():
+    """The innermost reported_as (op, wrap) of this thread, or None."""
+    stack = getattr(_errors_as, "stack", None)
+    return stack[-1] if stack else None
 _traces_lock = threading.Lock()
 
 
@@ -45,6 +80,8 @@ def host_wait(reason, device, wait=None, explicit=False):
         wait()
     if _traces:
         _record(reason, device, (time.perf_counter() - t0) * 1e3, explicit)
+    for hook in _after_wait:
+        hook(device, wait is None)
 
 
 # -- debug mode -------------------------------------------------------------------------------------

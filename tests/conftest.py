@@ -3,6 +3,7 @@ GPU (or, later, the CUDA emulation driver) is present, skipped otherwise."""
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -67,6 +68,21 @@ def _seed():
     np.random.seed(0)
     yield
     tl.set_default_dtype(tl.float32)
+
+
+@pytest.fixture(autouse=True)
+def _device_errors_stay_in_their_test():
+    """A bad index found on a CUDA device is raised at the next host wait (backends/cuda/
+    device_checks.py): one the test never waited for would surface in a later test. Report it here,
+    as this test's error."""
+    yield
+    checks = sys.modules.get("tensorlab.backends.cuda.device_checks")
+    if checks is not None and checks.unread():
+        try:
+            tl.cuda.synchronize()
+        except (IndexError, RuntimeError) as e:
+            pytest.fail(f"a device-side check failed in this test and nothing waited for the device after it "
+                        f"(call device_waits.settle(device) where the error is expected): {e}")
 
 
 @pytest.fixture(params=["int", "long long"])

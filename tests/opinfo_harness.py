@@ -310,6 +310,14 @@ def _outcome(fn):
             return None, e
 
 
+def _settled(result, device):
+    """result, after the device finished: on CUDA a bad index is found on the device and raised at
+    the next host wait (backends/cuda/device_checks.py), which this is for the sample's op."""
+    if device != "cpu":
+        tl.cuda.synchronize()
+    return result
+
+
 def _error_kind(e):
     for k in (IndexError, TypeError, ValueError, NotImplementedError, RuntimeError):
         if isinstance(e, k):
@@ -329,7 +337,7 @@ def run_sample(torch_fn, our_fn, sample, device, inplace, values, sign_free=(), 
     x, a, k = args
     tx = sample.input.clone() if inplace and isinstance(sample.input, torch.Tensor) else sample.input
     want, terr = _outcome(lambda: torch_fn(tx, *sample.args, **sample.kwargs))
-    got, oerr = _outcome(lambda: our_fn(x, *a, **k))
+    got, oerr = _outcome(lambda: _settled(our_fn(x, *a, **k), device))
     if terr is not None and oerr is not None:
         return (BOTH_RAISED, None) if _error_kind(terr) is _error_kind(oerr) else (
             MISMATCH, f"tensorlab raised {type(oerr).__name__}, torch {type(terr).__name__}: {terr}"[:300])

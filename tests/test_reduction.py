@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tensorlab as tl
+from device_waits import settle
 from tensorlab import layout as L
 from tensorlab.ops import registry
 from tensorlab.testing import InjectedFault, assert_unchanged, fault_points, inject_fault, snapshot
@@ -122,6 +123,7 @@ def against_torch(torch, device, fn, *arrays, layout="contiguous"):
         if err is not None:
             with pytest.raises(Exception) as info:
                 fn(tl, *args)
+                settle(device)  # an index checked on a CUDA device raises at the next wait
             want = expected_error_types(err)
             assert isinstance(info.value, want), (f"torch raised {type(err).__name__}: {err}; tensorlab raised "
                                                   f"{type(info.value).__name__}: {info.value}")

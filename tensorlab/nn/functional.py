@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .. import _warn
 from .. import dtypes
+from .. import sync
 from ..ops import elementwise as _ew, reduction as _red
 from ..ops.creation import empty_like, zeros
 from ..tensor import Tensor
@@ -190,16 +191,17 @@ def _nll_terms(logp, target, weight, ignore_index):
     valid = target != ignore_index
     safe = _ew.where(valid, target, 0)
     if safe.device.type == "cpu":
-        # torch's IndexError and message; on a GPU a check here would be a second host sync per
-        # loss, so there out-of-range targets are left to gather's bounds check (one named sync,
-        # "index bounds check", where torch has a device-side assert)
+        # torch's IndexError and message; on a GPU a check here would be a host wait per loss: there
+        # gather's bounds check on the device finds an out-of-range target, reported (as this same
+        # error) at the next host wait, where torch has a device-side assert
         bad = (safe < 0).logical_or(safe >= n_classes)
         if bad.any().item():
             raise IndexError(f"Target {safe.masked_select(bad)[0].item()} is out of bounds.")
-    picked = logp.gather(cd, safe.unsqueeze(cd)).squeeze(cd)
-    if weight is None:
-        return _ew.where(valid, -picked, 0.0), valid.to(logp.dtype), valid
-    w = _ew.where(valid, weight.index_select(0, safe.reshape(-1)).reshape(safe.shape), 0.0)
+    with sync.reported_as("nll_loss", lambda e, value: IndexError(f"Target {value} is out of bounds.")):
+        picked = logp.gather(cd, safe.unsqueeze(cd)).squeeze(cd)
+        if weight is None:
+            return _ew.where(valid, -picked, 0.0), valid.to(logp.dtype), valid
+        w = _ew.where(valid, weight.index_select(0, safe.reshape(-1)).reshape(safe.shape), 0.0)
     return _ew.where(valid, -(picked * w), 0.0), w, valid
 
 

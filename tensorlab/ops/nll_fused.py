@@ -14,7 +14,7 @@ IndexError. On other devices (no host read: that would be a sync per loss) ignor
 masked on the device and out-of-range ones are left to gather's bounds check."""
 from __future__ import annotations
 
-from .. import autograd_hooks, dtypes
+from .. import autograd_hooks, dtypes, sync
 from ..tensor import Tensor
 from . import registry
 from ._common import empty_tensor, pinned
@@ -84,10 +84,15 @@ def _terms(lp, target, ignore_index, reduction, kind=None):
     return s.neg_(), index, valid.to(lp._dtype).neg_()
 
 
+def _target_error(error, value):
+    return IndexError(f"Target {value} is out of bounds.")
+
+
 def nll_loss(logp, target, ignore_index, reduction):
     """The loss of `supported` arguments, or None where the composite must run (CPU targets out
     of range: it raises torch's error)."""
-    r = _terms(logp.detach(), target, ignore_index, reduction)
+    with sync.reported_as("nll_loss", _target_error):  # CUDA: gather's device-side check finds a bad target
+        r = _terms(logp.detach(), target, ignore_index, reduction)
     if r is None:
         return None
     loss, index, coef = r
@@ -110,7 +115,8 @@ def cross_entropy(input, target, ignore_index, reduction):
         coef = -1.0 / n if reduction == "mean" else -1.0
         return autograd_hooks.record(loss, "cross_entropy_loss", (input,), index=index, coef=coef, logp=lp)
     lp = log_softmax(input.detach(), 1)
-    r = _terms(lp, target, ignore_index, reduction, kind)
+    with sync.reported_as("cross_entropy", _target_error):
+        r = _terms(lp, target, ignore_index, reduction, kind)
     if r is None:
         return None
     loss, index, coef = r

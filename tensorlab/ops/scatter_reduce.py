@@ -25,7 +25,7 @@ the others); amax / amin: the gradient split evenly among the tied extremes; pos
 include_self=False give self no gradient."""
 from __future__ import annotations
 
-from .. import dtypes, layout as L
+from .. import dtypes, layout as L, sync
 from ..errors import IndexOutOfRangeError
 from ..tensor import Tensor
 from ._common import check_no_partial_overlap, check_writable, same_device
@@ -86,12 +86,14 @@ def _compute(self, d, index, src, reduce, include_self, any_index):
     if not any_index:
         return res
     be = res._backend
-    if not include_self:  # the first scatter checks the index (one host wait on CUDA); the others trust it
+    # every scatter checks the index itself (on CUDA on the device, without a wait: a scatter that
+    # trusted an earlier check would write out of bounds, as that check only reports at the next wait)
+    if not include_self:
         be.scatter(res, d, index, _identity(reduce, res._dtype), None)
-    be.scatter(res, d, index, src, _PRIMITIVE[reduce], in_range=not include_self)
+    be.scatter(res, d, index, src, _PRIMITIVE[reduce])
     if reduce == "mean":
         count = _copy_of(self).fill_(1 if include_self else 0)
-        be.scatter(count, d, index, 1, "add", in_range=True)
+        be.scatter(count, d, index, 1, "add")
         count.masked_fill_(count == 0, 1)
         if res._dtype.is_floating_point:
             res.div_(count)
@@ -252,7 +254,8 @@ def _index_reduce(self, dim, index, source, reduce, include_self, op):
     shape[d] = n
     idx = index.reshape(shape).expand(tuple(src.shape))
     try:
-        r = _run(base, d, idx, src, reduce, include_self, n > 0 and src.numel() > 0)
+        with sync.reported_as(op, lambda e, value: IndexOutOfRangeError(f"{op}(): index out of range in self ({e})")):
+            r = _run(base, d, idx, src, reduce, include_self, n > 0 and src.numel() > 0)
     except IndexOutOfRangeError as e:
         raise IndexOutOfRangeError(f"{op}(): index out of range in self ({e})") from None
     return r if self.dim() else r.reshape(())

@@ -3,9 +3,9 @@ scatter, and boolean masks to index tensors; plus the machinery the index ops of
 
 Every index op is one form (kernels/index.cu): an iteration shape walked by layouts for the
 output/destination, the source and the index rows, and a table of the indexed dimensions (size and
-stride). Index values are checked first, by a kernel that raises a device flag per index tensor
-read back through one named host_wait("index bounds check"): a bad index raises the CPU backend's
-exception before anything is written. Masks are counted and compacted by kernels/scan_select.cu."""
+stride). Index values are checked first, on the device and without a host wait (device_checks.py):
+the check kernel marks the op's guard word, the gather/put kernel then does nothing, and the CPU
+backend's exception is raised at the next host wait, with the launching call's file:line. Masks are counted and compacted by kernels/scan_select.cu."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,6 +15,7 @@ from ... import global_settings
 from ...device import Device
 from ...layout import Layout, coalesce, contiguous_strides
 from ...sync import host_wait
+from . import device_checks
 from . import launch as K
 from .active import driver
 from .driver import Pointer
@@ -119,43 +120,35 @@ class Rows:
             self.scratch = None
 
 
-def check_rows(rows, sizes, allow_negative, device, fail):
-    """Raise fail(k, bad_value) for the first index tensor k holding a value outside its dim."""
+def check_rows(rows, sizes, allow_negative, device, fail, op="index"):
+    """Queue the bounds check of the index rows (device_checks.py): returns the Guard the op's
+    gather/put kernel takes. fail(k, bad_value) builds the error for index tensor k."""
     nb = numel(rows.op.layout.shape)
     if not nb or not rows.count:
-        return
+        return device_checks.unchecked(device)
     p = K.Plan((rows.op,))
     n = rows.count * nb
     ix = _row_index(p, n)
-    flags = allocate(4 * rows.count, Device("cuda", device))
-    try:
-        stream = driver.current_stream(device)
-        driver.memset(Pointer(flags), 0, 4 * rows.count, stream)
-        row = K.strided_layout(p.shape, p.strides[0], ix)
-        K.launch("index.cu", f"index_check<{ix}>", device,
-                 (p.ptrs[0], K.index_scalar(nb, ix), K.index_scalar(n, ix), row, np.int64(rows.stride),
-                  dims_table(sizes, [0] * len(sizes)), np.bool_(allow_negative), Pointer(flags)), n=n)
-        host_wait("index bounds check", Device("cuda", device))
-        got = np.empty(rows.count, np.int32)
-        driver.memcpy_dtoh(got, Pointer(flags), got.nbytes, stream, False)
-    finally:
-        retire(flags)
-    for k in np.flatnonzero(got):
-        a = to_host(rows.tensors[k]).reshape(-1)
-        size = sizes[k]
-        low = -size if allow_negative else 0
-        raise fail(int(k), int(a[(a < low) | (a >= size)][0]))
+    guard, sticky = device_checks.start_check(device, op, fail)
+    row = K.strided_layout(p.shape, p.strides[0], ix)
+    K.launch("index.cu", f"index_check<{ix}>", device,
+             (p.ptrs[0], K.index_scalar(nb, ix), K.index_scalar(n, ix), row, np.int64(rows.stride),
+              dims_table(sizes, [0] * len(sizes)), np.bool_(allow_negative)) + guard.args + (sticky,), n=n)
+    device_checks.finish_check(device, guard)
+    return guard
 
 
 # -- the two kernels ---------------------------------------------------------------------------------
-def gather_rows(out, src, rows_op, rows, dims):
-    """out[i] = src[s(i) + sum_k rows_k[b(i)] * stride_k] (index.cu index_gather)."""
+def gather_rows(out, src, rows_op, rows, dims, guard):
+    """out[i] = src[s(i) + sum_k rows_k[b(i)] * stride_k] (index.cu index_gather); nothing when
+    the guard's check failed."""
     p = K.Plan((out, src, rows_op))
     if not p.n:
         return
     lay = p.layouts
     K.launch("index.cu", f"index_gather<{out.dtype.ctype}, {p.index}>", p.device,
-             (p.ptrs[0], p.ptrs[1], p.ptrs[2], p.count, np.int64(rows.stride), lay[0], lay[1], lay[2], dims), n=p.n)
+             (p.ptrs[0], p.ptrs[1], p.ptrs[2], p.count, np.int64(rows.stride), lay[0], lay[1], lay[2], dims)
+             + guard.args, n=p.n)
 
 
 def _accumulator(dt):
@@ -164,7 +157,7 @@ def _accumulator(dt):
     return dtypes.int32 if dt.itemsize < 4 else dt
 
 
-def put_rows(target, dst_view, src, value, rows, rows_view, mode):
+def put_rows(target, dst_view, src, value, rows, rows_view, mode, guard):
     """dst[d(i) + sum_k rows_k[b(i)] * stride_k] (=, +=, *=) src[s(i)] (or `value` when src is None).
     `target` is the written tensor's operand; dst_view(op) gives, for an operand laid out as target
     or as a contiguous scratch copy of it, (its iteration view, the dims table).
@@ -175,7 +168,7 @@ def put_rows(target, dst_view, src, value, rows, rows_view, mode):
     if src is not None and overlaps(src, target):
         src = staged(src, dev)
         try:
-            return put_rows(target, dst_view, src, value, rows, rows_view, mode)
+            return put_rows(target, dst_view, src, value, rows, rows_view, mode, guard)
         finally:
             retire(src.buffer)
     if mode in (PUT_ADD, PUT_MUL) and dt.is_floating_point:  # float atomics: the rounding depends on arrival order
@@ -197,7 +190,7 @@ def put_rows(target, dst_view, src, value, rows, rows_view, mode):
             v = K.scalar(0 if value is None else value, dt)
             K.launch("index.cu", f"index_put<{dt.ctype}, {acc.ctype}, {p.index}, {mode}>", p.device,
                      (p.ptrs[0], p.ptrs[1], v, np.bool_(src is not None), p.ptrs[2], p.count, np.int64(rows.stride),
-                      lay[0], lay[1], lay[2], dims), n=p.n)
+                      lay[0], lay[1], lay[2], dims) + guard.args, n=p.n)
         if scratch is not None:
             copy_kernel(target, scratch)
     finally:
@@ -239,9 +232,11 @@ def index(out, src, indices, in_range=False):
     view, positions, sizes, strides = _geometry(s, indices, shape)
     rows = Rows([t for t in indices if t is not None], dev)
     try:
-        if not in_range:
-            check_rows(rows, sizes, True, dev, _index_error(sizes, indices))
-        gather_rows(o, view, rows.embedded(shape, positions), rows, dims_table(sizes, strides))
+        guard = device_checks.unchecked(dev) if in_range else check_rows(
+            rows, sizes, True, dev, _index_error(sizes, indices), "index (x[idx])")
+        if 0 in sizes:
+            return  # no index is in range of an empty dim: the check reports it (nothing to read)
+        gather_rows(o, view, rows.embedded(shape, positions), rows, dims_table(sizes, strides), guard)
     finally:
         rows.close()
 
@@ -256,10 +251,12 @@ def index_put(dst, indices, values, accumulate, in_range=False):
     _, positions, sizes, strides = _geometry(d, indices, shape)
     rows = Rows(tensors, dev, avoid=d) if tensors else _NoRows(d, shape)
     try:
-        if not in_range:
-            check_rows(rows, sizes, True, dev, _index_error(sizes, indices))
+        guard = device_checks.unchecked(dev) if in_range else check_rows(
+            rows, sizes, True, dev, _index_error(sizes, indices), "index_put_ (x[idx] = v)")
+        if 0 in sizes and tensors:
+            return  # no index is in range of an empty dim: the check reports it (nothing to write)
         put_rows(d, lambda t: _put_view(t, indices, shape), v, None, rows, rows.embedded(shape, positions),
-                 PUT_ADD if accumulate else PUT_SET)
+                 PUT_ADD if accumulate else PUT_SET, guard)
     finally:
         rows.close()
 

@@ -14,6 +14,7 @@ from ...errors import index_out_of_range
 from . import launch as K
 from .active import driver
 from .driver import Pointer
+from . import device_checks
 from .indexing import (PUT_ADD, PUT_MAX, PUT_MIN, PUT_MUL, PUT_SET, Rows, Scan, as_1d, check_rows, dims_table, gather_rows, numel, overlaps,
                        put_rows, relayout, rowmajor_layouts, staged, write_coords)
 from .memory import copy_kernel, temp, allocate, buffer_ptr, retire
@@ -143,10 +144,12 @@ def gather(out, x, dim, index):
     rows = Rows([index], dev)
     try:
         size = a.layout.shape[dim]
-        check_rows(rows, [size], False, dev, _range_error("gather", dim, size))
+        guard = check_rows(rows, [size], False, dev, _range_error("gather", dim, size), "gather")
+        if not size:
+            return  # nothing is in range of an empty dim: the check reports it
         shape = tuple(rows.op.layout.shape)
         gather_rows(o, relayout(a, *_cut(a.layout, dim, shape)), rows.op, rows,
-                    dims_table([size], [a.layout.stride[dim]]))
+                    dims_table([size], [a.layout.stride[dim]]), guard)
     finally:
         rows.close()
 
@@ -160,8 +163,10 @@ def scatter(out, dim, index, src, reduce=None, in_range=False):
     rows = Rows([index], dev, avoid=o)
     try:
         size = o.layout.shape[dim]
-        if not in_range:
-            check_rows(rows, [size], False, dev, _range_error("scatter", dim, size))
+        guard = device_checks.unchecked(dev) if in_range else check_rows(
+            rows, [size], False, dev, _range_error("scatter", dim, size), "scatter")
+        if not size:
+            return
         shape = tuple(rows.op.layout.shape)
         s, value = None, src
         if hasattr(src, "_meta") or isinstance(src, K.Operand):
@@ -173,7 +178,7 @@ def scatter(out, dim, index, src, reduce=None, in_range=False):
             return relayout(t, *_cut(t.layout, dim, shape)), dims_table([size], [t.layout.stride[dim]])
 
         mode = {None: PUT_SET, "add": PUT_ADD, "multiply": PUT_MUL, "amax": PUT_MAX, "amin": PUT_MIN}[reduce]
-        put_rows(o, view, s, value, rows, rows.op, mode)
+        put_rows(o, view, s, value, rows, rows.op, mode, guard)
     finally:
         rows.close()
 
@@ -190,12 +195,15 @@ def index_select(out, x, dim, index):
     rows = Rows([index], dev)
     try:
         size = a.layout.shape[dim]
-        check_rows(rows, [size], False, dev, _range_error("index_select", dim, size))
+        guard = check_rows(rows, [size], False, dev, _range_error("index_select", dim, size), "index_select")
+        if not size:
+            return
         n = numel(rows.op.layout.shape)
         shape = _along(a.layout, dim, n)
         o = relayout(o, shape, o.layout.stride if o.layout.shape else (1,))
         b = rows.embedded(shape, [dim])
-        gather_rows(o, relayout(a, *_cut(a.layout, dim, shape)), b, rows, dims_table([size], [a.layout.stride[dim]]))
+        gather_rows(o, relayout(a, *_cut(a.layout, dim, shape)), b, rows, dims_table([size], [a.layout.stride[dim]]),
+                    guard)
     finally:
         rows.close()
 
@@ -206,13 +214,15 @@ def index_fill(out, dim, index, value):
     rows = Rows([index], dev, avoid=o)
     try:
         size = o.layout.shape[dim]
-        check_rows(rows, [size], True, dev, _range_error("index_fill", dim, size))
+        guard = check_rows(rows, [size], True, dev, _range_error("index_fill", dim, size), "index_fill")
+        if not size:
+            return
         shape = _along(o.layout, dim, numel(rows.op.layout.shape))
 
         def view(t):
             return relayout(t, *_cut(t.layout, dim, shape)), dims_table([size], [t.layout.stride[dim]])
 
-        put_rows(o, view, None, value, rows, rows.embedded(shape, [dim]), PUT_SET)
+        put_rows(o, view, None, value, rows, rows.embedded(shape, [dim]), PUT_SET, guard)
     finally:
         rows.close()
 
