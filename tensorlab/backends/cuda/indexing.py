@@ -19,7 +19,7 @@ from . import device_checks
 from . import launch as K
 from .active import driver
 from .driver import Pointer
-from .memory import byte_range, copy_kernel, temp, allocate, retire, to_host
+from .memory import byte_range, copy_kernel, temp, allocate, retire
 
 __all__ = ("index", "index_put", "mask_count", "nonzero_indices")
 
