@@ -125,6 +125,13 @@ def test_key_averages_table(device):
         assert rows["sum"].device_time_total > 0
         dev_table = avg.table(sort_by="cuda_time_total", row_limit=3)
         assert "Self CUDA" in dev_table and "Self CUDA time total:" in dev_table
+        # as torch: kernels and copies own the self device time, an op's device total is its kernels' sum
+        assert rows["sum"].self_device_time_total == 0.0
+        full = avg.table(row_limit=None).splitlines()
+        col = full[1].index("Self CUDA %")
+        pcts = [float(ln[:col + len("Self CUDA %")].split()[-1].rstrip("%")) for ln in full[3:]
+                if ln and not ln.startswith(("-", "Self"))]
+        assert sum(pcts) == pytest.approx(100.0, abs=0.05 * len(pcts))
         assert len([ln for ln in dev_table.splitlines()[3:] if not ln.startswith(("-", "Self"))]) == 3
     by_shape = prof.key_averages(group_by_input_shape=True)
     assert {tuple(map(tuple, r.input_shapes)) for r in by_shape if r.key == "sum"} == {((4, 3),)}
@@ -159,10 +166,13 @@ def _validate_trace(doc):
             assert e["args"] and all(isinstance(v, (int, float)) for v in e["args"].values())
         else:
             assert isinstance(e["id"], int) and e["cat"]
-            flows.setdefault((e["cat"], e["id"]), []).append(ph)
+            flows.setdefault((e["cat"], e["id"]), []).append((ph, e["ts"]))
             if ph == "f":
                 assert e["bp"] == "e"
-    assert all(sorted(v) == ["f", "s"] for v in flows.values())  # every arrow has both ends
+    assert all(sorted(p for p, _ in v) == ["f", "s"] for v in flows.values())  # every arrow has both ends
+    for key, ends in flows.items():  # and runs forward in time: launch -> kernel, work's end -> wait's end
+        t = dict(ends)
+        assert t["f"] >= t["s"], (key, t)
     return flows
 
 

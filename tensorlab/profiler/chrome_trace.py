@@ -1,7 +1,8 @@
 """export_chrome_trace: the Chrome trace-event JSON format (the "JSON Object Format": traceEvents,
 phases X/M/C/s/f) that Perfetto and chrome://tracing open. Host thread: op and record_function
 slices, host waits, the launch calls; one track per (device, stream) with kernels and copies; flow
-arrows launch -> kernel and host wait -> the work it waited for; counters for allocated memory."""
+arrows that run forward in time: launch -> kernel, and the end of the work a host wait waited for ->
+the end of the wait; counters for allocated memory."""
 from __future__ import annotations
 
 import json
@@ -66,13 +67,14 @@ def events(rec):
                     "args": {"reason": w.reason, "explicit": w.explicit, "where": f"{w.file}:{w.line}",
                              "device": str(w.device)}})
         target = work.get(w.target)
-        if target is not None and target.dev_start is not None:
+        if target is not None and target.dev_end is not None:
+            # the work's end releases the wait: the arrow runs forward, from the end of the work the host
+            # waited for to the end of the wait
             flow += 1
-            out.append({"ph": "s", "cat": "wait", "name": "waits for", "id": flow, "pid": pid, "tid": tid,
-                        "ts": _us(w.start, t0)})
-            out.append({"ph": "f", "bp": "e", "cat": "wait", "name": "waits for", "id": flow,
-                        "pid": _dev_pid(target.device), "tid": streams[(target.device, target.stream)],
-                        "ts": _us(target.dev_start, t0)})
+            out.append({"ph": "s", "cat": "wait", "name": "releases", "id": flow, "pid": _dev_pid(target.device),
+                        "tid": streams[(target.device, target.stream)], "ts": _us(target.dev_end, t0)})
+            out.append({"ph": "f", "bp": "e", "cat": "wait", "name": "releases", "id": flow, "pid": pid, "tid": tid,
+                        "ts": max(_us(w.end, t0), _us(target.dev_end, t0))})
     for m in rec.mems:
         out.append({"ph": "C", "name": f"{m.device} memory", "pid": pid if m.device == "cpu" else
                     _dev_pid(int(m.device.split(":")[1])), "tid": 0, "ts": _us(m.t, t0),

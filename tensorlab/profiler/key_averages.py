@@ -188,9 +188,11 @@ def function_events(rec):
             return got
         cpu = _us(x.start, x.end)
         if x.kind == "op":
+            # as torch: an op's device time is the sum of its kernels and copies, whose rows own it as
+            # self time (the op's self device time is 0), so the Self CUDA % column sums to 100%
             dev = sum((k.dev_dur or 0.0) for k in (*x.kernels, *x.copies)) * 1e6
             cm, dm = _mem_split(x.mems)
-            got = (x, cpu, cpu, dev, dev, cm, cm, dm, dm)
+            got = (x, cpu, cpu, dev, 0.0, cm, cm, dm, dm)
         else:
             kids = [stats(c) for c in children.get(x.id, ())]
             self_cpu = max(0.0, cpu - sum(k[1] for k in kids))
