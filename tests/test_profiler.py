@@ -521,3 +521,41 @@ def test_every_op_has_a_row(device, call, names):
     with profile() as prof:
         call(x, m)
     assert [o.name for o in prof.ops if not o.derived] == names
+
+
+def _inner_step(x):
+    return (x * 3).sum()  # INNER
+
+
+def test_full_stack_os_thread_export_stacks_and_total(device, tmp_path):
+    """with_stack records the whole user stack (torch's "file(line): function", innermost first); the
+    Chrome trace's host tid is the OS thread id; export_stacks writes collapsed stacks; total_average
+    sums the rows."""
+    x = tl.ones(8, device=device)
+    with profile(with_stack=True) as prof:
+        _inner_step(x)  # OUTER
+    mul = next(o for o in prof.ops if o.name == "mul")
+    assert mul.stack[0] == f"{__file__}({_line('INNER')}): _inner_step"
+    assert mul.stack[1] == f"{__file__}({_line('OUTER')}): test_full_stack_os_thread_export_stacks_and_total"
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    evs = json.loads(path.read_text())["traceEvents"]
+    ops = [e for e in evs if e.get("cat") == "cpu_op"]
+    assert {e["tid"] for e in ops} == {threading.get_native_id()}
+    assert ops[0]["args"]["Call stack"].split(";")[:2] == mul.stack[:2]
+    stacks = tmp_path / "stacks.txt"
+    prof.export_stacks(str(stacks))
+    lines = stacks.read_text().splitlines()
+    assert lines and all(ln.rsplit(" ", 1)[1].isdigit() for ln in lines)
+    frames = lines[0].rsplit(" ", 1)[0].split(";")
+    assert frames[-1] in ("mul", "sum") and "_inner_step" in frames[-2]
+    with pytest.raises(ValueError, match="metric"):
+        prof.export_stacks(str(stacks), metric="wall")
+    avg = prof.key_averages()
+    total = avg.total_average()
+    assert total.key == "Total" and total.count == sum(r.count for r in avg)
+    assert total.self_cpu_time_total == pytest.approx(sum(r.self_cpu_time_total for r in avg))
+    with profile() as plain:
+        x.sum()
+    with pytest.raises(RuntimeError, match="with_stack=True"):
+        plain.export_stacks(str(stacks))

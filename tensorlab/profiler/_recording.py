@@ -52,6 +52,20 @@ def _where():
     return entry, f.f_code.co_filename, f.f_lineno
 
 
+def _user_stack(limit=64):
+    """The Python stack outside tensorlab, innermost first, as torch's FunctionEvent.stack writes it:
+    "file(line): function" (only with with_stack: walking the frames costs a few microseconds)."""
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename.startswith(_PKG):
+        f = f.f_back
+    out = []
+    while f is not None and len(out) < limit:
+        if not f.f_code.co_filename.startswith(_PKG):
+            out.append(f"{f.f_code.co_filename}({f.f_lineno}): {f.f_code.co_name}")
+        f = f.f_back
+    return out
+
+
 def _call_name(entry):
     """The name of the tensorlab function the user called (operators: the op's name)."""
     name = entry.f_code.co_name
@@ -74,6 +88,7 @@ class Recorder:
     def __init__(self, prof):
         self.prof = prof
         self.thread = get_ident()
+        self.native_thread = threading.get_native_id()  # the OS thread id (the Chrome trace's tid)
         self.thread_name = threading.current_thread().name
         self.cpu = prof._cpu
         self.cuda = prof._cuda
@@ -145,6 +160,8 @@ class Recorder:
         self.last = (key, now)
         op = R.Op(self.next_id(), name, start, now, self.open[-1].id if self.open else None, self.thread_name,
                   file if self.stack else "", line if self.stack else 0)
+        if self.stack:
+            op.stack = _user_stack()
         if self.shapes:
             ts = [t for t in inputs if hasattr(t, "_meta")]
             op.shapes = [list(t._meta.layout.shape) for t in ts]

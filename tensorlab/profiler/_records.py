@@ -22,7 +22,7 @@ class Op:
     (with with_stack), the record_function range it ran in, and what it caused."""
 
     __slots__ = ("id", "name", "start", "end", "parent", "thread", "shapes", "dtypes", "devices", "file", "line",
-                 "kernels", "copies", "mems", "waits", "derived")
+                 "kernels", "copies", "mems", "waits", "derived", "stack")
     kind = "op"
 
     def __init__(self, id, name, start, end, parent, thread, file, line, derived=False):
@@ -31,6 +31,7 @@ class Op:
         self.shapes = self.dtypes = self.devices = None
         self.kernels, self.copies, self.mems, self.waits = [], [], [], []
         self.derived = derived  # a host read (item, tolist, repr, ...) that records no op of its own
+        self.stack = []  # with_stack: the user's Python stack, "file(line): function", innermost first
 
     @property
     def where(self):

@@ -16,7 +16,7 @@ def _us(t, t0):
 def events(rec):
     t0 = rec.t0
     pid = os.getpid()
-    tid = rec.thread
+    tid = rec.native_thread  # the OS thread id, as torch's traces carry
     out = [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "host"}},
            {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": f"thread {rec.thread_name}"}}]
     for r in rec.ranges:
@@ -27,7 +27,7 @@ def events(rec):
         if o.shapes is not None:
             args["Input Dims"], args["Input type"], args["Input devices"] = o.shapes, o.dtypes, o.devices
         if o.file:
-            args["Call stack"] = f"{o.file}:{o.line}"
+            args["Call stack"] = ";".join(o.stack) if o.stack else f"{o.file}({o.line})"
         out.append({"ph": "X", "cat": "cpu_op", "name": o.name, "pid": pid, "tid": tid, "ts": _us(o.start, t0),
                     "dur": _us(o.end, o.start), "args": args})
     streams = {}
@@ -58,8 +58,10 @@ def events(rec):
         flow += 1
         out.append({"ph": "s", "cat": "ac2g", "name": "ac2g", "id": flow, "pid": pid, "tid": tid,
                     "ts": _us(d.start, t0)})
+        # the device cannot start before the launch: where the clock mapping (the origin event's host time)
+        # puts it a fraction of a microsecond earlier, the arrow ends at the launch
         out.append({"ph": "f", "bp": "e", "cat": "ac2g", "name": "ac2g", "id": flow, "pid": _dev_pid(d.device),
-                    "tid": track, "ts": _us(d.dev_start, t0)})
+                    "tid": track, "ts": max(_us(d.dev_start, t0), _us(d.start, t0))})
     work = {d.id: d for d in (*rec.kernels, *rec.copies)}
     for w in rec.waits:
         out.append({"ph": "X", "cat": "sync", "name": f"host wait: {w.reason}", "pid": pid, "tid": tid,

@@ -2,7 +2,6 @@
 its table). Times are microseconds, memory bytes, as in torch."""
 from __future__ import annotations
 
-import os
 
 
 class FunctionEventAvg:
@@ -91,6 +90,17 @@ class EventList(list):
     def __str__(self):
         return self.table()
 
+    def total_average(self):
+        """One FunctionEventAvg, key "Total", summing every row (torch's EventList.total_average)."""
+        total = FunctionEventAvg("Total", "total")
+        for r in self:
+            total.count += r.count
+            for name in ("cpu_time_total", "self_cpu_time_total", "device_time_total", "self_device_time_total",
+                         "cpu_memory_usage", "self_cpu_memory_usage", "device_memory_usage",
+                         "self_device_memory_usage"):
+                setattr(total, name, getattr(total, name) + getattr(r, name))
+        return total
+
 
 def _fmt_time(us):
     if us >= 1e6:
@@ -170,6 +180,14 @@ def _mem_split(mems):
     return cpu, sum(m.nbytes for m in mems) - cpu
 
 
+def _stack_of(x):
+    """The record's Python stack, innermost first (with_stack: the whole user stack of an op)."""
+    full = getattr(x, "stack", None)
+    if full:
+        return list(full)
+    return [f"{x.file}({x.line})"] if x.file else []
+
+
 def _us(a, b):
     return max(0.0, (b - a) * 1e6)
 
@@ -213,7 +231,7 @@ def key_averages(rec, group_by_input_shape=False, group_by_stack_n=0):
         key = [x.name]
         if group_by_input_shape:
             key.append(str(shapes))
-        stack = [f"{os.path.basename(x.file)}:{x.line}"] if x.file else []
+        stack = _stack_of(x)
         if group_by_stack_n > 0:
             key.append(str(stack[:group_by_stack_n]))
         key = tuple(key)
@@ -238,11 +256,34 @@ def key_averages(rec, group_by_input_shape=False, group_by_stack_n=0):
 def events(rec):
     rows, self_cpu_total = [], 0.0
     for x, cpu, self_cpu, dev, self_dev, cm, scm, dm, sdm in function_events(rec):
-        row = FunctionEventAvg(x.name, x.kind, getattr(x, "shapes", None) if x.kind == "op" else None,
-                               [f"{os.path.basename(x.file)}:{x.line}"] if x.file else [])
+        row = FunctionEventAvg(x.name, x.kind, getattr(x, "shapes", None) if x.kind == "op" else None, _stack_of(x))
         row.add(cpu, self_cpu, dev, self_dev, cm, scm, dm, sdm)
         row.id, row.start_us, row.parent = x.id, (x.start - rec.t0) * 1e6, x.parent
         rows.append(row)
         self_cpu_total += self_cpu
     dev_total = sum((d.dev_dur or 0.0) for d in (*rec.kernels, *rec.copies)) * 1e6
     return EventList(rows, self_cpu_total, dev_total, shapes=rec.prof.record_shapes, memory=rec.prof.profile_memory)
+
+
+_STACK_METRICS = ("self_cpu_time_total", "self_cuda_time_total", "self_device_time_total")
+
+
+def export_stacks(rec, path, metric="self_cpu_time_total"):
+    """Collapsed stacks for flame graphs (flamegraph.pl, speedscope): one line per op call with a
+    recorded stack, "outermost;...;innermost;op value", the value in whole microseconds of `metric`
+    (torch's Profiler.export_stacks format). Needs with_stack=True."""
+    if metric not in _STACK_METRICS:
+        raise ValueError(f"export_stacks(): metric must be one of {', '.join(_STACK_METRICS)}, not {metric!r}")
+    device = metric != "self_cpu_time_total"
+    lines = []
+    for x, cpu, self_cpu, dev, self_dev, *_ in function_events(rec):
+        stack = getattr(x, "stack", None)
+        if x.kind != "op" or not stack:
+            continue
+        value = dev if device else self_cpu  # an op's device time is its kernels'
+        if int(value) <= 0:
+            continue
+        frames = [f.replace(";", ",").replace(" ", "_") for f in reversed(stack)]
+        lines.append(";".join(frames + [x.name]) + f" {int(value)}")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + ("\n" if lines else ""))

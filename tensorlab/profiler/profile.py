@@ -200,6 +200,18 @@ class profile:
         from .key_averages import key_averages
         return key_averages(self._done("key_averages"), group_by_input_shape, group_by_stack_n)
 
+    def export_stacks(self, path, metric="self_cpu_time_total"):
+        """Write collapsed stacks (one "frame;...;op value" line per op call, the value in microseconds
+        of `metric`: "self_cpu_time_total" or "self_cuda_time_total") for flame graph tools; needs
+        with_stack=True."""
+        from .key_averages import export_stacks
+        rec = self._done("export_stacks")
+        if not self.with_stack:
+            raise RuntimeError("export_stacks() needs a profile recorded with with_stack=True: "
+                               "tl.profiler.profile(with_stack=True)")
+        export_stacks(rec, os.fspath(path), metric)
+        return path
+
     def export_chrome_trace(self, path):
         """Write the Chrome trace-event JSON (Perfetto, chrome://tracing) to `path`."""
         from .chrome_trace import export
