@@ -34,6 +34,9 @@ _traces = []  # the open SyncTrace objects; each decides which threads it listen
 # called after every wait as hook(device, whole_device): raise what the device found while the host was
 # not looking (backends/cuda/device_checks.py's raise_pending: index bounds checked on the device)
 _after_wait = []
+# called before every wait as hook(reason, device): refuse a wait that cannot happen now (a CUDA graph
+# capture is open: backends/cuda/graphs.py)
+_before_wait = []
 _errors_as = threading.local()  # .stack: (op, wrap) of the enclosing reported_as blocks
 
 
@@ -71,6 +74,9 @@ def host_wait(reason, device, wait=None, explicit=False):
     and traces; `explicit` marks a wait the user asked for by name (never warned about)."""
     if device.type == "cpu":
         return
+    if _before_wait:
+        for hook in _before_wait:
+            hook(reason, device)
     if not explicit and getattr(_local, "mode", 0):
         _complain(reason, device)
     t0 = time.perf_counter()

@@ -14,7 +14,10 @@ from tensorlab.bench import cli, models, report
 from tensorlab.bench import threads as thread_counts
 
 
-@pytest.mark.parametrize("name", list(models.MODELS))
+CPU_MODELS = [n for n, m in models.MODELS.items() if "cpu" in m.devices]
+
+
+@pytest.mark.parametrize("name", CPU_MODELS)
 def test_first_steps_match_torch(name, torch):
     losses = models.first_losses(name, "tiny", steps=2)
     assert set(losses) == {"tensorlab", "torch"}
@@ -23,7 +26,7 @@ def test_first_steps_match_torch(name, torch):
     assert losses["tensorlab"][1] != losses["tensorlab"][0]  # the optimizer step changed the weights
 
 
-@pytest.mark.parametrize("name", list(models.MODELS))
+@pytest.mark.parametrize("name", CPU_MODELS)
 def test_both_libraries_start_from_the_same_weights(name, torch):
     ours, _, _ = models.build(name, "tensorlab", "tiny")
     theirs, _, _ = models.build(name, "torch", "tiny")
@@ -102,3 +105,13 @@ def test_models_on_cuda_match_the_cpu(name, cuda):
     assert "cpu" in losses
     models.check_first_loss(losses)
     np.testing.assert_allclose(losses["tensorlab"], losses["cpu"], rtol=1e-4)
+
+
+def test_the_graphed_launch_bound_step_computes_the_eager_losses(cuda):
+    """The CUDA-graph row replays the small MLP's forward and backward: its losses are the eager
+    step's (on the CPU, where torch's are checked against it above); a CPU run skips the row."""
+    eager = models.first_losses("small_mlp", "tiny", "cpu", steps=3)["tensorlab"]
+    _, _, step = models.build("small_mlp_graphed", "tensorlab", "tiny", cuda)
+    graphed = [float(step().item()) for _ in range(3)]
+    np.testing.assert_allclose(graphed, eager, rtol=1e-5)
+    assert all(r["model"] != "small_mlp_graphed" for r in models.measure(["small_mlp_graphed"], "tiny", "cpu"))

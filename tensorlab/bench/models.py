@@ -28,9 +28,9 @@ from . import threads as thread_counts
 from .libs import torch_module
 
 # per mode: batch sizes (the models keep their shapes); "tiny" is a smoke run
-BATCH = {"tiny": {"mlp": 16, "gpt": 2, "convnet": 4, "lstm": 2},
-         "quick": {"mlp": 128, "gpt": 16, "convnet": 32, "lstm": 16},
-         "full": {"mlp": 128, "gpt": 16, "convnet": 64, "lstm": 16}}
+BATCH = {"tiny": {"mlp": 16, "gpt": 2, "convnet": 4, "lstm": 2, "small_mlp": 8, "small_mlp_graphed": 8},
+         "quick": {"mlp": 128, "gpt": 16, "convnet": 32, "lstm": 16, "small_mlp": 16, "small_mlp_graphed": 16},
+         "full": {"mlp": 128, "gpt": 16, "convnet": 64, "lstm": 16, "small_mlp": 16, "small_mlp_graphed": 16}}
 VOCAB, CONTEXT = 65, 32
 
 
@@ -38,8 +38,9 @@ class Model:
     """One benchmark model: build(lib, batch) -> (module, optimizer, step) where step() runs one
     training step and returns the loss tensor."""
 
-    def __init__(self, name, title, build):
+    def __init__(self, name, title, build, devices=("cpu", "cuda")):
         self.name, self.title, self.build = name, title, build
+        self.devices = devices  # the device types it runs on (CUDA graphs: cuda only)
 
 
 def _init(module, lib, scale, tied=()):
@@ -85,6 +86,39 @@ def build_mlp(lib, batch, device="cpu"):
         opt.step()
         return loss
     return model, opt, step
+
+
+# -- a launch-bound step: a small MLP, eager and replayed from CUDA graphs --------------------------
+def _small_mlp(lib, batch, device, graphed):
+    nn, F = lib.nn, lib.nn.functional
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    _init(model, lib, lambda k, v: 0.1)
+    model = model.to(device)
+    rng = _rng("small_mlp")
+    x = _to(lib, rng.standard_normal((batch, 32)).astype(np.float32), device)
+    y = _to(lib, rng.integers(0, 10, batch), device)
+    opt = lib.optim.SGD(model.parameters(), lr=0.1)
+    # the graphed forward and backward: one graph launch each instead of one launch per kernel (the
+    # optimizer step runs eagerly, as in torch's make_graphed_callables recipe)
+    net = lib.cuda.make_graphed_callables(model, (x,)) if graphed else model
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return model, opt, step
+
+
+def build_small_mlp(lib, batch, device="cpu"):
+    return _small_mlp(lib, batch, device, graphed=False)
+
+
+def build_small_mlp_graphed(lib, batch, device="cpu"):
+    if device == "cpu":
+        raise RuntimeError("CUDA graphs need a CUDA device")
+    return _small_mlp(lib, batch, device, graphed=True)
 
 
 # -- a nanoGPT-style transformer (tests/compat_scripts/char_models.py's GPT) -----------------------
@@ -222,6 +256,9 @@ MODELS = {m.name: m for m in [
     Model("gpt", "GPT 2 layers, d=64, 4 heads, context 32, vocab 65, AdamW", build_gpt),
     Model("convnet", "MNIST convnet 28x28 (conv 8, conv 16, fc 32), Adadelta", build_convnet),
     Model("lstm", "LSTM LM 2 layers, 64 -> 128, context 32, vocab 65, SGD + clip", build_lstm),
+    Model("small_mlp", "launch-bound MLP 32 -> 64 -> 64 -> 10, SGD, eager", build_small_mlp),
+    Model("small_mlp_graphed", "launch-bound MLP 32 -> 64 -> 64 -> 10, SGD, CUDA graphs", build_small_mlp_graphed,
+          devices=("cuda",)),
 ]}
 
 
@@ -302,6 +339,8 @@ def measure(names=None, mode="quick", device="cpu", rounds=None, steps=None, pro
     variants = [("1", 1), ("default", None)] if device == "cpu" and default > 1 else [("default", None)]
     out = []
     for name in names or list(MODELS):
+        if device.split(":")[0] not in MODELS[name].devices:
+            continue
         if progress:
             progress(f"{device} model {name}: first-step losses")
         try:

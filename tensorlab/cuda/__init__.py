@@ -11,6 +11,7 @@ from ..sync import SyncRecord, SyncTrace, get_sync_debug_mode, set_sync_debug_mo
 from ._devices import (current_device, device, device_count, device_of, get_device_capability, get_device_name,
                        get_device_properties, is_available, set_device, synchronize)
 from .errors import OutOfMemoryError
+from .graphs import CUDAGraph, graph, graph_pool_handle, make_graphed_callables
 from .memory import (empty_cache, max_memory_allocated, max_memory_reserved, mem_get_info, memory_allocated,
                      memory_reserved, memory_stats, reset_peak_memory_stats)
 from .random import (get_rng_state, get_rng_state_all, initial_seed, manual_seed, manual_seed_all, seed, seed_all,
@@ -34,10 +35,10 @@ def get_check_mode():
     from ..backends.cuda import device_checks
     return device_checks.get_check_mode()
 
-__all__ = ["Event", "OutOfMemoryError", "Stream", "StreamContext", "SyncRecord", "SyncTrace", "current_device",
+__all__ = ["CUDAGraph", "Event", "OutOfMemoryError", "Stream", "StreamContext", "SyncRecord", "SyncTrace", "current_device",
            "current_stream", "default_stream", "device", "device_count", "device_of", "empty_cache",
            "get_device_capability", "get_device_name", "get_device_properties", "get_rng_state",
-           "get_rng_state_all", "get_check_mode", "get_sync_debug_mode", "initial_seed", "is_available", "manual_seed",
+           "get_rng_state_all", "get_check_mode", "get_sync_debug_mode", "graph", "graph_pool_handle", "initial_seed", "is_available", "make_graphed_callables", "manual_seed",
            "manual_seed_all", "max_memory_allocated", "max_memory_reserved", "mem_get_info", "memory_allocated",
            "memory_reserved", "memory_stats", "reset_peak_memory_stats", "seed", "seed_all", "set_device",
            "set_check_mode", "set_rng_state", "set_rng_state_all", "set_stream", "set_sync_debug_mode", "stream", "sync_trace",

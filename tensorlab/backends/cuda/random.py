@@ -14,6 +14,7 @@ import numpy as np
 from ... import dtypes
 from ...device import Device
 from ...layout import Layout, coalesce, contiguous_strides
+from . import graphs
 from . import launch as K
 from .active import driver
 from .driver import Pointer
@@ -35,6 +36,11 @@ class _Target:
 
     def __init__(self, out):
         self.plan = p = K.plan(out)
+        if graphs._active and graphs.capturing(p.device) is not None:
+            raise RuntimeError("a random op inside a CUDA graph capture: tensorlab's generators pass (seed, offset) "
+                               "to the kernel by value, so every replay would repeat the captured draws (torch "
+                               "advances them per replay); draw the random numbers outside the captured region "
+                               "(e.g. pass a dropout mask in as a static input)")
         lay = p.operands[0].layout
         shape, (stride,) = coalesce(tuple(lay.shape), tuple(lay.stride))
         self.contiguous = p.n == 1 or (len(shape) == 1 and stride[0] == 1)
