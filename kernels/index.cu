@@ -32,6 +32,20 @@ __global__ void index_check(const long long* __restrict__ idx, Index nb, Index n
   }
 }
 
+// A check another kernel computed as one bool (a probability out of range, a zero divisor): recorded as an
+// index check's failure is (guard word, sticky record with row 0 and value 1), without a host wait.
+__global__ void check_flag(const bool* __restrict__ flag, long long* guard, long long serial,
+                           unsigned long long* sticky) {
+  if (blockIdx.x == 0 && threadIdx.x == 0 && *flag) {
+    guard[0] = serial;
+    if (atomicAdd(sticky, 1ULL) == 0ULL) {
+      sticky[1] = static_cast<unsigned long long>(serial);
+      sticky[2] = 0ULL;
+      sticky[3] = 1ULL;
+    }
+  }
+}
+
 // True when this op's index check failed (its serial is in its guard word): the kernel writes nothing.
 __device__ __forceinline__ bool check_failed(const long long* guard, long long serial) {
   return guard[0] == serial;

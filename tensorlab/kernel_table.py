@@ -154,7 +154,7 @@ KERNELS = {
     # index.cu: index_put<S, A, Index, Mode>, A the accumulator (S; float for half/bfloat16, int for
     # bool/uint8/int8/int16: no atomics narrower than 32 bits), Mode 0 store, 1 add, 2 multiply, 3 max, 4 min
     "index.cu": tuple(
-        [f"index_check<{ix}>" for ix in INDEX_TYPES]
+        [f"index_check<{ix}>" for ix in INDEX_TYPES] + ["check_flag"]
         + list(_per_dtype("index_gather"))
         + [f"index_put<{d.ctype}, {d.ctype if m == 0 else _accumulator(d).ctype}, {ix}, {m}>" for m in (0, 1, 2, 3, 4)
            for d in dtypes.ALL for ix in INDEX_TYPES]),

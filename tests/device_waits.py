@@ -19,3 +19,11 @@ def version_kept(t, before, device):
     """The version counter after a failed in-place op: unchanged on the CPU; on CUDA the launch
     counted the write (the device found the bad index later), so one bump at most per attempt."""
     return t._version == before if not str(device).startswith("cuda") else t._version >= before
+
+
+def settle_all():
+    """Wait for every device a device-side check ran on since the host last waited (no device named)."""
+    import sys
+    checks = sys.modules.get("tensorlab.backends.cuda.device_checks")
+    if checks is not None and checks.unread():
+        tl.cuda.synchronize()

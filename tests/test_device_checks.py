@@ -95,7 +95,7 @@ def test_first_error_reported_with_the_count_of_the_rest(cuda):
     i, j = tl.tensor([7], device=cuda), tl.tensor([8, 9], device=cuda)  # uploads wait: before the bad ops
     x[i]
     x.index_fill_(0, j, 0.0)
-    with pytest.raises(IndexError, match=r"index 7 .*2 more out-of-range index values found since"):
+    with pytest.raises(IndexError, match=r"index 7 .*2 more failed device-side checks since"):
         tl.cuda.synchronize()
     assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
 
@@ -184,3 +184,25 @@ def test_good_indices_pay_no_wait_and_agree_with_the_cpu(cuda):
     want = a.copy()
     want[idx] = 0
     np.testing.assert_array_equal(x2.cpu().numpy(), want)
+
+
+def test_multinomial_probabilities_checked_on_the_device(device):
+    bad = tl.tensor([[0.2, -1.0, 0.5]], device=device)
+    empty = tl.zeros(2, 3, device=device)
+    for p, msg in ((bad, "element < 0"), (empty, "sum of probabilities")):
+        with tl.cuda.sync_trace() as trace:
+            try:
+                tl.multinomial(p, 1)
+                launched = True
+            except RuntimeError as e:  # the CPU reads the probabilities at the call
+                assert device == "cpu" and msg in str(e)
+                launched = False
+        assert trace.reasons() == []
+        if launched:
+            with pytest.raises(RuntimeError, match=msg) as err:
+                _settle(device)
+            assert "found on the device by multinomial" in str(err.value)
+    good = tl.tensor([[0.0, 1.0, 0.0]], device=device)
+    with tl.cuda.sync_trace() as trace:
+        r = tl.multinomial(good, 2, replacement=True)
+    assert trace.reasons() == [] and r.tolist() == [[1, 1]]

@@ -200,19 +200,24 @@ TL_UNARY(BitwiseNot, bitwise_not_(a))
 TL_UNARY(NanToNum, nan_to_num_(a, p))
 
 // -- binary -----------------------------------------------------------------------------------
-// Integer division (the host refused zero divisors); b == -1 is a negation, which cannot trap.
-__device__ __forceinline__ long long idiv_trunc(long long a, long long b) { return b == -1 ? neg(a) : a / b; }
+// Integer division. A zero divisor is an error the host reports (in place: checked before; a fresh result: a
+// device-side check raised at the next host wait), so its element is 0 here rather than a trap (the CPU
+// emulation of the kernels would take SIGFPE); b == -1 is a negation, which cannot trap either.
+__device__ __forceinline__ long long idiv_trunc(long long a, long long b) {
+  return b == 0 ? 0 : b == -1 ? neg(a) : a / b;
+}
 __device__ __forceinline__ long long idiv_floor(long long a, long long b) {
+  if (b == 0) return 0;
   if (b == -1) return neg(a);
   long long q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 __device__ __forceinline__ long long imod_floor(long long a, long long b) {
-  if (b == -1) return 0;
+  if (b == 0 || b == -1) return 0;
   long long r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
-__device__ __forceinline__ long long ifmod(long long a, long long b) { return b == -1 ? 0 : a % b; }
+__device__ __forceinline__ long long ifmod(long long a, long long b) { return b == 0 || b == -1 ? 0 : a % b; }
 
 // NumPy's npy_divmod: Python's floor division and modulo for floats
 template <typename F>

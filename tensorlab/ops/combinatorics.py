@@ -298,12 +298,12 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     if ncat > 2 ** 24:
         raise RuntimeError("number of categories cannot exceed 2^24")
     rows = p.reshape(-1, ncat)
-    if p.numel():  # both checks in one device wait
-        bad, empty = stack([(~rows.isfinite() | (rows < 0)).any(), (rows.sum(-1) == 0).any()]).tolist()
-        if bad:
-            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-        if empty:
-            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    if p.numel():  # checked where the data is: on CUDA on the device, raised at the next host wait
+        be = rows._backend
+        be.check_flag((~rows.isfinite() | (rows < 0)).any(), "multinomial", lambda k, v: RuntimeError(
+            "probability tensor contains either `inf`, `nan` or element < 0"))
+        be.check_flag((rows.sum(-1) == 0).any(), "multinomial", lambda k, v: RuntimeError(
+            "invalid multinomial distribution (sum of probabilities <= 0)"))
     dev = p.device
     if not replacement:
         q = creation.empty(rows.shape, dtype=rows.dtype, device=dev).exponential_(1, generator=generator)

@@ -11,7 +11,7 @@ import numpy as np
 from ... import _faults
 from .memory import array
 
-__all__ = ("index", "index_put", "mask_count", "nonzero_indices")
+__all__ = ("check_flag", "index", "index_put", "mask_count", "nonzero_indices")
 
 
 def _np_index(arr, indices):
@@ -27,6 +27,13 @@ def _np_index(arr, indices):
             raise IndexError(f"index {int(bad)} is out of bounds for dimension {d} with size {n}")
         out.append(a)
     return tuple(out)
+
+
+def check_flag(flag, op, fail):
+    """Raise fail(0, 1) when the one-element bool tensor `flag` is True (the CPU reads it at once;
+    the CUDA backend checks on the device and raises at the next host wait)."""
+    if bool(array(flag).reshape(-1)[0]):
+        raise fail(0, 1)
 
 
 def index(out, src, indices, in_range=False):

@@ -108,7 +108,7 @@ def unchecked(device):
     return Guard(Pointer(_state(device).buffer, 8 * _STICKY), -1)
 
 
-def start_check(device, op, fail):
+def start_check(device, op, fail, effect=None):
     """A new serial and guard word for one checked op on cuda:`device`; returns (guard, sticky
     pointer). `fail(k, value)` builds the exception for row k holding `value`."""
     st = _state(device)
@@ -120,17 +120,17 @@ def start_check(device, op, fail):
     with st.lock:
         st.serial += 1
         serial = st.serial
-        st.open[serial] = (fail, op, file, line)
+        st.open[serial] = (fail, op, file, line, effect or f"{op} wrote nothing")
         if len(st.open) > _KEEP:
             st.open.popitem(last=False)
         st.launched = True
     return Guard(st.guard_word(serial), serial), Pointer(st.buffer)
 
 
-def finish_check(device, guard):
+def finish_check(device, guard, reason="index bounds check"):
     """After the check kernel is queued: in eager mode, wait for it and raise at the call."""
     if _mode[0] == "eager":
-        host_wait("index bounds check", Device("cuda", device))  # raises through raise_pending
+        host_wait(reason, Device("cuda", device))  # raises through raise_pending
 
 
 def unread():
@@ -158,16 +158,16 @@ def raise_pending(device, complete=True):
         for s in [s for s in st.open if s <= int(got[1])]:
             del st.open[s]  # finished before the failure was read: nothing more to report for them
     k, value, more = int(got[2]), int(got[3]), int(got[0]) - 1
-    also = f"; {more} more out-of-range index value{'s' if more != 1 else ''} found since" if more else ""
+    also = f"; {more} more failed device-side check{'s' if more != 1 else ''} since" if more else ""
     if entry is None:
         raise IndexError(f"an index op on {device} read index {value} out of range (its launch site is no longer "
                          "known: more checks ran since than tensorlab remembers; set "
                          f"tl.cuda.set_check_mode('eager') to raise at the call{also})")
-    fail, op, file, line = entry
+    fail, op, file, line, effect = entry
     err = fail(k, value)
     when = "raised at the call (eager check mode)" if _mode[0] == "eager" else "reported at this synchronization"
     err.args = (f"{err.args[0] if err.args else ''} (found on the device by {op}, launched at "
-                f"{os.path.basename(file)}:{line} and {when}; {op} wrote nothing{also}; the device stays "
+                f"{os.path.basename(file)}:{line} and {when}; {effect}{also}; the device stays "
                 "usable)",)
     err.launch_site = (file, line)
     raise err

@@ -385,7 +385,7 @@ def binary(out, op, a, b, compute, **params):
         alpha = 1
     sa, sb = _c_scalar(a, compute, c), _c_scalar(b, compute, c)
     # an empty result divides nothing: torch raises only when an element is divided
-    if op in _INT_DIVISION and c == "long long" and K.plan(out).n and _divides_by_zero(b, sb, compute):
+    if op in _INT_DIVISION and c == "long long" and K.plan(out).n and _divides_by_zero(out, a, b, sb, compute):
         raise RuntimeError("ZeroDivisionError")  # torch's exact text for integer division by zero
     args = (_c_arg(alpha, compute, c),)
     if not params and op not in _INT_DIVISION and op != "gelu_backward":
@@ -431,7 +431,10 @@ def _highest(c):
 
 # -- integer division by zero ------------------------------------------------------------------
 
-def _divides_by_zero(b, sb, compute):
+def _divides_by_zero(out, a, b, sb, compute):
+    """Whether an element of b is a zero divisor: a named host wait. (Not a device-side check: the
+    backend cannot tell a fresh result from an out= or in-place target, which a failure must leave
+    unwritten; the kernels give 0 for a zero divisor rather than trap, for the CPU emulation.)"""
     if isinstance(sb, np.generic):
         return sb == 0
     p = K.plan(b)

@@ -21,7 +21,7 @@ from .active import driver
 from .driver import Pointer
 from .memory import byte_range, copy_kernel, temp, allocate, retire
 
-__all__ = ("index", "index_put", "mask_count", "nonzero_indices")
+__all__ = ("check_flag", "index", "index_put", "mask_count", "nonzero_indices")
 
 _INT64 = dtypes.int64
 PUT_SET, PUT_ADD, PUT_MUL, PUT_MAX, PUT_MIN = 0, 1, 2, 3, 4
@@ -135,6 +135,21 @@ def check_rows(rows, sizes, allow_negative, device, fail, op="index"):
              (p.ptrs[0], K.index_scalar(nb, ix), K.index_scalar(n, ix), row, np.int64(rows.stride),
               dims_table(sizes, [0] * len(sizes)), np.bool_(allow_negative)) + guard.args + (sticky,), n=n)
     device_checks.finish_check(device, guard)
+    return guard
+
+
+def check_flag(flag, op, fail):
+    """Raise fail(0, 1) when the one-element bool tensor `flag` (computed on the device) is True: on
+    CUDA without a host wait, at the next one (device_checks.py); returns the op's Guard."""
+    f = K.operand(flag)
+    return relay_flag(K.Plan((f,)).ptrs[0], f.buffer.device, op, fail)
+
+
+def relay_flag(pointer, device, op, fail):
+    """check_flag over a pointer to a bool (or the low byte of an int32 flag) another kernel wrote."""
+    guard, sticky = device_checks.start_check(device, op, fail, f"the result of {op} is not valid")
+    K.launch("index.cu", "check_flag", device, (pointer,) + guard.args + (sticky,), grid=(1,), block=1)
+    device_checks.finish_check(device, guard, reason=f"{op} check")
     return guard
 
 
