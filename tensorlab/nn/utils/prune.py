@@ -211,12 +211,12 @@ def _validate_amount(amount, tensor_size):
 def _validate_structured(t):
     if t.dim() <= 1:
         raise ValueError("Structured pruning can only be applied to multidimensional tensors. Found tensor of shape "
-                         f"{t.shape} with {t.dim()} dims")
+                         f"torch.Size({list(t.shape)}) with {t.dim()} dims")
 
 
 def _validate_dim(t, dim):
     if dim >= t.dim():
-        raise IndexError(f"Invalid index {dim} for tensor of size {t.shape}")
+        raise IndexError(f"Invalid index {dim} for tensor of size torch.Size({list(t.shape)})")
 
 
 def _nparams_toprune(amount, tensor_size):
