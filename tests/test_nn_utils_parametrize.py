@@ -343,3 +343,26 @@ def test_functional_call_on_parametrized_module(torch, device):
     with pytest.warns(FutureWarning, match="stateless.functional_call"):
         y3 = nn.utils.stateless.functional_call(m, {"weight": w}, (x,))
     np.testing.assert_allclose(np_of(y3), np_of(y), rtol=1e-12)
+
+
+def test_spectral_norm_checkpoint_hooks_match_torch(torch, device):
+    """The version-0 checkpoint conversion (weight_v solved from sigma) and the version metadata, called
+    directly (they run on their own where the Module has state-dict hooks)."""
+    from tensorlab.nn.utils.spectral_norm import (SpectralNorm, SpectralNormLoadStateDictPreHook,
+                                                  SpectralNormStateDictHook)
+    from torch.nn.utils import spectral_norm as tsn
+    w = randn(4, 3, seed=1, dtype="float64")
+    u = randn(4, seed=2, dtype="float64")
+    u /= np.linalg.norm(u)
+    old = {"weight_orig": w, "weight": w / 2.5, "weight_u": u}
+    ours = {k: tl.tensor(v, device=device) for k, v in old.items()}
+    theirs = {k: torch.tensor(v) for k, v in old.items()}
+    SpectralNormLoadStateDictPreHook(SpectralNorm())(ours, "", {}, True, [], [], [])
+    tsn.SpectralNormLoadStateDictPreHook(tsn.SpectralNorm())(theirs, "", {}, True, [], [], [])
+    assert sorted(ours) == sorted(theirs) == ["weight_orig", "weight_u", "weight_v"]
+    close(ours["weight_v"], theirs["weight_v"], rtol=1e-8, atol=1e-10)
+    meta = {}
+    SpectralNormStateDictHook(SpectralNorm())(None, {}, "", meta)
+    assert meta == {"spectral_norm": {"weight.version": 1}}
+    with pytest.raises(RuntimeError, match="Unexpected key in metadata"):
+        SpectralNormStateDictHook(SpectralNorm())(None, {}, "", meta)

@@ -30,7 +30,9 @@ def parameters_to_vector(parameters):
 def vector_to_parameters(vec, parameters):
     """Make each parameter's .data the next numel() elements of `vec` (a view of it, as torch)."""
     if not isinstance(vec, Tensor):
-        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__module__}.{type(vec).__qualname__}")
+        kind = type(vec)
+        name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+        raise TypeError(f"expected torch.Tensor, but got: {name}")
     first = None
     pointer = 0
     for p in parameters:

@@ -10,7 +10,8 @@ from .. import functional as F
 from .._grad import no_grad
 from ..parameter import Parameter
 
-__all__ = ["SpectralNorm", "spectral_norm", "remove_spectral_norm"]
+__all__ = ["SpectralNorm", "SpectralNormLoadStateDictPreHook", "SpectralNormStateDictHook", "spectral_norm",
+           "remove_spectral_norm"]
 
 
 class SpectralNorm:
@@ -64,6 +65,11 @@ class SpectralNorm:
     def __call__(self, module, inputs):
         setattr(module, self.name, self.compute_weight(module, do_power_iteration=module.training))
 
+    def _solve_v_and_rescale(self, weight_mat, u, target_sigma):
+        """The v with u . (W v) = target_sigma that a version-0 checkpoint implies (least squares)."""
+        v = _tl.linalg.multi_dot([weight_mat.t().mm(weight_mat).pinverse(), weight_mat.t(), u.unsqueeze(1)]).squeeze(1)
+        return v.mul_(target_sigma / _tl.dot(u, _tl.mv(weight_mat, v)))
+
     @staticmethod
     def apply(module, name, n_power_iterations, dim, eps):
         """Install the hook on module.<name> (see the module docstring)."""
@@ -85,7 +91,59 @@ class SpectralNorm:
         module.register_buffer(fn.name + "_u", u)
         module.register_buffer(fn.name + "_v", v)
         module.register_forward_pre_hook(fn)
+        # the checkpoint-version hooks, where the Module has state_dict hooks
+        register_sd = getattr(module, "_register_state_dict_hook", None)
+        register_load = getattr(module, "_register_load_state_dict_pre_hook", None)
+        if register_sd is not None and register_load is not None:
+            register_sd(SpectralNormStateDictHook(fn))
+            register_load(SpectralNormLoadStateDictPreHook(fn))
         return fn
+
+
+class SpectralNormLoadStateDictPreHook:
+    """Load pre-hook: a version-0 checkpoint (weight, weight_orig, weight_u, no weight_v) gets its
+    weight_v solved from sigma = mean(weight_orig / weight)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
+        fn = self.fn
+        version = local_metadata.get("spectral_norm", {}).get(fn.name + ".version", None)
+        if version is not None and version >= 1:
+            return
+        weight_key = prefix + fn.name
+        if version is None and all(weight_key + s in state_dict for s in ("_orig", "_u", "_v")) and \
+                weight_key not in state_dict:
+            return  # a current checkpoint saved without metadata
+        missing = False
+        for suffix in ("_orig", "", "_u"):
+            if weight_key + suffix not in state_dict:
+                missing = True
+                if strict:
+                    missing_keys.append(weight_key + suffix)
+        if missing:
+            return
+        with no_grad():
+            weight_orig = state_dict[weight_key + "_orig"]
+            weight = state_dict.pop(weight_key)
+            sigma = (weight_orig / weight).mean()
+            weight_mat = fn.reshape_weight_to_matrix(weight_orig)
+            state_dict[weight_key + "_v"] = fn._solve_v_and_rescale(weight_mat, state_dict[weight_key + "_u"], sigma)
+
+
+class SpectralNormStateDictHook:
+    """State-dict hook: records the spectral_norm version (1) in the checkpoint's metadata."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, module, state_dict, prefix, local_metadata):
+        meta = local_metadata.setdefault("spectral_norm", {})
+        key = self.fn.name + ".version"
+        if key in meta:
+            raise RuntimeError(f"Unexpected key in metadata['spectral_norm']: {key}")
+        meta[key] = self.fn._version
 
 
 def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
@@ -105,5 +163,14 @@ def remove_spectral_norm(module, name="weight"):
         if isinstance(hook, SpectralNorm) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[k]
-            return module
-    raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+            break
+    else:
+        raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    for table, kind in (("_state_dict_hooks", SpectralNormStateDictHook),
+                        ("_load_state_dict_pre_hooks", SpectralNormLoadStateDictPreHook)):
+        hooks = module.__dict__.get(table)
+        for k, hook in list((hooks or {}).items()):
+            if isinstance(hook, kind) and hook.fn.name == name:
+                del hooks[k]
+                break
+    return module
