@@ -93,24 +93,29 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """Values from N(mean, std^2) truncated to [a, b], torch's way: uniform over [2 Phi(a') - 1,
-    2 Phi(b') - 1] (a', b' the standardized bounds), erfinv, scale, shift, clamp."""
+    """Values from N(mean, std^2) truncated to [a, b] (exactly that distribution), by inverting the
+    CDF: u uniform over [erf(a' / sqrt 2), erf(b' / sqrt 2)] (a', b' the standardized bounds), then
+    mean + std * sqrt(2) * erfinv(u), clamped to [a, b]. Computed in float64 (then copied) so that
+    bounds far in a tail keep their resolution."""
     if _skipped():
         return tensor
     if mean < a - 2 * std or mean > b + 2 * std:
         _warn.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values may "
                    "be incorrect.")
-
-    def cdf(x):
-        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
-    lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
+    lo = math.erf((a - mean) / std / math.sqrt(2.0))
+    hi = math.erf((b - mean) / std / math.sqrt(2.0))
+    import tensorlab as _tl
     with no_grad():
         t = tensor.detach()
-        t.uniform_(2 * lo - 1, 2 * hi - 1, generator=generator)
-        t.erfinv_()
-        t.mul_(std * math.sqrt(2.0))
-        t.add_(mean)
-        t.clamp_(min=a, max=b)
+        wide = t.dtype is _tl.float64
+        work = t if wide else _tl.empty(tuple(t.shape), dtype=_tl.float64, device=t.device)
+        work.uniform_(lo, hi, generator=generator)
+        work.erfinv_()
+        work.mul_(std * math.sqrt(2.0))
+        work.add_(mean)
+        work.clamp_(min=a, max=b)
+        if not wide:
+            t.copy_(work)
     return tensor
 
 
