@@ -367,3 +367,31 @@ def test_spectral_norm_checkpoint_hooks_match_torch(torch, device):
     assert meta == {"spectral_norm": {"weight.version": 1}}
     with pytest.raises(RuntimeError, match="Unexpected key in metadata"):
         SpectralNormStateDictHook(SpectralNorm())(None, {}, "", meta)
+
+
+def test_transfer_parametrizations_matches_torch(torch, device):
+    tp = torch.nn.utils.parametrize
+    a, ta = _pair_linear(torch, device, 3, 3)
+    torch.manual_seed(3)
+    tb = torch.nn.Linear(3, 3).double()
+    b = copy_weights(tb, nn.Linear(3, 3).double(), device)
+    PZ.orthogonal(a)
+    torch.nn.utils.parametrizations.orthogonal(ta)
+    _load_from(torch, device, a, ta)
+    P.transfer_parametrizations_and_params(a, b)
+    tp.transfer_parametrizations_and_params(ta, tb)
+    assert list(b.state_dict()) == list(tb.state_dict())
+    for k, v in tb.state_dict().items():
+        close(b.state_dict()[k], v, **F64)
+    close(b.weight, tb.weight, **F64)
+
+    class Empty(nn.Module):
+        pass
+
+    class TEmpty(torch.nn.Module):
+        pass
+    e, te = Empty(), TEmpty()
+    P.transfer_parametrizations_and_params(a, e, "weight")
+    tp.transfer_parametrizations_and_params(ta, te, "weight")
+    assert list(e.state_dict()) == list(te.state_dict())
+    close(e.weight, te.weight, **F64)
