@@ -395,3 +395,17 @@ def test_transfer_parametrizations_matches_torch(torch, device):
     tp.transfer_parametrizations_and_params(ta, te, "weight")
     assert list(e.state_dict()) == list(te.state_dict())
     close(e.weight, te.weight, **F64)
+
+
+@pytest.mark.parametrize("kind", ["weight_norm", "orthogonal", "spectral_norm"])
+def test_gradcheck_parametrized_weight(device, kind):
+    m = nn.Linear(3, 3).double().to(device)
+    {"weight_norm": PZ.weight_norm, "orthogonal": PZ.orthogonal, "spectral_norm": PZ.spectral_norm}[kind](m)
+    m.eval()  # spectral_norm: no power-iteration step inside the function
+    names = [n for n, _ in m.named_parameters()]
+    params = tuple(p.detach().clone().requires_grad_() for p in m.parameters())
+    x = tl.tensor(randn(2, 3, seed=1, dtype="float64"), device=device)
+
+    def f(*ps):
+        return tl.func.functional_call(m, dict(zip(names, ps)), (x,))
+    assert tl.autograd.gradcheck(f, params)

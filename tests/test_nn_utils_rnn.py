@@ -196,3 +196,20 @@ def test_rnn_packed_errors(torch, device):
         m(bad)
     with pytest.raises(ValueError, match="dtype"):
         m(p.double())
+
+
+def test_gradcheck_packing_and_packed_gru(device):
+    x = tl.tensor(randn(4, 3, 2, seed=11, dtype="float64"), device=device, requires_grad=True)
+
+    def round_trip(x):
+        p = R.pack_padded_sequence(x, [4, 2, 1])
+        return R.pad_packed_sequence(p, padding_value=0.5, total_length=5)[0]
+    assert tl.autograd.gradcheck(round_trip, (x,))
+    seqs = [tl.tensor(randn(n, 2, seed=n, dtype="float64"), device=device, requires_grad=True) for n in (2, 3)]
+    assert tl.autograd.gradcheck(lambda a, b: R.pad_sequence([a, b], padding_side="left"), tuple(seqs))
+    gru = tl.nn.GRU(2, 2, bidirectional=True).double().to(device)
+
+    def packed_gru(x):
+        out, h = gru(R.pack_padded_sequence(x, [1, 4, 2], enforce_sorted=False))
+        return out.data, h
+    assert tl.autograd.gradcheck(packed_gru, (x,))
