@@ -26,7 +26,8 @@ def test_calculate_gain_matches_torch(torch, name, param):
 
 def test_calculate_gain_errors(torch):
     raises_like(lambda: init.calculate_gain("gelu"), lambda: torch.nn.init.calculate_gain("gelu"))
-    raises_like(lambda: init.calculate_gain("leaky_relu", True), lambda: torch.nn.init.calculate_gain("leaky_relu", True))
+    raises_like(lambda: init.calculate_gain("leaky_relu", True),
+                lambda: torch.nn.init.calculate_gain("leaky_relu", True))
     raises_like(lambda: init.calculate_gain("leaky_relu", "x"), lambda: torch.nn.init.calculate_gain("leaky_relu", "x"))
 
 

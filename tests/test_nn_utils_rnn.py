@@ -87,7 +87,8 @@ def test_pack_sequence_unpack_unpad(torch, device):
     padded = R.pad_sequence(ours, batch_first=True)
     for b, a in zip(R.unpad_sequence(padded, tl.tensor([2, 4, 3]), batch_first=True), arrs):
         np.testing.assert_array_equal(np_of(b), a)
-    raises_like(lambda: R.pack_sequence(ours), lambda: torch.nn.utils.rnn.pack_sequence([torch.tensor(a) for a in arrs]))
+    raises_like(lambda: R.pack_sequence(ours),
+                lambda: torch.nn.utils.rnn.pack_sequence([torch.tensor(a) for a in arrs]))
 
 
 def test_pack_padded_errors(torch, device):

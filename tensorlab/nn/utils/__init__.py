@@ -4,7 +4,7 @@ parametrize / parametrizations (weight_norm, spectral_norm, orthogonal), the old
 spectral_norm hooks, prune and stateless (functional_call)."""
 from __future__ import annotations
 
-from . import parametrizations, parametrize, prune, rnn, stateless
+from . import parametrizations, parametrize, prune, rnn, stateless  # noqa: F401  (prune: imported by torch on demand)
 from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights

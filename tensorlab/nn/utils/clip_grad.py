@@ -15,6 +15,7 @@ from ...ops.shape import stack as _stack
 from ...tensor import Tensor
 from .._grad import no_grad
 
+__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
 
 _INF = float("inf")
 _F32 = _dtypes.float32

@@ -17,7 +17,6 @@ import threading
 from ...tensor import Tensor
 from .._grad import no_grad
 from ..container import ModuleDict, ModuleList
-from ..module import Module
 from ..parameter import Parameter
 
 __all__ = ["cached", "ParametrizationList", "register_parametrization", "is_parametrized",
