@@ -170,13 +170,12 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
         raise RuntimeError(f"pack_padded_sequence: the longest length is {int(lengths[0])} but the input has only "
                            f"{steps} time steps (shape {list(input.shape)}, batch_first={batch_first})")
     max_len = int(lengths[0])
-    batch_sizes = (lengths[None, :] > np.arange(max_len)[:, None]).sum(1)  # [T]
-    # row t * B + b of the [T, B, *] input for every valid (t, b), step by step
-    t_idx = np.repeat(np.arange(max_len), batch_sizes)
-    b_idx = np.concatenate([np.arange(n) for n in batch_sizes])
+    valid = lengths[None, :] > np.arange(max_len)[:, None]  # [T, B]: step t of sequence b exists
+    batch_sizes = valid.sum(1)
+    # row t * B + b of the [T, B, *] input for every valid (t, b), step by step (row-major order)
     x = input.transpose(0, 1) if batch_first else input
     flat = x.reshape((steps * batch,) + tuple(x.shape[2:]))
-    data = flat.index_select(0, _index(t_idx * batch + b_idx, input.device))
+    data = flat.index_select(0, _index(np.flatnonzero(valid), input.device))
     return PackedSequence(data, _tl.tensor(batch_sizes.astype(np.int64)), sorted_indices, None)
 
 
@@ -193,11 +192,12 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     data = sequence.data
     batch = int(batch_sizes[0]) if len(batch_sizes) else 0
     lengths = (batch_sizes[None, :] > np.arange(batch)[:, None]).sum(1)  # sorted order
-    # every (t, b) of the output reads row `src` of data, or the padding row appended after it
-    offsets = np.concatenate([[0], np.cumsum(batch_sizes)])
+    # every (t, b) of the output reads row `src` of data (the valid ones in row-major order), or
+    # the padding row appended after it
+    valid = np.zeros((max_len, batch), dtype=bool)
+    valid[:len(batch_sizes)] = np.arange(batch)[None, :] < batch_sizes[:, None]
     src = np.full((max_len, batch), data.shape[0], dtype=np.int64)
-    for t, n in enumerate(batch_sizes):
-        src[t, :n] = offsets[t] + np.arange(n)
+    src[valid] = np.arange(int(batch_sizes.sum()))
     unsorted = sequence.unsorted_indices
     if unsorted is not None:
         perm = unsorted.cpu().numpy()
