@@ -9,6 +9,7 @@ double-backward trick and reverse mode (same values as forward mode). The transf
 create_graph and detaches only at the outermost level."""
 from __future__ import annotations
 
+import contextlib
 import functools
 
 from .autograd.grad_mode import enable_grad
@@ -377,7 +378,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
 # -- functional_call -----------------------------------------------------------------------------------
 def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights=True, strict=False):
     """Call `module` with its parameters and buffers replaced by the tensors of the given dict(s)
-    (names as named_parameters()/named_buffers() give them); the module is restored afterwards."""
+    (names as named_parameters()/named_buffers() give them); the module is restored afterwards. A
+    parametrized tensor's own name (e.g. "weight" under nn.utils.parametrize) replaces the whole
+    parametrization; "parametrizations.weight.original" replaces its input."""
     if isinstance(parameter_and_buffer_dicts, dict):
         mapping = dict(parameter_and_buffer_dicts)
     else:
@@ -388,6 +391,18 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
                 raise ValueError(f"{sorted(dup)} appeared in multiple dictionaries; behavior of functional call is "
                                  "ambiguous")
             mapping.update(d)
+    if args is None:
+        args = ()
+    elif not isinstance(args, tuple):
+        args = (args,)
+    with _swapped(module, mapping, tie_weights, strict):
+        return module(*args, **(kwargs or {}))
+
+
+@contextlib.contextmanager
+def _swapped(module, mapping, tie_weights, strict):
+    """Within: the named members of `module` read as mapping's tensors (restored on exit)."""
+    mapping = dict(mapping)
     if tie_weights:
         # names of one tied tensor all take the value given for any of them
         by_id = {}
@@ -406,6 +421,7 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
         if missing or unexpected:
             raise RuntimeError(f"Error(s) in reparametrizing for {type(module).__name__}:\n\tUnexpected key(s): "
                                f"{unexpected}.\n\tMissing key(s): {missing}.")
+    from .nn.utils.parametrize import is_parametrized
     saved = []
     try:
         for name, value in mapping.items():
@@ -413,6 +429,11 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
             owner = module
             for p in path:
                 owner = getattr(owner, p)
+            if is_parametrized(owner, leaf):  # the class property reads this table first
+                tbl = owner.__dict__.setdefault("_tl_functional_overrides", {})
+                saved.append((tbl, leaf, tbl.get(leaf, _ABSENT)))
+                tbl[leaf] = value
+                continue
             for table in ("_parameters", "_buffers"):
                 tbl = owner.__dict__[table]
                 if leaf in tbl:
@@ -422,11 +443,7 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
             else:
                 saved.append((owner.__dict__, leaf, owner.__dict__.get(leaf, _ABSENT)))
                 owner.__dict__[leaf] = value
-        if args is None:
-            args = ()
-        elif not isinstance(args, tuple):
-            args = (args,)
-        return module(*args, **(kwargs or {}))
+        yield
     finally:
         for tbl, key, old in reversed(saved):
             if old is _ABSENT:

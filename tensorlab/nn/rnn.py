@@ -106,6 +106,36 @@ def _run_direction(step, x, state, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, is_lst
     return _tl.stack(outs, 0), state
 
 
+def _run_packed_direction(step, data, batch_sizes, state, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, is_lstm):
+    """One layer/direction over a packed sequence: data [N, I] holds the rows of step 0, then step 1, ...
+    (batch_sizes[t] rows each, the sequences sorted longest first). Step t runs only the first
+    batch_sizes[t] rows of the state; the others keep theirs (finished sequences forward, sequences
+    not yet started in reverse). Returns (outputs [N, H_out] in data's row order, final state)."""
+    gru = step is _gru_step or step is _FUSED_STEPS["GRU"]
+    gi_all = _input_projection(data.unsqueeze(0), w_ih, b_ih, None if gru else b_hh)[0]
+    if not gru:
+        b_hh = None
+    offsets = [0]
+    for n in batch_sizes:
+        offsets.append(offsets[-1] + n)
+    full = batch_sizes[0]
+    outs = [None] * len(batch_sizes)
+    order = range(len(batch_sizes) - 1, -1, -1) if reverse else range(len(batch_sizes))
+    for t in order:
+        n = batch_sizes[t]
+        gi = gi_all[offsets[t]:offsets[t + 1]]
+        if is_lstm:
+            h, c = state
+            new = step(gi, (h[:n], c[:n]) if n < full else (h, c), w_hh, b_hh, w_hr)
+            outs[t] = new[0]
+            state = new if n == full else (_tl.cat([new[0], h[n:]]), _tl.cat([new[1], c[n:]]))
+        else:
+            new = step(gi, state[:n] if n < full else state, w_hh, b_hh, w_hr)
+            outs[t] = new
+            state = new if n == full else _tl.cat([new, state[n:]])
+    return _tl.cat(outs, 0), state
+
+
 def _run_sequence(mode, x, state, w_ih, w_hh, b_ih, b_hh, w_hr, reverse, is_lstm):
     """_run_direction as one fused op for every time step (ops/rnn_fused.sequence)."""
     gi = _input_projection(x, w_ih, b_ih, None if mode == "GRU" else b_hh)
@@ -269,7 +299,82 @@ class RNNBase(Module):
                 x = F.dropout(x, self.dropout, True)
         return x, _tl.stack(h_n, 0), (_tl.stack(c_n, 0) if is_lstm else None)
 
+    def _forward_packed(self, packed, hx):
+        """The layer over a PackedSequence: returns (PackedSequence of the outputs, h_n / (h_n, c_n)) with
+        the final states taken at each sequence's last valid step, in the caller's batch order."""
+        from .utils.rnn import PackedSequence
+        data, batch_sizes_t, sorted_indices, unsorted_indices = packed
+        if data.dim() != 2:
+            raise RuntimeError(f"input must have 2 dimensions, got {data.dim()}")
+        if self.input_size != data.shape[-1]:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
+                               f"{data.shape[-1]}")
+        w = self._flat_weights[0]
+        if data.dtype != w.dtype:
+            raise ValueError(f"RNN input dtype (torch.{data.dtype.name}) does not match weight dtype "
+                             f"(torch.{w.dtype.name}). Convert input: input.to(torch.{w.dtype.name}), or convert "
+                             f"model: model.to(torch.{data.dtype.name})")
+        batch_sizes = [int(n) for n in batch_sizes_t.tolist()]  # a CPU tensor: no device wait
+        is_lstm = self.mode == "LSTM"
+        batch = batch_sizes[0]
+        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
+        h_shape = self._hidden_shape(batch, real_hidden)
+        c_shape = self._hidden_shape(batch, self.hidden_size)
+        if hx is None:
+            h0 = _tl.zeros(h_shape, dtype=data.dtype, device=data.device)
+            c0 = _tl.zeros(c_shape, dtype=data.dtype, device=data.device) if is_lstm else None
+        else:
+            if is_lstm:
+                h0, c0 = hx
+            else:
+                h0, c0 = hx, None
+            if sorted_indices is not None:  # the caller's order -> the packed (sorted) order
+                h0 = h0.index_select(1, sorted_indices)
+                c0 = c0.index_select(1, sorted_indices) if c0 is not None else None
+            if is_lstm:
+                self._check_hidden(h0, h_shape, "Expected hidden[0] size {}, got {}")
+                self._check_hidden(c0, c_shape, "Expected hidden[1] size {}, got {}")
+            else:
+                self._check_hidden(h0, h_shape)
+            for h in (h0,) if c0 is None else (h0, c0):
+                if h.dtype != data.dtype:
+                    raise RuntimeError(f"{self._name()}: input and hidden tensors must have the same dtype, got "
+                                       f"input {data.dtype.torch_name} and hidden {h.dtype.torch_name}")
+                if h.device != data.device:
+                    raise RuntimeError(f"Input and hidden tensors are not at the same device, found input tensor at "
+                                       f"{data.device} and hidden tensor at {h.device}")
+        step = _step_for(self.mode, data, h0, c0, *self._flat_weights, w_hr=self.proj_size or None)
+        num_directions = 2 if self.bidirectional else 1
+        x = data
+        h_n, c_n = [], []
+        for layer in range(self.num_layers):
+            outs = []
+            for direction in range(num_directions):
+                k = layer * num_directions + direction
+                state = (h0[k], c0[k]) if is_lstm else h0[k]
+                out, state = _run_packed_direction(step, x, batch_sizes, state, *self._layer_weights(layer, direction),
+                                                   reverse=direction == 1, is_lstm=is_lstm)
+                outs.append(out)
+                if is_lstm:
+                    h_n.append(state[0])
+                    c_n.append(state[1])
+                else:
+                    h_n.append(state)
+            x = outs[0] if num_directions == 1 else _tl.cat(outs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        h_n = _tl.stack(h_n, 0)
+        c_n = _tl.stack(c_n, 0) if is_lstm else None
+        if unsorted_indices is not None:  # back to the caller's order
+            h_n = h_n.index_select(1, unsorted_indices)
+            c_n = c_n.index_select(1, unsorted_indices) if c_n is not None else None
+        out = PackedSequence(x, batch_sizes_t, sorted_indices, unsorted_indices)
+        return out, ((h_n, c_n) if is_lstm else h_n)
+
     def _forward(self, input, hx):
+        from .utils.rnn import PackedSequence
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         self._check_input(input)
         is_lstm = self.mode == "LSTM"
         batched = input.dim() == 3
