@@ -11,12 +11,15 @@ from __future__ import annotations
 _impl = None   # tensorlab.autograd.graph, once imported
 _slow = False  # set by tensorlab.autograd while every op must take the slow path
 profiler = None  # tensorlab.profiler's op listener, callable(op name or None, inputs, out), while one is on
+tracer = None  # tensorlab.onnx's op listener, callable(op, inputs, out, info, inplace), while an export traces
 
 
 def record(out, op, inputs, **info):
     if _slow:
         if profiler is not None:
             profiler(op, inputs, out)
+        if tracer is not None:
+            tracer(op, inputs, out, info, False)
         impl = _impl
         return out if impl is None else impl.record(out, op, inputs, info)
     for t in inputs:
@@ -41,6 +44,8 @@ def record_op(out, op, inputs, operands, kernel, params):
 def _record_op(out, op, inputs, operands, kernel, params):
     if profiler is not None:
         profiler(op, inputs, out)
+    if tracer is not None:
+        tracer(op, inputs, out, {**params, "operands": operands}, False)
     impl = _impl
     if impl is None:
         return out
@@ -70,6 +75,8 @@ def record_inplace(t, op, inputs, **info):
     if t._requires_grad or _slow or (t._base is not None and t._base._requires_grad):
         if profiler is not None:
             profiler(op, inputs, t)
+        if tracer is not None:
+            tracer(op, inputs, t, info, True)
         impl = _impl
         if impl is not None:
             impl.record_inplace(t, op, inputs, info)
@@ -96,6 +103,8 @@ def record_inplace_op(t, op, inputs, operands, kernel, params):
 def _record_inplace_op(t, op, inputs, operands, kernel, params):
     if profiler is not None:
         profiler(op, inputs, t)
+    if tracer is not None:
+        tracer(op, inputs, t, {**params, "operands": operands}, True)
     impl = _impl
     if impl is not None:
         info = dict(params)

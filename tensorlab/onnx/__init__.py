@@ -1,0 +1,267 @@
+"""tensorlab.onnx: torch.onnx's export, writing a real ONNX model.
+
+`export(model, args, f)` runs the model once on `args` with the op tracer on (tensorlab/onnx/_trace.py)
+and maps each op to ONNX nodes (_symbolic.py) as it runs; parameters and buffers become
+initializers named by their state_dict keys. The `onnx` package is needed only by export (the
+test extra installs it; onnxruntime runs the result in the tests)."""
+from __future__ import annotations
+
+import contextlib
+import enum
+import inspect
+import io
+import os
+import warnings
+
+from . import errors
+from .errors import OnnxExporterError, UnsupportedOperatorError
+
+__all__ = ["OnnxExporterError", "OperatorExportTypes", "TrainingMode", "errors", "export", "is_in_onnx_export",
+           "producer_name", "producer_version", "select_model_mode_for_export", "supported_ops"]
+
+producer_name = "tensorlab"
+DEFAULT_OPSET = 20  # torch 2.13's default
+MAX_OPSET = 23
+
+
+class OperatorExportTypes(enum.IntEnum):
+    """How ops without a standard ONNX mapping are exported (tensorlab exports ONNX only)."""
+    ONNX = 0
+    ONNX_ATEN = 1
+    ONNX_ATEN_FALLBACK = 2
+    ONNX_FALLTHROUGH = 3
+
+
+class TrainingMode(enum.IntEnum):
+    """The module mode the model is exported in: EVAL (the default), PRESERVE (as it is), TRAINING."""
+    EVAL = 0
+    PRESERVE = 1
+    TRAINING = 2
+
+
+def _version():
+    from .._version import __version__
+    return __version__
+
+
+producer_version = _version()
+
+
+def is_in_onnx_export():
+    """True while tensorlab.onnx.export is tracing a model (a model's forward may ask)."""
+    from ._trace import _state
+    return _state["exporting"]
+
+
+@contextlib.contextmanager
+def select_model_mode_for_export(model, mode):
+    """Context manager: `model` in the mode TrainingMode `mode` asks for, restored on exit."""
+    if not isinstance(mode, TrainingMode):
+        raise TypeError(f"select_model_mode_for_export: mode must be a TrainingMode, got {type(mode).__name__}")
+    was = getattr(model, "training", None)
+    if mode != TrainingMode.PRESERVE and was is not None:
+        model.train(mode == TrainingMode.TRAINING)
+    try:
+        yield
+    finally:
+        if mode != TrainingMode.PRESERVE and was is not None:
+            model.train(was)
+
+
+def supported_ops():
+    """The op and function names the exporter maps to ONNX (sorted)."""
+    from ._symbolic import HOOK, LEAF
+    return sorted(set(HOOK) | set(LEAF))
+
+
+def _import_onnx():
+    try:
+        import onnx
+        import onnx.numpy_helper  # noqa: F401
+    except ImportError as e:
+        raise ImportError("tensorlab.onnx.export needs the onnx package to write the model: "
+                          "pip install onnx (or pip install tensorlab[test])") from e
+    return onnx
+
+
+def _forward_names(model, n):
+    fn = getattr(model, "forward", model)
+    try:
+        params = [p.name for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    return params
+
+
+def _flatten_outputs(out):
+    from ..tensor import Tensor
+    if isinstance(out, Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [t for v in out for t in _flatten_outputs(v)]
+    if isinstance(out, dict):
+        return [t for v in out.values() for t in _flatten_outputs(v)]
+    if out is None:
+        return []
+    raise OnnxExporterError(f"onnx.export: the model returned a {type(out).__name__}; outputs must be tensors or "
+                            f"tuples/lists/dicts of tensors")
+
+
+def _dyn_axes(spec, name):
+    """{axis: symbolic name} from a dynamic_axes entry (a dict, or a list of axes: named name_dynamic_axes_k)."""
+    if isinstance(spec, dict):
+        return {int(k): str(v) for k, v in spec.items()}
+    return {int(k): f"{name}_dynamic_axes_{i + 1}" for i, k in enumerate(spec)}
+
+
+def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=None, output_names=None,
+           opset_version=None, dynamo=False, external_data=True, dynamic_shapes=None,
+           custom_translation_table=None, report=False, optimize=True, verify=False, profile=False,
+           dump_exported_program=False, artifacts_dir=".", export_params=True, keep_initializers_as_inputs=False,
+           dynamic_axes=None, training=TrainingMode.EVAL, operator_export_type=OperatorExportTypes.ONNX,
+           do_constant_folding=True, custom_opsets=None, export_modules_as_functions=False, autograd_inlining=True):
+    """Export `model` (a Module or a callable) run on `args` as an ONNX model written to `f` (a path
+    or a binary file object such as io.BytesIO).
+
+    The model runs once; each op it dispatches becomes ONNX nodes (an op with no mapping raises
+    tensorlab.onnx.errors.UnsupportedOperatorError naming it and the opset). `input_names` /
+    `output_names` name the graph's inputs and outputs; `dynamic_axes` ({name: {axis: "symbol"}}
+    or {name: [axes]}) makes those dimensions symbolic. Parameters and buffers are initializers
+    named by their state_dict keys (graph inputs with export_params=False). `opset_version`:
+    13 to 23 (default 20). `training`: the module mode during export (TrainingMode.EVAL by default;
+    the model's mode is restored afterwards). Returns None.
+    """
+    from .. import no_grad
+    from ..tensor import Tensor
+    from . import _symbolic as S
+    from ._trace import Graph, Tracer, _state
+
+    opset = DEFAULT_OPSET if opset_version is None else int(opset_version)
+    if not S.MIN_OPSET <= opset <= MAX_OPSET:
+        raise ValueError(f"onnx.export: opset_version {opset} is not supported: tensorlab exports opsets "
+                         f"{S.MIN_OPSET} to {MAX_OPSET}")
+    if operator_export_type != OperatorExportTypes.ONNX:
+        raise ValueError(f"onnx.export: operator_export_type={operator_export_type!r}: tensorlab exports standard "
+                         f"ONNX ops only (OperatorExportTypes.ONNX)")
+    if f is None:
+        raise ValueError("onnx.export: f (a file path or a binary file object) is required: tensorlab returns no "
+                         "ONNXProgram")
+    if custom_opsets or export_modules_as_functions or custom_translation_table:
+        raise ValueError("onnx.export: custom_opsets, custom_translation_table and export_modules_as_functions are "
+                         "not supported by tensorlab's exporter")
+    onnx = _import_onnx()
+
+    if isinstance(args, Tensor) or not isinstance(args, (tuple, list)):
+        args = (args,)
+    args = tuple(args)
+    kwargs = dict(kwargs or {})
+    if args and isinstance(args[-1], dict) and not kwargs:  # torch: a trailing dict holds keyword arguments
+        kwargs, args = dict(args[-1]), args[:-1]
+
+    in_tensors = [a for a in args if isinstance(a, Tensor)] + [v for v in kwargs.values() if isinstance(v, Tensor)]
+    fwd = _forward_names(model, len(args))
+    default_in = [fwd[i] if i < len(fwd) else f"input_{i}" for i, a in enumerate(args) if isinstance(a, Tensor)]
+    default_in += [k for k, v in kwargs.items() if isinstance(v, Tensor)]
+    in_names = list(input_names or [])
+    if len(in_names) > len(in_tensors):
+        raise ValueError(f"onnx.export: {len(in_names)} input_names for {len(in_tensors)} tensor inputs")
+    in_names += default_in[len(in_names):]
+    dynamic_axes = dict(dynamic_axes or {})
+
+    params = {}
+    if hasattr(model, "named_parameters"):
+        for n, p in model.named_parameters():
+            params.setdefault(id(p), n)
+        for n, b in model.named_buffers():
+            params.setdefault(id(b), n)
+
+    g = Graph(onnx, opset, do_constant_folding, params, export_params)
+    graph_inputs = []
+    for name, t in zip(in_names, in_tensors):
+        if name in g.used:
+            raise ValueError(f"onnx.export: input name {name!r} given twice")
+        g.used.add(name)
+        g.bind(t, name)
+        axes = _dyn_axes(dynamic_axes.get(name, {}), name)
+        for ax in axes:
+            if not -t.dim() <= ax < t.dim():
+                raise ValueError(f"onnx.export: dynamic_axes[{name!r}] names axis {ax} of a {t.dim()}-d input")
+            g.dyn_sizes.add(int(t.shape[ax]))
+        shape = [axes.get(i, axes.get(i - t.dim(), int(s))) for i, s in enumerate(t.shape)]
+        graph_inputs.append(onnx.helper.make_tensor_value_info(name, S._onnx_type(g, t._dtype), shape))
+
+    tracer = Tracer(g, S.HOOK, S.LEAF)
+    ctx = select_model_mode_for_export(model, TrainingMode(training)) if hasattr(model, "train") \
+        else contextlib.nullcontext()
+    with ctx, no_grad():
+        tracer.install(S.leaf_functions())
+        _state["exporting"] = True
+        try:
+            out = model(*args, **kwargs)
+        finally:
+            _state["exporting"] = False
+            tracer.uninstall()
+    if g.error is not None:
+        raise g.error
+    outs = _flatten_outputs(out)
+    if not outs:
+        raise OnnxExporterError("onnx.export: the model returned no tensor")
+
+    out_names = list(output_names or [])
+    if len(out_names) > len(outs):
+        raise ValueError(f"onnx.export: {len(out_names)} output_names for {len(outs)} outputs")
+    out_names += [f"output" if len(outs) == 1 else f"output_{i}" for i in range(len(out_names), len(outs))]
+    graph_outputs, renamed = [], set()
+    for name, t in zip(out_names, outs):
+        src = g.val(t)
+        if name in g.used and name != src:
+            raise ValueError(f"onnx.export: output name {name!r} is already a value of the graph")
+        hit = g.producer.get(src)
+        if hit is not None and src not in renamed and src not in [i.name for i in graph_inputs]:
+            node, k = hit
+            node.output[k] = name
+            for n in g.nodes:
+                for j, i in enumerate(n.input):
+                    if i == src:
+                        n.input[j] = name
+            renamed.add(src)
+            g.producer[name] = hit
+        else:
+            g.node("Identity", [src])
+            g.nodes[-1].output[0] = name
+        g.used.add(name)
+        axes = _dyn_axes(dynamic_axes.get(name, {}), name)
+        # a size a dynamic input axis had stays unnamed (symbolic) where dynamic_axes names none for it
+        shape = [axes.get(i, axes.get(i - t.dim(), None if int(s) in g.dyn_sizes else int(s)))
+                 for i, s in enumerate(t.shape)]
+        graph_outputs.append(onnx.helper.make_tensor_value_info(name, S._onnx_type(g, t._dtype), shape))
+    unknown = set(dynamic_axes) - set(in_names) - set(out_names)
+    if unknown:
+        warnings.warn(f"onnx.export: dynamic_axes names {sorted(unknown)} are neither inputs nor outputs",
+                      errors.OnnxExporterWarning, stacklevel=2)
+
+    for pname, t in g.param_inputs:
+        graph_inputs.append(onnx.helper.make_tensor_value_info(pname, S._onnx_type(g, t._dtype), list(t.shape)))
+    if keep_initializers_as_inputs:
+        have = {i.name for i in graph_inputs}
+        for init in g.initializers:
+            if init.name not in have:
+                graph_inputs.append(onnx.helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
+
+    graph = onnx.helper.make_graph(g.nodes, type(model).__name__ if hasattr(model, "forward") else "main",
+                                   graph_inputs, graph_outputs, initializer=g.initializers)
+    mp = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)],
+                                producer_name=producer_name, producer_version=producer_version)
+    mp.ir_version = min(mp.ir_version, 10)  # onnxruntime reads IR 10 (the opsets up to 23 need no later)
+    if verbose:
+        print(onnx.helper.printable_graph(mp.graph))
+    data = mp.SerializeToString()
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "wb") as fh:
+            fh.write(data)
+    elif hasattr(f, "write"):
+        f.write(data)
+    else:
+        raise TypeError(f"onnx.export: f must be a path or a binary file object, got {type(f).__name__}")
+    return None

@@ -1,0 +1,725 @@
+"""op -> ONNX node mappings (written from the ONNX operator specification).
+
+HOOK: ops heard through autograd_hooks.tracer, fn(g, op, inputs, out, info) -> output name(s).
+LEAF: functions the export wraps, fn(g, arguments by parameter name, out) -> output name(s).
+Opsets 13 and later are supported; where an opset changed an operator (Reduce* axes become an
+input at 18, LayerNormalization from 17, Gelu from 20, Pad's wrap mode from 19), both forms exist.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes
+from ..tensor import Tensor
+from ._trace import INT64_MAX
+
+MIN_OPSET = 13
+
+
+def _onnx_type(g, dt):
+    if dt.np.kind == "c" or dt.name == "bfloat16" and g.opset < 13:
+        raise g.unsupported(f"dtype {dt.name}")
+    if dt.name == "bfloat16":
+        return g.onnx.TensorProto.BFLOAT16
+    return g.onnx.helper.np_dtype_to_tensor_dtype(dt.np)
+
+
+def _as(g, t, dt):
+    """t's value name, cast to dtype dt where t has another dtype."""
+    name = g.val(t)
+    if t._dtype is not dt:
+        name = g.node("Cast", [name], to=_onnx_type(g, dt))
+    return name
+
+
+def _operand(g, x, dt):
+    """A tensor (cast to dt) or a Python number (a constant of dtype dt)."""
+    if isinstance(x, Tensor):
+        return _as(g, x, dt)
+    return g.const(np.asarray(x, dtype=dt.np), "scalar")
+
+
+def _norm_dim(d, n):
+    return d + n if d < 0 else d
+
+
+def _axes(g, name, axes, op_type, **attrs):
+    """A node taking `axes` (Squeeze/Unsqueeze from 13; Reduce* from 18) as an input."""
+    if op_type.startswith("Reduce") and g.opset < 18:
+        return g.node(op_type, [name], axes=list(axes), **attrs)
+    return g.node(op_type, [name, g.ints(axes, "axes")], **attrs)
+
+
+# -- elementwise ---------------------------------------------------------------------------------------
+_UNARY = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
+          "abs": "Abs", "neg": "Neg", "erf": "Erf", "sin": "Sin", "cos": "Cos", "floor": "Floor", "ceil": "Ceil",
+          "reciprocal": "Reciprocal", "sign": "Sign", "logical_not": "Not", "isnan": "IsNaN", "round": "Round",
+          "tan": "Tan", "asin": "Asin", "acos": "Acos", "atan": "Atan", "sinh": "Sinh", "cosh": "Cosh",
+          "softplus_": "Softplus", "bitwise_not": "Not"}
+_BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow", "maximum": "Max",
+           "minimum": "Min", "fmod": "Mod"}
+_COMPARE = {"eq": "Equal", "lt": "Less", "gt": "Greater", "le": "LessOrEqual", "ge": "GreaterOrEqual", "ne": "Equal"}
+_LOGICAL = {"logical_and": "And", "logical_or": "Or", "logical_xor": "Xor"}
+
+
+def _unary(g, op, inputs, out, info):
+    (x,) = [v for v in info["operands"] if v is not None][:1]
+    a = _as(g, x, out._dtype) if op not in ("isnan", "logical_not") else g.val(x)
+    if op == "logical_not" and x._dtype is not dtypes.bool_:
+        a = g.node("Cast", [a], to=g.onnx.TensorProto.BOOL)
+    if op == "bitwise_not" and out._dtype is not dtypes.bool_:
+        raise g.unsupported("bitwise_not", "integer operands (ONNX BitwiseNot: bool only here)")
+    return g.node(_UNARY[op], [a], hint=op)
+
+
+def _rsqrt(g, op, inputs, out, info):
+    x = info["operands"][0]
+    return g.node("Reciprocal", [g.node("Sqrt", [_as(g, x, out._dtype)])], hint=op)
+
+
+def _silu(g, op, inputs, out, info):
+    x = _as(g, info["operands"][0], out._dtype)
+    return g.node("Mul", [x, g.node("Sigmoid", [x])], hint=op)
+
+
+def _gelu_expand(g, x, dt, approximate):
+    half = g.const(np.asarray(0.5, dt.np))
+    one = g.const(np.asarray(1.0, dt.np))
+    if approximate == "tanh":
+        x3 = g.node("Mul", [g.node("Mul", [x, x]), x])
+        inner = g.node("Add", [x, g.node("Mul", [x3, g.const(np.asarray(0.044715, dt.np))])])
+        inner = g.node("Mul", [inner, g.const(np.asarray(math.sqrt(2.0 / math.pi), dt.np))])
+        t = g.node("Tanh", [inner])
+    else:
+        t = g.node("Erf", [g.node("Div", [x, g.const(np.asarray(math.sqrt(2.0), dt.np))])])
+    return g.node("Mul", [g.node("Mul", [x, half]), g.node("Add", [t, one])], hint="gelu")
+
+
+def _gelu_node(g, x, dt, approximate):
+    if g.opset >= 20:
+        return g.node("Gelu", [x], approximate=approximate, hint="gelu")
+    return _gelu_expand(g, x, dt, approximate)
+
+
+def _gelu(g, op, inputs, out, info):
+    x = _as(g, info["operands"][0], out._dtype)
+    return _gelu_node(g, x, out._dtype, info.get("approximate", "none"))
+
+
+def _binary(g, op, inputs, out, info):
+    a, b = info["operands"][:2]
+    dt = out._dtype
+    if op == "div" and info.get("rounding_mode") not in (None, "true"):
+        mode = info["rounding_mode"]
+        if not dt.is_floating_point:
+            raise g.unsupported(f"div(rounding_mode={mode!r})", "integer operands")
+        q = g.node("Div", [_operand(g, a, dt), _operand(g, b, dt)])
+        if mode == "floor":
+            return g.node("Floor", [q], hint="div")
+        return g.node("Mul", [g.node("Sign", [q]), g.node("Floor", [g.node("Abs", [q])])], hint="div")
+    if op == "div" and not dt.is_floating_point:
+        raise g.unsupported("div", f"{dt.name} result")
+    an, bn = _operand(g, a, dt), _operand(g, b, dt)
+    alpha = info.get("alpha")
+    if alpha is not None and alpha != 1:
+        bn = g.node("Mul", [bn, g.const(np.asarray(alpha, dt.np))])
+    if op == "fmod":
+        return g.node("Mod", [an, bn], fmod=1 if dt.is_floating_point else 0, hint=op)
+    return g.node(_BINARY[op], [an, bn], hint=op)
+
+
+def _common(a, b):
+    ta = a if isinstance(a, Tensor) else None
+    tb = b if isinstance(b, Tensor) else None
+    from .. import result_type
+    return result_type(a if ta is not None else a, b if tb is not None else b)
+
+
+def _compare(g, op, inputs, out, info):
+    a, b = info["operands"][:2]
+    dt = _common(a, b)
+    r = g.node(_COMPARE[op], [_operand(g, a, dt), _operand(g, b, dt)], hint=op)
+    return g.node("Not", [r], hint=op) if op == "ne" else r
+
+
+def _bool(g, x):
+    if isinstance(x, Tensor):
+        return _as(g, x, dtypes.bool_)
+    return g.const(np.asarray(bool(x)), "scalar")
+
+
+def _logical(g, op, inputs, out, info):
+    a, b = info["operands"][:2]
+    return g.node(_LOGICAL[op], [_bool(g, a), _bool(g, b)], hint=op)
+
+
+def _where(g, op, inputs, out, info):
+    c, a, b = info["operands"][:3]
+    dt = out._dtype
+    return g.node("Where", [_bool(g, c), _operand(g, a, dt), _operand(g, b, dt)], hint=op)
+
+
+def _masked_fill(g, op, inputs, out, info):
+    x, mask, value = info["operands"][:3]
+    dt = out._dtype
+    return g.node("Where", [_bool(g, mask), _operand(g, value, dt), _operand(g, x, dt)], hint=op)
+
+
+def _clamp(g, op, inputs, out, info):
+    ops_ = list(info["operands"]) + [None, None]
+    x, lo, hi = ops_[0], ops_[1], ops_[2]
+    lo = info.get("min", lo) if lo is None else lo
+    hi = info.get("max", hi) if hi is None else hi
+    dt = out._dtype
+    r = _as(g, x, dt)
+    if isinstance(lo, Tensor) or isinstance(hi, Tensor):
+        if lo is not None:
+            r = g.node("Max", [r, _operand(g, lo, dt)])
+        if hi is not None:
+            r = g.node("Min", [r, _operand(g, hi, dt)])
+        return r
+    return g.node("Clip", [r, "" if lo is None else _operand(g, lo, dt), "" if hi is None else _operand(g, hi, dt)],
+                  hint=op)
+
+
+def _cast(g, op, inputs, out, info):
+    x = inputs[0]
+    if x._dtype is out._dtype:
+        return g.node("Identity", [g.val(x)], hint=op)
+    return g.node("Cast", [g.val(x)], to=_onnx_type(g, out._dtype), hint=op)
+
+
+def _identity(g, op, inputs, out, info):
+    return g.node("Identity", [g.val(inputs[0])], hint=op)
+
+
+# -- shapes --------------------------------------------------------------------------------------------
+def reshape_target(g, in_shape, out_shape):
+    """Reshape's shape input for in_shape -> out_shape: a dimension that keeps a dynamic axis's
+    size at its place copies it (0), and one that absorbs a dynamic axis otherwise is inferred (-1)."""
+    target = list(out_shape)
+    if not g.dyn_sizes:
+        return target
+    kept = 0
+    for i, o in enumerate(out_shape):
+        if i < len(in_shape) and o == in_shape[i] and o in g.dyn_sizes:
+            target[i] = 0
+            kept += 1
+    dyn_in = sum(1 for s in in_shape if s in g.dyn_sizes)
+    if dyn_in > kept and -1 not in target:
+        for want in (lambda o: o in g.dyn_sizes, lambda o: any(o % d == 0 for d in g.dyn_sizes if d > 1)):
+            hit = [i for i, o in enumerate(out_shape) if target[i] != 0 and o > 0 and want(o)]
+            if hit:
+                target[hit[0]] = -1
+                break
+    return target
+
+
+def _reshape(g, op, inputs, out, info):
+    x = inputs[0]
+    target = reshape_target(g, tuple(x.shape), tuple(out.shape))
+    return g.node("Reshape", [g.val(x), g.ints(target)], hint=op)
+
+
+def _unsqueeze(g, op, inputs, out, info):
+    return _axes(g, g.val(inputs[0]), [_norm_dim(info["dim"], out.dim())], "Unsqueeze")
+
+
+def _squeeze(g, op, inputs, out, info):
+    x = inputs[0]
+    dims = info.get("dims")
+    if dims is None:
+        dims = (info["dim"],) if "dim" in info else ()
+    if isinstance(dims, int):
+        dims = (dims,)
+    n = x.dim()
+    dims = [_norm_dim(d, n) for d in dims] if dims else [i for i, s in enumerate(x.shape) if s == 1]
+    dims = [d for d in dims if x.shape[d] == 1]
+    if not dims:
+        return g.node("Identity", [g.val(x)])
+    return _axes(g, g.val(x), dims, "Squeeze")
+
+
+def _expand(g, op, inputs, out, info):
+    x = inputs[0]
+    ins, outs = tuple(x.shape), tuple(out.shape)
+    pad = len(outs) - len(ins)
+    target = [1 if i >= pad and ins[i - pad] == o else o for i, o in enumerate(outs)]
+    return g.node("Expand", [g.val(x), g.ints(target)], hint=op)
+
+
+def _permute(g, op, inputs, out, info):
+    n = inputs[0].dim()
+    return g.node("Transpose", [g.val(inputs[0])], perm=[_norm_dim(d, n) for d in info["dims"]], hint=op)
+
+
+def _transpose(g, op, inputs, out, info):
+    x = inputs[0]
+    n = x.dim()
+    perm = list(range(n))
+    if op in ("t", "numpy_T") or "dim0" not in info:
+        perm = perm[::-1]
+    else:
+        a, b = _norm_dim(info["dim0"], n), _norm_dim(info["dim1"], n)
+        perm[a], perm[b] = perm[b], perm[a]
+    return g.node("Transpose", [g.val(x)], perm=perm, hint="transpose")
+
+
+def _slice(g, name, dim, start, end, step, size):
+    if end >= size:
+        end = INT64_MAX
+    return g.node("Slice", [name, g.ints([start]), g.ints([end]), g.ints([dim]), g.ints([step])], hint="slice")
+
+
+def _narrow(g, op, inputs, out, info):
+    x = inputs[0]
+    dim = _norm_dim(info["dim"], x.dim())
+    start, step = info.get("start", 0), info.get("step", 1)
+    size = x.shape[dim]
+    start = start + size if start < 0 else start
+    end = start + step * out.shape[dim]
+    return _slice(g, g.val(x), dim, start, min(end, size), step, size)
+
+
+def _select(g, op, inputs, out, info):
+    x = inputs[0]
+    dim = _norm_dim(info["dim"], x.dim())
+    return g.node("Gather", [g.val(x), g.const(np.asarray(info["index"], np.int64), "index")], axis=dim, hint=op)
+
+
+def _getitem(g, op, inputs, out, info):
+    x = inputs[0]
+    index = info["index"]
+    if not isinstance(index, tuple):
+        index = (index,)
+    n_real = sum(1 for i in index if i is not None and i is not Ellipsis and not isinstance(i, bool))
+    expanded = []
+    for i in index:
+        if i is Ellipsis:
+            expanded.extend([slice(None)] * (x.dim() - n_real))
+        else:
+            expanded.append(i)
+    name, shape, axis = g.val(x), list(x.shape), 0
+    for i in expanded:
+        if i is None:
+            name = _axes(g, name, [axis], "Unsqueeze")
+            shape.insert(axis, 1)
+            axis += 1
+        elif isinstance(i, bool):
+            raise g.unsupported("getitem", "a bool index")
+        elif isinstance(i, int):
+            name = g.node("Gather", [name, g.const(np.asarray(i, np.int64), "index")], axis=axis)
+            shape.pop(axis)
+        elif isinstance(i, slice):
+            size = shape[axis]
+            start, stop, step = i.indices(size)
+            if (start, stop, step) != (0, size, 1):
+                name = _slice(g, name, axis, start, stop, step, size)
+                shape[axis] = len(range(start, stop, step))
+            axis += 1
+        elif isinstance(i, Tensor) and not i._dtype.is_floating_point and i._dtype is not dtypes.bool_:
+            if any(isinstance(j, Tensor) for j in expanded if j is not i):
+                raise g.unsupported("getitem", "more than one tensor index (advanced indexing)")
+            name = g.node("Gather", [name, _as(g, i, dtypes.int64)], axis=axis)
+            shape[axis:axis + 1] = list(i.shape)
+            axis += i.dim()
+        else:
+            raise g.unsupported("getitem", f"an index of type {type(i).__name__} (boolean masks make data-dependent "
+                                           f"shapes)")
+    return name if name != g.val(x) else g.node("Identity", [name])
+
+
+def _index_select(g, op, inputs, out, info):
+    x, idx = inputs[0], inputs[1]
+    return g.node("Gather", [g.val(x), _as(g, idx, dtypes.int64)], axis=_norm_dim(info["dim"], x.dim()), hint=op)
+
+
+def _cat(g, op, inputs, out, info):
+    dim = _norm_dim(info.get("dim", 0), out.dim())
+    names = [_as(g, t, out._dtype) for t in inputs if t.numel() > 0 or t.dim() != 1]
+    if op == "stack":
+        names = [_axes(g, n, [dim], "Unsqueeze") for n in names]
+    return g.node("Concat", names, axis=dim, hint=op)
+
+
+# -- reductions ----------------------------------------------------------------------------------------
+_REDUCE = {"sum": "ReduceSum", "mean": "ReduceMean", "amax": "ReduceMax", "amin": "ReduceMin", "prod": "ReduceProd",
+           "max": "ReduceMax", "min": "ReduceMin", "logsumexp": "ReduceLogSumExp"}
+
+
+def _reduce_dims(x, info):
+    dim = info.get("dim")
+    if dim is None or dim == ():
+        return list(range(x.dim()))
+    if isinstance(dim, int):
+        dim = (dim,)
+    return [_norm_dim(d, x.dim()) for d in dim]
+
+
+def _reduce(g, op, inputs, out, info):
+    x = inputs[0]
+    dims = _reduce_dims(x, info)
+    keep = 1 if info.get("keepdim") else 0
+    if x.dim() == 0:
+        return g.node("Identity", [_as(g, x, out._dtype)])
+    r = _axes(g, _as(g, x, out._dtype), dims, _REDUCE[op], keepdims=keep)
+    idx = info.get("indices")
+    if op in ("max", "min") and isinstance(idx, Tensor) and len(dims) == 1:
+        am = g.node("ArgMax" if op == "max" else "ArgMin", [g.val(x)], axis=dims[0], keepdims=keep)
+        g.bind(idx, am)
+    return r
+
+
+def _var(g, op, inputs, out, info):
+    x = inputs[0]
+    dims = _reduce_dims(x, info)
+    keep = 1 if info.get("keepdim") else 0
+    corr = info.get("arg", 1)
+    corr = 1 if corr is None else corr
+    dt = out._dtype
+    xn = _as(g, x, dt)
+    mean = _axes(g, xn, dims, "ReduceMean", keepdims=1)
+    d = g.node("Sub", [xn, mean])
+    s = _axes(g, g.node("Mul", [d, d]), dims, "ReduceSum", keepdims=keep)
+    n = int(np.prod([x.shape[i] for i in dims])) - corr
+    v = g.node("Div", [s, g.const(np.asarray(max(n, 0), dt.np))])
+    return g.node("Sqrt", [v], hint=op) if op == "std" else v
+
+
+def _softmax(g, op, inputs, out, info):
+    x = inputs[0]
+    return g.node("Softmax" if op in ("softmax", "_softmax") else "LogSoftmax", [_as(g, x, out._dtype)],
+                  axis=_norm_dim(info["dim"], max(x.dim(), 1)), hint=op)
+
+
+# -- linear algebra ------------------------------------------------------------------------------------
+def _matmul(g, op, inputs, out, info):
+    a, b = inputs[:2]
+    return g.node("MatMul", [_as(g, a, out._dtype), _as(g, b, out._dtype)], hint=op)
+
+
+def _linear_node(g, x, w, b, dt):
+    if x.dim() == 2:
+        ins = [_as(g, x, dt), _as(g, w, dt)] + ([_as(g, b, dt)] if b is not None else [])
+        return g.node("Gemm", ins, transB=1, hint="linear")
+    wt = g.node("Transpose", [_as(g, w, dt)], perm=[1, 0])
+    y = g.node("MatMul", [_as(g, x, dt), wt], hint="linear")
+    if b is not None:
+        y = g.node("Add", [y, _as(g, b, dt)], hint="linear")
+    return y
+
+
+def _linear(g, op, inputs, out, info):
+    x, w = inputs[0], inputs[1]
+    b = inputs[2] if len(inputs) > 2 else None
+    if w.dim() == 1:
+        y = g.node("MatMul", [_as(g, x, out._dtype), _as(g, w, out._dtype)])
+        return y if b is None else g.node("Add", [y, _as(g, b, out._dtype)])
+    return _linear_node(g, x, w, b, out._dtype)
+
+
+def _addmm(g, op, inputs, out, info):
+    bias, a, b = inputs[:3]
+    dt = out._dtype
+    return g.node("Gemm", [_as(g, a, dt), _as(g, b, dt), _as(g, bias, dt)], alpha=float(info.get("alpha", 1.0)),
+                  beta=float(info.get("beta", 1.0)), hint=op)
+
+
+HOOK = {}
+for _n in _UNARY:
+    HOOK[_n] = _unary
+for _n in _BINARY:
+    HOOK[_n] = _binary
+for _n in _COMPARE:
+    HOOK[_n] = _compare
+for _n in _LOGICAL:
+    HOOK[_n] = _logical
+for _n in _REDUCE:
+    HOOK[_n] = _reduce
+HOOK.update({
+    "rsqrt": _rsqrt, "silu": _silu, "gelu": _gelu, "where": _where, "masked_fill": _masked_fill, "clamp": _clamp,
+    "to": _cast, "_to_copy": _cast, "type": _cast, "clone": _identity, "contiguous": _identity, "alias": _identity,
+    "detach": _identity, "view": _reshape, "reshape": _reshape, "_unsafe_view": _reshape, "flatten": _reshape,
+    "unflatten": _reshape, "view_as": _reshape, "reshape_as": _reshape, "unsqueeze": _unsqueeze,
+    "squeeze": _squeeze, "expand": _expand, "expand_as": _expand, "permute": _permute, "transpose": _transpose,
+    "t": _transpose, "narrow": _narrow, "split": _narrow, "slice": _narrow, "select": _select,
+    "getitem": _getitem, "index_select": _index_select, "cat": _cat, "concat": _cat, "stack": _cat, "var": _var,
+    "std": _var, "softmax": _softmax, "_softmax": _softmax, "log_softmax": _softmax, "matmul": _matmul,
+    "mm": _matmul, "bmm": _matmul, "linear": _linear, "addmm": _addmm,
+})
+
+
+# -- leaf functions ------------------------------------------------------------------------------------
+def _tup(v, n):
+    if isinstance(v, int):
+        return [v] * n
+    v = list(v)
+    return v * n if len(v) == 1 else v
+
+
+def _conv(g, a, out):
+    x, w, b = a["input"], a["weight"], a.get("bias")
+    n = x.dim() - 2
+    dt = out._dtype
+    k = list(w.shape[2:])
+    dil = _tup(a.get("dilation", 1), n)
+    pad = a.get("padding", 0)
+    if isinstance(pad, str):
+        if pad == "valid":
+            pads = [0] * (2 * n)
+        else:  # "same": torch puts the odd extra on the end side
+            tot = [d * (kk - 1) for d, kk in zip(dil, k)]
+            pads = [t // 2 for t in tot] + [t - t // 2 for t in tot]
+    else:
+        p = _tup(pad, n)
+        pads = p + p
+    ins = [_as(g, x, dt), _as(g, w, dt)] + ([_as(g, b, dt)] if b is not None else [])
+    return g.node("Conv", ins, kernel_shape=k, strides=_tup(a.get("stride", 1), n), pads=pads, dilations=dil,
+                  group=int(a.get("groups", 1)), hint="conv")
+
+
+def _conv_transpose(g, a, out):
+    x, w, b = a["input"], a["weight"], a.get("bias")
+    n = x.dim() - 2
+    dt = out._dtype
+    p = _tup(a.get("padding", 0), n)
+    ins = [_as(g, x, dt), _as(g, w, dt)] + ([_as(g, b, dt)] if b is not None else [])
+    return g.node("ConvTranspose", ins, kernel_shape=list(w.shape[2:]), strides=_tup(a.get("stride", 1), n),
+                  pads=p + p, dilations=_tup(a.get("dilation", 1), n),
+                  output_padding=_tup(a.get("output_padding", 0), n), group=int(a.get("groups", 1)),
+                  hint="conv_transpose")
+
+
+def _pool_args(g, a, x, name):
+    n = x.dim() - 2
+    k = _tup(a["kernel_size"], n)
+    s = a.get("stride")
+    s = k if s is None or (not isinstance(s, int) and len(s) == 0) else _tup(s, n)
+    p = _tup(a.get("padding", 0), n)
+    return k, s, p + p
+
+
+def _max_pool(g, a, out):
+    x = a["input"]
+    if a.get("return_indices"):
+        raise g.unsupported("max_pool with return_indices=True", "ONNX MaxPool's indices are flat over the "
+                                                                 "whole tensor, torch's per plane")
+    k, s, pads = _pool_args(g, a, x, "max_pool")
+    n = x.dim() - 2
+    return g.node("MaxPool", [g.val(x)], kernel_shape=k, strides=s, pads=pads,
+                  dilations=_tup(a.get("dilation", 1), n), ceil_mode=int(bool(a.get("ceil_mode"))), hint="max_pool")
+
+
+def _avg_pool(g, a, out):
+    x = a["input"]
+    if a.get("divisor_override"):
+        raise g.unsupported("avg_pool with divisor_override", "ONNX AveragePool has no divisor")
+    k, s, pads = _pool_args(g, a, x, "avg_pool")
+    return g.node("AveragePool", [g.val(x)], kernel_shape=k, strides=s, pads=pads,
+                  ceil_mode=int(bool(a.get("ceil_mode"))), count_include_pad=int(bool(a.get("count_include_pad", True))),
+                  hint="avg_pool")
+
+
+def _adaptive(kind):
+    def conv(g, a, out):
+        x = a["input"]
+        if a.get("return_indices"):
+            raise g.unsupported(f"adaptive_{kind}_pool with return_indices=True")
+        ins, outs = list(x.shape[2:]), list(out.shape[2:])
+        if all(o == 1 for o in outs):
+            return g.node("GlobalAveragePool" if kind == "avg" else "GlobalMaxPool", [g.val(x)], hint=f"adaptive_{kind}")
+        if any(o == 0 or i % o for i, o in zip(ins, outs)):
+            raise g.unsupported(f"adaptive_{kind}_pool", f"input size {ins} not a multiple of output size {outs}: "
+                                                         f"the windows overlap unevenly")
+        k = [i // o for i, o in zip(ins, outs)]
+        return g.node("AveragePool" if kind == "avg" else "MaxPool", [g.val(x)], kernel_shape=k, strides=k,
+                      hint=f"adaptive_{kind}")
+    return conv
+
+
+def _batch_norm(g, a, out):
+    x = a["input"]
+    if a.get("training"):
+        raise g.unsupported("batch_norm in training mode", "export the model in eval mode "
+                                                           "(training=TrainingMode.EVAL, the default)")
+    rm, rv = a.get("running_mean"), a.get("running_var")
+    if rm is None or rv is None:
+        raise g.unsupported("batch_norm without running statistics")
+    dt = out._dtype
+    c = x.shape[1]
+    w, b = a.get("weight"), a.get("bias")
+    wn = _as(g, w, dt) if w is not None else g.const(np.ones(c, dt.np), "ones")
+    bn = _as(g, b, dt) if b is not None else g.const(np.zeros(c, dt.np), "zeros")
+    return g.node("BatchNormalization", [_as(g, x, dt), wn, bn, _as(g, rm, dt), _as(g, rv, dt)],
+                  epsilon=float(a.get("eps", 1e-5)), hint="batch_norm")
+
+
+def _layer_norm(g, a, out):
+    x = a["input"]
+    ns = a["normalized_shape"]
+    ns = [ns] if isinstance(ns, int) else list(ns)
+    dt = out._dtype
+    eps = float(a.get("eps", 1e-5))
+    w, b = a.get("weight"), a.get("bias")
+    xn = _as(g, x, dt)
+    if g.opset >= 17:
+        wn = _as(g, w, dt) if w is not None else g.const(np.ones(ns, dt.np), "ones")
+        ins = [xn, wn] + ([_as(g, b, dt)] if b is not None else [])
+        return g.node("LayerNormalization", ins, axis=-len(ns), epsilon=eps, hint="layer_norm")
+    axes = list(range(x.dim() - len(ns), x.dim()))
+    mean = _axes(g, xn, axes, "ReduceMean", keepdims=1)
+    d = g.node("Sub", [xn, mean])
+    var = _axes(g, g.node("Mul", [d, d]), axes, "ReduceMean", keepdims=1)
+    y = g.node("Div", [d, g.node("Sqrt", [g.node("Add", [var, g.const(np.asarray(eps, dt.np))])])])
+    if w is not None:
+        y = g.node("Mul", [y, _as(g, w, dt)])
+    if b is not None:
+        y = g.node("Add", [y, _as(g, b, dt)])
+    return y
+
+
+def _group_norm(g, a, out):
+    x = a["input"]
+    ng = int(a["num_groups"])
+    dt = out._dtype
+    eps = float(a.get("eps", 1e-5))
+    n, c = x.shape[0], x.shape[1]
+    xn = _as(g, x, dt)
+    r = g.node("Reshape", [xn, g.ints(reshape_target(g, (n, c), (n, ng, -1)) if False else [0, ng, -1])])
+    mean = _axes(g, r, [2], "ReduceMean", keepdims=1)
+    d = g.node("Sub", [r, mean])
+    var = _axes(g, g.node("Mul", [d, d]), [2], "ReduceMean", keepdims=1)
+    y = g.node("Div", [d, g.node("Sqrt", [g.node("Add", [var, g.const(np.asarray(eps, dt.np))])])])
+    y = g.node("Reshape", [y, g.ints([0] + list(x.shape[1:]))])
+    shape = [c] + [1] * (x.dim() - 2)
+    w, b = a.get("weight"), a.get("bias")
+    if w is not None:
+        y = g.node("Mul", [y, g.node("Reshape", [_as(g, w, dt), g.ints(shape)])])
+    if b is not None:
+        y = g.node("Add", [y, g.node("Reshape", [_as(g, b, dt), g.ints(shape)])])
+    return y
+
+
+def _embedding(g, a, out):
+    if a.get("max_norm") is not None:
+        raise g.unsupported("embedding with max_norm", "it renormalizes the weight in place during the forward")
+    return g.node("Gather", [g.val(a["weight"]), _as(g, a["input"], dtypes.int64)], axis=0, hint="embedding")
+
+
+def _pad(g, a, out):
+    x = a["input"]
+    pad = list(a["pad"])
+    mode = a.get("mode", "constant")
+    n = x.dim()
+    begins, ends = [0] * n, [0] * n
+    for i in range(len(pad) // 2):
+        begins[n - 1 - i], ends[n - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    modes = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+    if mode not in modes:
+        raise g.unsupported(f"pad(mode={mode!r})")
+    if mode == "circular" and g.opset < 19:
+        raise g.unsupported("pad(mode='circular')", since=19)
+    ins = [g.val(x), g.ints(begins + ends, "pads")]
+    if mode == "constant":
+        v = a.get("value")
+        ins.append(g.const(np.asarray(0 if v is None else v, x._dtype.np), "pad_value"))
+    return g.node("Pad", ins, mode=modes[mode], hint="pad")
+
+
+def _interpolate(g, a, out):
+    x = a["input"]
+    mode = a.get("mode", "nearest")
+    if a.get("antialias"):
+        raise g.unsupported("interpolate(antialias=True)")
+    n = x.dim() - 2
+    sf = a.get("scale_factor")
+    ins, outs = list(x.shape[2:]), list(out.shape[2:])
+    if sf is not None and not a.get("recompute_scale_factor"):
+        scales = [float(s) for s in _tup(sf, n)] if not isinstance(sf, float) else [float(sf)] * n
+    else:
+        scales = [o / i for i, o in zip(ins, outs)]
+    attrs = {}
+    if mode == "nearest":
+        attrs = dict(mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    elif mode in ("linear", "bilinear", "trilinear", "bicubic"):
+        ac = a.get("align_corners")
+        attrs = dict(mode="cubic" if mode == "bicubic" else "linear",
+                     coordinate_transformation_mode="align_corners" if ac else "pytorch_half_pixel")
+        if mode == "bicubic":
+            attrs["cubic_coeff_a"] = -0.75
+    else:
+        raise g.unsupported(f"interpolate(mode={mode!r})")
+    sc = g.const(np.asarray([1.0, 1.0] + scales, np.float32), "scales")
+    return g.node("Resize", [g.val(x), "", sc], hint="interpolate", **attrs)
+
+
+def _sdpa(g, a, out):
+    q, k, v = a["query"], a["key"], a["value"]
+    if a.get("dropout_p"):
+        raise g.unsupported("scaled_dot_product_attention with dropout_p > 0", "attention dropout is random")
+    if a.get("enable_gqa") and q.shape[-3] != k.shape[-3]:
+        raise g.unsupported("scaled_dot_product_attention with enable_gqa")
+    dt = out._dtype
+    scale = a.get("scale")
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    nk = k.dim()
+    perm = list(range(nk))
+    perm[-1], perm[-2] = perm[-2], perm[-1]
+    mask = a.get("attn_mask")
+    s = g.node("MatMul", [g.node("Mul", [_as(g, q, dt), g.const(np.asarray(scale, dt.np))]),
+                          g.node("Transpose", [_as(g, k, dt)], perm=perm)])
+    masked = False
+    if a.get("is_causal") or mask is not None and mask._dtype is dtypes.bool_:
+        neg = g.const(np.asarray(-np.inf, dt.np), "neg_inf")
+    if a.get("is_causal"):
+        L, S = q.shape[-2], k.shape[-2]
+        s = g.node("Where", [g.const(np.tril(np.ones((L, S), bool)), "causal"), s, neg])
+        masked = True
+    if mask is not None:
+        if mask._dtype is dtypes.bool_:
+            s = g.node("Where", [g.val(mask), s, neg])
+        else:
+            s = g.node("Add", [s, _as(g, mask, dt)])
+        masked = True
+    p = g.node("Softmax", [s], axis=-1)
+    if masked:  # torch's math path: a row with every position masked attends to nothing (zeros, not NaN)
+        p = g.node("Where", [g.node("IsNaN", [p]), g.const(np.asarray(0, dt.np)), p])
+    return g.node("MatMul", [p, _as(g, v, dt)], hint="attention")
+
+
+def _dropout(g, a, out):
+    if a.get("training") and a.get("p", 0.5) > 0:
+        raise g.unsupported("dropout in training mode", "export in eval mode (training=TrainingMode.EVAL)")
+    return g.node("Identity", [g.val(a["input"])], hint="dropout")
+
+
+def _gelu_leaf(g, a, out):
+    return _gelu_node(g, _as(g, a["input"], out._dtype), out._dtype, a.get("approximate", "none"))
+
+
+LEAF = {
+    "conv1d": _conv, "conv2d": _conv, "conv3d": _conv,
+    "conv_transpose1d": _conv_transpose, "conv_transpose2d": _conv_transpose, "conv_transpose3d": _conv_transpose,
+    "max_pool1d": _max_pool, "max_pool2d": _max_pool, "max_pool3d": _max_pool,
+    "avg_pool1d": _avg_pool, "avg_pool2d": _avg_pool, "avg_pool3d": _avg_pool,
+    "adaptive_avg_pool1d": _adaptive("avg"), "adaptive_avg_pool2d": _adaptive("avg"),
+    "adaptive_avg_pool3d": _adaptive("avg"), "adaptive_max_pool1d": _adaptive("max"),
+    "adaptive_max_pool2d": _adaptive("max"), "adaptive_max_pool3d": _adaptive("max"),
+    "batch_norm": _batch_norm, "layer_norm": _layer_norm, "group_norm": _group_norm, "embedding": _embedding,
+    "pad": _pad, "interpolate": _interpolate, "scaled_dot_product_attention": _sdpa,
+    "dropout": _dropout, "dropout1d": _dropout, "dropout2d": _dropout, "dropout3d": _dropout,
+    "alpha_dropout": _dropout, "feature_alpha_dropout": _dropout, "gelu": _gelu_leaf,
+}
+
+
+def leaf_functions():
+    """{name: the function object} for every LEAF name tensorlab defines (nn.functional's bindings)."""
+    from ..nn import functional as F
+    out = {}
+    for name in LEAF:
+        fn = getattr(F, name, None)
+        if fn is not None and callable(fn):
+            out[name] = getattr(fn, "__wrapped_by_onnx__", fn)
+    return out

@@ -1,0 +1,275 @@
+"""The exporter's tracer: runs the model once with a listener on the op front end and builds the
+ONNX graph as the ops happen.
+
+Two sources of ops, one rule (the outermost call wins):
+- `autograd_hooks.tracer`: every op tensorlab dispatches reports (op name, inputs, output, the
+  op's recorded options) when it finishes; this is where `x + y`, `x.view(...)`, `matmul`, ... are
+  heard.
+- Leaf functions (conv, pooling, batch/layer norm, embedding, pad, interpolate, attention, gelu,
+  dropout): the export wraps them, wherever tensorlab binds them, for its duration only; a leaf
+  call is converted from its own arguments (one ONNX node where ONNX has the op) and the ops it
+  runs inside are not heard.
+
+A tensor is a graph value (it depends on a graph input) or a constant (parameters, buffers,
+factory results, and with constant folding anything computed from constants only); constants
+become initializers the first time a graph value's op reads them. An op on graph values with no
+mapping raises UnsupportedOperatorError at once, naming the op and the opset.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+
+import numpy as np
+
+from .. import autograd_hooks
+from ..tensor import Tensor
+from .errors import SymbolicValueError, UnsupportedOperatorError
+
+_state = {"exporting": False}
+INT64_MAX = 2 ** 63 - 1
+
+
+class Graph:
+    """The ONNX graph under construction (onnx.helper objects) and the tensor -> value-name map."""
+
+    def __init__(self, onnx, opset, fold, param_names, export_params):
+        self.onnx, self.opset, self.fold = onnx, opset, fold
+        self.nodes, self.initializers, self.inputs = [], [], []
+        self.names = {}         # id(tensor) -> value name (graph values and materialized constants)
+        self.dynamic = set()    # value names that depend on a graph input
+        self.keep = []          # every tensor in `names`, alive so its id is never reused
+        self.by_meta = {}       # (id(storage), layout) -> value name: the pins and snapshots ops make of a value
+        self.dyn_storages = set()  # id(storage) of every graph value
+        self.param_names = param_names  # id(parameter or buffer) -> its state_dict name
+        self.export_params = export_params
+        self.param_inputs = []  # (name, tensor) graph inputs for parameters when export_params=False
+        self.producer = {}      # value name -> (node, output index)
+        self.dyn_sizes = set()  # the trace-time sizes of the dynamic axes (reshape targets keep them symbolic)
+        self.used = set()
+        self.depth = 0          # > 0 inside a leaf function or the exporter's own tensor reads
+        self.error = None       # the first error raised inside a listener (re-raised after the op)
+        self._n = 0
+
+    # -- names -------------------------------------------------------------------------------------
+    def fresh(self, hint):
+        self._n += 1
+        name = f"/{hint}_{self._n}"
+        while name in self.used:
+            self._n += 1
+            name = f"/{hint}_{self._n}"
+        self.used.add(name)
+        return name
+
+    def bind(self, t, name, dynamic=True):
+        self.names[id(t)] = name
+        self.keep.append(t)
+        if dynamic:
+            self.dynamic.add(name)
+            meta = t._meta
+            self.by_meta[(id(meta.storage), meta.layout)] = name
+            self.dyn_storages.add(id(meta.storage))
+
+    def is_dynamic(self, t):
+        if not isinstance(t, Tensor):
+            return False
+        name = self.names.get(id(t))
+        if name is None:
+            meta = t._meta
+            name = self.by_meta.get((id(meta.storage), meta.layout))
+        return name in self.dynamic
+
+    # -- constants ---------------------------------------------------------------------------------
+    def host(self, t):
+        """t's values as a NumPy array, read without being traced."""
+        self.depth += 1
+        try:
+            return np.array(t.detach().cpu().numpy(), copy=True)
+        finally:
+            self.depth -= 1
+
+    def const(self, value, hint="const", dtype=None):
+        """A new initializer holding `value` (array or number); returns its name."""
+        arr = np.asarray(value, dtype=dtype)
+        name = self.fresh(hint)
+        self.initializers.append(self.onnx.numpy_helper.from_array(arr, name))
+        return name
+
+    def ints(self, values, hint="shape"):
+        return self.const(np.asarray(list(values), dtype=np.int64), hint)
+
+    def val(self, t):
+        """The value name of tensor `t`; a tensor not seen before is a constant (an initializer)."""
+        name = self.names.get(id(t))
+        if name is not None:
+            return name
+        meta = t._meta
+        name = self.by_meta.get((id(meta.storage), meta.layout))
+        if name is not None:  # a pin or snapshot of a graph value (same storage, same layout)
+            self.names[id(t)] = name
+            self.keep.append(t)
+            return name
+        if id(meta.storage) in self.dyn_storages or (t._base is not None and self.is_dynamic(t._base)):
+            raise SymbolicValueError(
+                f"onnx.export: a view of a graph value (shape {list(t.shape)}) was made by an op the tracer "
+                f"did not hear; express it with view/reshape/indexing so it can be exported")
+        pname = self.param_names.get(id(t))
+        if pname is not None:
+            if pname in self.used:
+                pname = self.fresh(pname)
+            self.used.add(pname)
+            if self.export_params:
+                self.initializers.append(self.onnx.numpy_helper.from_array(self.host(t), pname))
+            else:
+                self.param_inputs.append((pname, t))
+            self.bind(t, pname, dynamic=False)
+            return pname
+        arr = self.host(t)
+        name = self.const(arr, "Constant")
+        self.bind(t, name, dynamic=False)
+        return name
+
+    # -- nodes -------------------------------------------------------------------------------------
+    def node(self, op_type, inputs, n_out=1, hint=None, **attrs):
+        """Append one ONNX node; returns its output name(s) (a list when n_out != 1)."""
+        outs = [self.fresh(hint or op_type) for _ in range(n_out)]
+        attrs = {k: v for k, v in attrs.items() if v is not None}
+        node = self.onnx.helper.make_node(op_type, list(inputs), outs, name=self.fresh(op_type + "_node"), **attrs)
+        self.nodes.append(node)
+        for i, o in enumerate(outs):
+            self.producer[o] = (node, i)
+            self.dynamic.add(o)
+        return outs[0] if n_out == 1 else outs
+
+    def unsupported(self, name, detail="", since=None):
+        return UnsupportedOperatorError(name, self.opset, since, detail)
+
+
+def _tensors(x):
+    if isinstance(x, Tensor):
+        return [x]
+    if isinstance(x, (tuple, list)):
+        return [t for v in x for t in _tensors(v)]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in _tensors(v)]
+    return []
+
+
+class Tracer:
+    """Installs the listener and the leaf wrappers; `graph` receives the converted nodes."""
+
+    def __init__(self, graph, hook_converters, leaf_converters):
+        self.g = graph
+        self.hooks = hook_converters   # op name -> fn(g, op, inputs, out, info) -> output names
+        self.leaves = leaf_converters  # function name -> fn(g, bound arguments, out) -> output names
+        self.patched = []              # (module, attribute, original)
+
+    # -- the op listener -----------------------------------------------------------------------------
+    def on_op(self, op, inputs, out, info, inplace):
+        g = self.g
+        if g.depth or g.error is not None:
+            return
+        try:
+            self._convert_op(op, inputs, out, info, inplace)
+        except Exception as e:  # raised after the op returns (a listener must not break the op's own publish)
+            g.error = e
+
+    def _convert_op(self, op, inputs, out, info, inplace):
+        g = self.g
+        outs = [t for t in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(t, Tensor)]
+        tens = [t for t in inputs if isinstance(t, Tensor)]
+        ops_ = info.get("operands")
+        if ops_ is not None:  # elementwise: operands are pins of the inputs, in order
+            it = iter(tens)
+            last = None
+            operands = []
+            for x in ops_:
+                if isinstance(x, Tensor):
+                    last = next(it, last)
+                    operands.append(last)
+                else:
+                    operands.append(x)
+            info = {**info, "operands": operands}
+        if inplace and op.endswith("_") and not op.endswith("__"):
+            op = op[:-1]
+        dyn = any(g.is_dynamic(t) for t in tens) or (inplace and outs and g.is_dynamic(outs[0]))
+        if not dyn and g.fold:
+            if inplace and outs and id(outs[0]) in g.names:  # a materialized constant changed: read it again
+                del g.names[id(outs[0])]
+            return
+        if inplace and outs and outs[0]._base is not None and (g.is_dynamic(outs[0]._base) or g.is_dynamic(outs[0])):
+            raise SymbolicValueError(f"onnx.export: the in-place op '{op}_' writes through a view of a graph value; "
+                                     f"ONNX values are immutable: use the out-of-place op")
+        conv = self.hooks.get(op)
+        if conv is None:
+            raise g.unsupported(op)
+        if inplace:
+            prev = g.names.get(id(outs[0]))
+            if prev is None:
+                g.val(outs[0])
+        names = conv(g, op, inputs, outs[0] if len(outs) == 1 else outs, info)
+        names = names if isinstance(names, (list, tuple)) else [names]
+        for t, n in zip(outs, names):
+            if n is not None:
+                g.bind(t, n)
+
+    # -- leaf functions ------------------------------------------------------------------------------
+    def _wrap(self, name, fn, conv):
+        g = self.g
+
+        @functools.wraps(fn)
+        def leaf(*args, **kwargs):
+            if g.depth or g.error is not None:
+                return fn(*args, **kwargs)
+            g.depth += 1
+            try:
+                out = fn(*args, **kwargs)
+            finally:
+                g.depth -= 1
+            if not any(g.is_dynamic(t) for t in _tensors(args) + _tensors(kwargs)) and g.fold:
+                return out
+            import inspect
+            bound = inspect.signature(fn).bind(*args, **kwargs)
+            bound.apply_defaults()
+            names = conv(g, dict(bound.arguments), out)
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            names = names if isinstance(names, (list, tuple)) else [names]
+            for t, n in zip(outs, names):
+                if isinstance(t, Tensor) and n is not None:
+                    g.bind(t, n)
+            return out
+
+        leaf.__wrapped_by_onnx__ = fn
+        return leaf
+
+    def install(self, leaf_functions):
+        """leaf_functions: {name: function object}; every tensorlab module attribute bound to one
+        of them is replaced by its wrapper until uninstall()."""
+        wrappers = {}
+        for name, fn in leaf_functions.items():
+            wrappers[id(fn)] = (fn, self._wrap(name, fn, self.leaves[name]))
+        for mname, mod in list(sys.modules.items()):
+            if mod is None or not (mname == "tensorlab" or mname.startswith("tensorlab.")):
+                continue
+            try:
+                items = list(vars(mod).items())
+            except TypeError:
+                continue
+            for attr, v in items:
+                w = wrappers.get(id(v))
+                if w is not None and w[0] is v:
+                    setattr(mod, attr, w[1])
+                    self.patched.append((mod, attr, v))
+        autograd_hooks.tracer = self.on_op
+        from ..autograd import grad_mode
+        with grad_mode._lock:
+            grad_mode._refresh_slow()
+
+    def uninstall(self):
+        autograd_hooks.tracer = None
+        from ..autograd import grad_mode
+        with grad_mode._lock:
+            grad_mode._refresh_slow()
+        for mod, attr, v in reversed(self.patched):
+            setattr(mod, attr, v)
+        self.patched.clear()
