@@ -372,6 +372,19 @@ def _reduce(g, op, inputs, out, info):
     return r
 
 
+def _any_all(g, op, inputs, out, info):
+    x = inputs[0]
+    dims = _reduce_dims(x, info)
+    keep = 1 if info.get("keepdim") else 0
+    xb = _bool(g, x)
+    if op == "all":  # all(x) = not any(not x); Reduce* over int32 (bool reductions need opset 20)
+        xb = g.node("Not", [xb])
+    r = _axes(g, g.node("Cast", [xb], to=g.onnx.TensorProto.INT32), dims, "ReduceMax", keepdims=keep)
+    r = g.node("Cast", [r], to=g.onnx.TensorProto.BOOL)
+    r = g.node("Not", [r], hint=op) if op == "all" else r
+    return r if out._dtype is dtypes.bool_ else g.node("Cast", [r], to=_onnx_type(g, out._dtype))
+
+
 def _var(g, op, inputs, out, info):
     x = inputs[0]
     dims = _reduce_dims(x, info)
@@ -446,7 +459,7 @@ HOOK.update({
     "squeeze": _squeeze, "expand": _expand, "expand_as": _expand, "permute": _permute, "transpose": _transpose,
     "t": _transpose, "narrow": _narrow, "split": _narrow, "slice": _narrow, "select": _select,
     "getitem": _getitem, "index_select": _index_select, "cat": _cat, "concat": _cat, "stack": _cat, "var": _var,
-    "std": _var, "softmax": _softmax, "_softmax": _softmax, "log_softmax": _softmax, "matmul": _matmul,
+    "std": _var, "any": _any_all, "all": _any_all, "softmax": _softmax, "_softmax": _softmax, "log_softmax": _softmax, "matmul": _matmul,
     "mm": _matmul, "bmm": _matmul, "linear": _linear, "addmm": _addmm,
 })
 

@@ -1,0 +1,349 @@
+"""tensorlab.onnx.export: the written model loads in `onnx`, passes onnx.checker (full check, with
+shape inference) and runs in onnxruntime to tensorlab's own outputs; dynamic axes run at other
+sizes; ops without a mapping raise torch's UnsupportedOperatorError. onnxruntime is the independent
+reference (skipped without onnx/onnxruntime)."""
+from __future__ import annotations
+
+import io
+import sys
+
+import numpy as np
+import pytest
+
+import tensorlab as tl
+from tensorlab import nn
+from tensorlab.nn import functional as F
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+
+def _export(model, args, **kw):
+    f = io.BytesIO()
+    tl.onnx.export(model, args, f, **kw)
+    data = f.getvalue()
+    mp = onnx.load_from_string(data)
+    onnx.checker.check_model(mp, full_check=True)
+    return data, mp
+
+
+def _run(data, feeds):
+    s = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    return s.run(None, {k: (v.cpu().numpy() if isinstance(v, tl.Tensor) else v) for k, v in feeds.items()})
+
+
+def _forward(model, *args):
+    with tl.no_grad():
+        out = model(*args)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return [o.cpu().numpy() for o in outs]
+
+
+def _agree(model, args, names, alt=(), rtol=1e-4, atol=1e-5, **kw):
+    """Export model on args; every entry of [args] + alt runs in onnxruntime to model's outputs."""
+    data, mp = _export(model, args, input_names=names, **kw)
+    model.eval()
+    for inp in [args] + list(alt):
+        got = _run(data, dict(zip(names, inp)))
+        want = _forward(model, *inp)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+    return mp
+
+
+def _ops(mp):
+    return [n.op_type for n in mp.graph.node]
+
+
+def test_mlp_gemm_and_dynamic_batch(device):
+    tl.manual_seed(0)
+    m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 3), nn.Sigmoid()).to(device)
+    x = tl.randn(3, 4, device=device)
+    mp = _agree(m, (x,), ["x"], alt=[(tl.randn(7, 4, device=device),)], dynamic_axes={"x": {0: "batch"},
+                                                                                    "output": {0: "batch"}})
+    assert _ops(mp).count("Gemm") == 3 and {"Relu", "Tanh", "Sigmoid"} <= set(_ops(mp))
+    assert [i.name for i in mp.graph.initializer] == ["0.weight", "0.bias", "2.weight", "2.bias", "4.weight",
+                                                      "4.bias"]
+    dims = mp.graph.input[0].type.tensor_type.shape.dim
+    assert dims[0].dim_param == "batch" and dims[1].dim_value == 4
+    assert mp.graph.output[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    assert mp.opset_import[0].version == 20
+
+
+class _SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(inplace=True), nn.MaxPool2d(2),
+            nn.Conv2d(8, 8, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+            nn.AvgPool2d(2, ceil_mode=False), nn.Dropout(0.5))
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.head = nn.Linear(8, 5)
+
+    def forward(self, x):
+        return self.head(self.pool(self.features(x)).flatten(1))
+
+
+def test_cnn_batchnorm_pooling_eval_and_mode_restored():
+    tl.manual_seed(1)
+    m = _SmallCNN()
+    for bn in (m.features[1], m.features[5]):  # running statistics that are not the defaults
+        bn.running_mean.copy_(tl.randn(8) * 0.1)
+        bn.running_var.copy_(tl.rand(8) + 0.5)
+    m.train()
+    x = tl.randn(2, 3, 16, 16)
+    data, mp = _export(m, (x,), input_names=["img"], output_names=["logits"], dynamic_axes={"img": [0]})
+    assert m.training  # export ran in eval mode (TrainingMode.EVAL) and gave the mode back
+    ops = _ops(mp)
+    for op in ("Conv", "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool", "Gemm"):
+        assert op in ops, (op, ops)
+    assert mp.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "img_dynamic_axes_1"
+    m.eval()
+    for xb in (x, tl.randn(5, 3, 16, 16)):
+        (got,) = _run(data, {"img": xb})
+        np.testing.assert_allclose(got, _forward(m, xb)[0], rtol=1e-4, atol=1e-5)
+
+
+class _BasicBlock(nn.Module):
+    """ResNet's basic block: two 3x3 convs with BatchNorm, a strided 1x1 shortcut, in-place add and ReLU."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        out += self.down(x)
+        return self.relu(out)
+
+
+def test_residual_block_inplace_add_and_relu():
+    tl.manual_seed(2)
+    m = _BasicBlock(4, 8, 2).eval()
+    x = tl.randn(2, 4, 9, 9)
+    mp = _agree(m, (x,), ["x"], alt=[(tl.randn(3, 4, 9, 9),)], dynamic_axes={"x": {0: "n"}})
+    assert _ops(mp).count("Conv") == 3 and "Add" in _ops(mp)
+
+
+def test_transformer_encoder_layer_dynamic_batch_and_sequence():
+    tl.manual_seed(3)
+    m = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.1, batch_first=True).eval()
+    x = tl.randn(3, 5, 16)
+    mp = _agree(m, (x,), ["src"], alt=[(tl.randn(2, 5, 16),)], dynamic_axes={"src": {0: "batch"}})
+    ops = _ops(mp)
+    assert "LayerNormalization" in ops and "Softmax" in ops and "Dropout" not in ops
+
+
+def test_transformer_encoder_gelu_norm_first_with_mask():
+    tl.manual_seed(4)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation="gelu", norm_first=True, batch_first=True)
+    m = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+    x = tl.randn(2, 6, 8)
+    mask = nn.Transformer.generate_square_subsequent_mask(6)
+
+    class Wrap(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = m
+
+        def forward(self, src, mask):
+            return self.enc(src, mask=mask)
+
+    w = Wrap().eval()
+    mp = _agree(w, (x, mask), ["src", "mask"], rtol=1e-4, atol=1e-4)
+    assert "Gelu" in _ops(mp)
+
+
+class _EmbedClassifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(20, 6, padding_idx=0)
+        self.pos = nn.Parameter(tl.randn(1, 7, 6) * 0.1)
+        self.norm = nn.LayerNorm(6)
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, tokens):
+        h = self.norm(self.emb(tokens) + self.pos[:, :tokens.shape[1]])
+        return self.fc(h.mean(dim=1)).log_softmax(-1)
+
+
+def test_embedding_linear_int64_input():
+    tl.manual_seed(5)
+    m = _EmbedClassifier().eval()
+    tok = tl.randint(0, 20, (3, 7))
+    mp = _agree(m, (tok,), ["tokens"], alt=[(tl.randint(0, 20, (6, 7)),)], dynamic_axes={"tokens": {0: "b"}})
+    assert "Gather" in _ops(mp) and "LogSoftmax" in _ops(mp)
+    assert mp.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.INT64
+
+
+class _Functional(nn.Module):
+    """A mix of the tensor ops the tracer hears one by one."""
+
+    def forward(self, x, y):
+        a = tl.cat([x[:, :2] * 2.0 - 1, x[:, 3:] / 3], dim=1)
+        b = F.pad(a, (1, 2, 0, 1), value=0.5).permute(0, 2, 1).contiguous().transpose(1, 2)
+        c = tl.where(b > 0, b.sqrt(), -b).clamp(max=1.5) + y.unsqueeze(-1)
+        d = F.interpolate(c.unsqueeze(1), scale_factor=2, mode="nearest").squeeze(1)
+        e = F.softmax(d, dim=-1) + d.var(-1, keepdim=True) + d.amax(1, keepdim=True) + F.gelu(d, approximate="tanh")
+        f = tl.stack([e.sum(-1), e.mean(-1).exp(), F.silu(e).abs().amin(-1)], dim=0)
+        return f.reshape(3, -1), F.leaky_relu(d, 0.1)
+
+
+def test_functional_ops_mix():
+    tl.manual_seed(6)
+    x, y = tl.randn(2, 5, 4), tl.randn(2, 5)
+    mp = _agree(_Functional(), (x, y), ["x", "y"])
+    assert "Resize" in _ops(mp) and "Pad" in _ops(mp)
+
+
+@pytest.mark.parametrize("opset", [13, 17, 18, 20, 23])
+def test_opsets(opset):
+    tl.manual_seed(7)
+    m = nn.Sequential(nn.Linear(6, 6), nn.LayerNorm(6), nn.GELU(), nn.Linear(6, 2)).eval()
+    x = tl.randn(4, 3, 6)
+    mp = _agree(m, (x,), ["x"], opset_version=opset)
+    assert mp.opset_import[0].version == opset
+    assert ("LayerNormalization" in _ops(mp)) == (opset >= 17) and ("Gelu" in _ops(mp)) == (opset >= 20)
+
+
+def test_conv_transpose_upsample_and_group_conv():
+    tl.manual_seed(8)
+    m = nn.Sequential(nn.Conv2d(4, 4, 3, padding="same", groups=2), nn.ConvTranspose2d(4, 3, 3, stride=2, padding=1,
+                                                                                    output_padding=1),
+                      nn.Upsample(scale_factor=2, mode="bilinear"), nn.Identity(), nn.Softmax(dim=1)).eval()
+    x = tl.randn(1, 4, 5, 5)
+    mp = _agree(m, (x,), ["x"])
+    assert "ConvTranspose" in _ops(mp)
+
+
+def test_conv1d_sequence_model_and_file_path(tmp_path):
+    tl.manual_seed(9)
+    m = nn.Sequential(nn.Conv1d(3, 4, 3, padding=1), nn.ReLU(), nn.MaxPool1d(2), nn.Flatten(), nn.Linear(16, 2)).eval()
+    x = tl.randn(2, 3, 8)
+    path = tmp_path / "model.onnx"
+    tl.onnx.export(m, (x,), str(path), input_names=["x"], output_names=["y"])
+    mp = onnx.load(str(path))
+    onnx.checker.check_model(mp, full_check=True)
+    assert [o.name for o in mp.graph.output] == ["y"]
+    (got,) = _run(path.read_bytes(), {"x": x})
+    np.testing.assert_allclose(got, _forward(m, x)[0], rtol=1e-4, atol=1e-5)
+
+
+def test_export_params_false_makes_parameters_inputs():
+    m = nn.Linear(3, 2)
+    x = tl.randn(4, 3)
+    data, mp = _export(m, (x,), input_names=["x"], export_params=False)
+    assert not mp.graph.initializer
+    assert [i.name for i in mp.graph.input] == ["x", "weight", "bias"]
+    (got,) = _run(data, {"x": x, "weight": m.weight.detach(), "bias": m.bias.detach()})
+    np.testing.assert_allclose(got, _forward(m, x)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_is_in_onnx_export_and_kwargs():
+    seen = []
+
+    class M(nn.Module):
+        def forward(self, x, scale=None):
+            seen.append(tl.onnx.is_in_onnx_export())
+            return x * scale
+
+    assert tl.onnx.is_in_onnx_export() is False
+    x, s = tl.randn(2, 3), tl.randn(3)
+    data, mp = _export(M(), (x,), kwargs={"scale": s})
+    assert seen == [True] and tl.onnx.is_in_onnx_export() is False
+    assert [i.name for i in mp.graph.input] == ["x", "scale"]
+    (got,) = _run(data, {"x": x, "scale": s})
+    np.testing.assert_allclose(got, (x * s).numpy(), rtol=1e-6)
+
+
+def test_unsupported_op_raises_torch_error_class(torch):
+    class M(nn.Module):
+        def forward(self, x):
+            return x.cumsum(0)
+
+    with pytest.raises(tl.onnx.errors.UnsupportedOperatorError, match=r"'cumsum'.*opset version 17") as e:
+        tl.onnx.export(M(), (tl.randn(3),), io.BytesIO(), opset_version=17)
+    assert isinstance(e.value, tl.onnx.OnnxExporterError) and isinstance(e.value, RuntimeError)
+    assert e.value.name == "cumsum" and e.value.version == 17
+    # torch's hierarchy: UnsupportedOperatorError < OnnxExporterError < RuntimeError
+    assert [c.__name__ for c in tl.onnx.errors.UnsupportedOperatorError.__mro__[:3]] == \
+        [c.__name__ for c in torch.onnx.errors.UnsupportedOperatorError.__mro__[:3]]
+
+
+def test_unsupported_mode_and_constant_folding():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(tl.randn(4))
+
+        def forward(self, x):
+            # cumsum on a parameter only: folded into a constant, not an error
+            return x + self.w.cumsum(0)
+
+    x = tl.randn(2, 4)
+    m = M()
+    data, mp = _export(m, (x,), input_names=["x"])
+    (got,) = _run(data, {"x": x})
+    np.testing.assert_allclose(got, _forward(m, x)[0], rtol=1e-6)
+    with pytest.raises(tl.onnx.errors.UnsupportedOperatorError, match="cumsum"):
+        tl.onnx.export(M(), (x,), io.BytesIO(), do_constant_folding=False)
+    with pytest.raises(tl.onnx.errors.UnsupportedOperatorError, match="training"):
+        tl.onnx.export(nn.Dropout(0.5), (x,), io.BytesIO(), training=tl.onnx.TrainingMode.TRAINING)
+
+
+def test_constant_folding_matches_forward():
+    tl.manual_seed(10)
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(tl.randn(4))
+
+        def forward(self, x):
+            return x + self.w.cumsum(0) * tl.arange(4)
+
+    m = M()
+    x = tl.randn(2, 4)
+    _agree(m, (x,), ["x"])
+
+
+def test_bad_arguments():
+    m = nn.Linear(2, 2)
+    x = tl.randn(1, 2)
+    with pytest.raises(ValueError, match="opset_version 9"):
+        tl.onnx.export(m, (x,), io.BytesIO(), opset_version=9)
+    with pytest.raises(ValueError, match="input_names"):
+        tl.onnx.export(m, (x,), io.BytesIO(), input_names=["a", "b"])
+    with pytest.raises(ValueError, match="axis 3"):
+        tl.onnx.export(m, (x,), io.BytesIO(), input_names=["a"], dynamic_axes={"a": [3]})
+
+
+def test_needs_onnx_package(monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    with pytest.raises(ImportError, match="pip install onnx"):
+        tl.onnx.export(nn.Linear(2, 2), (tl.randn(1, 2),), io.BytesIO())
+
+
+def test_enums_match_torch(torch):
+    for ours, theirs in ((tl.onnx.TrainingMode, torch.onnx.TrainingMode),
+                         (tl.onnx.OperatorExportTypes, torch.onnx.OperatorExportTypes)):
+        assert {k: int(v) for k, v in ours.__members__.items()} == \
+            {k: int(v) for k, v in theirs.__members__.items()}
+    assert torch.onnx.is_in_onnx_export() is tl.onnx.is_in_onnx_export()
+
+
+def test_select_model_mode_for_export():
+    m = nn.Dropout()
+    with tl.onnx.select_model_mode_for_export(m, tl.onnx.TrainingMode.EVAL):
+        assert not m.training
+    assert m.training
+    with tl.onnx.select_model_mode_for_export(m, tl.onnx.TrainingMode.PRESERVE):
+        assert m.training
