@@ -347,3 +347,98 @@ def test_select_model_mode_for_export():
     assert m.training
     with tl.onnx.select_model_mode_for_export(m, tl.onnx.TrainingMode.PRESERVE):
         assert m.training
+
+
+def test_multihead_attention_with_key_padding_mask_and_weights():
+    tl.manual_seed(11)
+    mha = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = mha
+
+        def forward(self, q, kv, kpm):
+            return self.attn(q, kv, kv, key_padding_mask=kpm)  # need_weights=True: the averaged weights too
+
+    kpm = tl.tensor([[False, False, True, True], [False, False, False, False], [False, True, False, False]])
+    mp = _agree(M(), (tl.randn(3, 5, 8), tl.randn(3, 4, 8), kpm), ["q", "kv", "kpm"])
+    assert len(mp.graph.output) == 2
+
+
+def test_encoder_layer_with_src_key_padding_mask():
+    tl.manual_seed(12)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).eval()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = layer
+
+        def forward(self, x, kpm):
+            return self.layer(x, src_key_padding_mask=kpm)
+
+    kpm = tl.tensor([[False, False, True, True], [False, False, False, False], [False, True, False, False]])
+    _agree(M(), (tl.randn(3, 4, 8), kpm), ["x", "kpm"])
+
+
+class _Mixed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn = nn.GroupNorm(2, 4)
+        self.conv = nn.Conv2d(4, 4, 3, padding=1, padding_mode="reflect")
+
+    def forward(self, x, idx):
+        y = self.gn(self.conv(x))
+        z = F.pad(F.pad(y, (1, 1, 2, 0), mode="replicate"), (1, 1, 1, 1), mode="reflect")
+        vals, ind = z[:, idx].max(dim=1)
+        a = F.adaptive_avg_pool2d(z, (2, 5))
+        b = F.interpolate(z, size=(5, 7), mode="bilinear", align_corners=True)
+        q = F.scaled_dot_product_attention(z, z, z, is_causal=True)
+        return vals, ind, a, b, q, z.expand(2, 4, z.shape[2], z.shape[3]) * 1
+
+
+@pytest.mark.parametrize("opset", [13, 20])
+def test_group_norm_padding_modes_pools_interpolate_attention(opset):
+    tl.manual_seed(13)
+    mp = _agree(_Mixed().eval(), (tl.randn(1, 4, 6, 6), tl.tensor([0, 2, 3])), ["x", "idx"], opset_version=opset)
+    ops = _ops(mp)
+    assert "ArgMax" in ops and "Resize" in ops and ops.count("Pad") == 3
+
+
+class _Indexing(nn.Module):
+    def forward(self, x, i, j):
+        a, b, c = x[:, i, 1:], x[i, :, j], x[..., i, None]
+        d = x[:, i][:, :, j]
+        return a, b, c, d, x[:, i, j], x[1:, None, i], x[-1, ::2], x.narrow(2, 1, 3), x.split(2, dim=1)[1]
+
+
+def test_indexing_with_tensor_indices_as_inputs():
+    x = tl.randn(3, 4, 5)
+    i, j = tl.tensor([0, 2]), tl.tensor([1, 3])
+    data, mp = _export(_Indexing(), (x, i, j), input_names=["x", "i", "j"])
+    i2, j2 = tl.tensor([2, 1]), tl.tensor([4, 0])  # other index values: they are graph inputs, not constants
+    for args in ((x, i, j), (x, i2, j2)):
+        got = _run(data, dict(zip(["x", "i", "j"], args)))
+        for g_, w in zip(got, _forward(_Indexing(), *args)):
+            np.testing.assert_array_equal(g_, w)
+
+
+def test_boolean_mask_from_input_is_refused():
+    class M(nn.Module):
+        def forward(self, x):
+            return x[x > 0]
+
+    with pytest.raises(tl.onnx.errors.UnsupportedOperatorError, match="boolean mask"):
+        tl.onnx.export(M(), (tl.randn(4),), io.BytesIO())
+
+
+def test_inplace_write_through_a_view_is_refused():
+    class M(nn.Module):
+        def forward(self, x):
+            y = x * 1
+            y[:, 0].add_(1)
+            return y
+
+    with pytest.raises(tl.onnx.errors.OnnxExporterError, match="view"):
+        tl.onnx.export(M(), (tl.randn(2, 3),), io.BytesIO())

@@ -290,18 +290,30 @@ def _select(g, op, inputs, out, info):
 
 
 def _getitem(g, op, inputs, out, info):
+    """The basic part of an index (ints, slices, None, Ellipsis); tensor indices are the `index`
+    op's, which tensorlab records next (here they keep their dims)."""
     x = inputs[0]
     index = info["index"]
     if not isinstance(index, tuple):
         index = (index,)
-    n_real = sum(1 for i in index if i is not None and i is not Ellipsis and not isinstance(i, bool))
-    expanded = []
+    flat = []
     for i in index:
+        if isinstance(i, Tensor):
+            if i._dtype is dtypes.bool_ and g.is_dynamic(i):
+                raise g.unsupported("getitem", "a boolean mask computed from the inputs (the result's shape depends "
+                                               "on the data)")
+            flat.extend([slice(None)] * (i.dim() if i._dtype is dtypes.bool_ else 1))
+        else:
+            flat.append(i)
+    n_real = sum(1 for i in flat if i is not None and i is not Ellipsis)
+    expanded = []
+    for i in flat:
         if i is Ellipsis:
             expanded.extend([slice(None)] * (x.dim() - n_real))
         else:
             expanded.append(i)
-    name, shape, axis = g.val(x), list(x.shape), 0
+    src = g.val(x)
+    name, shape, axis = src, list(x.shape), 0
     for i in expanded:
         if i is None:
             name = _axes(g, name, [axis], "Unsqueeze")
@@ -319,21 +331,53 @@ def _getitem(g, op, inputs, out, info):
                 name = _slice(g, name, axis, start, stop, step, size)
                 shape[axis] = len(range(start, stop, step))
             axis += 1
-        elif isinstance(i, Tensor) and not i._dtype.is_floating_point and i._dtype is not dtypes.bool_:
-            if any(isinstance(j, Tensor) for j in expanded if j is not i):
-                raise g.unsupported("getitem", "more than one tensor index (advanced indexing)")
-            name = g.node("Gather", [name, _as(g, i, dtypes.int64)], axis=axis)
-            shape[axis:axis + 1] = list(i.shape)
-            axis += i.dim()
         else:
-            raise g.unsupported("getitem", f"an index of type {type(i).__name__} (boolean masks make data-dependent "
-                                           f"shapes)")
-    return name if name != g.val(x) else g.node("Identity", [name])
+            raise g.unsupported("getitem", f"an index of type {type(i).__name__}")
+    return name if name != src else g.node("Identity", [name])
+
+
+def _index(g, op, inputs, out, info):
+    """Advanced indexing: integer index tensors at some dims (broadcast together). One index: Gather;
+    several: GatherND over the indexed dims moved to the front, the result placed where torch puts
+    it (at the first indexed dim when they are adjacent, else in front)."""
+    x = inputs[0]
+    idx = list(info["indices"]) + [None] * (x.dim() - len(info["indices"]))
+    dims = [d for d, t in enumerate(idx) if t is not None]
+    for d in dims:
+        if idx[d]._dtype.is_floating_point or idx[d]._dtype is dtypes.bool_:
+            raise g.unsupported("index", f"an index of dtype {idx[d]._dtype.name}")
+    if len(dims) == 1:
+        d = dims[0]
+        return g.node("Gather", [g.val(x), _as(g, idx[d], dtypes.int64)], axis=d, hint=op)
+    rest = [d for d in range(x.dim()) if d not in dims]
+    xt = g.node("Transpose", [g.val(x)], perm=dims + rest)
+    bshape = np.broadcast_shapes(*[tuple(idx[d].shape) for d in dims])
+    parts = []
+    for d in dims:
+        t = _as(g, idx[d], dtypes.int64)
+        t = g.node("Expand", [t, g.ints(bshape)])
+        parts.append(_axes(g, t, [len(bshape)], "Unsqueeze"))
+    r = g.node("GatherND", [xt, g.node("Concat", parts, axis=-1)], hint=op)
+    nb = len(bshape)
+    adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
+    if adjacent and dims[0] > 0:
+        first = dims[0]
+        perm = list(range(nb, nb + first)) + list(range(nb)) + list(range(nb + first, nb + len(rest)))
+        r = g.node("Transpose", [r], perm=perm, hint=op)
+    return r
 
 
 def _index_select(g, op, inputs, out, info):
     x, idx = inputs[0], inputs[1]
     return g.node("Gather", [g.val(x), _as(g, idx, dtypes.int64)], axis=_norm_dim(info["dim"], x.dim()), hint=op)
+
+
+def _take_rows(g, op, inputs, out, info):
+    """A gather along dim by an index the op computed from the geometry (reflect/replicate/circular
+    padding, nearest upsampling): the index is a constant of the graph."""
+    x = inputs[0]
+    idx = g.const(g.host(info["index"]).astype(np.int64), "index")
+    return g.node("Gather", [g.val(x), idx], axis=_norm_dim(info["dim"], x.dim()), hint=op)
 
 
 def _cat(g, op, inputs, out, info):
@@ -458,7 +502,7 @@ HOOK.update({
     "unflatten": _reshape, "view_as": _reshape, "reshape_as": _reshape, "unsqueeze": _unsqueeze,
     "squeeze": _squeeze, "expand": _expand, "expand_as": _expand, "permute": _permute, "transpose": _transpose,
     "t": _transpose, "narrow": _narrow, "split": _narrow, "slice": _narrow, "select": _select,
-    "getitem": _getitem, "index_select": _index_select, "cat": _cat, "concat": _cat, "stack": _cat, "var": _var,
+    "getitem": _getitem, "index": _index, "index_select": _index_select, "take_rows": _take_rows, "cat": _cat, "concat": _cat, "stack": _cat, "var": _var,
     "std": _var, "any": _any_all, "all": _any_all, "softmax": _softmax, "_softmax": _softmax, "log_softmax": _softmax, "matmul": _matmul,
     "mm": _matmul, "bmm": _matmul, "linear": _linear, "addmm": _addmm,
 })
@@ -490,6 +534,28 @@ def _conv(g, a, out):
         pads = p + p
     ins = [_as(g, x, dt), _as(g, w, dt)] + ([_as(g, b, dt)] if b is not None else [])
     return g.node("Conv", ins, kernel_shape=k, strides=_tup(a.get("stride", 1), n), pads=pads, dilations=dil,
+                  group=int(a.get("groups", 1)), hint="conv")
+
+
+def _conv_padded(g, a, out):
+    """nn.ConvNd with padding_mode reflect/replicate/circular: Pad in that mode, then an unpadded Conv."""
+    x, w = a["input"], a["weight"]
+    n = x.dim() - 2
+    k = list(w.shape[2:])
+    dil = _tup(a.get("dilation", 1), n)
+    pad = a.get("padding", 0)
+    if pad == "same":
+        tot = [d * (kk - 1) for d, kk in zip(dil, k)]
+        pairs = [(t // 2, t - t // 2) for t in tot]
+    elif pad == "valid":
+        pairs = [(0, 0)] * n
+    else:
+        pairs = [(p, p) for p in _tup(pad, n)]
+    flat = [v for lo_hi in reversed(pairs) for v in lo_hi]  # F.pad's order: the last dim first
+    padded = _pad(g, {"input": x, "pad": flat, "mode": a["padding_mode"], "value": None}, out)
+    return g.node("Conv", [padded, _as(g, w, out._dtype)] + ([_as(g, a["bias"], out._dtype)] if a.get("bias") is not None
+                                                                else []),
+                  kernel_shape=k, strides=_tup(a.get("stride", 1), n), pads=[0] * (2 * n), dilations=dil,
                   group=int(a.get("groups", 1)), hint="conv")
 
 
@@ -664,6 +730,13 @@ def _interpolate(g, a, out):
             attrs["cubic_coeff_a"] = -0.75
     else:
         raise g.unsupported(f"interpolate(mode={mode!r})")
+    if sf is None or a.get("recompute_scale_factor"):  # sizes: the spatial sizes only (axes from 18)
+        if g.opset >= 18:
+            sizes = g.ints(outs, "sizes")
+            attrs["axes"] = list(range(2, x.dim()))
+        else:
+            sizes = g.ints(list(out.shape), "sizes")
+        return g.node("Resize", [g.val(x), "", "", sizes], hint="interpolate", **attrs)
     sc = g.const(np.asarray([1.0, 1.0] + scales, np.float32), "scales")
     return g.node("Resize", [g.val(x), "", sc], hint="interpolate", **attrs)
 
@@ -713,7 +786,7 @@ def _gelu_leaf(g, a, out):
 
 
 LEAF = {
-    "conv1d": _conv, "conv2d": _conv, "conv3d": _conv,
+    "conv1d": _conv, "conv2d": _conv, "conv3d": _conv, "conv_padded": _conv_padded,
     "conv_transpose1d": _conv_transpose, "conv_transpose2d": _conv_transpose, "conv_transpose3d": _conv_transpose,
     "max_pool1d": _max_pool, "max_pool2d": _max_pool, "max_pool3d": _max_pool,
     "avg_pool1d": _avg_pool, "avg_pool2d": _avg_pool, "avg_pool3d": _avg_pool,
@@ -730,9 +803,10 @@ LEAF = {
 def leaf_functions():
     """{name: the function object} for every LEAF name tensorlab defines (nn.functional's bindings)."""
     from ..nn import functional as F
+    from ..ops import conv as _conv_ops
     out = {}
     for name in LEAF:
-        fn = getattr(F, name, None)
+        fn = getattr(F, name, None) or getattr(_conv_ops, name, None)
         if fn is not None and callable(fn):
             out[name] = getattr(fn, "__wrapped_by_onnx__", fn)
     return out

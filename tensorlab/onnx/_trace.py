@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 
 import numpy as np
 
@@ -163,11 +164,12 @@ class Tracer:
         self.hooks = hook_converters   # op name -> fn(g, op, inputs, out, info) -> output names
         self.leaves = leaf_converters  # function name -> fn(g, bound arguments, out) -> output names
         self.patched = []              # (module, attribute, original)
+        self.thread = threading.get_ident()  # ops other threads run meanwhile are not the model's
 
     # -- the op listener -----------------------------------------------------------------------------
     def on_op(self, op, inputs, out, info, inplace):
         g = self.g
-        if g.depth or g.error is not None:
+        if g.depth or g.error is not None or threading.get_ident() != self.thread:
             return
         try:
             self._convert_op(op, inputs, out, info, inplace)
@@ -219,7 +221,7 @@ class Tracer:
 
         @functools.wraps(fn)
         def leaf(*args, **kwargs):
-            if g.depth or g.error is not None:
+            if g.depth or g.error is not None or threading.get_ident() != self.thread:
                 return fn(*args, **kwargs)
             g.depth += 1
             try:
