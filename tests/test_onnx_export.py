@@ -442,3 +442,38 @@ def test_inplace_write_through_a_view_is_refused():
 
     with pytest.raises(tl.onnx.errors.OnnxExporterError, match="view"):
         tl.onnx.export(M(), (tl.randn(2, 3),), io.BytesIO())
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_transformer_batch_and_sequence_axes_both_dynamic(batch_first):
+    # batch 3 is also the size of the packed q/k/v dim: the probe run (axes at other sizes) tells them apart
+    tl.manual_seed(14)
+    m = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=batch_first).eval()
+    shape = (3, 5, 8) if batch_first else (5, 3, 8)
+    axes = {0: "batch", 1: "seq"} if batch_first else {0: "seq", 1: "batch"}
+    alts = [(tl.randn(2, 7, 8),), (tl.randn(6, 1, 8),)] if batch_first else [(tl.randn(7, 2, 8),), (tl.randn(1, 6, 8),)]
+    mp = _agree(m, (tl.randn(*shape),), ["x"], alt=alts, dynamic_axes={"x": axes, "output": axes})
+    dims = [d.dim_param for d in mp.graph.output[0].type.tensor_type.shape.dim]
+    assert dims[:2] == (["batch", "seq"] if batch_first else ["seq", "batch"])
+
+
+def test_dynamic_axes_when_the_model_takes_only_the_example_size():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            if x.shape[0] != 3:  # the probe run (another batch size) fails: sizes alone decide the reshapes
+                raise ValueError("batch of 3 only")
+            return self.fc(x.reshape(3, 2, 4).sum(1))
+
+    m = M().eval()
+    data, mp = _export(m, (tl.randn(3, 8),), input_names=["x"], dynamic_axes={"x": {0: "n"}})
+    (got,) = _run(data, {"x": tl.randn(3, 8)})
+    assert got.shape == (3, 2)
+    x5 = tl.randn(5, 8)
+    (got,) = _run(data, {"x": x5})
+    with tl.no_grad():
+        want = m.fc(x5.reshape(5, 2, 4).sum(1))
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-6)

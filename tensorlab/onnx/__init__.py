@@ -94,6 +94,43 @@ def _forward_names(model, n):
     return params
 
 
+def _probe_size(s):
+    """The size a dynamic axis gets in the probe run: one less (a model with a maximum length keeps
+    working), or one more for sizes under 3."""
+    return s - 1 if s >= 3 else s + 1
+
+
+def _probe(model, args, kwargs, probe_axes, g):
+    """Run the model once more with each dynamic axis of the inputs resized (rows repeated or
+    dropped) and return the (op, output shapes) records; None when that run fails (a model that
+    only accepts the example's sizes): the export then infers the dynamic dims from sizes alone."""
+    from ..ops.creation import tensor as _tensor
+
+    def resized(t):
+        axes = probe_axes.get(id(t)) if isinstance(t, Tensor) else None
+        if not axes:
+            return t
+        g.depth += 1
+        try:
+            for ax in axes:
+                s = int(t.shape[ax])
+                idx = list(range(min(s, _probe_size(s)))) + [s - 1] * max(0, _probe_size(s) - s)
+                t = t.index_select(ax, _tensor(idx, device=t.device))
+        finally:
+            g.depth -= 1
+        return t
+
+    from ..tensor import Tensor
+    pa = tuple(resized(a) for a in args)
+    pk = {k: resized(v) for k, v in kwargs.items()}
+    g.probe = []
+    try:
+        model(*pa, **pk)
+    except Exception:
+        return None
+    return g.probe
+
+
 def _flatten_outputs(out):
     from ..tensor import Tensor
     if isinstance(out, Tensor):
@@ -178,6 +215,7 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
 
     g = Graph(onnx, opset, do_constant_folding, params, export_params)
     graph_inputs = []
+    probe_axes = {}  # id(input tensor) -> its dynamic axes
     for name, t in zip(in_names, in_tensors):
         if name in g.used:
             raise ValueError(f"onnx.export: input name {name!r} given twice")
@@ -188,7 +226,12 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
             if not -t.dim() <= ax < t.dim():
                 raise ValueError(f"onnx.export: dynamic_axes[{name!r}] names axis {ax} of a {t.dim()}-d input")
             g.dyn_sizes.add(int(t.shape[ax]))
+            g.dyn_src.setdefault(int(t.shape[ax]), (name, ax % t.dim()))
         shape = [axes.get(i, axes.get(i - t.dim(), int(s))) for i, s in enumerate(t.shape)]
+        if axes:
+            probe_axes[id(t)] = [ax % t.dim() for ax in axes]
+            g.alt_shape[name] = tuple(_probe_size(s) if i in probe_axes[id(t)] else int(s)
+                                      for i, s in enumerate(t.shape))
         graph_inputs.append(onnx.helper.make_tensor_value_info(name, S._onnx_type(g, t._dtype), shape))
 
     tracer = Tracer(g, S.HOOK, S.LEAF)
@@ -198,6 +241,10 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
         tracer.install(S.leaf_functions())
         _state["exporting"] = True
         try:
+            if probe_axes:
+                g.probe = _probe(model, args, kwargs, probe_axes, g)
+                g.alt, g.probe = g.probe, None
+            g.error = None
             out = model(*args, **kwargs)
         finally:
             _state["exporting"] = False

@@ -74,6 +74,15 @@ def _unary(g, op, inputs, out, info):
     return g.node(_UNARY[op], [a], hint=op)
 
 
+def _expm1_log1p(g, op, inputs, out, info):
+    dt = out._dtype
+    x = _as(g, info["operands"][0], dt)
+    one = g.const(np.asarray(1, dt.np))
+    if op == "expm1":
+        return g.node("Sub", [g.node("Exp", [x]), one], hint=op)
+    return g.node("Log", [g.node("Add", [x, one])], hint=op)
+
+
 def _rsqrt(g, op, inputs, out, info):
     x = info["operands"][0]
     return g.node("Reciprocal", [g.node("Sqrt", [_as(g, x, out._dtype)])], hint=op)
@@ -196,31 +205,129 @@ def _identity(g, op, inputs, out, info):
 
 
 # -- shapes --------------------------------------------------------------------------------------------
-def reshape_target(g, in_shape, out_shape):
-    """Reshape's shape input for in_shape -> out_shape: a dimension that keeps a dynamic axis's
-    size at its place copies it (0), and one that absorbs a dynamic axis otherwise is inferred (-1)."""
-    target = list(out_shape)
-    if not g.dyn_sizes:
-        return target
-    kept = 0
-    for i, o in enumerate(out_shape):
-        if i < len(in_shape) and o == in_shape[i] and o in g.dyn_sizes:
-            target[i] = 0
-            kept += 1
-    dyn_in = sum(1 for s in in_shape if s in g.dyn_sizes)
-    if dyn_in > kept and -1 not in target:
-        for want in (lambda o: o in g.dyn_sizes, lambda o: any(o % d == 0 for d in g.dyn_sizes if d > 1)):
-            hit = [i for i, o in enumerate(out_shape) if target[i] != 0 and o > 0 and want(o)]
-            if hit:
-                target[hit[0]] = -1
-                break
-    return target
+def _groups(ins, outs):
+    """Pairs (input dims, output dims) of a reshape whose sizes have equal products, in order
+    (a size-1 dim is a group of its own)."""
+    i = j = 0
+    res = []
+    while i < len(ins) or j < len(outs):
+        if j < len(outs) and outs[j] == 1 and (i >= len(ins) or ins[i] != 1):
+            res.append(([], [j]))
+            j += 1
+            continue
+        if i < len(ins) and ins[i] == 1 and (j >= len(outs) or outs[j] != 1):
+            res.append(([i], []))
+            i += 1
+            continue
+        gi, gj = [i], [j]
+        pi, pj = ins[i], outs[j]
+        i, j = i + 1, j + 1
+        while pi != pj:
+            if pi < pj:
+                pi *= ins[i]
+                gi.append(i)
+                i += 1
+            else:
+                pj *= outs[j]
+                gj.append(j)
+                j += 1
+        res.append((gi, gj))
+    return res
+
+
+def _shape_of(g, name, dims):
+    """A 1-D int64 value: the product of the runtime sizes of `name`'s dims `dims`."""
+    shape = g.node("Shape", [name])
+    r = None
+    for d in dims:
+        piece = g.node("Gather", [shape, g.ints([d], "dim")], axis=0)
+        r = piece if r is None else g.node("Mul", [r, piece])
+    return r
+
+
+def shape_input(g, name, in_shape, out_shape):
+    """Reshape's shape input for `name` (of in_shape) -> out_shape. Without dynamic axes: the
+    sizes. With them, the dims are matched in groups of equal product: an output dim that keeps
+    or merges input dims of a dynamic axis's trace size takes their runtime size (Shape), and a
+    split of such a dim infers the part that has the dynamic size (-1)."""
+    outs = list(out_shape)
+    if not g.dyn_sizes or 0 in in_shape or 0 in out_shape or not outs:
+        return g.ints(outs)
+    try:
+        groups = _groups(list(in_shape), outs)
+    except IndexError:
+        return g.ints(outs)
+    pieces = list(outs)  # an int or a runtime 1-D value per output dim
+    alt = g.cur_alt[0] if g.cur_alt else None
+    if alt is not None and len(alt) == len(outs):  # the probe run says which output dims follow an axis
+        inferred = False
+        for gi, gj in groups:
+            moving = [j for j in gj if alt[j] != outs[j]]
+            if not moving:
+                continue
+            if len(gj) == 1:
+                pieces[gj[0]] = _shape_of(g, name, gi)
+                continue
+            for j in moving[:-1] if not inferred else moving:
+                src = g.dyn_src.get(outs[j])
+                pieces[j] = _shape_of(g, src[0], [src[1]]) if src is not None else outs[j]
+            if not inferred:
+                pieces[moving[-1]] = -1
+                inferred = True
+        return _pieces(g, pieces)
+    inferred = False
+    sizes = [d for d in g.dyn_sizes if d > 1]
+
+    def carries(v):  # may hold a dynamic axis (its size a multiple of one); a static dim read at run time is harmless
+        return any(v % d == 0 for d in sizes)
+
+    for gi, gj in groups:
+        if not gj or not any(carries(in_shape[k]) for k in gi):
+            continue
+        if len(gj) == 1:
+            pieces[gj[0]] = _shape_of(g, name, gi)
+            continue
+        rest = []
+        for j in gj:  # a split: a dim with a dynamic axis's trace size is that axis, read from its graph input
+            src = g.dyn_src.get(outs[j])
+            if src is not None:
+                pieces[j] = _shape_of(g, src[0], [src[1]])
+            else:
+                rest.append(j)
+        gj = rest
+        if not inferred and any(carries(outs[j]) for j in gj):
+            dyn = [d for d in sizes if any(in_shape[k] % d == 0 for k in gi)]
+            for want in (lambda o: o in dyn, lambda o: any(o % d == 0 for d in dyn)):
+                hit = [j for j in gj if want(outs[j])]
+                if hit:
+                    pieces[hit[0]] = -1
+                    inferred = True
+                    break
+    return _pieces(g, pieces)
+
+
+def _pieces(g, pieces):
+    """A 1-D int64 shape value from ints and runtime 1-D values."""
+    if all(isinstance(p, int) for p in pieces):
+        return g.ints(pieces)
+    parts, run = [], []
+    for p in pieces:
+        if isinstance(p, int):
+            run.append(p)
+            continue
+        if run:
+            parts.append(g.ints(run))
+            run = []
+        parts.append(p)
+    if run:
+        parts.append(g.ints(run))
+    return g.node("Concat", parts, axis=0, hint="shape")
 
 
 def _reshape(g, op, inputs, out, info):
     x = inputs[0]
-    target = reshape_target(g, tuple(x.shape), tuple(out.shape))
-    return g.node("Reshape", [g.val(x), g.ints(target)], hint=op)
+    src = g.val(x)
+    return g.node("Reshape", [src, shape_input(g, src, tuple(x.shape), tuple(out.shape))], hint=op)
 
 
 def _unsqueeze(g, op, inputs, out, info):
@@ -247,7 +354,13 @@ def _expand(g, op, inputs, out, info):
     ins, outs = tuple(x.shape), tuple(out.shape)
     pad = len(outs) - len(ins)
     target = [1 if i >= pad and ins[i - pad] == o else o for i, o in enumerate(outs)]
-    return g.node("Expand", [g.val(x), g.ints(target)], hint=op)
+    alt = g.cur_alt[0] if g.cur_alt else None
+    if alt is not None and len(alt) == len(outs):  # a new size that follows a dynamic axis: read at run time
+        for i, o in enumerate(outs):
+            src = g.dyn_src.get(o)
+            if target[i] != 1 and alt[i] != o and src is not None:
+                target[i] = _shape_of(g, src[0], [src[1]])
+    return g.node("Expand", [g.val(x), _pieces(g, target)], hint=op)
 
 
 def _permute(g, op, inputs, out, info):
@@ -496,7 +609,7 @@ for _n in _LOGICAL:
 for _n in _REDUCE:
     HOOK[_n] = _reduce
 HOOK.update({
-    "rsqrt": _rsqrt, "silu": _silu, "gelu": _gelu, "where": _where, "masked_fill": _masked_fill, "clamp": _clamp,
+    "rsqrt": _rsqrt, "expm1": _expm1_log1p, "log1p": _expm1_log1p, "silu": _silu, "gelu": _gelu, "where": _where, "masked_fill": _masked_fill, "clamp": _clamp,
     "to": _cast, "_to_copy": _cast, "type": _cast, "clone": _identity, "contiguous": _identity, "alias": _identity,
     "detach": _identity, "view": _reshape, "reshape": _reshape, "_unsafe_view": _reshape, "flatten": _reshape,
     "unflatten": _reshape, "view_as": _reshape, "reshape_as": _reshape, "unsqueeze": _unsqueeze,
@@ -659,6 +772,22 @@ def _layer_norm(g, a, out):
     return y
 
 
+def _rms_norm(g, a, out):
+    x = a["input"]
+    ns = a["normalized_shape"]
+    ns = [ns] if isinstance(ns, int) else list(ns)
+    dt = out._dtype
+    eps = a.get("eps")
+    eps = float(np.finfo(dt.np).eps) if eps is None else float(eps)
+    xn = _as(g, x, dt)
+    axes = list(range(x.dim() - len(ns), x.dim()))
+    ms = _axes(g, g.node("Mul", [xn, xn]), axes, "ReduceMean", keepdims=1)
+    y = g.node("Mul", [xn, g.node("Reciprocal", [g.node("Sqrt", [g.node("Add", [ms, g.const(np.asarray(eps, dt.np))])])])],
+               hint="rms_norm")
+    w = a.get("weight")
+    return y if w is None else g.node("Mul", [y, _as(g, w, dt)], hint="rms_norm")
+
+
 def _group_norm(g, a, out):
     x = a["input"]
     ng = int(a["num_groups"])
@@ -666,7 +795,7 @@ def _group_norm(g, a, out):
     eps = float(a.get("eps", 1e-5))
     n, c = x.shape[0], x.shape[1]
     xn = _as(g, x, dt)
-    r = g.node("Reshape", [xn, g.ints(reshape_target(g, (n, c), (n, ng, -1)) if False else [0, ng, -1])])
+    r = g.node("Reshape", [xn, g.ints([0, ng, -1])])
     mean = _axes(g, r, [2], "ReduceMean", keepdims=1)
     d = g.node("Sub", [r, mean])
     var = _axes(g, g.node("Mul", [d, d]), [2], "ReduceMean", keepdims=1)
@@ -793,7 +922,7 @@ LEAF = {
     "adaptive_avg_pool1d": _adaptive("avg"), "adaptive_avg_pool2d": _adaptive("avg"),
     "adaptive_avg_pool3d": _adaptive("avg"), "adaptive_max_pool1d": _adaptive("max"),
     "adaptive_max_pool2d": _adaptive("max"), "adaptive_max_pool3d": _adaptive("max"),
-    "batch_norm": _batch_norm, "layer_norm": _layer_norm, "group_norm": _group_norm, "embedding": _embedding,
+    "batch_norm": _batch_norm, "layer_norm": _layer_norm, "rms_norm": _rms_norm, "group_norm": _group_norm, "embedding": _embedding,
     "pad": _pad, "interpolate": _interpolate, "scaled_dot_product_attention": _sdpa,
     "dropout": _dropout, "dropout1d": _dropout, "dropout2d": _dropout, "dropout3d": _dropout,
     "alpha_dropout": _dropout, "feature_alpha_dropout": _dropout, "gelu": _gelu_leaf,

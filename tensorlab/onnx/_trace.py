@@ -18,6 +18,7 @@ mapping raises UnsupportedOperatorError at once, naming the op and the opset.
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 import threading
 
@@ -47,9 +48,18 @@ class Graph:
         self.param_inputs = []  # (name, tensor) graph inputs for parameters when export_params=False
         self.producer = {}      # value name -> (node, output index)
         self.dyn_sizes = set()  # the trace-time sizes of the dynamic axes (reshape targets keep them symbolic)
+        self.dyn_src = {}       # trace-time size -> (graph input name, axis) of the first dynamic axis with it
         self.used = set()
         self.depth = 0          # > 0 inside a leaf function or the exporter's own tensor reads
         self.error = None       # the first error raised inside a listener (re-raised after the op)
+        # the probe: a first run with the dynamic axes at other sizes records (op, output shapes) per op
+        # (`probe`); the export run reads them back in order (`alt`), so a converter knows which output
+        # dims follow a dynamic axis (`cur_alt`; `alt_shape`: value name -> its shape in the probe)
+        self.probe = None
+        self.alt = None
+        self.step = 0
+        self.cur_alt = None
+        self.alt_shape = {}
         self._n = 0
 
     # -- names -------------------------------------------------------------------------------------
@@ -176,9 +186,39 @@ class Tracer:
         except Exception as e:  # raised after the op returns (a listener must not break the op's own publish)
             g.error = e
 
+    def _note(self, name, outs):
+        """Probe run: record the op's output shapes (True: nothing else to do). Export run: set
+        cur_alt from the probe's record of the same op."""
+        g = self.g
+        shapes = [tuple(t.shape) for t in outs]
+        if g.probe is not None:
+            g.probe.append((name, shapes))
+            return True
+        g.cur_alt = None
+        if g.alt is not None:
+            entry = g.alt[g.step] if g.step < len(g.alt) else None
+            g.step += 1
+            if entry is None or entry[0] != name or len(entry[1]) != len(shapes) or \
+                    any(len(a) != len(b) for a, b in zip(entry[1], shapes)):
+                g.alt = None  # the runs took different paths: no per-op record from here on
+            else:
+                g.cur_alt = entry[1]
+        return False
+
+    def _bind_outs(self, outs, names):
+        g = self.g
+        alt = g.cur_alt
+        for k, (t, n) in enumerate(zip(outs, names)):
+            if isinstance(t, Tensor) and n is not None:
+                g.bind(t, n)
+                if alt is not None and k < len(alt):
+                    g.alt_shape[n] = alt[k]
+
     def _convert_op(self, op, inputs, out, info, inplace):
         g = self.g
         outs = [t for t in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(t, Tensor)]
+        if self._note(op, outs):
+            return
         tens = [t for t in inputs if isinstance(t, Tensor)]
         ops_ = info.get("operands")
         if ops_ is not None:  # elementwise: operands are pins of the inputs, in order
@@ -210,10 +250,7 @@ class Tracer:
             if prev is None:
                 g.val(outs[0])
         names = conv(g, op, inputs, outs[0] if len(outs) == 1 else outs, info)
-        names = names if isinstance(names, (list, tuple)) else [names]
-        for t, n in zip(outs, names):
-            if n is not None:
-                g.bind(t, n)
+        self._bind_outs(outs, names if isinstance(names, (list, tuple)) else [names])
 
     # -- leaf functions ------------------------------------------------------------------------------
     def _wrap(self, name, fn, conv):
@@ -228,17 +265,19 @@ class Tracer:
                 out = fn(*args, **kwargs)
             finally:
                 g.depth -= 1
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            if self._note(name, [t for t in outs if isinstance(t, Tensor)]):
+                return out
             if not any(g.is_dynamic(t) for t in _tensors(args) + _tensors(kwargs)) and g.fold:
                 return out
-            import inspect
-            bound = inspect.signature(fn).bind(*args, **kwargs)
-            bound.apply_defaults()
-            names = conv(g, dict(bound.arguments), out)
-            outs = out if isinstance(out, (tuple, list)) else (out,)
-            names = names if isinstance(names, (list, tuple)) else [names]
-            for t, n in zip(outs, names):
-                if isinstance(t, Tensor) and n is not None:
-                    g.bind(t, n)
+            try:
+                bound = inspect.signature(fn).bind(*args, **kwargs)
+                bound.apply_defaults()
+                names = conv(g, dict(bound.arguments), out)
+                self._bind_outs(outs, names if isinstance(names, (list, tuple)) else [names])
+            except Exception as e:
+                if g.error is None:
+                    g.error = e
             return out
 
         leaf.__wrapped_by_onnx__ = fn
