@@ -5,7 +5,8 @@ tensor (inference tensors). tensorlab.autograd installs `_impl`.
 
 Every op calls these, so each starts with a check that costs a few attribute reads: nothing
 else runs unless an input requires grad, or `_slow` is set (anomaly detection on, or some
-thread in inference mode, or a tl.profiler profile open: then `profiler` hears every op's record)."""
+thread in inference mode, or a tl.profiler profile open: then `profiler` hears every op's record; or
+tl.onnx.export tracing a model: then `tracer` hears each op with its recorded options)."""
 from __future__ import annotations
 
 _impl = None   # tensorlab.autograd.graph, once imported
