@@ -477,3 +477,34 @@ def test_dynamic_axes_when_the_model_takes_only_the_example_size():
     with tl.no_grad():
         want = m.fc(x5.reshape(5, 2, 4).sum(1))
     np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_same_model_as_torchs_exporter_writes(torch):
+    """The same weights exported by torch (its TorchScript exporter) and by tensorlab: onnxruntime
+    gives the same outputs for both files, at the example batch and another one."""
+    import warnings
+
+    def build(ns):
+        return ns.Sequential(ns.Conv2d(3, 6, 3, padding=1), ns.BatchNorm2d(6), ns.ReLU(), ns.MaxPool2d(2),
+                             ns.Conv2d(6, 6, 3, stride=2, padding=1, groups=2), ns.AdaptiveAvgPool2d(1), ns.Flatten(),
+                             ns.Linear(6, 8), ns.LayerNorm(8), ns.GELU(), ns.Linear(8, 3), ns.Softmax(dim=-1))
+
+    tl.manual_seed(15)
+    ours = build(nn)
+    ours[1].running_mean.copy_(tl.randn(6) * 0.1)
+    ours[1].running_var.copy_(tl.rand(6) + 0.5)
+    ours.eval()
+    theirs = build(torch.nn).eval()
+    theirs.load_state_dict({k: torch.from_numpy(v.detach().numpy().copy()) for k, v in ours.state_dict().items()})
+    x = tl.randn(2, 3, 12, 12)
+    axes = {"x": {0: "b"}}
+    data, _ = _export(ours, (x,), input_names=["x"], dynamic_axes=axes)
+    f = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(theirs, (torch.from_numpy(x.numpy()),), f, dynamo=False, input_names=["x"],
+                          dynamic_axes=axes)
+    for xb in (x, tl.randn(5, 3, 12, 12)):
+        (a,) = _run(data, {"x": xb})
+        (b,) = _run(f.getvalue(), {"x": xb})
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
