@@ -508,3 +508,43 @@ def test_same_model_as_torchs_exporter_writes(torch):
         (a,) = _run(data, {"x": xb})
         (b,) = _run(f.getvalue(), {"x": xb})
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_outputs_that_are_inputs_constants_or_repeated():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("k", tl.arange(3.0))
+
+        def forward(self, x):
+            y = x.relu()
+            return y, x, self.k, y
+
+    x = tl.randn(2, 3)
+    data, mp = _export(M(), (x,), input_names=["x"], output_names=["a", "b", "c", "d"])
+    got = _run(data, {"x": x})
+    for g_, w in zip(got, (x.relu(), x, tl.arange(3.0), x.relu())):
+        np.testing.assert_array_equal(g_, w.numpy())
+
+
+def test_inplace_ops_on_graph_values():
+    class M(nn.Module):
+        def forward(self, x):
+            y = x * 2
+            y.masked_fill_(y > 1, 0.0)
+            y.clamp_(-0.5, 0.5)
+            return y
+
+    x = tl.tensor([0.2, 0.7, -1.0, 3.0, -0.1])
+    data, _ = _export(M(), (tl.randn(5),), input_names=["x"])
+    (got,) = _run(data, {"x": x})
+    np.testing.assert_array_equal(got, M()(x).numpy())
+
+    class C(nn.Module):
+        def forward(self, x):
+            y = x * 2
+            y.copy_(x)
+            return y
+
+    with pytest.raises(tl.onnx.errors.UnsupportedOperatorError, match="'copy_'"):
+        tl.onnx.export(C(), (tl.randn(4),), io.BytesIO())

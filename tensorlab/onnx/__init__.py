@@ -11,6 +11,7 @@ import enum
 import inspect
 import io
 import os
+import threading
 import warnings
 
 from . import errors
@@ -20,6 +21,7 @@ __all__ = ["OnnxExporterError", "OperatorExportTypes", "TrainingMode", "errors",
            "producer_name", "producer_version", "select_model_mode_for_export", "supported_ops"]
 
 producer_name = "tensorlab"
+_export_lock = threading.Lock()  # one export at a time: the op listener is process-wide
 DEFAULT_OPSET = 20  # torch 2.13's default
 MAX_OPSET = 23
 
@@ -237,7 +239,7 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     tracer = Tracer(g, S.HOOK, S.LEAF)
     ctx = select_model_mode_for_export(model, TrainingMode(training)) if hasattr(model, "train") \
         else contextlib.nullcontext()
-    with ctx, no_grad():
+    with _export_lock, ctx, no_grad():
         tracer.install(S.leaf_functions())
         _state["exporting"] = True
         try:
@@ -259,20 +261,21 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     if len(out_names) > len(outs):
         raise ValueError(f"onnx.export: {len(out_names)} output_names for {len(outs)} outputs")
     out_names += [f"output" if len(outs) == 1 else f"output_{i}" for i in range(len(out_names), len(outs))]
-    graph_outputs, renamed = [], set()
+    graph_outputs, renamed = [], {}
     for name, t in zip(out_names, outs):
         src = g.val(t)
+        src = renamed.get(src, src)  # the same tensor returned twice: the second output copies the first
         if name in g.used and name != src:
             raise ValueError(f"onnx.export: output name {name!r} is already a value of the graph")
         hit = g.producer.get(src)
-        if hit is not None and src not in renamed and src not in [i.name for i in graph_inputs]:
+        if hit is not None and src not in renamed.values() and src not in [i.name for i in graph_inputs]:
             node, k = hit
             node.output[k] = name
             for n in g.nodes:
                 for j, i in enumerate(n.input):
                     if i == src:
                         n.input[j] = name
-            renamed.add(src)
+            renamed[src] = name
             g.producer[name] = hit
         else:
             g.node("Identity", [src])

@@ -232,6 +232,7 @@ class Tracer:
                 else:
                     operands.append(x)
             info = {**info, "operands": operands}
+        shown = op  # the name errors give (the in-place op's own)
         if inplace and op.endswith("_") and not op.endswith("__"):
             op = op[:-1]
         dyn = any(g.is_dynamic(t) for t in tens) or (inplace and outs and g.is_dynamic(outs[0]))
@@ -240,16 +241,19 @@ class Tracer:
                 del g.names[id(outs[0])]
             return
         if inplace and outs and outs[0]._base is not None and (g.is_dynamic(outs[0]._base) or g.is_dynamic(outs[0])):
-            raise SymbolicValueError(f"onnx.export: the in-place op '{op}_' writes through a view of a graph value; "
+            raise SymbolicValueError(f"onnx.export: the in-place op '{shown}' writes through a view of a graph value; "
                                      f"ONNX values are immutable: use the out-of-place op")
         conv = self.hooks.get(op)
         if conv is None:
-            raise g.unsupported(op)
+            raise g.unsupported(shown)
         if inplace:
             prev = g.names.get(id(outs[0]))
             if prev is None:
                 g.val(outs[0])
-        names = conv(g, op, inputs, outs[0] if len(outs) == 1 else outs, info)
+        try:
+            names = conv(g, op, inputs, outs[0] if len(outs) == 1 else outs, info)
+        except (KeyError, IndexError, TypeError, ValueError) as e:  # a form of the op the mapping does not read
+            raise g.unsupported(shown, f"this form of the op: {type(e).__name__}: {e}") from e
         self._bind_outs(outs, names if isinstance(names, (list, tuple)) else [names])
 
     # -- leaf functions ------------------------------------------------------------------------------
