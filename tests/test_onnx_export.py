@@ -469,7 +469,8 @@ def test_dynamic_axes_when_the_model_takes_only_the_example_size():
             return self.fc(x.reshape(3, 2, 4).sum(1))
 
     m = M().eval()
-    data, mp = _export(m, (tl.randn(3, 8),), input_names=["x"], dynamic_axes={"x": {0: "n"}})
+    with pytest.warns(tl.onnx.errors.OnnxExporterWarning, match="other sizes"):
+        data, mp = _export(m, (tl.randn(3, 8),), input_names=["x"], dynamic_axes={"x": {0: "n"}})
     (got,) = _run(data, {"x": tl.randn(3, 8)})
     assert got.shape == (3, 2)
     x5 = tl.randn(5, 8)
@@ -548,3 +549,17 @@ def test_inplace_ops_on_graph_values():
 
     with pytest.raises(tl.onnx.errors.UnsupportedOperatorError, match="'copy_'"):
         tl.onnx.export(C(), (tl.randn(4),), io.BytesIO())
+
+
+def test_tensors_nested_in_arguments_are_inputs():
+    class M(nn.Module):
+        def forward(self, pair, scale=1.0):
+            a, b = pair
+            return (a - b) * scale
+
+    a, b = tl.randn(3, 2), tl.randn(3, 2)
+    data, mp = _export(M(), ((a, b), 2.0), dynamic_axes={"pair_0": [0], "pair_1": [0]})
+    assert [i.name for i in mp.graph.input] == ["pair_0", "pair_1"]
+    a2, b2 = tl.randn(5, 2), tl.randn(5, 2)
+    (got,) = _run(data, {"pair_0": a2, "pair_1": b2})
+    np.testing.assert_allclose(got, ((a2 - b2) * 2.0).numpy(), rtol=1e-6)

@@ -123,14 +123,32 @@ def _probe(model, args, kwargs, probe_axes, g):
         return t
 
     from ..tensor import Tensor
-    pa = tuple(resized(a) for a in args)
-    pk = {k: resized(v) for k, v in kwargs.items()}
+    def walk(x):
+        if isinstance(x, (tuple, list)):
+            return type(x)(walk(v) for v in x)
+        if isinstance(x, dict):
+            return {k: walk(v) for k, v in x.items()}
+        return resized(x)
+
+    pa = tuple(walk(a) for a in args)
+    pk = {k: walk(v) for k, v in kwargs.items()}
     g.probe = []
     try:
         model(*pa, **pk)
     except Exception:
         return None
     return g.probe
+
+
+def _tensors_in(x):
+    from ..tensor import Tensor
+    if isinstance(x, Tensor):
+        return [x]
+    if isinstance(x, (tuple, list)):
+        return [t for v in x for t in _tensors_in(v)]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in _tensors_in(v)]
+    return []
 
 
 def _flatten_outputs(out):
@@ -198,10 +216,12 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     if args and isinstance(args[-1], dict) and not kwargs:  # torch: a trailing dict holds keyword arguments
         kwargs, args = dict(args[-1]), args[:-1]
 
-    in_tensors = [a for a in args if isinstance(a, Tensor)] + [v for v in kwargs.values() if isinstance(v, Tensor)]
     fwd = _forward_names(model, len(args))
-    default_in = [fwd[i] if i < len(fwd) else f"input_{i}" for i, a in enumerate(args) if isinstance(a, Tensor)]
-    default_in += [k for k, v in kwargs.items() if isinstance(v, Tensor)]
+    in_tensors, default_in = [], []
+    for key, a in [(fwd[i] if i < len(fwd) else f"input_{i}", a) for i, a in enumerate(args)] + list(kwargs.items()):
+        ts = _tensors_in(a)  # tensors inside tuples/lists/dicts are graph inputs too, in order
+        in_tensors += ts
+        default_in += [key] if isinstance(a, Tensor) else [f"{key}_{k}" for k in range(len(ts))]
     in_names = list(input_names or [])
     if len(in_names) > len(in_tensors):
         raise ValueError(f"onnx.export: {len(in_names)} input_names for {len(in_tensors)} tensor inputs")
@@ -246,6 +266,11 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
             if probe_axes:
                 g.probe = _probe(model, args, kwargs, probe_axes, g)
                 g.alt, g.probe = g.probe, None
+                if g.alt is None:
+                    warnings.warn("onnx.export: the model did not run with its dynamic axes at other sizes, so "
+                                  "which dims follow them is inferred from the example's sizes: give each dynamic "
+                                  "axis an example size no other dimension has", errors.OnnxExporterWarning,
+                                  stacklevel=3)
             g.error = None
             out = model(*args, **kwargs)
         finally:

@@ -57,7 +57,7 @@ _UNARY = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "exp": "Exp", "l
           "abs": "Abs", "neg": "Neg", "erf": "Erf", "sin": "Sin", "cos": "Cos", "floor": "Floor", "ceil": "Ceil",
           "reciprocal": "Reciprocal", "sign": "Sign", "logical_not": "Not", "isnan": "IsNaN", "round": "Round",
           "tan": "Tan", "asin": "Asin", "acos": "Acos", "atan": "Atan", "sinh": "Sinh", "cosh": "Cosh",
-          "softplus_": "Softplus", "bitwise_not": "Not"}
+          "bitwise_not": "Not"}
 _BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow", "maximum": "Max",
            "minimum": "Min", "fmod": "Mod"}
 _COMPARE = {"eq": "Equal", "lt": "Less", "gt": "Greater", "le": "LessOrEqual", "ge": "GreaterOrEqual", "ne": "Equal"}
