@@ -563,3 +563,53 @@ def test_tensors_nested_in_arguments_are_inputs():
     a2, b2 = tl.randn(5, 2), tl.randn(5, 2)
     (got,) = _run(data, {"pair_0": a2, "pair_1": b2})
     np.testing.assert_allclose(got, ((a2 - b2) * 2.0).numpy(), rtol=1e-6)
+
+
+class _RNNOut(nn.Module):
+    """Every output of a recurrent layer as a flat tuple (output, h_n[, c_n])."""
+
+    def __init__(self, rnn):
+        super().__init__()
+        self.rnn = rnn
+
+    def forward(self, x, *state):
+        out, st = self.rnn(x, tuple(state) if len(state) == 2 else (state[0] if state else None))
+        return (out,) + (tuple(st) if isinstance(st, tuple) else (st,))
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru_bidirectional", "rnn_relu"])
+def test_recurrent_layers_dynamic_batch_and_sequence(kind):
+    tl.manual_seed(16)
+    rnn = {"lstm": lambda: nn.LSTM(5, 4, num_layers=2, batch_first=True),
+           "gru_bidirectional": lambda: nn.GRU(5, 4, num_layers=2, bidirectional=True),
+           "rnn_relu": lambda: nn.RNN(5, 4, nonlinearity="relu", bias=False)}[kind]()
+    m = _RNNOut(rnn).eval()
+    bf = rnn.batch_first
+    x, alt = (tl.randn(3, 6, 5), tl.randn(2, 4, 5)) if bf else (tl.randn(6, 3, 5), tl.randn(4, 2, 5))
+    axes = {0: "b", 1: "t"} if bf else {0: "t", 1: "b"}
+    mp = _agree(m, (x,), ["x"], alt=[(alt,)], dynamic_axes={"x": axes})
+    assert {"LSTM": "LSTM", "GRU": "GRU"}.get(rnn.mode, "RNN") in _ops(mp)
+
+
+def test_lstm_language_model_with_initial_state():
+    tl.manual_seed(17)
+
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(12, 6)
+            self.lstm = nn.LSTM(6, 8, num_layers=2, batch_first=True)
+            self.head = nn.Linear(8, 12)
+
+        def forward(self, tokens, h, c):
+            out, (h, c) = self.lstm(self.emb(tokens), (h, c))
+            return self.head(out), h, c
+
+    m = LM().eval()
+    args = (tl.randint(0, 12, (2, 5)), tl.randn(2, 2, 8), tl.randn(2, 2, 8))
+    _agree(m, args, ["tokens", "h", "c"])
+
+
+def test_lstm_with_projection_is_unsupported():
+    with pytest.raises(tl.onnx.errors.UnsupportedOperatorError, match="proj_size"):
+        tl.onnx.export(_RNNOut(nn.LSTM(3, 4, proj_size=2)), (tl.randn(2, 1, 3),), io.BytesIO())

@@ -260,7 +260,7 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     ctx = select_model_mode_for_export(model, TrainingMode(training)) if hasattr(model, "train") \
         else contextlib.nullcontext()
     with _export_lock, ctx, no_grad():
-        tracer.install(S.leaf_functions())
+        tracer.install(S.leaf_functions(), S.leaf_methods())
         _state["exporting"] = True
         try:
             if probe_axes:

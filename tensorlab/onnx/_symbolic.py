@@ -914,7 +914,73 @@ def _gelu_leaf(g, a, out):
     return _gelu_node(g, _as(g, a["input"], out._dtype), out._dtype, a.get("approximate", "none"))
 
 
+_GATES = {"LSTM": [0, 3, 1, 2], "GRU": [1, 0, 2]}  # torch's (i f g o), (r z n) in ONNX's (i o f c), (z r h)
+
+
+def _rnn_stack(g, a, out):
+    """RNNBase._stack_layers (every layer, sequence first): one ONNX LSTM/GRU/RNN node per layer
+    (direction forward or bidirectional), the weights' gate blocks reordered with Split/Concat."""
+    m, x, h0, c0 = a["self"], a["x"], a["h0"], a.get("c0")
+    mode = m.mode
+    if m.proj_size:
+        raise g.unsupported("LSTM with proj_size", "ONNX LSTM has no projection")
+    n_gates = {"LSTM": 4, "GRU": 3}.get(mode, 1)
+    hidden = m.hidden_size
+    dirs = 2 if m.bidirectional else 1
+    dt = out[0]._dtype
+    order = _GATES.get(mode, [0])
+
+    def gates(t):
+        if t is None:
+            return g.const(np.zeros(n_gates * hidden, dt.np), "zeros")
+        name = _as(g, t, dt)
+        if n_gates == 1:
+            return name
+        parts = g.node("Split", [name, g.ints([hidden] * n_gates, "split")], n_out=n_gates, axis=0)
+        return g.node("Concat", [parts[i] for i in order], axis=0)
+
+    def first(names):
+        return names[0] if len(names) == 1 else g.node("Concat", names, axis=0)
+
+    def state(t, layer):
+        if t is None or (not g.is_dynamic(t) and not g.host(t).any()):
+            return ""  # zeros: ONNX's default initial state, at whatever batch size runs
+        return g.node("Slice", [_as(g, t, dt), g.ints([layer * dirs]), g.ints([layer * dirs + dirs]), g.ints([0])])
+
+    op_type = {"LSTM": "LSTM", "GRU": "GRU"}.get(mode, "RNN")
+    attrs = {"hidden_size": hidden, "direction": "bidirectional" if dirs == 2 else "forward"}
+    if mode == "GRU":
+        attrs["linear_before_reset"] = 1
+    if mode in ("RNN_TANH", "RNN_RELU"):
+        attrs["activations"] = ["Tanh" if mode == "RNN_TANH" else "Relu"] * dirs
+    seq = _as(g, x, dt)
+    hs, cs = [], []
+    for layer in range(m.num_layers):
+        ws, rs, bs = [], [], []
+        for d in range(dirs):
+            w_ih, w_hh, b_ih, b_hh, _ = m._layer_weights(layer, d)
+            ws.append(_axes(g, gates(w_ih), [0], "Unsqueeze"))
+            rs.append(_axes(g, gates(w_hh), [0], "Unsqueeze"))
+            bs.append(_axes(g, g.node("Concat", [gates(b_ih), gates(b_hh)], axis=0), [0], "Unsqueeze"))
+        ins = [seq, first(ws), first(rs), first(bs), "", state(h0, layer)]
+        if mode == "LSTM":
+            ins.append(state(c0, layer))
+        while ins[-1] == "":
+            ins.pop()
+        res = g.node(op_type, ins, n_out=3 if mode == "LSTM" else 2, hint=mode.lower(), **attrs)
+        y = g.node("Transpose", [res[0]], perm=[0, 2, 1, 3])        # [T, B, D, H]
+        seq = g.node("Reshape", [y, g.ints([0, 0, -1])])            # [T, B, D*H]
+        hs.append(res[1])
+        if mode == "LSTM":
+            cs.append(res[2])
+    names = [g.node("Identity", [seq]), first(hs)]
+    if mode == "LSTM":
+        names.append(first(cs))
+    return names
+
+
 LEAF = {
+    "rnn_stack": _rnn_stack,
     "conv1d": _conv, "conv2d": _conv, "conv3d": _conv, "conv_padded": _conv_padded,
     "conv_transpose1d": _conv_transpose, "conv_transpose2d": _conv_transpose, "conv_transpose3d": _conv_transpose,
     "max_pool1d": _max_pool, "max_pool2d": _max_pool, "max_pool3d": _max_pool,
@@ -927,6 +993,12 @@ LEAF = {
     "dropout": _dropout, "dropout1d": _dropout, "dropout2d": _dropout, "dropout3d": _dropout,
     "alpha_dropout": _dropout, "feature_alpha_dropout": _dropout, "gelu": _gelu_leaf,
 }
+
+
+def leaf_methods():
+    """(class, attribute, LEAF name) of the methods the export wraps."""
+    from ..nn.rnn import RNNBase
+    return [(RNNBase, "_stack_layers", "rnn_stack")]
 
 
 def leaf_functions():

@@ -269,8 +269,8 @@ class Tracer:
                 out = fn(*args, **kwargs)
             finally:
                 g.depth -= 1
-            outs = out if isinstance(out, (tuple, list)) else (out,)
-            if self._note(name, [t for t in outs if isinstance(t, Tensor)]):
+            outs = _tensors(out)
+            if self._note(name, outs):
                 return out
             if not any(g.is_dynamic(t) for t in _tensors(args) + _tensors(kwargs)) and g.fold:
                 return out
@@ -287,9 +287,14 @@ class Tracer:
         leaf.__wrapped_by_onnx__ = fn
         return leaf
 
-    def install(self, leaf_functions):
+    def install(self, leaf_functions, leaf_methods=()):
         """leaf_functions: {name: function object}; every tensorlab module attribute bound to one
-        of them is replaced by its wrapper until uninstall()."""
+        of them is replaced by its wrapper until uninstall(). leaf_methods: (class, attribute, name)
+        triples, the class's own function replaced the same way."""
+        for cls, attr, name in leaf_methods:
+            fn = vars(cls)[attr]
+            setattr(cls, attr, self._wrap(name, fn, self.leaves[name]))
+            self.patched.append((cls, attr, fn))
         wrappers = {}
         for name, fn in leaf_functions.items():
             wrappers[id(fn)] = (fn, self._wrap(name, fn, self.leaves[name]))
