@@ -35,8 +35,14 @@ def _run(data, feeds):
 def _forward(model, *args):
     with tl.no_grad():
         out = model(*args)
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    return [o.cpu().numpy() for o in outs]
+    out = _flat(out)
+    return [o.cpu().numpy() for o in out]
+
+
+def _flat(out):
+    if isinstance(out, (tuple, list)):
+        return [t for v in out for t in _flat(v)]
+    return [out]
 
 
 def _agree(model, args, names, alt=(), rtol=1e-4, atol=1e-5, **kw):
@@ -125,19 +131,19 @@ class _BasicBlock(nn.Module):
         return self.relu(out)
 
 
-def test_residual_block_inplace_add_and_relu():
+def test_residual_block_inplace_add_and_relu(device):
     tl.manual_seed(2)
-    m = _BasicBlock(4, 8, 2).eval()
-    x = tl.randn(2, 4, 9, 9)
-    mp = _agree(m, (x,), ["x"], alt=[(tl.randn(3, 4, 9, 9),)], dynamic_axes={"x": {0: "n"}})
+    m = _BasicBlock(4, 8, 2).to(device).eval()
+    x = tl.randn(2, 4, 9, 9, device=device)
+    mp = _agree(m, (x,), ["x"], alt=[(tl.randn(3, 4, 9, 9, device=device),)], dynamic_axes={"x": {0: "n"}})
     assert _ops(mp).count("Conv") == 3 and "Add" in _ops(mp)
 
 
-def test_transformer_encoder_layer_dynamic_batch_and_sequence():
+def test_transformer_encoder_layer_dynamic_batch(device):
     tl.manual_seed(3)
-    m = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.1, batch_first=True).eval()
-    x = tl.randn(3, 5, 16)
-    mp = _agree(m, (x,), ["src"], alt=[(tl.randn(2, 5, 16),)], dynamic_axes={"src": {0: "batch"}})
+    m = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.1, batch_first=True).to(device).eval()
+    x = tl.randn(3, 5, 16, device=device)
+    mp = _agree(m, (x,), ["src"], alt=[(tl.randn(2, 5, 16, device=device),)], dynamic_axes={"src": {0: "batch"}})
     ops = _ops(mp)
     assert "LayerNormalization" in ops and "Softmax" in ops and "Dropout" not in ops
 
