@@ -619,3 +619,33 @@ def test_lstm_language_model_with_initial_state():
 def test_lstm_with_projection_is_unsupported():
     with pytest.raises(tl.onnx.errors.UnsupportedOperatorError, match="proj_size"):
         tl.onnx.export(_RNNOut(nn.LSTM(3, 4, proj_size=2)), (tl.randn(2, 1, 3),), io.BytesIO())
+
+
+def test_factories_sized_by_a_dynamic_axis_follow_it():
+    tl.manual_seed(18)
+
+    class Pos(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(10, 6)
+            self.pos = nn.Embedding(16, 6)
+            self.fc = nn.Linear(6, 3)
+
+        def forward(self, t):
+            ids = tl.arange(t.shape[1])  # positions: as long as the sequence the model runs on
+            scale = tl.zeros(t.shape[0], t.shape[1], 1) + tl.full((t.shape[0], 1, 1), 0.5)
+            return self.fc(self.tok(t) + self.pos(ids)) * scale
+
+    m = Pos().eval()
+    mp = _agree(m, (tl.randint(0, 10, (3, 5)),), ["t"], alt=[(tl.randint(0, 10, (2, 9)),)],
+                dynamic_axes={"t": {0: "b", 1: "s"}})
+    assert "Range" in _ops(mp) and "ConstantOfShape" in _ops(mp)
+
+
+def test_a_size_read_in_python_is_reported_when_it_stays_fixed():
+    class M(nn.Module):
+        def forward(self, x):
+            return x * tl.tensor([float(x.shape[0])]).expand(x.shape[0]).unsqueeze(1)
+
+    with pytest.warns(tl.onnx.errors.OnnxExporterWarning, match="keeps the example's size"):
+        tl.onnx.export(M(), (tl.randn(3, 2),), io.BytesIO(), input_names=["x"], dynamic_axes={"x": [0]})

@@ -278,6 +278,10 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
             tracer.uninstall()
     if g.error is not None:
         raise g.error
+    if g.baked:
+        warnings.warn(f"onnx.export: {', '.join(g.baked)} computed from constants gave results whose shape follows a "
+                      f"dynamic axis (a size read in Python, such as x.shape[0]): the exported model keeps the "
+                      f"example's size there", errors.OnnxExporterWarning, stacklevel=2)
     outs = _flatten_outputs(out)
     if not outs:
         raise OnnxExporterError("onnx.export: the model returned no tensor")

@@ -979,7 +979,48 @@ def _rnn_stack(g, a, out):
     return names
 
 
+def _runtime_size(g, size):
+    """A 1-D int64 value holding the run-time size of the dynamic axis whose example size is `size`."""
+    src = g.dyn_src.get(size)
+    if src is None:
+        return None
+    return _shape_of(g, src[0], [src[1]])
+
+
+def _factory(g, a, out):
+    """zeros/ones/full with a size from a dynamic axis: ConstantOfShape of the run-time sizes."""
+    alt = g.cur_alt[0]
+    shape = list(out.shape)
+    pieces = []
+    name = a.get("__name__", "full")
+    for s, t in zip(shape, alt):
+        r = _runtime_size(g, s) if s != t else None
+        if s != t and r is None and name not in g.baked:  # a size computed from an axis (2 * x.shape[0]): kept
+            g.baked.append(name)
+        pieces.append(s if r is None else r)
+    fill = a.get("fill_value", 0 if name == "zeros" else 1)
+    value = g.onnx.numpy_helper.from_array(np.asarray([fill], out._dtype.np), "value")
+    return g.node("ConstantOfShape", [_pieces(g, pieces)], value=value, hint=name)
+
+
+def _arange(g, a, out):
+    """arange whose end is a dynamic axis's size: Range with the run-time limit."""
+    start, end, step = a["start"], a.get("end"), a.get("step", 1)
+    if end is None:
+        start, end = 0, start
+    dt = out._dtype
+    limit = _runtime_size(g, int(end)) if isinstance(end, int) else None
+    if limit is None:
+        raise g.unsupported("arange", "its length follows a dynamic axis through a computed size")
+    limit = _axes(g, limit, [0], "Squeeze")
+    if dt is not dtypes.int64:
+        limit = g.node("Cast", [limit], to=_onnx_type(g, dt))
+    return g.node("Range", [g.const(np.asarray(start, dt.np)), limit, g.const(np.asarray(step, dt.np))], hint="arange")
+
+
 LEAF = {
+    "arange": _arange, "zeros": lambda g, a, out: _factory(g, {**a, "__name__": "zeros"}, out),
+    "ones": lambda g, a, out: _factory(g, {**a, "__name__": "ones"}, out), "full": _factory,
     "rnn_stack": _rnn_stack,
     "conv1d": _conv, "conv2d": _conv, "conv3d": _conv, "conv_padded": _conv_padded,
     "conv_transpose1d": _conv_transpose, "conv_transpose2d": _conv_transpose, "conv_transpose3d": _conv_transpose,
@@ -1004,10 +1045,10 @@ def leaf_methods():
 def leaf_functions():
     """{name: the function object} for every LEAF name tensorlab defines (nn.functional's bindings)."""
     from ..nn import functional as F
-    from ..ops import conv as _conv_ops
+    from ..ops import conv as _conv_ops, creation as _creation
     out = {}
     for name in LEAF:
-        fn = getattr(F, name, None) or getattr(_conv_ops, name, None)
+        fn = getattr(F, name, None) or getattr(_conv_ops, name, None) or getattr(_creation, name, None)
         if fn is not None and callable(fn):
             out[name] = getattr(fn, "__wrapped_by_onnx__", fn)
     return out

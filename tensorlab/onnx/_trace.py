@@ -29,6 +29,7 @@ from ..tensor import Tensor
 from .errors import SymbolicValueError, UnsupportedOperatorError
 
 _state = {"exporting": False}
+FACTORIES = ("arange", "zeros", "ones", "full")  # leaves that take no tensor: graph nodes when a dynamic axis sizes them
 INT64_MAX = 2 ** 63 - 1
 
 
@@ -60,6 +61,7 @@ class Graph:
         self.step = 0
         self.cur_alt = None
         self.alt_shape = {}
+        self.baked = []         # ops computed from constants whose result's shape followed a dynamic axis
         self._n = 0
 
     # -- names -------------------------------------------------------------------------------------
@@ -205,6 +207,15 @@ class Tracer:
                 g.cur_alt = entry[1]
         return False
 
+    def _check_baked(self, name, outs, record=True):
+        """True when the probe run gave this constant result another shape: its size came from a
+        dynamic axis through Python (x.shape[0], len(x)); noted for the export's warning."""
+        alt = self.g.cur_alt
+        moved = alt is not None and [tuple(t.shape) for t in outs] != list(alt)
+        if moved and record and name not in self.g.baked:
+            self.g.baked.append(name)
+        return moved
+
     def _bind_outs(self, outs, names):
         g = self.g
         alt = g.cur_alt
@@ -237,6 +248,7 @@ class Tracer:
             op = op[:-1]
         dyn = any(g.is_dynamic(t) for t in tens) or (inplace and outs and g.is_dynamic(outs[0]))
         if not dyn and g.fold:
+            self._check_baked(shown, outs)
             if inplace and outs and id(outs[0]) in g.names:  # a materialized constant changed: read it again
                 del g.names[id(outs[0])]
             return
@@ -273,7 +285,9 @@ class Tracer:
             if self._note(name, outs):
                 return out
             if not any(g.is_dynamic(t) for t in _tensors(args) + _tensors(kwargs)) and g.fold:
-                return out
+                moved = self._check_baked(name, outs, record=name not in FACTORIES)
+                if not (moved and name in FACTORIES):  # a factory sized by a dynamic axis is built at run time
+                    return out
             try:
                 bound = inspect.signature(fn).bind(*args, **kwargs)
                 bound.apply_defaults()
