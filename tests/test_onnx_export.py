@@ -649,3 +649,20 @@ def test_a_size_read_in_python_is_reported_when_it_stays_fixed():
 
     with pytest.warns(tl.onnx.errors.OnnxExporterWarning, match="keeps the example's size"):
         tl.onnx.export(M(), (tl.randn(3, 2),), io.BytesIO(), input_names=["x"], dynamic_axes={"x": [0]})
+
+
+def test_full_transformer_encoder_decoder():
+    tl.manual_seed(19)
+    m = nn.Transformer(8, 2, 2, 2, 16, dropout=0.0, batch_first=True).eval()
+    args = (tl.randn(3, 5, 8), tl.randn(3, 4, 8))
+    axes = {"src": {0: "b", 1: "s"}, "tgt": {0: "b", 1: "t"}}
+    _agree(m, args, ["src", "tgt"], alt=[(tl.randn(2, 7, 8), tl.randn(2, 6, 8))], dynamic_axes=axes, atol=1e-5)
+
+
+def test_volumetric_and_1d_layers():
+    tl.manual_seed(20)
+    m3 = nn.Sequential(nn.Conv3d(2, 3, 3, padding=1), nn.MaxPool3d(2), nn.ConvTranspose3d(3, 2, 2, stride=2)).eval()
+    _agree(m3, (tl.randn(2, 2, 4, 4, 4),), ["x"], alt=[(tl.randn(3, 2, 4, 4, 4),)], dynamic_axes={"x": [0]})
+    m1 = nn.Sequential(nn.ConvTranspose1d(2, 3, 3, stride=2, padding=1, output_padding=1, dilation=2),
+                       nn.AvgPool1d(2, count_include_pad=False, padding=1), nn.AdaptiveMaxPool1d(1)).eval()
+    _agree(m1, (tl.randn(2, 2, 7),), ["x"])
