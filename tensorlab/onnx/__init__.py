@@ -9,13 +9,12 @@ from __future__ import annotations
 import contextlib
 import enum
 import inspect
-import io
 import os
 import threading
 import warnings
 
 from . import errors
-from .errors import OnnxExporterError, UnsupportedOperatorError
+from .errors import OnnxExporterError, UnsupportedOperatorError  # noqa: F401  (torch.onnx's names)
 
 __all__ = ["OnnxExporterError", "OperatorExportTypes", "TrainingMode", "errors", "export", "is_in_onnx_export",
            "producer_name", "producer_version", "select_model_mode_for_export", "supported_ops"]
@@ -181,8 +180,10 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     """Export `model` (a Module or a callable) run on `args` as an ONNX model written to `f` (a path
     or a binary file object such as io.BytesIO).
 
-    The model runs once; each op it dispatches becomes ONNX nodes (an op with no mapping raises
-    tensorlab.onnx.errors.UnsupportedOperatorError naming it and the opset). `input_names` /
+    The model runs once (twice with dynamic_axes: a probe run with those axes resized shows which
+    dims follow them); each op it dispatches becomes ONNX nodes (an op with no mapping raises
+    tensorlab.onnx.errors.UnsupportedOperatorError naming it and the opset). `dynamo` is accepted
+    for torch's signature: tensorlab has one exporter. `input_names` /
     `output_names` name the graph's inputs and outputs; `dynamic_axes` ({name: {axis: "symbol"}}
     or {name: [axes]}) makes those dimensions symbolic. Parameters and buffers are initializers
     named by their state_dict keys (graph inputs with export_params=False). `opset_version`:
@@ -289,7 +290,7 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     out_names = list(output_names or [])
     if len(out_names) > len(outs):
         raise ValueError(f"onnx.export: {len(out_names)} output_names for {len(outs)} outputs")
-    out_names += [f"output" if len(outs) == 1 else f"output_{i}" for i in range(len(out_names), len(outs))]
+    out_names += ["output" if len(outs) == 1 else f"output_{i}" for i in range(len(out_names), len(outs))]
     graph_outputs, renamed = [], {}
     for name, t in zip(out_names, outs):
         src = g.val(t)

@@ -609,14 +609,15 @@ for _n in _LOGICAL:
 for _n in _REDUCE:
     HOOK[_n] = _reduce
 HOOK.update({
-    "rsqrt": _rsqrt, "expm1": _expm1_log1p, "log1p": _expm1_log1p, "silu": _silu, "gelu": _gelu, "where": _where, "masked_fill": _masked_fill, "clamp": _clamp,
-    "to": _cast, "_to_copy": _cast, "type": _cast, "clone": _identity, "contiguous": _identity, "alias": _identity,
-    "detach": _identity, "view": _reshape, "reshape": _reshape, "_unsafe_view": _reshape, "flatten": _reshape,
-    "unflatten": _reshape, "view_as": _reshape, "reshape_as": _reshape, "unsqueeze": _unsqueeze,
-    "squeeze": _squeeze, "expand": _expand, "expand_as": _expand, "permute": _permute, "transpose": _transpose,
-    "t": _transpose, "narrow": _narrow, "split": _narrow, "slice": _narrow, "select": _select,
-    "getitem": _getitem, "index": _index, "index_select": _index_select, "take_rows": _take_rows, "cat": _cat, "concat": _cat, "stack": _cat, "var": _var,
-    "std": _var, "any": _any_all, "all": _any_all, "softmax": _softmax, "_softmax": _softmax, "log_softmax": _softmax, "matmul": _matmul,
+    "rsqrt": _rsqrt, "expm1": _expm1_log1p, "log1p": _expm1_log1p, "silu": _silu, "gelu": _gelu, "where": _where,
+    "masked_fill": _masked_fill, "clamp": _clamp, "to": _cast, "_to_copy": _cast, "type": _cast,
+    "clone": _identity, "contiguous": _identity, "alias": _identity, "detach": _identity, "view": _reshape,
+    "reshape": _reshape, "_unsafe_view": _reshape, "flatten": _reshape, "unflatten": _reshape, "view_as": _reshape,
+    "reshape_as": _reshape, "unsqueeze": _unsqueeze, "squeeze": _squeeze, "expand": _expand, "expand_as": _expand,
+    "permute": _permute, "transpose": _transpose, "t": _transpose, "narrow": _narrow, "split": _narrow,
+    "slice": _narrow, "select": _select, "getitem": _getitem, "index": _index, "index_select": _index_select,
+    "take_rows": _take_rows, "cat": _cat, "concat": _cat, "stack": _cat, "var": _var, "std": _var, "any": _any_all,
+    "all": _any_all, "softmax": _softmax, "_softmax": _softmax, "log_softmax": _softmax, "matmul": _matmul,
     "mm": _matmul, "bmm": _matmul, "linear": _linear, "addmm": _addmm,
 })
 
@@ -666,8 +667,8 @@ def _conv_padded(g, a, out):
         pairs = [(p, p) for p in _tup(pad, n)]
     flat = [v for lo_hi in reversed(pairs) for v in lo_hi]  # F.pad's order: the last dim first
     padded = _pad(g, {"input": x, "pad": flat, "mode": a["padding_mode"], "value": None}, out)
-    return g.node("Conv", [padded, _as(g, w, out._dtype)] + ([_as(g, a["bias"], out._dtype)] if a.get("bias") is not None
-                                                                else []),
+    bias = [_as(g, a["bias"], out._dtype)] if a.get("bias") is not None else []
+    return g.node("Conv", [padded, _as(g, w, out._dtype)] + bias,
                   kernel_shape=k, strides=_tup(a.get("stride", 1), n), pads=[0] * (2 * n), dilations=dil,
                   group=int(a.get("groups", 1)), hint="conv")
 
@@ -710,7 +711,8 @@ def _avg_pool(g, a, out):
         raise g.unsupported("avg_pool with divisor_override", "ONNX AveragePool has no divisor")
     k, s, pads = _pool_args(g, a, x, "avg_pool")
     return g.node("AveragePool", [g.val(x)], kernel_shape=k, strides=s, pads=pads,
-                  ceil_mode=int(bool(a.get("ceil_mode"))), count_include_pad=int(bool(a.get("count_include_pad", True))),
+                  ceil_mode=int(bool(a.get("ceil_mode"))),
+                  count_include_pad=int(bool(a.get("count_include_pad", True))),
                   hint="avg_pool")
 
 
@@ -721,7 +723,8 @@ def _adaptive(kind):
             raise g.unsupported(f"adaptive_{kind}_pool with return_indices=True")
         ins, outs = list(x.shape[2:]), list(out.shape[2:])
         if all(o == 1 for o in outs):
-            return g.node("GlobalAveragePool" if kind == "avg" else "GlobalMaxPool", [g.val(x)], hint=f"adaptive_{kind}")
+            return g.node("GlobalAveragePool" if kind == "avg" else "GlobalMaxPool", [g.val(x)],
+                          hint=f"adaptive_{kind}")
         if any(o == 0 or i % o for i, o in zip(ins, outs)):
             raise g.unsupported(f"adaptive_{kind}_pool", f"input size {ins} not a multiple of output size {outs}: "
                                                          f"the windows overlap unevenly")
@@ -782,8 +785,8 @@ def _rms_norm(g, a, out):
     xn = _as(g, x, dt)
     axes = list(range(x.dim() - len(ns), x.dim()))
     ms = _axes(g, g.node("Mul", [xn, xn]), axes, "ReduceMean", keepdims=1)
-    y = g.node("Mul", [xn, g.node("Reciprocal", [g.node("Sqrt", [g.node("Add", [ms, g.const(np.asarray(eps, dt.np))])])])],
-               hint="rms_norm")
+    rms = g.node("Sqrt", [g.node("Add", [ms, g.const(np.asarray(eps, dt.np))])])
+    y = g.node("Mul", [xn, g.node("Reciprocal", [rms])], hint="rms_norm")
     w = a.get("weight")
     return y if w is None else g.node("Mul", [y, _as(g, w, dt)], hint="rms_norm")
 
@@ -793,7 +796,7 @@ def _group_norm(g, a, out):
     ng = int(a["num_groups"])
     dt = out._dtype
     eps = float(a.get("eps", 1e-5))
-    n, c = x.shape[0], x.shape[1]
+    c = x.shape[1]
     xn = _as(g, x, dt)
     r = g.node("Reshape", [xn, g.ints([0, ng, -1])])
     mean = _axes(g, r, [2], "ReduceMean", keepdims=1)
@@ -1029,7 +1032,8 @@ LEAF = {
     "adaptive_avg_pool1d": _adaptive("avg"), "adaptive_avg_pool2d": _adaptive("avg"),
     "adaptive_avg_pool3d": _adaptive("avg"), "adaptive_max_pool1d": _adaptive("max"),
     "adaptive_max_pool2d": _adaptive("max"), "adaptive_max_pool3d": _adaptive("max"),
-    "batch_norm": _batch_norm, "layer_norm": _layer_norm, "rms_norm": _rms_norm, "group_norm": _group_norm, "embedding": _embedding,
+    "batch_norm": _batch_norm, "layer_norm": _layer_norm, "rms_norm": _rms_norm, "group_norm": _group_norm,
+    "embedding": _embedding,
     "pad": _pad, "interpolate": _interpolate, "scaled_dot_product_attention": _sdpa,
     "dropout": _dropout, "dropout1d": _dropout, "dropout2d": _dropout, "dropout3d": _dropout,
     "alpha_dropout": _dropout, "feature_alpha_dropout": _dropout, "gelu": _gelu_leaf,

@@ -29,7 +29,8 @@ from ..tensor import Tensor
 from .errors import SymbolicValueError, UnsupportedOperatorError
 
 _state = {"exporting": False}
-FACTORIES = ("arange", "zeros", "ones", "full")  # leaves that take no tensor: graph nodes when a dynamic axis sizes them
+# leaves that take no tensor: graph nodes only when a dynamic axis sizes them
+FACTORIES = ("arange", "zeros", "ones", "full")
 INT64_MAX = 2 ** 63 - 1
 
 
