@@ -666,3 +666,12 @@ def test_volumetric_and_1d_layers():
     m1 = nn.Sequential(nn.ConvTranspose1d(2, 3, 3, stride=2, padding=1, output_padding=1, dilation=2),
                        nn.AvgPool1d(2, count_include_pad=False, padding=1), nn.AdaptiveMaxPool1d(1)).eval()
     _agree(m1, (tl.randn(2, 2, 7),), ["x"])
+
+
+def test_like_factories_of_graph_values():
+    class M(nn.Module):
+        def forward(self, x):
+            return tl.zeros_like(x) + tl.ones_like(x) * 2 + tl.full_like(x, 0.25) + x
+
+    x = tl.randn(3, 4)
+    _agree(M(), (x,), ["x"], alt=[(tl.randn(6, 4),)], dynamic_axes={"x": [0]})

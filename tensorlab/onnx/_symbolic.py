@@ -1006,6 +1006,15 @@ def _factory(g, a, out):
     return g.node("ConstantOfShape", [_pieces(g, pieces)], value=value, hint=name)
 
 
+def _like(fill):
+    """zeros_like/ones_like/full_like of a graph value: ConstantOfShape of its run-time shape."""
+    def conv(g, a, out):
+        v = a.get("fill_value", fill)
+        value = g.onnx.numpy_helper.from_array(np.asarray([v], out._dtype.np), "value")
+        return g.node("ConstantOfShape", [g.node("Shape", [g.val(a["input"])])], value=value, hint="like")
+    return conv
+
+
 def _arange(g, a, out):
     """arange whose end is a dynamic axis's size: Range with the run-time limit."""
     start, end, step = a["start"], a.get("end"), a.get("step", 1)
@@ -1024,6 +1033,7 @@ def _arange(g, a, out):
 LEAF = {
     "arange": _arange, "zeros": lambda g, a, out: _factory(g, {**a, "__name__": "zeros"}, out),
     "ones": lambda g, a, out: _factory(g, {**a, "__name__": "ones"}, out), "full": _factory,
+    "zeros_like": _like(0), "ones_like": _like(1), "full_like": _like(None),
     "rnn_stack": _rnn_stack,
     "conv1d": _conv, "conv2d": _conv, "conv3d": _conv, "conv_padded": _conv_padded,
     "conv_transpose1d": _conv_transpose, "conv_transpose2d": _conv_transpose, "conv_transpose3d": _conv_transpose,
