@@ -675,3 +675,22 @@ def test_like_factories_of_graph_values():
 
     x = tl.randn(3, 4)
     _agree(M(), (x,), ["x"], alt=[(tl.randn(6, 4),)], dynamic_axes={"x": [0]})
+
+
+class _MoreOps(nn.Module):
+    def forward(self, x, i):
+        vals, idx = x.topk(2, dim=1)
+        small, sidx = x.topk(2, dim=0, largest=False)
+        s, sj = x.sort(1, descending=True)
+        return (x.cumsum(1), x.argmax(1), x.argmin(), vals, idx, small, sidx, s, sj, x.topk(1, largest=False)[0],
+                x.topk(1)[0], x.flip(0, 1), x.tril(),
+                x.triu(1), x.gather(1, i), x.abs().log2(), x.abs().log10(), x.exp2(), x.square(), x.trunc(),
+                x % 0.7, x // 0.3, x.norm(dim=1), x.norm(p=1, dim=0, keepdim=True), x.roll(1, 1), x.roll(2),
+                tl.outer(x[0], x[1]), x.logsumexp(1), x.prod(0))
+
+
+def test_more_tensor_ops():
+    tl.manual_seed(21)
+    x = tl.randn(3, 5)
+    i = tl.tensor([[0, 4], [2, 0], [1, 1]])
+    _agree(_MoreOps(), (x, i), ["x", "i"], alt=[(tl.randn(3, 5), tl.tensor([[1, 1], [3, 2], [4, 0]]))])

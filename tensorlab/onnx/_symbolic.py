@@ -597,6 +597,155 @@ def _addmm(g, op, inputs, out, info):
                   beta=float(info.get("beta", 1.0)), hint=op)
 
 
+def _cumsum(g, op, inputs, out, info):
+    x = inputs[0]
+    axis = g.const(np.asarray(_norm_dim(info["dim"], max(x.dim(), 1)), np.int64), "axis")
+    return g.node("CumSum", [_as(g, x, out._dtype), axis], hint=op)
+
+
+def _arg_dim(x, out):
+    """The dim argmax/argmin reduced (not recorded): the one whose removal (or size 1) gives out's shape."""
+    ins, outs = tuple(x.shape), tuple(out.shape)
+    hits = [d for d in range(len(ins)) if ins[:d] + ins[d + 1:] == outs or ins[:d] + (1,) + ins[d + 1:] == outs]
+    return hits
+
+
+def _argmax(g, op, inputs, out, info):
+    x = inputs[0]
+    onnx_op = "ArgMax" if op == "argmax" else "ArgMin"
+    if out.dim() == 0:
+        flat = g.node("Reshape", [g.val(x), g.ints([-1])])
+        return g.node(onnx_op, [flat], axis=0, keepdims=0, hint=op)
+    hits = _arg_dim(x, out)
+    if len(set(x.shape[d] for d in hits)) != 1 or not hits:
+        raise g.unsupported(op, "the reduced dim cannot be told from the shapes")
+    d = hits[0]
+    keep = int(out.dim() == x.dim())
+    if len(hits) > 1:  # several dims fit: they have the same size, the values decide
+        xs, want = g.host(x), g.host(out)
+        fn = np.argmax if op == "argmax" else np.argmin
+        ok = [h for h in hits if np.array_equal(fn(xs, axis=h).reshape(want.shape), want)]
+        if not ok:
+            raise g.unsupported(op, "the reduced dim cannot be told from the shapes")
+        d = ok[0]
+    return g.node(onnx_op, [g.val(x)], axis=d, keepdims=keep, select_last_index=0, hint=op)
+
+
+def _topk(g, op, inputs, out, info):
+    """topk and sort as TopK; largest/descending read from the traced result (the options are not recorded)."""
+    x = inputs[0]
+    d = _norm_dim(info.get("dim", -1), max(x.dim(), 1))
+    k = out.shape[d] if out.dim() else 1
+    vals = g.host(out)
+    diffs = np.diff(vals, axis=d) if out.dim() and out.shape[d] > 1 else np.zeros(1)
+    largest = 0 if (diffs > 0).any() else 1  # a descending result: the largest first
+    if not (diffs != 0).any() and out.numel():  # one element per row (or ties): compare with the input's extremes
+        xs = g.host(x)
+        largest = int(np.array_equal(np.take(vals, [0], axis=d), np.max(xs, axis=d, keepdims=True)))
+    if op == "sort" and (diffs > 0).any() and (diffs < 0).any():
+        raise g.unsupported("sort", "a result neither ascending nor descending")
+    res = g.node("TopK", [g.val(x), g.ints([k], "k")], n_out=2, axis=d, largest=largest, sorted=1, hint=op)
+    idx = info.get("indices")
+    if isinstance(idx, Tensor):
+        g.bind(idx, res[1])
+    return res[0]
+
+
+def _flip(g, op, inputs, out, info):
+    x = inputs[0]
+    dims = [_norm_dim(d, x.dim()) for d in info["dims"]]
+    n = len(dims)
+    return g.node("Slice", [g.val(x), g.ints([-1] * n), g.ints([-INT64_MAX - 1] * n), g.ints(dims),
+                            g.ints([-1] * n)], hint=op)
+
+
+def _trilu(g, op, inputs, out, info):
+    k = g.const(np.asarray(info.get("diagonal", 0), np.int64), "k")
+    return g.node("Trilu", [g.val(inputs[0]), k], upper=int(op == "triu"), hint=op)
+
+
+def _gather(g, op, inputs, out, info):
+    x, idx = inputs[0], inputs[1]
+    return g.node("GatherElements", [g.val(x), _as(g, idx, dtypes.int64)], axis=_norm_dim(info["dim"], x.dim()),
+                  hint=op)
+
+
+def _log_base(g, op, inputs, out, info):
+    dt = out._dtype
+    x = _as(g, info["operands"][0], dt)
+    if op == "exp2":
+        return g.node("Pow", [g.const(np.asarray(2.0, dt.np)), x], hint=op)
+    base = 2.0 if op == "log2" else 10.0
+    return g.node("Div", [g.node("Log", [x]), g.const(np.asarray(math.log(base), dt.np))], hint=op)
+
+
+def _square(g, op, inputs, out, info):
+    x = _as(g, info["operands"][0], out._dtype)
+    return g.node("Mul", [x, x], hint=op)
+
+
+def _trunc(g, op, inputs, out, info):
+    x = _as(g, info["operands"][0], out._dtype)
+    if not out._dtype.is_floating_point:
+        return g.node("Identity", [x])
+    return g.node("Mul", [g.node("Sign", [x]), g.node("Floor", [g.node("Abs", [x])])], hint=op)
+
+
+def _floor_ops(g, op, inputs, out, info):
+    """floor_divide and remainder (Python's sign rules) over floating results: a - b * floor(a / b)."""
+    a, b = info["operands"][:2]
+    dt = out._dtype
+    if not dt.is_floating_point:
+        raise g.unsupported(op, f"{dt.name} operands (ONNX's integer Div truncates)")
+    an, bn = _operand(g, a, dt), _operand(g, b, dt)
+    q = g.node("Floor", [g.node("Div", [an, bn])])
+    if op == "floor_divide":
+        return g.node("Identity", [q], hint=op)
+    return g.node("Sub", [an, g.node("Mul", [bn, q])], hint=op)
+
+
+def _norm(g, op, inputs, out, info):
+    x = inputs[0]
+    p = info.get("arg", 2.0)
+    p = 2.0 if p is None else p
+    dims = _reduce_dims(x, info)
+    keep = 1 if info.get("keepdim") else 0
+    xn = _as(g, x, out._dtype)
+    if p == 2:
+        return _axes(g, xn, dims, "ReduceL2", keepdims=keep)
+    if p == 1:
+        return _axes(g, xn, dims, "ReduceL1", keepdims=keep)
+    if p == math.inf:
+        return _axes(g, g.node("Abs", [xn]), dims, "ReduceMax", keepdims=keep)
+    raise g.unsupported(op, f"p={p}")
+
+
+def _roll(g, op, inputs, out, info):
+    x = inputs[0]
+    shifts, dims = list(info["shifts"]), list(info.get("dims") or [])
+    name, shape = g.val(x), list(x.shape)
+    if not dims:  # torch: the flattened tensor rolled, the shape restored
+        name, shape, dims = g.node("Reshape", [name, g.ints([-1])]), [x.numel()], [0]
+    for sh, d in zip(shifts, dims):
+        d = _norm_dim(d, len(shape))
+        n = shape[d]
+        sh = sh % n if n else 0
+        if sh:
+            tail = g.node("Slice", [name, g.ints([n - sh]), g.ints([n]), g.ints([d])])
+            head = g.node("Slice", [name, g.ints([0]), g.ints([n - sh]), g.ints([d])])
+            name = g.node("Concat", [tail, head], axis=d)
+    if not info.get("dims"):
+        name = g.node("Reshape", [name, g.ints(list(x.shape))])
+    return g.node("Identity", [name], hint=op)
+
+
+def _outer(g, op, inputs, out, info):
+    a, b = inputs[:2]
+    dt = out._dtype
+    return g.node("Mul", [_axes(g, _as(g, a, dt), [1], "Unsqueeze"), _axes(g, _as(g, b, dt), [0], "Unsqueeze")],
+                  hint=op)
+
+
 HOOK = {}
 for _n in _UNARY:
     HOOK[_n] = _unary
@@ -609,6 +758,10 @@ for _n in _LOGICAL:
 for _n in _REDUCE:
     HOOK[_n] = _reduce
 HOOK.update({
+    "cumsum": _cumsum, "argmax": _argmax, "argmin": _argmax, "topk": _topk, "sort": _topk, "flip": _flip,
+    "tril": _trilu, "triu": _trilu, "gather": _gather, "log2": _log_base, "log10": _log_base, "exp2": _log_base,
+    "square": _square, "trunc": _trunc, "floor_divide": _floor_ops, "remainder": _floor_ops, "norm": _norm,
+    "roll": _roll, "outer": _outer, "ger": _outer,
     "rsqrt": _rsqrt, "expm1": _expm1_log1p, "log1p": _expm1_log1p, "silu": _silu, "gelu": _gelu, "where": _where,
     "masked_fill": _masked_fill, "clamp": _clamp, "to": _cast, "_to_copy": _cast, "type": _cast,
     "clone": _identity, "contiguous": _identity, "alias": _identity, "detach": _identity, "view": _reshape,
