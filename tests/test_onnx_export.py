@@ -273,12 +273,12 @@ def test_is_in_onnx_export_and_kwargs():
 def test_unsupported_op_raises_torch_error_class(torch):
     class M(nn.Module):
         def forward(self, x):
-            return x.cumsum(0)
+            return x.cumprod(0)
 
-    with pytest.raises(tl.onnx.errors.UnsupportedOperatorError, match=r"'cumsum'.*opset version 17") as e:
+    with pytest.raises(tl.onnx.errors.UnsupportedOperatorError, match=r"'cumprod'.*opset version 17") as e:
         tl.onnx.export(M(), (tl.randn(3),), io.BytesIO(), opset_version=17)
     assert isinstance(e.value, tl.onnx.OnnxExporterError) and isinstance(e.value, RuntimeError)
-    assert e.value.name == "cumsum" and e.value.version == 17
+    assert e.value.name == "cumprod" and e.value.version == 17
     # torch's hierarchy: UnsupportedOperatorError < OnnxExporterError < RuntimeError
     assert [c.__name__ for c in tl.onnx.errors.UnsupportedOperatorError.__mro__[:3]] == \
         [c.__name__ for c in torch.onnx.errors.UnsupportedOperatorError.__mro__[:3]]
@@ -291,15 +291,15 @@ def test_unsupported_mode_and_constant_folding():
             self.w = nn.Parameter(tl.randn(4))
 
         def forward(self, x):
-            # cumsum on a parameter only: folded into a constant, not an error
-            return x + self.w.cumsum(0)
+            # cumprod on a parameter only: folded into a constant, not an error
+            return x + self.w.cumprod(0)
 
     x = tl.randn(2, 4)
     m = M()
     data, mp = _export(m, (x,), input_names=["x"])
     (got,) = _run(data, {"x": x})
     np.testing.assert_allclose(got, _forward(m, x)[0], rtol=1e-6)
-    with pytest.raises(tl.onnx.errors.UnsupportedOperatorError, match="cumsum"):
+    with pytest.raises(tl.onnx.errors.UnsupportedOperatorError, match="cumprod"):
         tl.onnx.export(M(), (x,), io.BytesIO(), do_constant_folding=False)
     with pytest.raises(tl.onnx.errors.UnsupportedOperatorError, match="training"):
         tl.onnx.export(nn.Dropout(0.5), (x,), io.BytesIO(), training=tl.onnx.TrainingMode.TRAINING)
@@ -314,7 +314,7 @@ def test_constant_folding_matches_forward():
             self.w = nn.Parameter(tl.randn(4))
 
         def forward(self, x):
-            return x + self.w.cumsum(0) * tl.arange(4)
+            return x + self.w.cumprod(0) * tl.arange(4)
 
     m = M()
     x = tl.randn(2, 4)
