@@ -694,3 +694,25 @@ def test_more_tensor_ops():
     x = tl.randn(3, 5)
     i = tl.tensor([[0, 4], [2, 0], [1, 1]])
     _agree(_MoreOps(), (x, i), ["x", "i"], alt=[(tl.randn(3, 5), tl.tensor([[1, 1], [3, 2], [4, 0]]))])
+
+
+def test_an_op_from_a_later_opset_names_that_opset():
+    class M(nn.Module):
+        def forward(self, x):
+            return F.pad(x, (1, 2), mode="circular")
+
+    x = tl.randn(1, 2, 5)
+    with pytest.raises(tl.onnx.errors.UnsupportedOperatorError, match="added in version 19") as e:
+        tl.onnx.export(M(), (x,), io.BytesIO(), opset_version=18)
+    assert e.value.supported_version == 19
+    _agree(M(), (x,), ["x"], opset_version=19)
+
+
+def test_keep_initializers_as_inputs():
+    m = nn.Linear(3, 2)
+    data, mp = _export(m, (tl.randn(1, 3),), input_names=["x"], keep_initializers_as_inputs=True)
+    assert [i.name for i in mp.graph.input] == ["x", "weight", "bias"]
+    assert [i.name for i in mp.graph.initializer] == ["weight", "bias"]
+    x = tl.randn(1, 3)
+    (got,) = _run(data, {"x": x})  # the initializers are the inputs' defaults
+    np.testing.assert_allclose(got, _forward(m, x)[0], rtol=1e-5, atol=1e-6)
