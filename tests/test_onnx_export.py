@@ -716,3 +716,13 @@ def test_keep_initializers_as_inputs():
     x = tl.randn(1, 3)
     (got,) = _run(data, {"x": x})  # the initializers are the inputs' defaults
     np.testing.assert_allclose(got, _forward(m, x)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_initializers_are_the_state_dict_once_each():
+    tl.manual_seed(22)
+    m = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).eval()
+    data, mp = _export(m, (tl.randn(2, 3, 8),), input_names=["x"])
+    names = [i.name for i in mp.graph.initializer if not i.name.startswith("/")]
+    assert sorted(names) == sorted(m.state_dict().keys())
+    big = [i.name for i in mp.graph.initializer if i.name.startswith("/") and np.prod(i.dims) >= 8]
+    assert not big, big  # no weight copied under another name

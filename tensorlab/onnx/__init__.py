@@ -229,14 +229,14 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     in_names += default_in[len(in_names):]
     dynamic_axes = dict(dynamic_axes or {})
 
-    params = {}
+    params, metas = {}, {}
     if hasattr(model, "named_parameters"):
-        for n, p in model.named_parameters():
+        for n, p in list(model.named_parameters()) + list(model.named_buffers()):
             params.setdefault(id(p), n)
-        for n, b in model.named_buffers():
-            params.setdefault(id(b), n)
+            metas.setdefault((id(p._meta.storage), p._meta.layout), n)
 
     g = Graph(onnx, opset, do_constant_folding, params, export_params)
+    g.param_meta = metas
     graph_inputs = []
     probe_axes = {}  # id(input tensor) -> its dynamic axes
     for name, t in zip(in_names, in_tensors):

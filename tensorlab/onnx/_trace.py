@@ -46,6 +46,7 @@ class Graph:
         self.by_meta = {}       # (id(storage), layout) -> value name: the pins and snapshots ops make of a value
         self.dyn_storages = set()  # id(storage) of every graph value
         self.param_names = param_names  # id(parameter or buffer) -> its state_dict name
+        self.param_meta = {}  # (id(storage), layout) of each parameter or buffer -> its name (snapshots of it)
         self.export_params = export_params
         self.param_inputs = []  # (name, tensor) graph inputs for parameters when export_params=False
         self.producer = {}      # value name -> (node, output index)
@@ -78,11 +79,19 @@ class Graph:
     def bind(self, t, name, dynamic=True):
         self.names[id(t)] = name
         self.keep.append(t)
+        meta = t._meta
+        self.by_meta[(id(meta.storage), meta.layout)] = name  # constants too: a snapshot of a weight is the weight
         if dynamic:
             self.dynamic.add(name)
-            meta = t._meta
-            self.by_meta[(id(meta.storage), meta.layout)] = name
             self.dyn_storages.add(id(meta.storage))
+
+    def forget(self, t):
+        """A constant changed in place: its next use reads it again."""
+        self.names.pop(id(t), None)
+        meta = t._meta
+        key = (id(meta.storage), meta.layout)
+        if self.by_meta.get(key) not in self.dynamic:
+            self.by_meta.pop(key, None)
 
     def is_dynamic(self, t):
         if not isinstance(t, Tensor):
@@ -127,7 +136,7 @@ class Graph:
             raise SymbolicValueError(
                 f"onnx.export: a view of a graph value (shape {list(t.shape)}) was made by an op the tracer "
                 f"did not hear; express it with view/reshape/indexing so it can be exported")
-        pname = self.param_names.get(id(t))
+        pname = self.param_names.get(id(t)) or self.param_meta.get((id(meta.storage), meta.layout))
         if pname is not None:
             if pname in self.used:
                 pname = self.fresh(pname)
@@ -250,8 +259,8 @@ class Tracer:
         dyn = any(g.is_dynamic(t) for t in tens) or (inplace and outs and g.is_dynamic(outs[0]))
         if not dyn and g.fold:
             self._check_baked(shown, outs)
-            if inplace and outs and id(outs[0]) in g.names:  # a materialized constant changed: read it again
-                del g.names[id(outs[0])]
+            if inplace and outs:  # a materialized constant changed: read it again
+                g.forget(outs[0])
             return
         if inplace and outs and outs[0]._base is not None and (g.is_dynamic(outs[0]._base) or g.is_dynamic(outs[0])):
             raise SymbolicValueError(f"onnx.export: the in-place op '{shown}' writes through a view of a graph value; "
