@@ -246,7 +246,7 @@ def test_conv1d_sequence_model_and_file_path(tmp_path):
 def test_export_params_false_makes_parameters_inputs():
     m = nn.Linear(3, 2)
     x = tl.randn(4, 3)
-    data, mp = _export(m, (x,), input_names=["x"], export_params=False)
+    data, mp = _export(m, (x,), input_names=["x"], export_params=False, verify=True)
     assert not mp.graph.initializer
     assert [i.name for i in mp.graph.input] == ["x", "weight", "bias"]
     (got,) = _run(data, {"x": x, "weight": m.weight.detach(), "bias": m.bias.detach()})
@@ -726,3 +726,18 @@ def test_initializers_are_the_state_dict_once_each():
     assert sorted(names) == sorted(m.state_dict().keys())
     big = [i.name for i in mp.graph.initializer if i.name.startswith("/") and np.prod(i.dims) >= 8]
     assert not big, big  # no weight copied under another name
+
+
+def test_verify_runs_the_file_in_onnxruntime(monkeypatch):
+    m = nn.Sequential(nn.Linear(3, 4), nn.GELU()).eval()
+    tl.onnx.export(m, (tl.randn(2, 3),), io.BytesIO(), verify=True)
+    from tensorlab.onnx import _symbolic
+    real = _symbolic.HOOK["relu"]
+
+    def wrong(g, op, inputs, out, info):  # a mapping that computes something else: verify must catch it
+        return g.node("Sigmoid", [g.val(inputs[0])])
+
+    monkeypatch.setitem(_symbolic.HOOK, "relu", wrong)
+    with pytest.raises(tl.onnx.OnnxExporterError, match="differ"):
+        tl.onnx.export(nn.ReLU(), (tl.randn(2, 3),), io.BytesIO(), verify=True)
+    monkeypatch.setitem(_symbolic.HOOK, "relu", real)

@@ -150,6 +150,30 @@ def _tensors_in(x):
     return []
 
 
+def _verify(data, in_names, in_tensors, out_names, outs, g):
+    """verify=True: onnxruntime runs the model on the example inputs; each output must match the
+    traced forward's (float32-level tolerance) or OnnxExporterError names the outputs that differ."""
+    import numpy as np
+    try:
+        import onnxruntime as ort
+    except ImportError as e:
+        raise ImportError("tensorlab.onnx.export(verify=True) runs the model in onnxruntime: pip install "
+                          "onnxruntime") from e
+    feeds = {n: g.host(t) for n, t in list(zip(in_names, in_tensors)) + g.param_inputs}
+    sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    got = sess.run(None, {n: v for n, v in feeds.items() if n in {i.name for i in sess.get_inputs()}})
+    bad = []
+    for name, t, v in zip(out_names, outs, got):
+        want = g.host(t)
+        tol = 1e-2 if want.dtype.itemsize <= 2 else 1e-4
+        if v.shape != want.shape or not np.allclose(v, want, rtol=tol, atol=tol, equal_nan=True):
+            diff = np.abs(v.astype(np.float64) - want.astype(np.float64)).max() if v.shape == want.shape else "shape"
+            bad.append(f"{name} (shape {list(want.shape)}: max difference {diff})")
+    if bad:
+        raise OnnxExporterError(f"onnx.export(verify=True): onnxruntime's outputs differ from the model's: "
+                                f"{', '.join(bad)}")
+
+
 def _flatten_outputs(out):
     from ..tensor import Tensor
     if isinstance(out, Tensor):
@@ -188,7 +212,8 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     or {name: [axes]}) makes those dimensions symbolic. Parameters and buffers are initializers
     named by their state_dict keys (graph inputs with export_params=False). `opset_version`:
     13 to 23 (default 20). `training`: the module mode during export (TrainingMode.EVAL by default;
-    the model's mode is restored afterwards). Returns None.
+    the model's mode is restored afterwards). `verify=True` runs the written model in onnxruntime on
+    the example inputs and raises OnnxExporterError where an output differs. Returns None.
     """
     from .. import no_grad
     from ..tensor import Tensor
@@ -337,6 +362,8 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     if verbose:
         print(onnx.helper.printable_graph(mp.graph))
     data = mp.SerializeToString()
+    if verify:
+        _verify(data, in_names, in_tensors, out_names, outs, g)
     if isinstance(f, (str, os.PathLike)):
         with open(f, "wb") as fh:
             fh.write(data)
