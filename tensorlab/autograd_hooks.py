@@ -5,18 +5,22 @@ tensor (inference tensors). tensorlab.autograd installs `_impl`.
 
 Every op calls these, so each starts with a check that costs a few attribute reads: nothing
 else runs unless an input requires grad, or `_slow` is set (anomaly detection on, or some
-thread in inference mode, or a tl.profiler profile open: then `profiler` hears every op's record)."""
+thread in inference mode, or a tl.profiler profile open: then `profiler` hears every op's record; or
+tl.onnx.export tracing a model: then `tracer` hears each op with its recorded options)."""
 from __future__ import annotations
 
 _impl = None   # tensorlab.autograd.graph, once imported
 _slow = False  # set by tensorlab.autograd while every op must take the slow path
 profiler = None  # tensorlab.profiler's op listener, callable(op name or None, inputs, out), while one is on
+tracer = None  # tensorlab.onnx's op listener, callable(op, inputs, out, info, inplace), while an export traces
 
 
 def record(out, op, inputs, **info):
     if _slow:
         if profiler is not None:
             profiler(op, inputs, out)
+        if tracer is not None:
+            tracer(op, inputs, out, info, False)
         impl = _impl
         return out if impl is None else impl.record(out, op, inputs, info)
     for t in inputs:
@@ -41,6 +45,8 @@ def record_op(out, op, inputs, operands, kernel, params):
 def _record_op(out, op, inputs, operands, kernel, params):
     if profiler is not None:
         profiler(op, inputs, out)
+    if tracer is not None:
+        tracer(op, inputs, out, {**params, "operands": operands}, False)
     impl = _impl
     if impl is None:
         return out
@@ -70,6 +76,8 @@ def record_inplace(t, op, inputs, **info):
     if t._requires_grad or _slow or (t._base is not None and t._base._requires_grad):
         if profiler is not None:
             profiler(op, inputs, t)
+        if tracer is not None:
+            tracer(op, inputs, t, info, True)
         impl = _impl
         if impl is not None:
             impl.record_inplace(t, op, inputs, info)
@@ -96,6 +104,8 @@ def record_inplace_op(t, op, inputs, operands, kernel, params):
 def _record_inplace_op(t, op, inputs, operands, kernel, params):
     if profiler is not None:
         profiler(op, inputs, t)
+    if tracer is not None:
+        tracer(op, inputs, t, {**params, "operands": operands}, True)
     impl = _impl
     if impl is not None:
         info = dict(params)

@@ -83,8 +83,8 @@ def test_missing_name_script_stops_with_a_clear_message():
     err = res.stderr.splitlines()
     assert err[0] == "Traceback (most recent call last):"
     assert err[1].strip().startswith('File "') and "missing_name.py" in err[1]  # the script's line comes first
-    assert err[-1] == ("AttributeError: tensorlab does not implement torch.onnx.export "
-                       "(torch.onnx has no tensorlab counterpart yet)")
+    assert err[-1] == ("AttributeError: tensorlab does not implement torch.utils.tensorboard.SummaryWriter "
+                       "(torch.utils.tensorboard has no tensorlab counterpart yet)")
     assert "runpy" not in res.stderr
 
 
@@ -159,3 +159,15 @@ def test_spawned_children_get_the_alias_too():
     res = _run([os.path.join(SCRIPTS, "spawn_child.py")])
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == [f"{m} ('TorchAlias', 'tensorlab', 10)" for m in ("spawn", "forkserver", "fork")]
+
+
+def test_onnx_export_script_writes_the_model_torch_writes():
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    script = os.path.join(SCRIPTS, "onnx_export.py")
+    res = _run([script])
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[:2] == ["inputs ['image'] outputs ['logp']", "batch dim batch"]
+    assert lines[-1] == "matches eager True" and "batch 5 shape (5, 5)" in lines[3]
+    _compare_with_torch(script, [], res)

@@ -11,7 +11,7 @@ from tensorlab import _docs
 
 NAMESPACES = {"tl": tl, "F": tl.nn.functional, "nn": tl.nn, "linalg": tl.linalg, "special": tl.special,
               "optim": tl.optim}
-for _extra in ("fft", "masked"):  # namespaces other branches of the op surface add
+for _extra in ("fft", "masked", "onnx"):  # namespaces other branches of the op surface add
     if hasattr(tl, _extra):
         NAMESPACES[_extra] = getattr(tl, _extra)
 

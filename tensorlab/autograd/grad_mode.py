@@ -36,7 +36,8 @@ def _refresh_slow():
     thread is in inference mode (so results can be checked / marked); otherwise only for inputs
     that require grad."""
     from . import anomaly
-    _hooks._slow = anomaly.is_anomaly_enabled() or _inference_depth > 0 or _hooks.profiler is not None
+    _hooks._slow = (anomaly.is_anomaly_enabled() or _inference_depth > 0 or _hooks.profiler is not None
+                   or _hooks.tracer is not None)
 
 
 class _Mode:
