@@ -134,6 +134,10 @@ def _accumulate(var, g, create_graph, user):
 
 
 def _accumulate_locked(var, g, create_graph, user):
+    if g.is_sparse or (var._grad is not None and var._grad.is_sparse):  # a sparse gradient (tensorlab/sparse)
+        from ..sparse._ops import accumulate_grad
+        var._grad = accumulate_grad(var._grad, g)
+        return
     if var._grad is None:
         if not create_graph:
             shared = g._base is not None or id(g) in user or not g.is_contiguous()
