@@ -47,6 +47,10 @@ def _validate_step(opt):
             g = p._grad
             if g is None:
                 continue
+            if g.is_sparse and not opt._sparse_grads_ok(group):  # torch's refusal (tensorlab/sparse)
+                raise RuntimeError(f"{name} does not support sparse gradients"
+                                   if name not in ("Adam", "AdamW") else
+                                   "Adam does not support sparse gradients, please consider SparseAdam instead")
             if g.shape != p.shape:
                 raise RuntimeError(f"{name}.step: the gradient of parameter {pi} of param group {gi} has shape "
                                    f"{list(g.shape)} but the parameter has shape {list(p.shape)}; nothing was "
@@ -132,6 +136,10 @@ class Optimizer:
         super().__init_subclass__(**kwargs)
         if "step" in cls.__dict__:
             cls.step = _atomic_step(cls.__dict__["step"])
+
+    def _sparse_grads_ok(self, group):
+        """Whether step() takes sparse COO gradients for this group (SparseAdam; torch's others refuse)."""
+        return False
 
     def __init__(self, params, defaults):
         self.defaults = defaults

@@ -208,7 +208,15 @@ class SparseTensor(Tensor):
         g = self._vals.grad if self._vals.is_leaf else None
         if g is None:
             return self._grad  # a sparse tensor stored as a gradient holder's .grad (rare)
-        return _like(self, g.detach())
+        g = _like(self, g.detach())
+        if self._sl is layouts.sparse_coo and not self._coal:
+            # torch's gradient of a sparse input is masked by its coalesced pattern: one entry per position,
+            # the gradient there (every duplicate of a position got that same gradient)
+            from ._convert import coalesce
+            c = coalesce(g)
+            cnt = coalesce(_like(self, self._vals.detach().new_ones(self._vals.shape)))
+            return _like(c, c._vals / cnt._vals)
+        return g
 
     @grad.setter
     def grad(self, g):
