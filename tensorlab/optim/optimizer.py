@@ -47,10 +47,6 @@ def _validate_step(opt):
             g = p._grad
             if g is None:
                 continue
-            if g.is_sparse and not opt._sparse_grads_ok(group):  # torch's refusal (tensorlab/sparse)
-                raise RuntimeError(f"{name} does not support sparse gradients"
-                                   if name not in ("Adam", "AdamW") else
-                                   "Adam does not support sparse gradients, please consider SparseAdam instead")
             if g.shape != p.shape:
                 raise RuntimeError(f"{name}.step: the gradient of parameter {pi} of param group {gi} has shape "
                                    f"{list(g.shape)} but the parameter has shape {list(p.shape)}; nothing was "
@@ -66,6 +62,18 @@ def _validate_step(opt):
                             f"{name}.step: state {k!r} of parameter {pi} of param group {gi} has shape "
                             f"{list(v.shape)} on {v.device} but the parameter has shape {list(p.shape)} on "
                             f"{p.device}; nothing was updated (load a state saved for this parameter)")
+
+
+def _refuse_sparse_grads(opt):
+    """torch's refusal of sparse gradients (tensorlab/sparse) by the optimizers that take dense ones only,
+    before any fast path reads a gradient's bytes."""
+    for group in opt.param_groups:
+        for p in group["params"]:
+            g = p._grad
+            if g is not None and g.is_sparse and not opt._sparse_grads_ok(group):
+                name = type(opt).__name__
+                raise RuntimeError(f"{name} does not support sparse gradients" if name not in ("Adam", "AdamW") else
+                                   "Adam does not support sparse gradients, please consider SparseAdam instead")
 
 
 def _journal_step(opt, journal):
@@ -113,6 +121,7 @@ def _atomic_step(fn):
                 # the update holds storage.write_lock, which tl.save copies storages under: a checkpoint
                 # taken while another thread trains holds one step's values, never half a step
                 with _storage_write_lock:
+                    _refuse_sparse_grads(self)
                     fast = getattr(self, "_tl_fast_step", None)
                     if fast is not None and fast():
                         # the whole step in a form that cannot fail once it writes (optim/_adam_cpu.py,

@@ -48,7 +48,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     idx = indices if isinstance(indices, Tensor) else _as_tensor(indices, dtypes.int64, dev)
     if isinstance(idx, SparseTensor) or isinstance(vals, SparseTensor):
         raise TypeError(f"{op}(): indices and values must be dense (strided) tensors")
-    if idx.dtype not in _INT:
+    if not (idx.dtype in _INT or idx.dtype.is_floating_point):  # torch casts real indices to int64
         raise RuntimeError(f"{op}(): indices must be an int64 tensor, got {idx.dtype}")
     if idx.device != dev:
         raise RuntimeError(f"{op}(): indices and values must be on the same device, got indices on {idx.device} "
@@ -74,8 +74,8 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
         check = False
     else:
         if len(size) != sd + len(dense):
-            raise RuntimeError(f"number of dimensions must be sparse_dim ({sd}) + dense_dim ({len(dense)}), but got "
-                               f"{len(size)}")
+            raise RuntimeError(f"'len(size) == sparse_dim + dense_dim' is not satisfied: len(size) = {len(size)}, "
+                               f"sparse_dim = {sd}, dense_dim = {len(dense)}")
         if tuple(size[sd:]) != dense:
             raise RuntimeError(f"values has incorrect size, expected {list(size[:sd]) and [nnz] + list(size[sd:])}, "
                                f"got {[nnz] + list(dense)}")
@@ -310,8 +310,22 @@ def rebuild_sparse(layout, size, parts, coalesced, device, requires_grad):
     return t
 
 
-def _same_structure(a, b):
-    return a._idx is b._idx and a._crow is b._crow
+def reduce_args(s):
+    """(layout name, parts) as torch pickles a sparse tensor for torch._utils._rebuild_sparse_tensor."""
+    if s._sl is layouts.sparse_coo:
+        return "sparse_coo", (s._idx.detach(), s._vals.detach(), _tl().Size(s._ssize), s._coal)
+    return "sparse_csr", (s._crow.detach(), s._col.detach(), s._vals.detach(), _tl().Size(s._ssize))
+
+
+def rebuild_from_parts(layout, data):
+    """The inverse of reduce_args (tl.load), the invariants checked."""
+    if layout is layouts.sparse_coo:
+        idx, vals, size, coalesced = data
+        return sparse_coo_tensor(idx, vals, tuple(size), check_invariants=True, is_coalesced=coalesced)
+    if layout is layouts.sparse_csr:
+        crow, col, vals, size = data
+        return sparse_csr_tensor(crow, col, vals, tuple(size), check_invariants=True)
+    raise RuntimeError(f"load: tensorlab rebuilds sparse_coo and sparse_csr tensors, not {layout}")
 
 
 __all__ = ["coalesce", "rebuild_sparse", "sparse_coo_tensor", "sparse_csr_tensor", "to_dense", "to_sparse_coo",

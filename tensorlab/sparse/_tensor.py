@@ -215,7 +215,9 @@ class SparseTensor(Tensor):
             from ._convert import coalesce
             c = coalesce(g)
             cnt = coalesce(_like(self, self._vals.detach().new_ones(self._vals.shape)))
-            return _like(c, c._vals / cnt._vals)
+            out = _like(c, c._vals / cnt._vals)
+            out._coal = False  # as torch marks it (its indices are the coalesced ones)
+            return out
         return g
 
     @grad.setter
