@@ -435,3 +435,29 @@ def test_emulated_spmm_checks_its_arguments():
     with pytest.raises(RuntimeError, match="column index"):
         csp.sparse_csr_mm(out, tl.tensor([0, 1, 2], device="cuda"), tl.tensor([0, 5], device="cuda"), vals,
                           tl.ones(2, 2, device="cuda"))
+
+
+def test_mm_reduce_and_sampled_addmm(device, torch):
+    x = RNG.standard_normal((4, 5))
+    x[x < 0.2] = 0
+    x[2] = 0  # a row without entries
+    d = RNG.standard_normal((5, 3))
+    tc, lc = torch.tensor(x).to_sparse_csr(), tl.tensor(x, device=device).to_sparse_csr()
+    for reduce in ("sum", "mean", "amax", "amin"):
+        np.testing.assert_allclose(_np(tl.sparse.mm(lc, tl.tensor(d, device=device), reduce)),
+                                   torch.sparse.mm(tc, torch.tensor(d), reduce).numpy(), rtol=1e-12, atol=1e-12)
+    with pytest.raises(RuntimeError, match="reduce argument must be one of"):
+        tl.sparse.mm(lc, tl.tensor(d, device=device), "max")
+    a, b = RNG.standard_normal((4, 2)), RNG.standard_normal((2, 5))
+    want = torch.sparse.sampled_addmm(tc, torch.tensor(a), torch.tensor(b), beta=0.5, alpha=2.0)
+    got = tl.sparse.sampled_addmm(lc, tl.tensor(a, device=device), tl.tensor(b, device=device), beta=0.5, alpha=2.0)
+    _same_sparse(got, want)
+
+
+def test_autograd_grad_of_a_sparse_input(device, torch):
+    d = RNG.standard_normal((5, 3))
+    ts = _torch_coo(torch, requires_grad=True)
+    (tg,) = torch.autograd.grad(torch.sparse.mm(ts, torch.tensor(d)).sum(), ts)
+    s = _coo(device, requires_grad=True)
+    (g,) = tl.autograd.grad(tl.sparse.mm(s, tl.tensor(d, device=device)).sum(), s)
+    _same_sparse(g, tg)

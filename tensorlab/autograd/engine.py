@@ -389,8 +389,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     gos = _tensor_seq(grad_outputs, "grad_outputs")
     if allow_unused is None:
         allow_unused = materialize_grads
+    wrap = None
+    if any(x.is_sparse or x.is_sparse_csr for x in ins):  # sparse inputs: through their values (tensorlab/sparse)
+        from ..sparse._tensor import grad_inputs
+        ins, wrap = grad_inputs(ins)
     res = run_backward(outs, gos, retain_graph, create_graph, inputs=ins, allow_unused=allow_unused,
                        accumulate=False)
+    if wrap is not None:
+        res = wrap(res)
     if materialize_grads:
         from ..ops.creation import zeros_like
         res = tuple(zeros_like(x) if g is None else g for x, g in zip(ins, res))

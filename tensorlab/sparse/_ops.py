@@ -97,10 +97,16 @@ def _sparse_dense(s, d):
     return out.index_add(0, rows, vals.unsqueeze(1) * d.index_select(0, col))
 
 
-def mm(mat1, mat2):
+_REDUCE = ("sum", "mean", "amax", "amin")
+
+
+def mm(mat1, mat2, reduce=None):
     """torch.sparse.mm: sparse @ dense -> dense, dense @ sparse -> dense, sparse @ sparse -> sparse (COO);
-    the gradient of a sparse operand is sparse with its pattern."""
+    the gradient of a sparse operand is sparse with its pattern. reduce= ("sum", "mean", "amax", "amin")
+    reduces each row's products over the specified entries of a sparse CSR mat1 (rows without any: 0)."""
     _check_mm("mm", mat1, mat2)
+    if reduce is not None:
+        return _mm_reduce(mat1, mat2, reduce)
     s1, s2 = isinstance(mat1, SparseTensor), isinstance(mat2, SparseTensor)
     if s1 and s2:
         out = _sparse_dense(mat1, to_dense(mat2))
@@ -110,6 +116,48 @@ def mm(mat1, mat2):
     if s2:
         return _sparse_dense(transpose(mat2, 0, 1), mat1.t()).t()
     return mat1.mm(mat2)
+
+
+def _mm_reduce(a, d, reduce):
+    if reduce not in _REDUCE:
+        raise RuntimeError(f"sparse.mm: reduce argument must be one of {list(_REDUCE)}, but got {reduce}")
+    if not isinstance(a, SparseTensor) or a._sl is not layouts.sparse_csr or isinstance(d, SparseTensor):
+        raise RuntimeError("sparse.mm: reduce= takes a sparse CSR mat1 and a dense mat2")
+    tl = _tl()
+    m = a._ssize[0]
+    idx, vals = _coo_parts(a)
+    rows, col = idx[0], idx[1]
+    prod = vals.unsqueeze(1) * d.index_select(0, col)
+    out = tl.zeros((m, d.shape[1]), dtype=d.dtype, device=d.device)
+    if reduce == "sum":
+        return out.index_add(0, rows, prod)
+    if reduce == "mean":
+        cnt = tl.zeros(m, dtype=d.dtype, device=d.device).index_add(0, rows, tl.ones_like(vals, dtype=d.dtype))
+        return out.index_add(0, rows, prod) / cnt.clamp(min=1).unsqueeze(1)
+    return out.scatter_reduce(0, rows.unsqueeze(1).expand(prod.shape), prod, reduce, include_self=False)
+
+
+def sampled_addmm(input, mat1, mat2, *, beta=1.0, alpha=1.0, out=None):
+    """torch.sparse.sampled_addmm: beta * input + alpha * (mat1 @ mat2) at input's specified entries only; input
+    a sparse CSR matrix, the result CSR with its pattern."""
+    if not isinstance(input, SparseTensor) or input._sl is not layouts.sparse_csr:
+        raise RuntimeError("sampled_addmm: Expected self to be a sparse CSR tensor (tl.sparse_csr layout)")
+    for name, t in (("mat1", mat1), ("mat2", mat2)):
+        if not isinstance(t, Tensor) or isinstance(t, SparseTensor) or t.dim() != 2:
+            raise RuntimeError(f"sampled_addmm: Expected {name} to be a dense 2-D tensor")
+    if mat1.shape[1] != mat2.shape[0] or (mat1.shape[0], mat2.shape[1]) != tuple(input._ssize):
+        raise RuntimeError(f"sampled_addmm: shapes do not match: input {list(input._ssize)}, mat1 "
+                           f"{list(mat1.shape)}, mat2 {list(mat2.shape)}")
+    if not (mat1.dtype is mat2.dtype is input.dtype):
+        raise RuntimeError(f"sampled_addmm: Expected mat1, mat2 and self to have the same dtype, got {mat1.dtype}, "
+                           f"{mat2.dtype} and {input.dtype}")
+    idx, vals = _coo_parts(input)
+    picked = (mat1.index_select(0, idx[0]) * mat2.t().index_select(0, idx[1])).sum(1)
+    new = picked * alpha if beta == 0 else vals * beta + picked * alpha
+    res = _like(input, new)
+    if out is not None:
+        raise RuntimeError("sampled_addmm: out= is not supported for sparse results in tensorlab; call without out=")
+    return res
 
 
 def _from_dense_like(x, layout):
@@ -221,11 +269,12 @@ def mul(a, b):
     if _scalar(b):
         return _like(a, a._vals * b)
     if isinstance(b, Tensor):
-        if a._sl is not layouts.sparse_coo or tuple(b.shape) != tuple(a._ssize) or a.dense_dim():
-            raise RuntimeError(f"mul: sparse * dense needs a COO tensor without dense dims and a dense tensor of "
+        if tuple(b.shape) != tuple(a._ssize) or a.dense_dim():
+            raise RuntimeError(f"mul: sparse * dense needs a sparse tensor without dense dims and a dense tensor of "
                                f"its size, got {a._sl.name} {list(a._ssize)} and {list(b.shape)}")
-        picked = b[tuple(a._idx[d] for d in range(a._sdim))]
-        return _like(a, a._vals * picked)
+        idx, vals = _coo_parts(a)
+        picked = b[tuple(idx[d] for d in range(a._sdim))]
+        return _like(a, vals * picked)
     return NotImplemented
 
 

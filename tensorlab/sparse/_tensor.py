@@ -208,17 +208,7 @@ class SparseTensor(Tensor):
         g = self._vals.grad if self._vals.is_leaf else None
         if g is None:
             return self._grad  # a sparse tensor stored as a gradient holder's .grad (rare)
-        g = _like(self, g.detach())
-        if self._sl is layouts.sparse_coo and not self._coal:
-            # torch's gradient of a sparse input is masked by its coalesced pattern: one entry per position,
-            # the gradient there (every duplicate of a position got that same gradient)
-            from ._convert import coalesce
-            c = coalesce(g)
-            cnt = coalesce(_like(self, self._vals.detach().new_ones(self._vals.shape)))
-            out = _like(c, c._vals / cnt._vals)
-            out._coal = False  # as torch marks it (its indices are the coalesced ones)
-            return out
-        return g
+        return sparse_grad(self, g.detach(), True)
 
     @grad.setter
     def grad(self, g):
@@ -358,6 +348,31 @@ class SparseTensor(Tensor):
         return t
 
     __hash__ = object.__hash__
+
+
+def sparse_grad(s, g, accumulated=False):
+    """The gradient of sparse `s` from its values' gradient `g`: torch's gradient of a sparse input is masked by
+    its coalesced pattern, one entry per position (every duplicate of a position got that same gradient)."""
+    g = _like(s, g)
+    if s._sl is layouts.sparse_coo and not s._coal:
+        from ._convert import coalesce
+        c = coalesce(g)
+        cnt = coalesce(_like(s, s._vals.detach().new_ones(s._vals.shape)))
+        out = _like(c, c._vals / cnt._vals)
+        out._coal = not accumulated  # torch marks its .grad uncoalesced (autograd.grad's result: coalesced)
+        return out
+    return g
+
+
+def grad_inputs(ins):
+    """autograd.grad with sparse inputs: their values in their place, and the function that turns the values'
+    gradients back into sparse ones (autograd/engine.py)."""
+    swapped = [x._vals if isinstance(x, SparseTensor) else x for x in ins]
+
+    def wrap(res):
+        return tuple(sparse_grad(x, g) if isinstance(x, SparseTensor) and g is not None else g
+                     for x, g in zip(ins, res))
+    return swapped, wrap
 
 
 def _like(s, values):
