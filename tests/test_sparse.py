@@ -461,3 +461,18 @@ def test_autograd_grad_of_a_sparse_input(device, torch):
     s = _coo(device, requires_grad=True)
     (g,) = tl.autograd.grad(tl.sparse.mm(s, tl.tensor(d, device=device)).sum(), s)
     _same_sparse(g, tg)
+
+
+def test_sgd_takes_sparse_gradients(device, torch):
+    w = RNG.standard_normal((6, 3)).astype(np.float32)
+    tmod = torch.nn.Embedding.from_pretrained(torch.tensor(w), freeze=False, sparse=True)
+    lmod = tl.nn.Embedding.from_pretrained(tl.tensor(w, device=device), freeze=False, sparse=True)
+    to, lo = torch.optim.SGD(tmod.parameters(), lr=0.3), tl.optim.SGD(lmod.parameters(), lr=0.3)
+    for idx in ([1, 2, 2, 5], [0, 1, 1, 1]):
+        for opt, mod, lib in ((to, tmod, torch), (lo, lmod, tl)):
+            opt.zero_grad()
+            (mod(lib.tensor(idx, device=device) if lib is tl else lib.tensor(idx)) ** 2).sum().backward()
+            opt.step()
+        np.testing.assert_allclose(_np(lmod.weight), tmod.weight.detach().numpy(), rtol=1e-6, atol=1e-6)
+    with pytest.raises(RuntimeError, match="add\\(sparse, dense\\) is not supported"):
+        tl.optim.SGD(lmod.parameters(), lr=0.1, weight_decay=0.1).step()
