@@ -476,3 +476,17 @@ def test_sgd_takes_sparse_gradients(device, torch):
         np.testing.assert_allclose(_np(lmod.weight), tmod.weight.detach().numpy(), rtol=1e-6, atol=1e-6)
     with pytest.raises(RuntimeError, match="add\\(sparse, dense\\) is not supported"):
         tl.optim.SGD(lmod.parameters(), lr=0.1, weight_decay=0.1).step()
+
+
+def test_gcn_script_runs_unchanged_under_compat():
+    """A torch GCN script (sparse adjacency, torch.sparse.mm, Embedding(sparse=True) + SparseAdam) prints torch's
+    losses under `python -m tensorlab.compat`."""
+    import os
+    from test_compat_runner import SCRIPTS, _compare_with_torch, _run, _split
+    script = os.path.join(SCRIPTS, "gcn_sparse.py")
+    res = _run([script])
+    assert res.returncode == 0, res.stderr
+    losses, rest = _split(res.stdout)
+    assert len(losses) == 8 and losses[-1] < losses[0]
+    assert rest[-1] == "nnz 346 True (2, 346)"
+    _compare_with_torch(script, [], res)
