@@ -490,3 +490,26 @@ def test_gcn_script_runs_unchanged_under_compat():
     assert len(losses) == 8 and losses[-1] < losses[0]
     assert rest[-1] == "nnz 346 True (2, 346)"
     _compare_with_torch(script, [], res)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_sparse_gradient(device, torch, mode):
+    w = RNG.standard_normal((8, 3))
+    idx = np.array([1, 2, 4, 4, 3, 0, 7, 1])
+    offsets = np.array([0, 3, 3, 6])
+    tw = torch.tensor(w, requires_grad=True)
+    if mode == "max":  # torch refuses it
+        with pytest.raises(ValueError, match="max mode does not support sparse weights"):
+            tl.nn.functional.embedding_bag(tl.tensor(idx, device=device), tl.tensor(w, device=device),
+                                           tl.tensor(offsets, device=device), mode=mode, sparse=True)
+        return
+    out_t = torch.nn.functional.embedding_bag(torch.tensor(idx), tw, torch.tensor(offsets), mode=mode, sparse=True,
+                                              padding_idx=0)
+    (out_t * torch.arange(12.0, dtype=torch.float64).reshape(4, 3)).sum().backward()
+    lw = tl.tensor(w, device=device, requires_grad=True)
+    out_l = tl.nn.functional.embedding_bag(tl.tensor(idx, device=device), lw, tl.tensor(offsets, device=device),
+                                           mode=mode, sparse=True, padding_idx=0)
+    (out_l * tl.arange(12.0, dtype=tl.float64, device=device).reshape(4, 3)).sum().backward()
+    np.testing.assert_allclose(_np(out_l), out_t.detach().numpy(), rtol=1e-12)
+    assert lw.grad.is_sparse and tw.grad.is_sparse
+    np.testing.assert_allclose(_np(lw.grad.to_dense()), tw.grad.to_dense().numpy(), rtol=1e-12)
