@@ -29,7 +29,7 @@ class _CsrMM(Function):
         tl = _tl()
         d = dense.contiguous()
         out = tl.empty((m, d.shape[1]), dtype=d.dtype, device=d.device)
-        out._backend.sparse_csr_mm(out, crow, col, values.contiguous(), d)
+        out._backend.sparse_csr_mm(out, crow.contiguous(), col.contiguous(), values.contiguous(), d)
         ctx.save_for_backward(values, dense)
         ctx.structure = (crow, col, rows, m, k)
         return out
