@@ -513,3 +513,20 @@ def test_embedding_bag_sparse_gradient(device, torch, mode):
     np.testing.assert_allclose(_np(out_l), out_t.detach().numpy(), rtol=1e-12)
     assert lw.grad.is_sparse and tw.grad.is_sparse
     np.testing.assert_allclose(_np(lw.grad.to_dense()), tw.grad.to_dense().numpy(), rtol=1e-12)
+
+
+def test_checkpoints_interoperate_with_torch(device, torch, tmp_path):
+    s = _coo(device)
+    tl.save({"coo": s, "csr": s.to_sparse_csr()}, tmp_path / "ours.pt")
+    theirs = torch.load(tmp_path / "ours.pt", weights_only=True)
+    assert theirs["coo"].layout == torch.sparse_coo and theirs["csr"].layout == torch.sparse_csr
+    np.testing.assert_allclose(theirs["coo"].to_dense().numpy(), _np(s.to_dense()))
+    np.testing.assert_allclose(theirs["csr"].to_dense().numpy(), _np(s.to_dense()))
+    ts = _torch_coo(torch)
+    torch.save({"coo": ts, "csr": ts.to_sparse_csr()}, tmp_path / "theirs.pt")
+    back = tl.load(tmp_path / "theirs.pt")
+    _same_sparse(back["coo"], ts)
+    _same_sparse(back["csr"], ts.to_sparse_csr())
+    with tl.sparse.check_sparse_tensor_invariants():
+        with pytest.raises(RuntimeError, match="size is inconsistent"):
+            tl.sparse_coo_tensor(tl.tensor([[5]], device=device), tl.ones(1, device=device), (3,))

@@ -45,6 +45,7 @@ import zlib
 
 import numpy as np
 
+from ..layouts import TensorLayout
 from .. import dtypes
 from ..device import Device, canonical
 from ..layout import Layout, Size, check_bounds
@@ -156,7 +157,9 @@ class _Pickler(pickle._Pickler):
         if isinstance(obj, Tensor) and (obj.is_sparse or obj.is_sparse_csr):  # torch's _rebuild_sparse_tensor
             from ..sparse._convert import reduce_args
             layout, data = reduce_args(obj)
-            return (self._g("torch._utils", "_rebuild_sparse_tensor"), (self._g("torch", layout), data))
+            return (self._g("torch._utils", "_rebuild_sparse_tensor"), (obj.layout, data))
+        if isinstance(obj, TensorLayout):  # torch.serialization._get_layout("torch.sparse_coo")
+            return (self._g("torch.serialization", "_get_layout"), (f"torch.{obj.name}",))
         if isinstance(obj, Tensor):
             storage, lay = obj._meta
             if isinstance(obj, Parameter):
@@ -544,6 +547,16 @@ def _device(*args):
     return device(*args)
 
 
+def _get_layout(name):
+    """torch.serialization._get_layout: "torch.sparse_coo" -> the layout value."""
+    from .. import layouts
+    short = str(name).split(".")[-1]
+    lay = getattr(layouts, short, None)
+    if not isinstance(lay, TensorLayout):
+        raise pickle.UnpicklingError(f"_get_layout: unknown layout {name!r}")
+    return lay
+
+
 def _rebuild_sparse_tensor(layout, data):
     """torch._utils._rebuild_sparse_tensor: a COO (indices, values, size, is_coalesced) or CSR (crow, col,
     values, size) tensor, its invariants checked (a file may hold anything)."""
@@ -564,10 +577,8 @@ def _builtin_allowlist():
              ("_codecs", "encode"): _encode,
              ("builtins", "set"): set, ("builtins", "frozenset"): frozenset,
              ("builtins", "slice"): slice,
-             ("torch._utils", "_rebuild_sparse_tensor"): _rebuild_sparse_tensor}
-    from .. import layouts
-    for name in ("sparse_coo", "sparse_csr", "strided"):
-        table[("torch", name)] = getattr(layouts, name)
+             ("torch._utils", "_rebuild_sparse_tensor"): _rebuild_sparse_tensor,
+             ("torch.serialization", "_get_layout"): _get_layout}
     for name, dt in _STORAGE_DTYPES.items():
         table[("torch", name)] = _StorageType(name, dt)
     for name, foreign in _FOREIGN_STORAGES.items():

@@ -81,12 +81,20 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
                                f"got {[nnz] + list(dense)}")
         if any(s < 0 for s in size):
             raise RuntimeError(f"{op}(): size {list(size)} has a negative dimension")
-        check = bool(check_invariants)
+        check = _checking(check_invariants)
     if check and nnz:
         _check_coo_bounds(idx, size)
     if requires_grad:
         vals = vals.detach().requires_grad_()
     return SparseTensor._build(layouts.sparse_coo, size, vals, idx, coalesced=bool(is_coalesced) or nnz <= 1)
+
+
+def _checking(check_invariants):
+    """check_invariants=None: the global default (tl.sparse.check_sparse_tensor_invariants)."""
+    if check_invariants is None:
+        from . import check_sparse_tensor_invariants
+        return check_sparse_tensor_invariants.is_enabled()
+    return bool(check_invariants)
 
 
 def _check_coo_bounds(idx, size):
@@ -130,14 +138,14 @@ def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=Non
     if size is None:
         ncol = int(col.max().item()) + 1 if nnz else 0
         size = (crow.shape[0] - 1, ncol)
-        check = bool(check_invariants)
+        check = _checking(check_invariants)
     else:
         if len(size) != 2:
             raise RuntimeError(f"{op}(): size must be 2-D (tensorlab's CSR tensors have no batch or dense dims), "
                                f"got {list(size)}")
         if crow.shape[0] != size[0] + 1:
             raise RuntimeError(f"crow_indices.numel() must be size(0) + 1, but got: {crow.shape[0]}")
-        check = bool(check_invariants)
+        check = _checking(check_invariants)
     if check:
         first, last = int(crow[0].item()), int(crow[-1].item())
         if first != 0:
