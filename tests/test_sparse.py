@@ -408,6 +408,7 @@ def test_graph_convolution_training_matches_torch(device, torch, layout):
 
 
 # -- the CUDA path: cuSPARSE's SpMM through the driver (its emulated stand-in checks the arguments) -----------
+@pytest.mark.cuda
 def test_cuda_spmm_goes_through_the_driver(torch):
     from tensorlab.backends import cuda as _cuda_backend_probe  # noqa: F401
     from tensorlab.backends.cuda.active import driver
@@ -421,6 +422,7 @@ def test_cuda_spmm_goes_through_the_driver(torch):
     assert driver.CSRMM_CALLS[before:] == [(4, 2, 5, 5, "int64", "float32")]
 
 
+@pytest.mark.cuda
 def test_emulated_spmm_checks_its_arguments():
     import os
     if os.environ.get("TENSORLAB_CUDA_EMULATION") != "1":
@@ -518,7 +520,7 @@ def test_embedding_bag_sparse_gradient(device, torch, mode):
 def test_checkpoints_interoperate_with_torch(device, torch, tmp_path):
     s = _coo(device)
     tl.save({"coo": s, "csr": s.to_sparse_csr()}, tmp_path / "ours.pt")
-    theirs = torch.load(tmp_path / "ours.pt", weights_only=True)
+    theirs = torch.load(tmp_path / "ours.pt", weights_only=True, map_location="cpu")
     assert theirs["coo"].layout == torch.sparse_coo and theirs["csr"].layout == torch.sparse_csr
     np.testing.assert_allclose(theirs["coo"].to_dense().numpy(), _np(s.to_dense()))
     np.testing.assert_allclose(theirs["csr"].to_dense().numpy(), _np(s.to_dense()))
@@ -530,3 +532,18 @@ def test_checkpoints_interoperate_with_torch(device, torch, tmp_path):
     with tl.sparse.check_sparse_tensor_invariants():
         with pytest.raises(RuntimeError, match="size is inconsistent"):
             tl.sparse_coo_tensor(tl.tensor([[5]], device=device), tl.ones(1, device=device), (3,))
+
+
+@pytest.mark.cuda
+def test_cuda_mm_of_a_coalesced_matrix_never_waits_for_the_device(torch):
+    import os
+    if os.environ.get("TENSORLAB_CUDA_EMULATION") != "1" and not tl.cuda.is_available():
+        pytest.skip("needs the CUDA backend")
+    s = _coo("cuda", tl.float32).coalesce()
+    csr = s.to_sparse_csr()
+    d = tl.ones(5, 3, device="cuda", requires_grad=True)
+    with tl.cuda.set_sync_debug_mode("error"):  # the forward product (the backward gathers rows: index_select's
+        for a in (s, csr):                      # bounds check waits, as every CUDA gather of tensorlab's)
+            out = tl.sparse.mm(a, d)
+    out.sum().backward()
+    assert tuple(d.grad.shape) == (5, 3)
