@@ -547,3 +547,41 @@ def test_cuda_mm_of_a_coalesced_matrix_never_waits_for_the_device(torch):
             out = tl.sparse.mm(a, d)
     out.sum().backward()
     assert tuple(d.grad.shape) == (5, 3)
+
+
+@pytest.mark.parametrize("steps", [0, 1])
+def test_sparse_adam_fault_sweep_leaves_everything_unchanged(device, steps):
+    from tensorlab.testing import InjectedFault, assert_unchanged, fault_points, inject_fault, snapshot
+
+    def setup():
+        w = tl.tensor(np.arange(12.0).reshape(6, 2) / 7, dtype=tl.float32, device=device, requires_grad=True)
+        opt = tl.optim.SparseAdam([w], lr=0.1)
+        for k in range(steps + 1):
+            w.grad = None
+            tl.nn.functional.embedding(tl.tensor([1, 4, 1, k], device=device), w, sparse=True).pow(2).sum().backward()
+            if k < steps:
+                opt.step()
+        return w, opt
+
+    def objs(w, opt):
+        return [w] + [v for v in opt.state.get(w, {}).values() if isinstance(v, tl.Tensor)]
+
+    points = fault_points(lambda: setup()[1].step())
+    assert points
+    for kind, n in points[::3]:
+        w, opt = setup()
+        snap = snapshot(*objs(w, opt))
+        state_before = dict(opt.state.get(w, {}))
+        with inject_fault(kind, n) as plan:
+            try:
+                opt.step()
+            except InjectedFault:
+                pass
+        if not plan.fired:
+            continue
+        assert_unchanged(snap)
+        assert opt.state.get(w, {}).get("step") == state_before.get("step"), (kind, n)
+        ref_w, ref_opt = setup()
+        ref_opt.step()
+        opt.step()
+        assert _np(w).tobytes() == _np(ref_w).tobytes(), (kind, n)
