@@ -585,3 +585,12 @@ def test_sparse_adam_fault_sweep_leaves_everything_unchanged(device, steps):
         ref_opt.step()
         opt.step()
         assert _np(w).tobytes() == _np(ref_w).tobytes(), (kind, n)
+
+
+def test_sparse_mask(device, torch):
+    x = RNG.standard_normal((4, 5))
+    ts = _torch_coo(torch).coalesce()
+    got = tl.tensor(x, device=device).sparse_mask(_coo(device).coalesce())
+    _same_sparse(got, torch.tensor(x).sparse_mask(ts))
+    np.testing.assert_allclose(_np(tl.tensor(x, device=device).sparse_mask(_coo(device).to_sparse_csr()).to_dense()),
+                               torch.tensor(x).sparse_mask(ts.to_sparse_csr()).to_dense().numpy())

@@ -150,13 +150,26 @@ def _dense_methods():
         """A dense tensor has no coalesced state (torch's RuntimeError)."""
         raise RuntimeError("is_coalesced expected sparse coordinate tensor layout but got Strided")
 
+    def sparse_mask(self, mask):
+        """The sparse tensor of mask's pattern holding this dense tensor's values there (torch's sparse_mask;
+        differentiable through self)."""
+        if not isinstance(mask, SparseTensor):
+            raise RuntimeError("sparse_mask: expected mask to be a sparse tensor (sparse_coo or sparse_csr)")
+        if tuple(mask.shape) != tuple(self.shape):
+            raise RuntimeError(f"sparse_mask(): operands have incompatible sizes; self has size {list(self.shape)} "
+                               f"but mask has size {list(mask.shape)}")
+        src = mask if mask._sl is not layouts.sparse_coo else C.coalesce(mask)
+        idx, _ = C._coo_parts(src)
+        picked = self[tuple(idx[d] for d in range(src._sdim))]
+        return T._like(src, picked.to(mask.dtype) if picked.dtype is not mask.dtype else picked)
+
     def _nnz(self):
         """A dense tensor has no nnz (torch's RuntimeError)."""
         raise RuntimeError("_nnz expected sparse coordinate or sparse compressed tensor layout but got Strided")
 
     return {"to_sparse": to_sparse, "to_sparse_coo": to_sparse_coo, "to_sparse_csr": to_sparse_csr,
             "to_dense": to_dense, "sparse_dim": sparse_dim, "dense_dim": dense_dim, "is_coalesced": is_coalesced,
-            "_nnz": _nnz, "indices": _refuse("indices"), "values": _refuse("values", "sparse"),
+            "_nnz": _nnz, "sparse_mask": sparse_mask, "indices": _refuse("indices"), "values": _refuse("values", "sparse"),
             "_indices": _refuse("_indices"), "_values": _refuse("_values"), "coalesce": _refuse("coalesce"),
             "crow_indices": _refuse("crow_indices", "sparse row compressed"),
             "col_indices": _refuse("col_indices", "sparse row compressed")}

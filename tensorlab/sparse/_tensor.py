@@ -315,13 +315,19 @@ class SparseTensor(Tensor):
         dt = "" if self.dtype is _dt().get_default_dtype() else f", dtype={self.dtype}"
         names = (("indices", self._idx), ("values", self._vals)) if self._sl is layouts.sparse_coo else (
             ("crow_indices", self._crow), ("col_indices", self._col), ("values", self._vals))
+        from ..printing import _tensor_str
         lines = []
         for i, (name, part) in enumerate(names):
             head = ("tensor(" if i == 0 else "       ") + name + "="
-            body = tensor_repr(part.detach()).replace("\n", "\n" + " " * len(head))
+            part = part.detach()
+            if part.numel():  # torch's parts: the values alone, dtype and device said once at the end
+                body = "tensor(" + _tensor_str(part._host("repr"), part.dtype.is_floating_point,
+                                               len(head) + 7) + ")"
+            else:
+                body = f"tensor([], size={tuple(part.shape)})" if part.dim() != 1 else "tensor([])"
             lines.append(head + body + ",")
-        dev = "" if self.device.type == "cpu" else f", device='{self.device}'"
-        lines.append(f"       size={size}, nnz={self._nnz()}{dt}{dev}, layout=tensorlab.{self._sl.name}{extra})")
+        dev = "" if self.device.type == "cpu" else f"device='{self.device}', "
+        lines.append(f"       {dev}size={size}, nnz={self._nnz()}{dt}, layout=tensorlab.{self._sl.name}{extra})")
         return "\n".join(lines)
 
     __str__ = __repr__
