@@ -129,9 +129,9 @@ def to_tl(x, device):
     if isinstance(x, torch.memory_format):
         return getattr(tl, str(x).replace("torch.", ""))
     if isinstance(x, torch.layout):
-        if x not in (torch.strided, torch.sparse_coo, torch.sparse_csr):
+        if x != torch.strided:
             raise Unsupported(f"layout {x}")
-        return getattr(tl, str(x).replace("torch.", ""))
+        return getattr(tl, "strided", x)
     if isinstance(x, torch.Generator):
         raise Unsupported(type(x).__name__)
     if isinstance(x, list):
