@@ -594,3 +594,18 @@ def test_sparse_mask(device, torch):
     _same_sparse(got, torch.tensor(x).sparse_mask(ts))
     np.testing.assert_allclose(_np(tl.tensor(x, device=device).sparse_mask(_coo(device).to_sparse_csr()).to_dense()),
                                torch.tensor(x).sparse_mask(ts.to_sparse_csr()).to_dense().numpy())
+
+
+def test_zero_grad_keeps_an_empty_sparse_gradient(device, torch):
+    e = tl.nn.Embedding(5, 2, sparse=True).to(device)
+    opt = tl.optim.SparseAdam(e.parameters())
+    e(tl.tensor([1, 2], device=device)).sum().backward()
+    opt.zero_grad(set_to_none=False)
+    te = torch.nn.Embedding(5, 2, sparse=True)
+    te(torch.tensor([1, 2])).sum().backward()
+    te.zero_grad(set_to_none=False)
+    _same_sparse(e.weight.grad, te.weight.grad)
+    e(tl.tensor([1, 2], device=device)).sum().backward()
+    assert e.weight.grad._nnz() == 2
+    e.zero_grad(set_to_none=False)
+    assert e.weight.grad._nnz() == 0 and e.weight.grad.is_sparse

@@ -212,7 +212,8 @@ class Optimizer:
         params = [p for g in self.param_groups for p in g["params"]]
         with _optimizer_lock(self), Journal() as journal:
             if not set_to_none:
-                journal.tensors(p._grad for p in params)
+                # a sparse gradient's zero_ swaps in new parts whole (tensorlab/sparse): nothing to copy
+                journal.tensors(p._grad for p in params if p._grad is None or not p._grad.is_sparse)
             # a failure restores the gradients' values and which parameters had one
             saved = [(p, p._grad) for p in params]
             journal.on_rollback(functools.partial(_restore_grads, saved))

@@ -90,12 +90,14 @@ def _sparse_methods():
         """Drop every entry (nnz 0), in place, as torch."""
         from .. import dtypes
         import tensorlab as tl
-        self._vals = tl.zeros((0,) + tuple(self._vals.shape[1:]), dtype=self._vals.dtype, device=self.device)
-        if self._idx is not None:
-            self._idx = tl.zeros((self._sdim, 0), dtype=dtypes.int64, device=self.device)
+        vals = tl.zeros((0,) + tuple(self._vals.shape[1:]), dtype=self._vals.dtype, device=self.device)
+        if self._idx is not None:  # every new part made first, then published (a failure changes nothing)
+            idx = tl.zeros((self._sdim, 0), dtype=dtypes.int64, device=self.device)
+            self._vals, self._idx = vals, idx
         else:
-            self._crow = tl.zeros(self._ssize[0] + 1, dtype=self._crow.dtype, device=self.device)
-            self._col = tl.zeros(0, dtype=self._col.dtype, device=self.device)
+            crow = tl.zeros(self._ssize[0] + 1, dtype=self._crow.dtype, device=self.device)
+            col = tl.zeros(0, dtype=self._col.dtype, device=self.device)
+            self._vals, self._crow, self._col = vals, crow, col
         self._coal = True
         return self
 
