@@ -609,3 +609,25 @@ def test_zero_grad_keeps_an_empty_sparse_gradient(device, torch):
     assert e.weight.grad._nnz() == 2
     e.zero_grad(set_to_none=False)
     assert e.weight.grad._nnz() == 0 and e.weight.grad.is_sparse
+
+
+def test_gradients_of_sum_softmax_and_to_sparse_match_torch(device, torch):
+    w = RNG.standard_normal((4, 5))
+    for fn in (lambda lib, s: lib.sparse.sum(s, 1).to_dense(), lambda lib, s: lib.sparse.softmax(s, 1).to_dense(),
+               lambda lib, s: lib.sparse.log_softmax(s, 0).to_dense(), lambda lib, s: s.to_dense()):
+        ts = _torch_coo(torch).coalesce().detach().requires_grad_()
+        out_t = fn(torch, ts)
+        (out_t * torch.tensor(w[:, :out_t.shape[-1]] if out_t.dim() == 2 else w[:, 0])).sum().backward()
+        s = _coo(device).coalesce().detach().requires_grad_()
+        out_l = fn(tl, s)
+        (out_l * tl.tensor(w[:, :out_l.shape[-1]] if out_l.dim() == 2 else w[:, 0], device=device)).sum().backward()
+        np.testing.assert_allclose(_np(out_l), out_t.detach().numpy(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(_np(s.grad.to_dense()), ts.grad.to_dense().numpy(), rtol=1e-10, atol=1e-12)
+    x = RNG.standard_normal((4, 5))
+    x[x < 0] = 0
+    d = RNG.standard_normal((5, 2))
+    tx = torch.tensor(x, requires_grad=True)
+    torch.sparse.mm(tx.to_sparse(), torch.tensor(d)).pow(2).sum().backward()
+    lx = tl.tensor(x, device=device, requires_grad=True)
+    tl.sparse.mm(lx.to_sparse(), tl.tensor(d, device=device)).pow(2).sum().backward()
+    np.testing.assert_allclose(_np(lx.grad), tx.grad.to_dense().numpy(), rtol=1e-12, atol=1e-12)
