@@ -84,8 +84,10 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
         check = _checking(check_invariants)
     if check and nnz:
         _check_coo_bounds(idx, size)
+    if requires_grad or not vals.requires_grad:  # its own autograd identity: requires_grad_() on the sparse
+        vals = vals.detach()                      # tensor leaves the caller's values tensor as it is
     if requires_grad:
-        vals = vals.detach().requires_grad_()
+        vals.requires_grad_()
     return SparseTensor._build(layouts.sparse_coo, size, vals, idx, coalesced=bool(is_coalesced) or nnz <= 1)
 
 
@@ -156,8 +158,10 @@ def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=Non
             raise RuntimeError("`0 <= crow_indices[..., 1:] - crow_indices[..., :-1] <= ncols` is not satisfied.")
         if nnz and (int(col.min().item()) < 0 or int(col.max().item()) >= size[1]):
             raise RuntimeError("`0 <= col_indices < ncols` is not satisfied.")
+    if requires_grad or not vals.requires_grad:
+        vals = vals.detach()
     if requires_grad:
-        vals = vals.detach().requires_grad_()
+        vals.requires_grad_()
     return SparseTensor._build(layouts.sparse_csr, size, vals, crow=crow, col=col, sparse_dim=2)
 
 
