@@ -631,3 +631,19 @@ def test_gradients_of_sum_softmax_and_to_sparse_match_torch(device, torch):
     lx = tl.tensor(x, device=device, requires_grad=True)
     tl.sparse.mm(lx.to_sparse(), tl.tensor(d, device=device)).pow(2).sum().backward()
     np.testing.assert_allclose(_np(lx.grad), tx.grad.to_dense().numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_adagrad_takes_sparse_gradients(device, torch):
+    w = RNG.standard_normal((6, 3)).astype(np.float32)
+    tmod = torch.nn.Embedding.from_pretrained(torch.tensor(w), freeze=False, sparse=True)
+    lmod = tl.nn.Embedding.from_pretrained(tl.tensor(w, device=device), freeze=False, sparse=True)
+    to = torch.optim.Adagrad(tmod.parameters(), lr=0.3, lr_decay=0.1)
+    lo = tl.optim.Adagrad(lmod.parameters(), lr=0.3, lr_decay=0.1)
+    for idx in ([1, 2, 2, 5], [0, 1, 1, 1], [5, 4]):
+        for opt, mod, lib in ((to, tmod, torch), (lo, lmod, tl)):
+            opt.zero_grad()
+            (mod(lib.tensor(idx, device=device) if lib is tl else lib.tensor(idx)) ** 2).sum().backward()
+            opt.step()
+        np.testing.assert_allclose(_np(lmod.weight), tmod.weight.detach().numpy(), rtol=1e-6, atol=1e-6)
+    with pytest.raises(RuntimeError, match="weight_decay option is not compatible with sparse gradients"):
+        tl.optim.Adagrad(lmod.parameters(), weight_decay=0.1).step()
