@@ -647,3 +647,16 @@ def test_adagrad_takes_sparse_gradients(device, torch):
         np.testing.assert_allclose(_np(lmod.weight), tmod.weight.detach().numpy(), rtol=1e-6, atol=1e-6)
     with pytest.raises(RuntimeError, match="weight_decay option is not compatible with sparse gradients"):
         tl.optim.Adagrad(lmod.parameters(), weight_decay=0.1).step()
+
+
+def test_spdiags(device, torch):
+    d = np.arange(1.0, 13.0).reshape(3, 4)
+    for offs, shape in (([0, -1, 2], (3, 4)), ([1, -3, 0], (5, 4)), ([1, -1, 0], (2, 5))):
+        want = torch.sparse.spdiags(torch.tensor(d), torch.tensor(offs), shape)
+        got = tl.sparse.spdiags(tl.tensor(d, device=device), tl.tensor(offs, device=device), shape)
+        _same_sparse(got, want)
+        want = torch.sparse.spdiags(torch.tensor(d), torch.tensor(offs), shape, layout=torch.sparse_csr)
+        got = tl.sparse.spdiags(tl.tensor(d, device=device), tl.tensor(offs, device=device), shape, layout=tl.sparse_csr)
+        np.testing.assert_allclose(_np(got.to_dense()), want.to_dense().numpy())
+    with pytest.raises(RuntimeError, match="duplicate"):
+        tl.sparse.spdiags(tl.tensor(d, device=device), tl.tensor([0, 0, 1], device=device), (3, 4))

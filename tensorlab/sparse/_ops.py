@@ -397,3 +397,45 @@ def accumulate_grad(old, g):
     if isinstance(old, SparseTensor):
         return add(old, g) if isinstance(g, SparseTensor) else to_dense(old) + g
     return old + to_dense(g)
+
+
+def spdiags(diagonals, offsets, shape, layout=None):
+    """torch.sparse.spdiags: the (m, n) sparse matrix with row k of `diagonals` on diagonal offsets[k] (the
+    value at column j is diagonals[k, j], SciPy's convention); COO (uncoalesced, diagonal by diagonal) or, with
+    layout=tl.sparse_csr, CSR."""
+    tl = _tl()
+    if not isinstance(diagonals, Tensor) or diagonals.dim() != 2:
+        raise RuntimeError("spdiags: Diagonals must be matrix (a 2-D tensor)")
+    if not isinstance(offsets, Tensor) or offsets.dim() != 1 or offsets.dtype.is_floating_point:
+        raise RuntimeError("spdiags: Offsets must be a vector of integers")
+    if len(shape) != 2:
+        raise RuntimeError(f"spdiags: Output shape must be 2d, got {list(shape)}")
+    if layout is not None and layout not in (layouts.sparse_coo, layouts.sparse_csr):
+        raise RuntimeError("spdiags: Only sparse_coo and sparse_csr layouts are supported for the output")
+    offs = [int(o) for o in offsets.tolist()]  # host values, as torch reads them
+    if len(offs) != diagonals.shape[0]:
+        raise RuntimeError(f"spdiags: Number of diagonals ({diagonals.shape[0]}) does not match the number of "
+                           f"offsets ({len(offs)})")
+    if len(set(offs)) != len(offs):
+        raise RuntimeError("Offset tensor contains duplicate values")
+    m, n = int(shape[0]), int(shape[1])
+    rows, cols, vals = [], [], []
+    dev = diagonals.device
+    for k, o in enumerate(offs):
+        lo, hi = max(0, o), min(n, m + o, diagonals.shape[1])
+        if hi <= lo:
+            continue
+        c = tl.arange(lo, hi, device=dev)
+        cols.append(c)
+        rows.append(c - o)
+        vals.append(diagonals[k].narrow(0, lo, hi - lo))
+    if vals:
+        idx, v = tl.stack([tl.cat(rows), tl.cat(cols)]), tl.cat(vals)
+    else:
+        idx = tl.zeros((2, 0), dtype=dtypes.int64, device=dev)
+        v = tl.zeros(0, dtype=diagonals.dtype, device=dev)
+    out = SparseTensor._build(layouts.sparse_coo, (m, n), v, idx, coalesced=False, sparse_dim=2)
+    if layout is layouts.sparse_csr:
+        from ._convert import to_sparse_csr
+        return to_sparse_csr(out)
+    return out
