@@ -476,6 +476,14 @@ def test_sgd_takes_sparse_gradients(device, torch):
             (mod(lib.tensor(idx, device=device) if lib is tl else lib.tensor(idx)) ** 2).sum().backward()
             opt.step()
         np.testing.assert_allclose(_np(lmod.weight), tmod.weight.detach().numpy(), rtol=1e-6, atol=1e-6)
+    to = torch.optim.SGD(tmod.parameters(), lr=0.1, momentum=0.9, nesterov=True)
+    lo = tl.optim.SGD(lmod.parameters(), lr=0.1, momentum=0.9, nesterov=True)
+    for idx in ([1, 2, 2, 5], [0, 1, 1, 1], [3]):
+        for opt, mod, lib in ((to, tmod, torch), (lo, lmod, tl)):
+            opt.zero_grad()
+            (mod(lib.tensor(idx, device=device) if lib is tl else lib.tensor(idx)) ** 2).sum().backward()
+            opt.step()
+        np.testing.assert_allclose(_np(lmod.weight), tmod.weight.detach().numpy(), rtol=1e-6, atol=1e-6)
     with pytest.raises(RuntimeError, match="add\\(sparse, dense\\) is not supported"):
         tl.optim.SGD(lmod.parameters(), lr=0.1, weight_decay=0.1).step()
 

@@ -56,8 +56,10 @@ class SGD(Optimizer):
                     if group["fused"]:
                         _check_fused_param(p)
                     if grad.is_sparse:  # p -= lr * g at the gradient's entries (torch's add_ of a sparse tensor)
-                        _sparse_step(param, grad, lr, momentum, weight_decay)
-                        continue
+                        if momentum == 0 or weight_decay != 0:
+                            _sparse_step(param, grad, lr, weight_decay)
+                            continue
+                        grad = grad.to_dense()  # momentum: a dense buffer (torch keeps a sparse one; same values)
                     grad = _decay(grad, param, weight_decay)
                     if momentum != 0:
                         state = self.state[p]
@@ -71,13 +73,10 @@ class SGD(Optimizer):
         return loss
 
 
-def _sparse_step(param, grad, lr, momentum, weight_decay):
+def _sparse_step(param, grad, lr, weight_decay):
     if weight_decay != 0:
         raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead. (SGD with "
                            "weight_decay and a sparse gradient, as torch; set weight_decay=0)")
-    if momentum != 0:
-        raise RuntimeError("SGD: tensorlab takes sparse gradients without momentum only (torch keeps a sparse "
-                           "momentum buffer); set momentum=0 or use SparseAdam")
     idx, vals = grad._indices(), grad._values()
     if vals.shape[0]:
         param.index_put_(tuple(idx[d] for d in range(idx.shape[0])), vals * (-lr), accumulate=True)
