@@ -71,5 +71,10 @@ from . import profiler  # noqa: E402  (tl.profiler: profile, record_function, Pr
 from . import distributed  # noqa: E402  (tl.distributed: MPI and NCCL collectives; mpi4py optional)
 from .backends.cpu.parallel import get_num_threads, set_num_threads  # noqa: E402  (the CPU backend's threads)
 
+from . import sparse  # noqa: E402  (tl.sparse: sparse COO/CSR tensors, torch.sparse's ops)
+from .sparse import sparse_coo_tensor, sparse_csr_tensor  # noqa: E402
+from .sparse import mm as spmm  # noqa: E402  (torch.spmm)
+from .sparse import _methods as _sparse_methods  # noqa: E402
+_sparse_methods.install()  # after the ops bound theirs: sparse tensors' methods and refusals
 from . import _docs as _docs  # noqa: E402  (docstrings of the generated ops, applied once)
 _docs.apply()

@@ -1,6 +1,7 @@
-"""torch's tensor layouts as values: tl.strided (the only layout tensorlab's tensors have) and the sparse
-and jagged ones torch names, so that `x.layout == torch.sparse_coo` and `layout=torch.strided` in user code
-work. A factory given a layout other than strided refuses it by name (check)."""
+"""torch's tensor layouts as values: tl.strided (dense tensors), tl.sparse_coo and tl.sparse_csr (the sparse
+tensors of tensorlab/sparse) and the other sparse and jagged ones torch names, so that `x.layout ==
+torch.sparse_coo` and `layout=torch.strided` in user code work. A dense factory given a layout other than
+strided refuses it by name (check)."""
 from __future__ import annotations
 
 
@@ -36,8 +37,9 @@ def check(layout, op):
         return
     if isinstance(layout, TensorLayout) or str(layout).split(".")[-1] in (
             "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "jagged", "_mkldnn"):
-        raise RuntimeError(f"{op}(): tensorlab has strided (dense) tensors only, got layout={layout}; "
-                           "pass layout=tensorlab.strided or leave layout out")
+        raise RuntimeError(f"{op}(): tensorlab's factories make strided (dense) tensors, got layout={layout}; "
+                           "pass layout=tensorlab.strided or leave layout out (sparse tensors: sparse_coo_tensor, "
+                           "sparse_csr_tensor or .to_sparse())")
     if str(layout).split(".")[-1] == "strided":  # torch.strided itself, outside the compat runner
         return
     raise TypeError(f"{op}(): argument 'layout' must be torch.layout, not {type(layout).__name__}")

@@ -137,7 +137,7 @@ class Tensor:
 
     @property
     def layout(self):
-        """torch's tensor layout: always tl.strided (tensorlab has dense strided tensors only)."""
+        """torch's tensor layout: tl.strided (sparse tensors, tensorlab/sparse, say sparse_coo or sparse_csr)."""
         from .layouts import strided
         return strided
 

@@ -79,10 +79,29 @@ def _tl_dtype(dt):
     return d
 
 
+def _sparse_to_tl(x, device):
+    """A torch sparse COO or CSR (2-D, no batch) tensor as tensorlab's, requires_grad kept on the values."""
+    torch = _torch()
+    req = x.requires_grad
+    x = x.detach()
+    if x.layout == torch.sparse_coo:
+        t = tl.sparse_coo_tensor(to_tl(x._indices(), device), to_tl(x._values(), device), tuple(x.shape),
+                                 is_coalesced=x.is_coalesced())
+    else:
+        if x.crow_indices().dim() != 1:
+            raise Unsupported("batched CSR tensor")
+        t = tl.sparse_csr_tensor(to_tl(x.crow_indices(), device), to_tl(x.col_indices(), device),
+                                 to_tl(x.values(), device), tuple(x.shape))
+    return t.requires_grad_() if req else t
+
+
 def to_tl(x, device):
     """torch values -> tensorlab values: tensors with their storage, sizes, strides and offset."""
     torch = _torch()
     if isinstance(x, torch.Tensor):
+        if x.layout in (torch.sparse_coo, torch.sparse_csr) and x.dim() <= 2 + (x.layout == torch.sparse_coo) * 62 \
+                and not x.is_quantized and (x.layout == torch.sparse_coo or x.dense_dim() == 0):
+            return _sparse_to_tl(x, device)
         if x.layout != torch.strided or x.is_quantized:
             raise Unsupported(f"{x.layout} {x.dtype} tensor")
         if x.is_conj() or x.is_neg():  # torch's lazy bits: tensorlab's conj is eager (the values, materialized)
@@ -213,6 +232,8 @@ def exists(op):
 def to_torch(x):
     torch = _torch()
     if isinstance(x, tl.Tensor):
+        if x.is_sparse or x.is_sparse_csr:  # compared by value (compare() densifies torch's sparse result too)
+            x = x.to_dense()
         x = x.detach().cpu()
         if x.dtype is tl.bfloat16:
             return torch.from_numpy(x.float().numpy().copy()).to(torch.bfloat16)
@@ -264,6 +285,8 @@ def compare(got, want, values=True, sign_free=()):
     """None if tensorlab's result matches torch's, else the first line of the difference."""
     torch = _torch()
     g = to_torch(got)
+    if isinstance(want, torch.Tensor) and want.layout != torch.strided:
+        want = want.to_dense()
     if isinstance(want, tuple) and hasattr(want, "_fields"):
         want = tuple(want)
     if isinstance(want, tuple) and any(isinstance(w, (list, tuple)) for w in want):  # (hist, (edges, ...))

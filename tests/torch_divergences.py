@@ -261,13 +261,6 @@ def _worker_batches_pickled(device):
     ds = TensorDataset(tl.arange(6).float().reshape(3, 2))
     (batch,) = next(iter(DataLoader(ds, batch_size=3, num_workers=1)))
     assert batch.tolist() == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]] and not hasattr(batch, "is_shared")
-def _embedding_sparse(device):
-    w = tl.zeros(4, 2, device=device, requires_grad=True)
-    with pytest.raises(RuntimeError, match="tensorlab has no sparse tensors"):
-        tl.nn.functional.embedding(tl.tensor([1], device=device), w, sparse=True)
-    assert tl.nn.Embedding(4, 2, sparse=True).sparse  # the flag is kept; the forward refuses it
-
-
 def _encoder_padded_positions(device):
     layer = tl.nn.TransformerEncoderLayer(4, 2, 8, batch_first=True).to(device)
     enc = tl.nn.TransformerEncoder(layer, 1).eval()
@@ -520,10 +513,6 @@ DIVERGENCES = (
                "pickled through the result queue (a copy); tensorlab tensors have no shared-memory storage",
                "correct values either way; shared CPU storages are not part of tensorlab's storage model",
                DELIBERATE, _worker_batches_pickled),
-    Divergence("F.embedding, nn.Embedding", "sparse=True", "a sparse gradient for weight",
-               "RuntimeError naming the fix (sparse=False gives the dense gradient)",
-               "tensorlab has no sparse tensors; a silent dense gradient would break code that expects a sparse one",
-               DELIBERATE, _embedding_sparse),
     Divergence("nn.TransformerEncoder", "eval mode under no_grad, batch_first=True, src_key_padding_mask",
                "the fast path packs a nested tensor: padded positions come out as 0",
                "padded positions computed like the others (torch's training-mode values)",

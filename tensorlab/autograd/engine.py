@@ -134,6 +134,10 @@ def _accumulate(var, g, create_graph, user):
 
 
 def _accumulate_locked(var, g, create_graph, user):
+    if g.is_sparse or (var._grad is not None and var._grad.is_sparse):  # a sparse gradient (tensorlab/sparse)
+        from ..sparse._ops import accumulate_grad
+        var._grad = accumulate_grad(var._grad, g)
+        return
     if var._grad is None:
         if not create_graph:
             shared = g._base is not None or id(g) in user or not g.is_contiguous()
@@ -385,8 +389,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     gos = _tensor_seq(grad_outputs, "grad_outputs")
     if allow_unused is None:
         allow_unused = materialize_grads
+    wrap = None
+    if any(x.is_sparse or x.is_sparse_csr for x in ins):  # sparse inputs: through their values (tensorlab/sparse)
+        from ..sparse._tensor import grad_inputs
+        ins, wrap = grad_inputs(ins)
     res = run_backward(outs, gos, retain_graph, create_graph, inputs=ins, allow_unused=allow_unused,
                        accumulate=False)
+    if wrap is not None:
+        res = wrap(res)
     if materialize_grads:
         from ..ops.creation import zeros_like
         res = tuple(zeros_like(x) if g is None else g for x, g in zip(ins, res))

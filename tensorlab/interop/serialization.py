@@ -45,6 +45,7 @@ import zlib
 
 import numpy as np
 
+from ..layouts import TensorLayout
 from .. import dtypes
 from ..device import Device, canonical
 from ..layout import Layout, Size, check_bounds
@@ -153,6 +154,12 @@ class _Pickler(pickle._Pickler):
     def reducer_override(self, obj):
         from ..nn.parameter import Parameter
         from ..tensor import Tensor
+        if isinstance(obj, Tensor) and (obj.is_sparse or obj.is_sparse_csr):  # torch's _rebuild_sparse_tensor
+            from ..sparse._convert import reduce_args
+            layout, data = reduce_args(obj)
+            return (self._g("torch._utils", "_rebuild_sparse_tensor"), (obj.layout, data))
+        if isinstance(obj, TensorLayout):  # torch.serialization._get_layout("torch.sparse_coo")
+            return (self._g("torch.serialization", "_get_layout"), (f"torch.{obj.name}",))
         if isinstance(obj, Tensor):
             storage, lay = obj._meta
             if isinstance(obj, Parameter):
@@ -540,6 +547,23 @@ def _device(*args):
     return device(*args)
 
 
+def _get_layout(name):
+    """torch.serialization._get_layout: "torch.sparse_coo" -> the layout value."""
+    from .. import layouts
+    short = str(name).split(".")[-1]
+    lay = getattr(layouts, short, None)
+    if not isinstance(lay, TensorLayout):
+        raise pickle.UnpicklingError(f"_get_layout: unknown layout {name!r}")
+    return lay
+
+
+def _rebuild_sparse_tensor(layout, data):
+    """torch._utils._rebuild_sparse_tensor: a COO (indices, values, size, is_coalesced) or CSR (crow, col,
+    values, size) tensor, its invariants checked (a file may hold anything)."""
+    from ..sparse._convert import rebuild_from_parts
+    return rebuild_from_parts(layout, data)
+
+
 def _builtin_allowlist():
     table = {("collections", "OrderedDict"): collections.OrderedDict,
              ("collections", "Counter"): collections.Counter,
@@ -552,7 +576,9 @@ def _builtin_allowlist():
              ("torch", "Size"): _size, ("torch", "device"): _device,
              ("_codecs", "encode"): _encode,
              ("builtins", "set"): set, ("builtins", "frozenset"): frozenset,
-             ("builtins", "slice"): slice}
+             ("builtins", "slice"): slice,
+             ("torch._utils", "_rebuild_sparse_tensor"): _rebuild_sparse_tensor,
+             ("torch.serialization", "_get_layout"): _get_layout}
     for name, dt in _STORAGE_DTYPES.items():
         table[("torch", name)] = _StorageType(name, dt)
     for name, foreign in _FOREIGN_STORAGES.items():

@@ -57,6 +57,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
     if mode not in _MODES:
         raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
@@ -64,9 +66,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if input._dtype not in (dtypes.int64, dtypes.int32) or offsets._dtype not in (dtypes.int64, dtypes.int32):
         raise RuntimeError(f"embedding_bag: expected input and offsets of dtype Long or Int, but got "
                            f"{input._dtype} and {offsets._dtype}")
-    if sparse:
-        raise RuntimeError("embedding_bag: sparse=True asks for a sparse gradient, and tensorlab has no sparse "
-                           "tensors; pass sparse=False (the gradient of weight is then dense)")
     n = weight.shape[0]
     padding_idx = _padding_index(padding_idx, n)
     if max_norm is not None:
@@ -84,8 +83,12 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     bag = (searchsorted(offs, arange(L, dtype=dtypes.int64, device=idx.device), right=True) - 1).clamp(0, max(B - 1, 0))
     if padding_idx is not None:
         bag = bag.where(idx != padding_idx, full((), B, dtype=dtypes.int64, device=idx.device))
-    rows = weight.index_select(0, idx)
-    if scale_grad_by_freq and rows.requires_grad:
+    if sparse and weight.requires_grad:  # the weight's gradient a sparse COO tensor (tensorlab/sparse)
+        from ..sparse._embedding import embedding as _sparse_embedding
+        rows = _sparse_embedding(idx, weight, padding_idx, scale_grad_by_freq)
+    else:
+        rows = weight.index_select(0, idx)
+    if scale_grad_by_freq and rows.requires_grad and not sparse:
         counts = zeros(n, dtype=weight.dtype, device=weight.device)
         counts.index_put_((idx,), full((L,), 1, dtype=weight.dtype, device=weight.device), accumulate=True)
         inv = counts.index_select(0, idx).reciprocal().unsqueeze(-1)

@@ -265,9 +265,6 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
                            f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)")
     if weight.dim() != 2:
         raise RuntimeError(f"'weight' must be 2-D, got a {weight.dim()}-D weight of shape {list(weight.shape)}")
-    if sparse:
-        raise RuntimeError("embedding: sparse=True asks for a sparse gradient, and tensorlab has no sparse tensors; "
-                           "pass sparse=False (the gradient of weight is then dense)")
     n = weight.shape[0]
     padding_idx = _padding_index(padding_idx, n)
     if max_norm is not None:
@@ -275,6 +272,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     flat = input.reshape(-1)
     if flat.dtype is not dtypes.int64:
         flat = flat.long()
+    if sparse and weight.requires_grad:  # the weight's gradient a sparse COO tensor (tensorlab/sparse)
+        from ..sparse._embedding import embedding as _sparse_embedding
+        return _sparse_embedding(flat, weight, padding_idx, scale_grad_by_freq).reshape(
+            list(input.shape) + [weight.shape[1]])
     if _fused.supported_embedding(flat, weight):
         return _fused.embedding(flat, weight, padding_idx, scale_grad_by_freq, list(input.shape) + [weight.shape[1]])
     out = weight.index_select(0, flat)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .. import autograd_hooks, dtypes, layout as L
 from ..tensor import Tensor
+from ..sparse._tensor import SparseTensor as _Sparse
 from . import registry
 from ._common import output, same_device
 from .reduction import C_NAMES, check_out_dtype, check_tensor, refuse_out_grad
@@ -112,9 +113,22 @@ def _as_matrices(a, b):
     return a3, b3, (a.dim() == 1, b.dim() == 1)
 
 
+def _sparse_product(op, a, b, out):
+    from ..sparse import _ops
+    r = _ops.matmul(a, b) if op == "matmul" else _ops.mm(a, b)
+    if out is None:
+        return r
+    if isinstance(r, _Sparse):
+        raise RuntimeError(f"{op}: out= with a sparse result is not supported; call without out=")
+    out.resize_(r.shape)
+    return out.copy_(r)
+
+
 def matmul(input, other, *, out=None):
     """torch.matmul: 1-D x 1-D is a dot product (0-dim), a 1-D operand gains a dim that is
     removed from the result, batch dims broadcast."""
+    if input.__class__ is _Sparse or other.__class__ is _Sparse:  # a sparse operand: tensorlab/sparse
+        return _sparse_product("matmul", input, other, out)
     refuse_out_grad("matmul", out, input, other)
     a = check_tensor(input, "matmul")
     b = check_tensor(other, "matmul", "other", 2)
@@ -128,6 +142,8 @@ def matmul(input, other, *, out=None):
 
 
 def mm(input, mat2, *, out=None):
+    if input.__class__ is _Sparse or mat2.__class__ is _Sparse:
+        return _sparse_product("mm", input, mat2, out)
     refuse_out_grad("mm", out, input, mat2)
     a = check_tensor(input, "mm")
     b = check_tensor(mat2, "mm", "mat2", 2)

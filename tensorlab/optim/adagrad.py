@@ -32,10 +32,15 @@ class Adagrad(Optimizer):
         super().__setstate__(state)
         _group_defaults(self, foreach=None, maximize=False, differentiable=False, fused=None)
 
+    def _sparse_grads_ok(self, group):
+        return True
+
     def _tl_fast_step(self):
         """The whole step on the CPU in NumPy calls, all-or-nothing without an undo copy, when every
         parameter allows it (optim/_cpu_steps.py); False: nothing done."""
         from . import _cpu_steps
+        if any(p._grad is not None and p._grad.is_sparse for g in self.param_groups for p in g["params"]):
+            return False  # sparse gradients: step() (tensorlab/sparse)
         with _grad_mode(self):
             return _cpu_steps.adagrad_step_all(self)
 
@@ -55,9 +60,26 @@ class Adagrad(Optimizer):
                     state_sum, step_t = state["sum"], state["step"]
                     step_t.add_(1)
                     step = step_t.item()
-                    grad = _decay(grad, param, weight_decay)
                     clr = lr / (1 + (step - 1) * lr_decay)
+                    if grad.is_sparse:  # torch's sparse update: only the gradient's rows
+                        _sparse_step(param, grad, state_sum, clr, eps, weight_decay)
+                        continue
+                    grad = _decay(grad, param, weight_decay)
                     state_sum.addcmul_(grad, grad, value=1)
                     std = state_sum.sqrt() + eps if group["differentiable"] else state_sum.sqrt().add_(eps)
                     param.addcdiv_(grad, std, value=-clr)
         return loss
+
+
+def _sparse_step(param, grad, state_sum, clr, eps, weight_decay):
+    """sum[r] += g^2; p[r] -= clr * g / (sqrt(sum[r]) + eps) over the coalesced gradient's rows r."""
+    if weight_decay != 0:
+        raise RuntimeError("weight_decay option is not compatible with sparse gradients")
+    g = grad.coalesce()
+    idx, vals = g._indices(), g._values()
+    if vals.shape[0] == 0:
+        return
+    rows = tuple(idx[d] for d in range(idx.shape[0]))
+    state_sum.index_put_(rows, vals.pow(2), accumulate=True)
+    std = state_sum[rows].sqrt_().add_(eps)
+    param.index_put_(rows, (vals / std).mul_(-clr), accumulate=True)

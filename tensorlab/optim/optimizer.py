@@ -64,6 +64,18 @@ def _validate_step(opt):
                             f"{p.device}; nothing was updated (load a state saved for this parameter)")
 
 
+def _refuse_sparse_grads(opt):
+    """torch's refusal of sparse gradients (tensorlab/sparse) by the optimizers that take dense ones only,
+    before any fast path reads a gradient's bytes."""
+    for group in opt.param_groups:
+        for p in group["params"]:
+            g = p._grad
+            if g is not None and g.is_sparse and not opt._sparse_grads_ok(group):
+                name = type(opt).__name__
+                raise RuntimeError(f"{name} does not support sparse gradients" if name not in ("Adam", "AdamW") else
+                                   "Adam does not support sparse gradients, please consider SparseAdam instead")
+
+
 def _journal_step(opt, journal):
     """Record what a step may write: each parameter with a gradient, its state dict and state
     tensors (a parameter without state loses what the failed step created)."""
@@ -109,6 +121,7 @@ def _atomic_step(fn):
                 # the update holds storage.write_lock, which tl.save copies storages under: a checkpoint
                 # taken while another thread trains holds one step's values, never half a step
                 with _storage_write_lock:
+                    _refuse_sparse_grads(self)
                     fast = getattr(self, "_tl_fast_step", None)
                     if fast is not None and fast():
                         # the whole step in a form that cannot fail once it writes (optim/_adam_cpu.py,
@@ -132,6 +145,10 @@ class Optimizer:
         super().__init_subclass__(**kwargs)
         if "step" in cls.__dict__:
             cls.step = _atomic_step(cls.__dict__["step"])
+
+    def _sparse_grads_ok(self, group):
+        """Whether step() takes sparse COO gradients for this group (SparseAdam; torch's others refuse)."""
+        return False
 
     def __init__(self, params, defaults):
         self.defaults = defaults
@@ -195,7 +212,8 @@ class Optimizer:
         params = [p for g in self.param_groups for p in g["params"]]
         with _optimizer_lock(self), Journal() as journal:
             if not set_to_none:
-                journal.tensors(p._grad for p in params)
+                # a sparse gradient's zero_ swaps in new parts whole (tensorlab/sparse): nothing to copy
+                journal.tensors(p._grad for p in params if p._grad is None or not p._grad.is_sparse)
             # a failure restores the gradients' values and which parameters had one
             saved = [(p, p._grad) for p in params]
             journal.on_rollback(functools.partial(_restore_grads, saved))

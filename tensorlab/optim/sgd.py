@@ -31,10 +31,15 @@ class SGD(Optimizer):
             group.setdefault("differentiable", False)
             group.setdefault("fused", None)
 
+    def _sparse_grads_ok(self, group):
+        return True
+
     def _tl_fast_step(self):
         """The whole step on the CPU in NumPy calls, all-or-nothing without an undo copy, when every
         parameter allows it (optim/_sgd_cpu.py); False: nothing done."""
         from . import _sgd_cpu
+        if any(p._grad is not None and p._grad.is_sparse for g in self.param_groups for p in g["params"]):
+            return False  # sparse gradients: step() (tensorlab/sparse)
         with _grad_mode(self):
             return _sgd_cpu.step_all(self)
 
@@ -50,6 +55,11 @@ class SGD(Optimizer):
                 for p, param, grad in _params_and_grads(group):
                     if group["fused"]:
                         _check_fused_param(p)
+                    if grad.is_sparse:  # p -= lr * g at the gradient's entries (torch's add_ of a sparse tensor)
+                        if momentum == 0 or weight_decay != 0:
+                            _sparse_step(param, grad, lr, weight_decay)
+                            continue
+                        grad = grad.to_dense()  # momentum: a dense buffer (torch keeps a sparse one; same values)
                     grad = _decay(grad, param, weight_decay)
                     if momentum != 0:
                         state = self.state[p]
@@ -61,3 +71,12 @@ class SGD(Optimizer):
                         grad = grad.add(buf, alpha=momentum) if nesterov else buf
                     param.add_(grad, alpha=-lr)
         return loss
+
+
+def _sparse_step(param, grad, lr, weight_decay):
+    if weight_decay != 0:
+        raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead. (SGD with "
+                           "weight_decay and a sparse gradient, as torch; set weight_decay=0)")
+    idx, vals = grad._indices(), grad._values()
+    if vals.shape[0]:
+        param.index_put_(tuple(idx[d] for d in range(idx.shape[0])), vals * (-lr), accumulate=True)

@@ -21,6 +21,7 @@ from .batch_norm import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .fft import *  # noqa: F401,F403
+from .sparse import *  # noqa: F401,F403
 from .complex import split_complex_primitives as _split_complex  # noqa: E402
 _split_complex(globals())  # complex operands of the data-movement primitives: real and imaginary parts
 

@@ -875,6 +875,32 @@ class CupyDriver:
                                 "C", -1, None)
             plan.fft(a, b, cufft.CUFFT_FORWARD if forward else cufft.CUFFT_INVERSE)
 
+    def csrmm(self, m, n, k, nnz, crow, col, index_dtype, values, b, c, dtype, stream):
+        cp = _cupy()
+        import cupyx.scipy.sparse as csp
+        it = np.int32 if index_dtype == "int32" else np.int64
+        vt = np.float32 if dtype == "float32" else np.float64
+
+        def view(p, shape, t):
+            count = int(np.prod(shape))
+            if count == 0:
+                return cp.zeros(shape, t)
+            mem = cp.cuda.UnownedMemory(p.buffer.ptr + p.offset, count * np.dtype(t).itemsize, p.buffer)
+            return cp.ndarray(tuple(shape), t, cp.cuda.MemoryPointer(mem, 0))
+
+        with cp.cuda.Device(stream.device), stream.cp:
+            C = view(c, (m, n), vt)
+            if m == 0 or n == 0:
+                return
+            if nnz == 0 or k == 0:
+                C.fill(0)
+                return
+            # CuPy's sparse matrices hold int32 indices (cuSPARSE's CSR descriptor through cupyx)
+            rows = view(crow, (m + 1,), it).astype(cp.int32)
+            cols = view(col, (nnz,), it).astype(cp.int32)
+            a = csp.csr_matrix((view(values, (nnz,), vt), cols, rows), shape=(m, k))
+            C[...] = a.dot(view(b, (k, n), vt))
+
     # -- memory and streams that tensorlab does not own (tensorlab/interop) ---------------------
     def wrap_external(self, ptr, nbytes, device, owner):
         # block 0: foreign memory is not counted in tensorlab's statistics; `mem` holds the owner

@@ -143,6 +143,14 @@ class Driver(Protocol):
         "complex128" (Z2Z/D2Z/Z2D)."""
         ...
 
+    def csrmm(self, m: int, n: int, k: int, nnz: int, crow: Pointer, col: Pointer, index_dtype: str,
+              values: Pointer, b: Pointer, c: Pointer, dtype: str, stream) -> None:
+        """cuSPARSE's sparse-times-dense product (SpMM), alpha 1 and beta 0: C (m x n, row-major,
+        contiguous) = A @ B, A the m x k CSR matrix of `crow` (m + 1 row offsets), `col` (nnz column
+        indices; both `index_dtype` "int32" or "int64") and `values` (nnz), B (k x n, row-major,
+        contiguous); `dtype` "float32" or "float64". Duplicate entries of a row add up."""
+        ...
+
     # -- cuSOLVER / cuBLAS dense factorizations (backends/cuda/solver.py) ------------------------
     # Column-major LAPACK terms: a batch of `batch` matrices, matrix i at a + i * stride_a elements,
     # leading dim lda >= max(1, rows); ipiv/tau/s/w vectors likewise with their own stride; `info`

@@ -699,6 +699,45 @@ class EmulationDriver:
         b[...] = r.astype(out_t)
         self.FFT_CALLS.append((kind, n, batch, forward, dtype))
 
+    CSRMM_CALLS = []  # (m, n, k, nnz, index_dtype, dtype) per emulated cuSPARSE SpMM, for the tests
+
+    def csrmm(self, m, n, k, nnz, crow, col, index_dtype, values, b, c, dtype, stream):
+        """cuSPARSE's cusparseSpMM (CSR A, row-major dense B and C) stand-in: checks the descriptors
+        (sizes, index and value types, each buffer large enough, the row offsets starting at 0,
+        non-decreasing and ending at nnz, every column index in [0, k)) and multiplies with SciPy."""
+        import scipy.sparse
+        for name, v in (("m", m), ("n", n), ("k", k), ("nnz", nnz)):
+            if type(v) is not int or v < 0 or v > 2 ** 31 - 1:
+                raise RuntimeError(f"cuSPARSE (emulated) SpMM: CUSPARSE_STATUS_INVALID_VALUE: {name}={v!r} is not "
+                                   f"an int in [0, 2^31)")
+        it = {"int32": np.int32, "int64": np.int64}.get(index_dtype)
+        vt = {"float32": np.float32, "float64": np.float64}.get(dtype)
+        if it is None or vt is None:
+            raise RuntimeError(f"cuSPARSE (emulated) SpMM: CUSPARSE_STATUS_NOT_SUPPORTED: index type "
+                               f"{index_dtype!r}, value type {dtype!r}")
+
+        def arr(p, count, t, what):
+            nbytes = count * np.dtype(t).itemsize
+            addr = self._address(p, nbytes, f"cuSPARSE SpMM {what}")
+            if not nbytes:
+                return np.empty(count, t)
+            return np.frombuffer((ctypes.c_char * nbytes).from_address(addr), t)
+
+        rows = arr(crow, m + 1, it, "csrRowOffsets")
+        cols = arr(col, nnz, it, "csrColInd")
+        vals = arr(values, nnz, vt, "csrValues")
+        B = arr(b, k * n, vt, "B").reshape(k, n)
+        C = arr(c, m * n, vt, "C").reshape(m, n)
+        if rows[0] != 0 or rows[-1] != nnz or (m and np.any(np.diff(rows) < 0)):
+            raise RuntimeError("cuSPARSE (emulated) SpMM: CUSPARSE_STATUS_INVALID_VALUE: the row offsets must start "
+                               f"at 0, not decrease and end at nnz={nnz}")
+        if nnz and (cols.min() < 0 or cols.max() >= k):
+            raise RuntimeError(f"cuSPARSE (emulated) SpMM: CUSPARSE_STATUS_INVALID_VALUE: a column index outside "
+                               f"[0, {k})")
+        a = scipy.sparse.csr_matrix((vals.copy(), cols.copy(), rows.copy()), shape=(m, k))
+        C[...] = np.asarray(a @ B.astype(vt), dtype=vt) if m and n else 0
+        self.CSRMM_CALLS.append((m, n, k, nnz, index_dtype, dtype))
+
     def pinned_empty(self, nbytes):
         arr = np.empty(nbytes, dtype=np.uint8)
         start = arr.__array_interface__["data"][0]

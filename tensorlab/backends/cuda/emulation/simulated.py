@@ -220,6 +220,11 @@ class SimulatedDriver(EmulationDriver):
         stream = args[-1]
         self._enqueue(stream.device, lambda: parent(*args))
 
+    def csrmm(self, *args):
+        parent = super().csrmm
+        stream = args[-1]
+        self._enqueue(stream.device, lambda: parent(*args))
+
     # -- launches ---------------------------------------------------------------------------------
     def launch(self, function, grid, block, args, shared_mem, stream):
         if len(args) != len(function.kinds):  # argument errors surface at the call, as CUDA's launch errors
