@@ -99,7 +99,8 @@ def threshold(input, threshold, value, inplace=False):
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     _check(input, "softmin")
     if dim is None:
-        dim = 0 if input.dim() in (0, 1, 3) else 1
+        from .functional import _softmax_dim
+        dim = _softmax_dim("softmin", input.dim(), _stacklevel)
     return _tl.softmax(-(input if dtype is None else input.to(dtype)), dim)
 
 
