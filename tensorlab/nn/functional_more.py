@@ -235,20 +235,27 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
-    if isinstance(var, (int, float)):
-        var = input.new_full((), float(var))
+    """0.5 * (log(max(var, eps)) + (input - target)**2 / max(var, eps)) (+ 0.5 log(2 pi) when full). As
+    torch, the clamp to eps does not stop var's gradient; var may be a float, input's shape, input's shape
+    without its last dimension, or input's shape with one dimension of size 1 (homoscedastic)."""
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = _tl.full_like(input, var)
+    elif bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
     if var.shape != input.shape:
         if input.shape[:-1] == var.shape:
             var = var.unsqueeze(-1)
-        elif input.shape[:-1] == var.shape[:-1] and var.shape[-1] == 1:
+        elif input.dim() == var.dim() and sum(v for i, v in zip(input.shape, var.shape) if i != v) == 1:
             pass
         else:
-            raise ValueError("var is of incorrect size")
+            raise ValueError(f"var is of incorrect size (gaussian_nll_loss: input {tuple(input.shape)}, var "
+                             f"{tuple(var.shape)}; var must match input, input without its last dimension, or "
+                             f"input with one dimension of size 1)")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
-    if bool((var < 0).any()):
-        raise ValueError("var has negative entry/entries")
-    var = var.clamp(min=eps)
+    var = var + (var.clamp(min=eps) - var).detach()  # torch clamps in place under no_grad
     loss = 0.5 * (var.log() + (input - target) ** 2 / var)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
