@@ -4,7 +4,7 @@ ours, run forward, then backward with one grad_output per output, and compare ou
 parameter grads; the module_error_inputs must raise torch's exception class. Used by
 tests/test_nn_modules_family1.py (a fixed subset in CI) and, as a script, for the per-class report:
 
-    PYTHONPATH=.. python nn_family1_db.py [--device cuda] [--classes A,B]
+    PYTHONPATH=.. python nn_family1_db.py [--device cuda] [--classes A,B] [--limit samples-per-mode]
 """
 from __future__ import annotations
 
@@ -172,7 +172,7 @@ def run_error_sample(info, err, device, torch):
     raise AssertionError(f"{name} forward did not raise {err.error_type.__name__}")
 
 
-def report(device="cpu", classes=FAMILY1):
+def report(device="cpu", classes=FAMILY1, limit=None):
     import torch
     counts = collections.OrderedDict()
     fails = []
@@ -180,7 +180,7 @@ def report(device="cpu", classes=FAMILY1):
         name = info.module_cls.__name__
         ok = n = 0
         for training in (True, False):
-            for s in samples(info, torch, training):
+            for s in samples(info, torch, training, limit):
                 n += 1
                 try:
                     run_sample(info, s, device, torch, training)
@@ -208,4 +208,5 @@ def report(device="cpu", classes=FAMILY1):
 if __name__ == "__main__":
     dev = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cpu"
     cls = sys.argv[sys.argv.index("--classes") + 1].split(",") if "--classes" in sys.argv else FAMILY1
-    report(dev, cls)
+    lim = int(sys.argv[sys.argv.index("--limit") + 1]) if "--limit" in sys.argv else None
+    report(dev, cls, lim)

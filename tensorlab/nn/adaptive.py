@@ -29,11 +29,12 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         super().__init__()
         cutoffs = list(cutoffs)
         if len(cutoffs) == 0:
-            raise ValueError("cutoffs should be a sequence of length larger than 0")
+            raise ValueError("cutoffs should be a sequence of length larger than 0 (AdaptiveLogSoftmaxWithLoss)")
         if (cutoffs != sorted(cutoffs) or min(cutoffs) <= 0 or max(cutoffs) > n_classes - 1
                 or len(set(cutoffs)) != len(cutoffs) or any(int(c) != c for c in cutoffs)):
             raise ValueError("cutoffs should be a sequence of unique, positive integers sorted in an increasing "
-                             "order, where each value is between 1 and n_classes-1")
+                             f"order, where each value is between 1 and n_classes-1 (AdaptiveLogSoftmaxWithLoss got "
+                             f"cutoffs={cutoffs}, n_classes={n_classes})")
         self.in_features = in_features
         self.n_classes = n_classes
         self.cutoffs = cutoffs + [n_classes]

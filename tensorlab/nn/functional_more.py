@@ -107,6 +107,10 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 def prelu(input, weight):
     _check(input, "prelu")
     _check(weight, "prelu", "weight")
+    if input.dtype is not weight.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {input.dtype.torch_name} and "
+                           f"{weight.dtype.torch_name} (convert the input or the weight, e.g. "
+                           f"PReLU(...).to(input.dtype))")
     if weight.dim() > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
     n = weight.numel()

@@ -117,7 +117,7 @@ class MultiMarginLoss(_WeightedLoss):
     def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
         super().__init__(weight, size_average, reduce, reduction)
         if p != 1 and p != 2:
-            raise ValueError("only p == 1 and p == 2 supported")
+            raise ValueError(f"only p == 1 and p == 2 supported (MultiMarginLoss got p={p!r})")
         if weight is not None and weight.dim() != 1:
             raise ValueError(f"MultiMarginLoss: expected weight to be None or 1D tensor, got {weight.dim()}D instead")
         self.p = p
@@ -175,9 +175,11 @@ class LinearCrossEntropyLoss(_WeightedLoss):
     def __init__(self, in_features, num_classes, *, out_features=(), bias=False, device=None, dtype=None,
                  reduction="mean", weight=None, ignore_index=None, label_smoothing=0.0, options=None):
         if weight is not None and tuple(weight.shape) != (num_classes,):
-            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got {tuple(weight.shape)}")
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got {tuple(weight.shape)} "
+                               f"(LinearCrossEntropyLoss: one weight per class)")
         if label_smoothing < 0 or label_smoothing > 1.0:
-            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got {label_smoothing}")
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got {label_smoothing} "
+                               f"(LinearCrossEntropyLoss)")
         super().__init__(weight=weight, size_average=None, reduce=None, reduction=reduction)
         self.num_classes = num_classes
         self.out_features = out_features

@@ -21,7 +21,9 @@ class _CircularPadNd(Module):
     def _check_input_dim(self, input):
         lo, hi = self._ranks
         if input.dim() != lo and input.dim() != hi:
-            raise ValueError(f"expected {lo}D or {hi}D input (got {input.dim()}D input)")
+            raise ValueError(f"expected {lo}D or {hi}D input (got {input.dim()}D input) ({type(self).__name__} "
+                             f"pads the last {lo - 1} dimension(s) of an unbatched or batched input; input shape "
+                             f"{tuple(input.shape)})")
 
     def forward(self, input):
         """Wrap the input around (F.pad mode='circular') after torch's rank check."""
