@@ -4,7 +4,7 @@ ours, run forward, then backward with one grad_output per output, and compare ou
 parameter grads; the module_error_inputs must raise torch's exception class. Used by
 tests/test_nn_modules_family1.py (a fixed subset in CI) and, as a script, for the per-class report:
 
-    PYTHONPATH=.. python nn_family1_db.py [--device cuda] [--classes A,B] [--limit samples-per-mode]
+    PYTHONPATH=.. python nn_family1_db.py [--device cuda] [--classes A,B] [--limit samples-per-mode] [--dtype float32]
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ FAMILY1 = ("CELU GLU Hardshrink Hardswish PReLU SELU Softmax2d Softmin Softshrin
            "ZeroPad3d CosineEmbeddingLoss GaussianNLLLoss HingeEmbeddingLoss LinearCrossEntropyLoss "
            "MarginRankingLoss MultiLabelMarginLoss MultiLabelSoftMarginLoss MultiMarginLoss PoissonNLLLoss "
            "SoftMarginLoss").split()
-TOL = dict(rtol=1e-7, atol=1e-7)  # float64 samples
+TOL = {"float64": dict(rtol=1e-7, atol=1e-7), "float32": dict(rtol=2e-4, atol=2e-5)}
 
 
 def _to_ours(obj, device, torch):
@@ -67,12 +67,13 @@ def _np(t):
     return t.detach().cpu().numpy()
 
 
-def _close(a, b, what):
+def _close(a, b, what, tol=None):
+    tol = tol or TOL["float64"]
     a, b = np.asarray(_np(a)), np.asarray(_np(b))
     if a.shape != b.shape:
         raise AssertionError(f"{what}: shape {a.shape} != torch's {b.shape}")
     if a.dtype.kind in "fc":
-        np.testing.assert_allclose(a, b, err_msg=what, equal_nan=True, **TOL)
+        np.testing.assert_allclose(a, b, err_msg=what, equal_nan=True, **tol)
     else:
         np.testing.assert_array_equal(a, b, err_msg=what)
 
@@ -82,24 +83,26 @@ def module_infos(torch, classes=FAMILY1):
     return [m for m in module_db if m.module_cls.__name__ in classes]
 
 
-def samples(info, torch, training, limit=None):
+def samples(info, torch, training, limit=None, dtype="float64"):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = info.module_inputs_func(info, device="cpu", dtype=torch.float64, requires_grad=True, training=training)
+        out = info.module_inputs_func(info, device="cpu", dtype=getattr(torch, dtype), requires_grad=True,
+                                     training=training)
     return out[:limit] if limit else out
 
 
-def run_sample(info, sample, device, torch, training):
+def run_sample(info, sample, device, torch, training, dtype="float64"):
     """Run one ModuleInput on both libraries and compare; raise AssertionError on disagreement."""
     name = info.module_cls.__name__
     cargs, ckw = sample.constructor_input.args, sample.constructor_input.kwargs
     fargs, fkw = sample.forward_input.args, sample.forward_input.kwargs
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tm = info.module_cls(*cargs, **ckw).to(torch.float64)
+        tm = info.module_cls(*cargs, **ckw).to(getattr(torch, dtype))
         m = getattr(tl.nn, name)(*_to_ours(cargs, device, torch), **_to_ours(ckw, device, torch))
     m.to(device)
-    m.to(tl.float64)
+    m.to(getattr(tl, dtype))
+    tol = TOL[dtype]
     tm.train(training)
     m.train(training)
     sd = tm.state_dict()
@@ -115,12 +118,12 @@ def run_sample(info, sample, device, torch, training):
     touts, outs = _tensors(ty, torch.Tensor), _tensors(y, tl.Tensor)
     assert len(touts) == len(outs), (len(outs), len(touts))
     for i, (a, b) in enumerate(zip(outs, touts)):
-        _close(a, b, f"{name} output {i}")
+        _close(a, b, f"{name} output {i}", tol)
     pairs = [(a, b) for a, b in zip(outs, touts) if b.requires_grad and b.dtype.is_floating_point]
     if not pairs:
         return
     rng = np.random.default_rng(7)
-    gs = [rng.standard_normal(tuple(b.shape)) for _, b in pairs]
+    gs = [rng.standard_normal(tuple(b.shape)).astype(np.dtype(dtype)) for _, b in pairs]
     torch.autograd.backward([b for _, b in pairs], [torch.tensor(g) for g in gs])
     tl.autograd.backward([a for a, _ in pairs], [tl.tensor(g, device=device) for g in gs])
     tin = [t for t in _tensors((targs, tkw), torch.Tensor) if t.requires_grad]
@@ -130,7 +133,7 @@ def run_sample(info, sample, device, torch, training):
             assert a.grad is None or not _np(a.grad).any(), f"{name} input {i} grad"
         else:
             assert a.grad is not None, f"{name}: input {i} has no grad, torch's has"
-            _close(a.grad, b.grad, f"{name} input {i} grad")
+            _close(a.grad, b.grad, f"{name} input {i} grad", tol)
     tparams = dict(tm.named_parameters())
     for pname, p in m.named_parameters():
         tp = tparams[pname]
@@ -138,7 +141,7 @@ def run_sample(info, sample, device, torch, training):
             assert p.grad is None or not _np(p.grad).any(), f"{name} {pname} grad"
         else:
             assert p.grad is not None, f"{name}: parameter {pname} has no grad"
-            _close(p.grad, tp.grad, f"{name} {pname} grad")
+            _close(p.grad, tp.grad, f"{name} {pname} grad", tol)
 
 
 def error_samples(info, torch):
@@ -172,7 +175,7 @@ def run_error_sample(info, err, device, torch):
     raise AssertionError(f"{name} forward did not raise {err.error_type.__name__}")
 
 
-def report(device="cpu", classes=FAMILY1, limit=None):
+def report(device="cpu", classes=FAMILY1, limit=None, dtype="float64"):
     import torch
     counts = collections.OrderedDict()
     fails = []
@@ -180,10 +183,10 @@ def report(device="cpu", classes=FAMILY1, limit=None):
         name = info.module_cls.__name__
         ok = n = 0
         for training in (True, False):
-            for s in samples(info, torch, training, limit):
+            for s in samples(info, torch, training, limit, dtype):
                 n += 1
                 try:
-                    run_sample(info, s, device, torch, training)
+                    run_sample(info, s, device, torch, training, dtype)
                     ok += 1
                 except Exception as e:  # noqa: BLE001  (the report lists every disagreement)
                     fails.append(f"{name} [{s.desc}] training={training}: {type(e).__name__}: {str(e)[:300]}")
@@ -209,4 +212,5 @@ if __name__ == "__main__":
     dev = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cpu"
     cls = sys.argv[sys.argv.index("--classes") + 1].split(",") if "--classes" in sys.argv else FAMILY1
     lim = int(sys.argv[sys.argv.index("--limit") + 1]) if "--limit" in sys.argv else None
-    report(dev, cls, lim)
+    dt = sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv else "float64"
+    report(dev, cls, lim, dt)

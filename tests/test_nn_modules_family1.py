@@ -441,3 +441,43 @@ def test_torch_import_paths(torch):
             assert getattr(ours, n) is getattr(nn, n) is getattr(M, n), (mod, n)
     assert issubclass(nn.Dropout, importlib.import_module("tensorlab.nn.modules.dropout")._DropoutNd)
     assert issubclass(nn.ZeroPad2d, nn.ConstantPad2d) and issubclass(nn.UpsamplingNearest2d, tl.nn.Upsample)
+
+
+# -- gradcheck: the modules' own parameters and inputs, float64 -----------------------------------------
+def _gradcheck_cases():
+    def prelu(device):
+        m = nn.PReLU(3, init=0.3).double().to(device)
+        x = tl.tensor(_rand((2, 3, 4), 1), device=device, requires_grad=True)
+        return (lambda x, w: tl.nn.functional.prelu(x, w)), (x, m.weight)
+
+    def adaptive(device):
+        m = nn.AdaptiveLogSoftmaxWithLoss(6, 8, [3, 5], div_value=2.0, head_bias=True).double().to(device)
+        t = tl.tensor([0, 7, 4, 2, 5], device=device)
+        x = tl.tensor(_rand((5, 6), 2), device=device, requires_grad=True)
+        w = m.tail[1][0].weight
+        return (lambda x, w: m(x, t).output), (x, w)
+
+    def gaussian(device):
+        m = nn.GaussianNLLLoss(full=True)
+        x, y = (tl.tensor(_rand((4, 3), s), device=device, requires_grad=True) for s in (3, 4))
+        v = tl.tensor(np.abs(_rand((4, 1), 5)) + 0.1, device=device, requires_grad=True)
+        return (lambda x, v: m(x, y, v)), (x, v)
+
+    def lce(device):
+        m = nn.LinearCrossEntropyLoss(5, 4, bias=True, dtype=tl.float64).to(device)
+        t = tl.tensor(_ints((6,), 4, 6), device=device)
+        x = tl.tensor(_rand((6, 5), 7), device=device, requires_grad=True)
+        return (lambda x: m(x, t)), (x,)
+
+    def triplet(device):
+        m = nn.TripletMarginLoss(margin=2.0, p=1.5, swap=True, reduction="none")
+        a, p, n = (tl.tensor(_rand((3, 4), s), device=device, requires_grad=True) for s in (8, 9, 10))
+        return m, (a, p, n)
+
+    return [prelu, adaptive, gaussian, lce, triplet]
+
+
+@pytest.mark.parametrize("case", _gradcheck_cases(), ids=lambda f: f.__name__)
+def test_gradcheck(device, case):
+    fn, inputs = case(device)
+    assert tl.autograd.gradcheck(fn, inputs)
