@@ -481,3 +481,19 @@ def _gradcheck_cases():
 def test_gradcheck(device, case):
     fn, inputs = case(device)
     assert tl.autograd.gradcheck(fn, inputs)
+
+
+def test_gaussian_nll_var_forms(device, torch):
+    m, tm = nn.GaussianNLLLoss(), torch.nn.GaussianNLLLoss()
+    xa, ya = _rand((4, 3), 1), _rand((4, 3), 2)
+    x, y, tx, ty = tl.tensor(xa, device=device), tl.tensor(ya, device=device), torch.tensor(xa), torch.tensor(ya)
+    db._close(m(x, y, 0.7), tm(tx, ty, 0.7), "float var")
+    for shape in ((4,), (1, 3), (4, 1)):
+        va = np.abs(_rand(shape, 3)) + 0.05
+        db._close(m(x, y, tl.tensor(va, device=device)), tm(tx, ty, torch.tensor(va)), f"var {shape}")
+    for bad, exc in ((1, TypeError), (-0.5, ValueError), (tl.tensor(-np.ones((4, 3)), device=device), ValueError),
+                     (tl.tensor(np.ones((2, 3)), device=device), ValueError)):
+        with pytest.raises(exc):
+            m(x, y, bad)
+    with pytest.raises(TypeError):
+        tm(tx, ty, 1)

@@ -246,6 +246,8 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
         if var < 0:
             raise ValueError("var has negative entry/entries")
         var = _tl.full_like(input, var)
+    elif not isinstance(var, Tensor):
+        raise TypeError(f"gaussian_nll_loss(): var must be a Tensor or a float, not {type(var).__name__}")
     elif bool((var < 0).any()):
         raise ValueError("var has negative entry/entries")
     if var.shape != input.shape:
