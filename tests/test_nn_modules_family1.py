@@ -335,6 +335,18 @@ ERRORS = [
     ("GLU", (), {}, lambda: [_rand((2, 3), 0)]),
     ("PReLU", (3,), {}, lambda: [_rand((2, 4, 2), 0).astype(np.float32)]),
     ("PReLU", (3,), {}, lambda: [_rand((2, 3, 2), 0)]),  # float64 input, float32 weight: no promotion
+    ("Dropout1d", (0.5,), {}, lambda: [_rand((2, 3, 4, 5), 0)]),
+    ("PairwiseDistance", (), {}, lambda: [_rand((3, 4), 0), _rand((3, 5), 1)]),
+    ("CosineSimilarity", (), {}, lambda: [_rand((3, 4), 0), _rand((2, 4), 1)]),
+    ("CosineEmbeddingLoss", (), {}, lambda: [_rand((3, 4), 0), _rand((3, 4), 1), _rand((3, 2), 2)]),
+    ("MarginRankingLoss", (), {}, lambda: [_rand((3,), 0), _rand((4,), 1), _rand((3,), 2)]),
+    ("MultiLabelMarginLoss", (), {}, lambda: [_rand((3, 4), 0), np.zeros((3, 5), dtype=np.int64)]),
+    ("MultiMarginLoss", (), {}, lambda: [_rand((3, 4), 0), np.zeros((2,), dtype=np.int64)]),
+    ("UpsamplingBilinear2d", (), {"scale_factor": 2}, lambda: [_rand((1, 2, 3), 0)]),
+    ("ReplicationPad2d", (1,), {}, lambda: [_rand((3, 4), 0)]),
+    ("ConstantPad3d", (1, 0.0), {}, lambda: [_rand((3, 4), 0)]),
+    ("PixelShuffle", (2,), {}, lambda: [_rand((4, 2), 0)]),
+    ("TripletMarginLoss", (), {}, lambda: [_rand((3, 4), 0), _rand((3, 4), 1), _rand((4,), 2)]),
 ]
 
 

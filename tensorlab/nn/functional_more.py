@@ -207,6 +207,15 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     red = _reduction(reduction, size_average, reduce)
+    tdim = target.dim()
+    if tdim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if tdim == 1 and (input1.dim() != 2 or input2.dim() != 2):
+        raise RuntimeError(f"1D target tensor expects 2D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
+    if tdim == 0 and (input1.dim() != 1 or input2.dim() != 1):
+        raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
     if input1.dim() != input2.dim():
         raise RuntimeError(f"cosine_embedding_loss : All input tensors should have same dimension but got sizes: "
                            f"input1: {tuple(input1.shape)}, input2: {tuple(input2.shape)}")
@@ -483,6 +492,17 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return _reduce((margin + d_pos - d_neg).clamp(min=0), _reduction(reduction))
 
 
+def _margin_shape_check(input):
+    """(batch size, classes) of a multi(label)_margin_loss input, with aten's check of its shape."""
+    nd = input.dim()
+    if not ((nd == 2 and input.shape[1] != 0) or (nd == 1 and input.shape[0] != 0) or nd == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    if nd <= 1:
+        return 1, (1 if nd == 0 else input.shape[0])
+    return input.shape[0], input.shape[1]
+
+
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
     """sum over j != y of max(0, margin - x[y] + x[j]) ** p (times weight[y]), over the C classes."""
     _check_tensor(input, "multi_margin_loss", "input")
@@ -490,10 +510,17 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     red = _reduction(reduction, size_average, reduce)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
+    nframe, dim = _margin_shape_check(input)
+    if target.dim() > 1 or target.numel() != nframe:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{nframe}], but got {list(target.shape)}. "
+                           f"Input has shape {list(input.shape)}.")
+    if weight is not None:
+        if weight.dim() > 1:
+            raise RuntimeError("weight must be one-dimensional")
+        if weight.numel() != dim:
+            raise RuntimeError(f"inconsistent weight size, expected {dim} but got {list(weight.shape)}")
     x = input if input.dim() == 2 else input.reshape(1, -1)
-    if input.dim() > 2:
-        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
-                           f"{list(input.shape)}")
     y = target.reshape(-1, 1)
     c = x.shape[1]
     xy = x.gather(1, y)
@@ -504,7 +531,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         terms = terms * weight[y]
     not_y = _tl.arange(c, device=x.device).reshape(1, c) != y
     loss = (terms * not_y).sum(1) / c
-    loss = loss if input.dim() == 2 else loss.reshape(())
+    loss = loss if input.dim() == 2 else loss.reshape(tuple(target.shape))  # unbatched: target's shape, as aten
     return _reduce(loss, red)
 
 
@@ -514,6 +541,10 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     _check_tensor(input, "multilabel_margin_loss", "input")
     _check_tensor(target, "multilabel_margin_loss", "target")
     red = _reduction(reduction, size_average, reduce)
+    nframe, dim = _margin_shape_check(input)
+    if (input.dim() <= 1 and (target.dim() > 1 or target.numel() != dim)) or (
+            input.dim() == 2 and tuple(target.shape) != (nframe, dim)):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
     x = input if input.dim() == 2 else input.reshape(1, -1)
     t = target if target.dim() == 2 else target.reshape(1, -1)
     c = x.shape[1]
