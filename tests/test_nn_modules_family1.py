@@ -509,3 +509,24 @@ def test_gaussian_nll_var_forms(device, torch):
             m(x, y, bad)
     with pytest.raises(TypeError):
         tm(tx, ty, 1)
+
+
+FAMILY1_CLASSES = sorted(set(db.FAMILY1) | {
+    "Hardsigmoid", "RReLU", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "Dropout1d", "Dropout2d", "Dropout3d",
+    "AlphaDropout", "FeatureAlphaDropout", "CosineSimilarity", "PairwiseDistance", "UpsamplingBilinear2d",
+    "UpsamplingNearest2d", "NLLLoss2d", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
+    "AdaptiveLogSoftmaxWithLoss"})
+
+
+@pytest.mark.parametrize("name", FAMILY1_CLASSES)
+def test_signatures_match_torch(torch, name):
+    """Constructor and forward: torch's parameter names, kinds (keyword-only too) and defaults."""
+    import inspect
+
+    def params(fn):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+
+    ours, theirs = getattr(nn, name), getattr(torch.nn, name)
+    if any("__init__" in vars(c) for c in theirs.__mro__[:-1] if c is not torch.nn.Module):
+        assert params(ours.__init__) == params(theirs.__init__)  # (Module's own (*args, **kwargs) aside)
+    assert [p[:2] for p in params(ours.forward)] == [p[:2] for p in params(theirs.forward)]
