@@ -49,3 +49,27 @@ __all__ += ["Buffer", "ModuleDict", "ModuleList", "ParameterDict", "ParameterLis
 from . import modules  # noqa: E402,F401  (torch.nn.modules.* paths)
 from . import parallel  # noqa: E402,F401  (nn.parallel.DistributedDataParallel)
 from .functional_linear_ce import LinearCrossEntropyOptions  # noqa: E402,F401  (torch.nn.LinearCrossEntropyOptions)
+# issue 34, family 1: the remaining activations, padding, shuffles, dropouts, distances, upsampling, losses
+from .activation_layers import (CELU, GLU, PReLU, RReLU, SELU, Hardshrink, Hardsigmoid, Hardswish,  # noqa: E402
+                                Softmax2d, Softmin, Softshrink, Threshold)
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402
+from .distance import CosineSimilarity, PairwiseDistance  # noqa: E402
+from .dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout  # noqa: E402
+from .loss_layers import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, LinearCrossEntropyLoss,  # noqa: E402
+                          MarginRankingLoss, MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss,
+                          NLLLoss2d, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss, TripletMarginWithDistanceLoss)
+from .padding import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d, ConstantPad2d,  # noqa: E402
+                      ConstantPad3d, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d,
+                      ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d)
+from .shuffle_layers import ChannelShuffle, PixelShuffle, PixelUnshuffle  # noqa: E402
+from .upsampling import UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: E402
+__all__ += ["AdaptiveLogSoftmaxWithLoss", "AlphaDropout", "CELU", "ChannelShuffle", "CircularPad1d", "CircularPad2d",
+            "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "CosineEmbeddingLoss",
+            "CosineSimilarity", "Dropout1d", "Dropout2d", "Dropout3d", "FeatureAlphaDropout", "GLU",
+            "GaussianNLLLoss", "Hardshrink", "Hardsigmoid", "Hardswish", "HingeEmbeddingLoss",
+            "LinearCrossEntropyLoss", "MarginRankingLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss",
+            "MultiMarginLoss", "NLLLoss2d", "PReLU", "PairwiseDistance", "PixelShuffle", "PixelUnshuffle",
+            "PoissonNLLLoss", "RReLU", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d",
+            "ReplicationPad2d", "ReplicationPad3d", "SELU", "SoftMarginLoss", "Softmax2d", "Softmin", "Softshrink",
+            "Threshold", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "UpsamplingBilinear2d",
+            "UpsamplingNearest2d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d"]

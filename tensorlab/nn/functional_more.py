@@ -99,13 +99,18 @@ def threshold(input, threshold, value, inplace=False):
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     _check(input, "softmin")
     if dim is None:
-        dim = 0 if input.dim() in (0, 1, 3) else 1
+        from .functional import _softmax_dim
+        dim = _softmax_dim("softmin", input.dim(), _stacklevel)
     return _tl.softmax(-(input if dtype is None else input.to(dtype)), dim)
 
 
 def prelu(input, weight):
     _check(input, "prelu")
     _check(weight, "prelu", "weight")
+    if input.dtype is not weight.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {input.dtype.torch_name} and "
+                           f"{weight.dtype.torch_name} (convert the input or the weight, e.g. "
+                           f"PReLU(...).to(input.dtype))")
     if weight.dim() > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
     n = weight.numel()
@@ -202,6 +207,15 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     red = _reduction(reduction, size_average, reduce)
+    tdim = target.dim()
+    if tdim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if tdim == 1 and (input1.dim() != 2 or input2.dim() != 2):
+        raise RuntimeError(f"1D target tensor expects 2D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
+    if tdim == 0 and (input1.dim() != 1 or input2.dim() != 1):
+        raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with sizes "
+                           f"{list(input1.shape)} and {list(input2.shape)}.")
     if input1.dim() != input2.dim():
         raise RuntimeError(f"cosine_embedding_loss : All input tensors should have same dimension but got sizes: "
                            f"input1: {tuple(input1.shape)}, input2: {tuple(input2.shape)}")
@@ -234,20 +248,29 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
-    if isinstance(var, (int, float)):
-        var = input.new_full((), float(var))
+    """0.5 * (log(max(var, eps)) + (input - target)**2 / max(var, eps)) (+ 0.5 log(2 pi) when full). As
+    torch, the clamp to eps does not stop var's gradient; var may be a float, input's shape, input's shape
+    without its last dimension, or input's shape with one dimension of size 1 (homoscedastic)."""
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = _tl.full_like(input, var)
+    elif not isinstance(var, Tensor):
+        raise TypeError(f"gaussian_nll_loss(): var must be a Tensor or a float, not {type(var).__name__}")
+    elif bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
     if var.shape != input.shape:
         if input.shape[:-1] == var.shape:
             var = var.unsqueeze(-1)
-        elif input.shape[:-1] == var.shape[:-1] and var.shape[-1] == 1:
+        elif input.dim() == var.dim() and sum(v for i, v in zip(input.shape, var.shape) if i != v) == 1:
             pass
         else:
-            raise ValueError("var is of incorrect size")
+            raise ValueError(f"var is of incorrect size (gaussian_nll_loss: input {tuple(input.shape)}, var "
+                             f"{tuple(var.shape)}; var must match input, input without its last dimension, or "
+                             f"input with one dimension of size 1)")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
-    if bool((var < 0).any()):
-        raise ValueError("var has negative entry/entries")
-    var = var.clamp(min=eps)
+    var = var + (var.clamp(min=eps) - var).detach()  # torch clamps in place under no_grad
     loss = 0.5 * (var.log() + (input - target) ** 2 / var)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
@@ -469,6 +492,17 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return _reduce((margin + d_pos - d_neg).clamp(min=0), _reduction(reduction))
 
 
+def _margin_shape_check(input):
+    """(batch size, classes) of a multi(label)_margin_loss input, with aten's check of its shape."""
+    nd = input.dim()
+    if not ((nd == 2 and input.shape[1] != 0) or (nd == 1 and input.shape[0] != 0) or nd == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    if nd <= 1:
+        return 1, (1 if nd == 0 else input.shape[0])
+    return input.shape[0], input.shape[1]
+
+
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
     """sum over j != y of max(0, margin - x[y] + x[j]) ** p (times weight[y]), over the C classes."""
     _check_tensor(input, "multi_margin_loss", "input")
@@ -476,10 +510,17 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     red = _reduction(reduction, size_average, reduce)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
+    nframe, dim = _margin_shape_check(input)
+    if target.dim() > 1 or target.numel() != nframe:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{nframe}], but got {list(target.shape)}. "
+                           f"Input has shape {list(input.shape)}.")
+    if weight is not None:
+        if weight.dim() > 1:
+            raise RuntimeError("weight must be one-dimensional")
+        if weight.numel() != dim:
+            raise RuntimeError(f"inconsistent weight size, expected {dim} but got {list(weight.shape)}")
     x = input if input.dim() == 2 else input.reshape(1, -1)
-    if input.dim() > 2:
-        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
-                           f"{list(input.shape)}")
     y = target.reshape(-1, 1)
     c = x.shape[1]
     xy = x.gather(1, y)
@@ -490,7 +531,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         terms = terms * weight[y]
     not_y = _tl.arange(c, device=x.device).reshape(1, c) != y
     loss = (terms * not_y).sum(1) / c
-    loss = loss if input.dim() == 2 else loss.reshape(())
+    loss = loss if input.dim() == 2 else loss.reshape(tuple(target.shape))  # unbatched: target's shape, as aten
     return _reduce(loss, red)
 
 
@@ -500,6 +541,10 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     _check_tensor(input, "multilabel_margin_loss", "input")
     _check_tensor(target, "multilabel_margin_loss", "target")
     red = _reduction(reduction, size_average, reduce)
+    nframe, dim = _margin_shape_check(input)
+    if (input.dim() <= 1 and (target.dim() > 1 or target.numel() != dim)) or (
+            input.dim() == 2 and tuple(target.shape) != (nframe, dim)):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
     x = input if input.dim() == 2 else input.reshape(1, -1)
     t = target if target.dim() == 2 else target.reshape(1, -1)
     c = x.shape[1]

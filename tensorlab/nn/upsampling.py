@@ -22,9 +22,27 @@ class Upsample(Module):
         return interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
                            recompute_scale_factor=self.recompute_scale_factor)
 
+    def __setstate__(self, state):
+        state.setdefault("recompute_scale_factor", True)  # pickles from before the attribute existed, as torch
+        super().__setstate__(state)
+
     def extra_repr(self):
         if self.scale_factor is not None:
             info = "scale_factor=" + repr(self.scale_factor)
         else:
             info = "size=" + repr(self.size)
         return info + ", mode=" + repr(self.mode)
+
+
+class UpsamplingNearest2d(Upsample):
+    """2-D nearest-neighbour upsampling (Upsample with mode='nearest'), by size or scale_factor."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """2-D bilinear upsampling with align_corners=True (Upsample's mode='bilinear'), by size or scale_factor."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)

@@ -16,3 +16,15 @@ from ..activation_more import Softplus  # noqa: F401
 from ..activation_more import Softsign  # noqa: F401
 from ..activation_more import Tanhshrink  # noqa: F401
 from ..transformer import MultiheadAttention  # noqa: F401
+from ..activation_layers import CELU  # noqa: F401
+from ..activation_layers import GLU  # noqa: F401
+from ..activation_layers import Hardshrink  # noqa: F401
+from ..activation_layers import Hardsigmoid  # noqa: F401
+from ..activation_layers import Hardswish  # noqa: F401
+from ..activation_layers import PReLU  # noqa: F401
+from ..activation_layers import RReLU  # noqa: F401
+from ..activation_layers import SELU  # noqa: F401
+from ..activation_layers import Softmax2d  # noqa: F401
+from ..activation_layers import Softmin  # noqa: F401
+from ..activation_layers import Softshrink  # noqa: F401
+from ..activation_layers import Threshold  # noqa: F401

@@ -11,3 +11,16 @@ from ..loss_more import KLDivLoss  # noqa: F401
 from ..loss_more import L1Loss  # noqa: F401
 from ..loss_more import SmoothL1Loss  # noqa: F401
 from ..conv3d_layers import CTCLoss  # noqa: F401
+from ..loss_layers import CosineEmbeddingLoss  # noqa: F401
+from ..loss_layers import GaussianNLLLoss  # noqa: F401
+from ..loss_layers import HingeEmbeddingLoss  # noqa: F401
+from ..loss_layers import LinearCrossEntropyLoss  # noqa: F401
+from ..loss_layers import MarginRankingLoss  # noqa: F401
+from ..loss_layers import MultiLabelMarginLoss  # noqa: F401
+from ..loss_layers import MultiLabelSoftMarginLoss  # noqa: F401
+from ..loss_layers import MultiMarginLoss  # noqa: F401
+from ..loss_layers import NLLLoss2d  # noqa: F401
+from ..loss_layers import PoissonNLLLoss  # noqa: F401
+from ..loss_layers import SoftMarginLoss  # noqa: F401
+from ..loss_layers import TripletMarginLoss  # noqa: F401
+from ..loss_layers import TripletMarginWithDistanceLoss  # noqa: F401

@@ -1,0 +1,16 @@
+"""torch.nn.modules.padding: one line per class tensorlab implements."""
+from ..padding import CircularPad1d  # noqa: F401
+from ..padding import CircularPad2d  # noqa: F401
+from ..padding import CircularPad3d  # noqa: F401
+from ..padding import ConstantPad1d  # noqa: F401
+from ..padding import ConstantPad2d  # noqa: F401
+from ..padding import ConstantPad3d  # noqa: F401
+from ..padding import ReflectionPad1d  # noqa: F401
+from ..padding import ReflectionPad2d  # noqa: F401
+from ..padding import ReflectionPad3d  # noqa: F401
+from ..padding import ReplicationPad1d  # noqa: F401
+from ..padding import ReplicationPad2d  # noqa: F401
+from ..padding import ReplicationPad3d  # noqa: F401
+from ..padding import ZeroPad1d  # noqa: F401
+from ..padding import ZeroPad2d  # noqa: F401
+from ..padding import ZeroPad3d  # noqa: F401
