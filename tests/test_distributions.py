@@ -44,7 +44,26 @@ CASES = {
     "Categorical_logits": dict(logits=[[0.1, -1.0, 2.0], [0.0, 0.5, 0.3]]),
     "OneHotCategorical": dict(probs=PROBS),
     "Multinomial": dict(total_count=6, probs=PROBS),
+    "OneHotCategoricalStraightThrough": dict(probs=PROBS),
+    "ContinuousBernoulli": dict(probs=[0.2, 0.4995, 0.9]),
+    "ContinuousBernoulli_logits": dict(logits=[-1.5, 0.0001, 2.0]),
+    "Kumaraswamy": dict(concentration1=[0.5, 2.0, 5.0], concentration0=[0.7, 3.0, 1.5]),
+    "VonMises": dict(loc=[0.0, 1.0, -2.0], concentration=[0.5, 2.0, 10.0]),
+    "LogisticNormal": dict(loc=[[0.0, 1.0, -1.0], [0.5, 0.2, 0.1]], scale=[[0.5, 1.0, 2.0], [1.0, 1.0, 1.0]]),
+    "RelaxedBernoulli": dict(temperature=[0.7], probs=Q3),
+    "RelaxedOneHotCategorical": dict(temperature=[0.5], probs=PROBS),
+    "LKJCholesky": dict(dim=3, concentration=[0.5, 2.0]),
+    "MultivariateNormal": dict(loc=[[0.0, 1.0], [1.0, -1.0]], scale_tril=[[[1.0, 0.0], [0.5, 2.0]],
+                                                                         [[0.7, 0.0], [-0.3, 0.4]]]),
+    "MultivariateNormal_cov": dict(loc=[0.0, 1.0, 2.0], covariance_matrix=[[2.0, 0.3, 0.1], [0.3, 1.0, -0.2],
+                                                                          [0.1, -0.2, 0.5]]),
+    "MultivariateNormal_prec": dict(loc=[0.0, 1.0, 2.0], precision_matrix=[[2.0, 0.3, 0.1], [0.3, 1.0, -0.2],
+                                                                          [0.1, -0.2, 0.5]]),
+    "LowRankMultivariateNormal": dict(loc=[[0.0, 1.0, 2.0], [1.0, 0.0, -1.0]],
+                                      cov_factor=[[[0.5, 1.0], [0.2, -0.3], [1.0, 0.1]]],
+                                      cov_diag=[[1.0, 0.5, 2.0], [0.3, 0.3, 0.3]]),
 }
+TOLERANCE = {"VonMises": 1e-6}  # torch's log I0 is a polynomial approximation; ours is log(i0e(x)) + x
 NO_CDF = set()
 
 
