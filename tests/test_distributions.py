@@ -341,3 +341,287 @@ def test_constraints_and_biject_to(device, torch):
     v = tl.tensor([0.0, 1.0, 2.0, -1.0, 0.5], device=device)
     _close(constraints.nonnegative_integer.check(v), TC.nonnegative_integer.check(torch.tensor(v.cpu().numpy())))
     _close(constraints.boolean.check(v), TC.boolean.check(torch.tensor(v.cpu().numpy())))
+
+
+KL_SAME = ["Normal", "Bernoulli", "Beta", "Binomial", "Categorical", "ContinuousBernoulli", "Dirichlet", "Exponential",
+           "Gamma", "Gumbel", "Geometric", "HalfNormal", "Laplace", "OneHotCategorical", "Pareto", "Poisson", "Uniform",
+           "Cauchy", "MultivariateNormal", "LowRankMultivariateNormal", "LogNormal"]
+
+
+def _other_params(name):
+    """Second parameter set for the same family (positive parameters scaled, locations shifted)."""
+    out = {}
+    for k, v in CASES[name].items():
+        if not isinstance(v, list):
+            out[k] = v
+            continue
+        a = np.array(v, dtype=np.float64)
+        if k in ("loc", "low", "logits"):
+            a = a + 0.3
+        elif k == "high":
+            a = a + 0.5
+        elif k in ("probs",):
+            a = a[..., ::-1].copy() if a.ndim > 1 else np.clip(a * 0.8 + 0.05, 0.01, 0.99)
+        elif k in ("scale_tril", "cov_factor", "total_count"):
+            pass
+        else:
+            a = a * 1.3 + 0.1
+        out[k] = a.tolist()
+    if name == "Uniform":
+        out["low"], out["high"] = [-1.0, -2.0, 1.0], [2.0, 4.0, 3.0]
+    if name == "Pareto":
+        out["scale"] = [0.3, 1.0, 2.0]
+    return out
+
+
+@pytest.mark.parametrize("name", KL_SAME)
+def test_kl_same_family_matches_torch(name, device, torch):
+    import torch.distributions as TD
+    cls = _cls(name)
+    qp = _other_params(name)
+    p = getattr(D, cls)(**_tl_params(CASES[name], device))
+    q = getattr(D, cls)(**_tl_params(qp, device))
+    tp = getattr(TD, cls)(**_torch_params(torch, CASES[name]))
+    tq = getattr(TD, cls)(**_torch_params(torch, qp))
+    _close(D.kl_divergence(p, q), TD.kl_divergence(tp, tq), rtol=1e-6, what=name)
+    _close(D.kl_divergence(q, p), TD.kl_divergence(tq, tp), rtol=1e-6, what=name + " reversed")
+
+
+CROSS = [("Exponential", "Normal"), ("Gamma", "Normal"), ("Uniform", "Normal"), ("Beta", "Normal"),
+         ("Gumbel", "Normal"), ("Laplace", "Normal"), ("Pareto", "Normal"), ("Gamma", "Exponential"),
+         ("Beta", "Exponential"), ("Pareto", "Exponential"), ("Uniform", "Exponential"), ("Exponential", "Gamma"),
+         ("Beta", "Gamma"), ("Pareto", "Gamma"), ("Uniform", "Gamma"), ("Exponential", "Gumbel"),
+         ("Gamma", "Gumbel"), ("Normal", "Gumbel"), ("Uniform", "Gumbel"), ("Uniform", "Beta"), ("Uniform", "Pareto"),
+         ("Normal", "Laplace"), ("Beta", "Uniform"), ("Bernoulli", "Poisson"), ("Normal", "Beta"),
+         ("Exponential", "Uniform"), ("Gamma", "Pareto"), ("Poisson", "Bernoulli"), ("Laplace", "Gamma")]
+
+
+@pytest.mark.parametrize("pair", CROSS, ids=lambda pr: "-".join(pr))
+def test_kl_cross_family_matches_torch(pair, device, torch):
+    import torch.distributions as TD
+    pn, qn = pair
+    p_params = dict(CASES[pn])
+    q_params = dict(CASES[qn])
+    if pn == "Uniform" and qn in ("Beta",):
+        p_params = dict(low=[0.1, 0.0, 0.3], high=[0.9, 0.5, 1.0])
+    if pn == "Uniform" and qn in ("Gamma", "Exponential"):
+        p_params = dict(low=[0.1, -1.0, 0.3], high=[0.9, 2.0, 4.0])
+    if pn == "Uniform" and qn == "Pareto":
+        p_params = dict(low=[0.1, 2.0, 3.0], high=[0.9, 4.0, 4.0])
+    if qn == "Uniform":
+        q_params = dict(low=[0.0, -1.0, 0.5], high=[1.0, 3.0, 2.5])
+    p = getattr(D, pn)(**_tl_params(p_params, device))
+    q = getattr(D, qn)(**_tl_params(q_params, device))
+    tp = getattr(TD, pn)(**_torch_params(torch, p_params))
+    tq = getattr(TD, qn)(**_torch_params(torch, q_params))
+    _close(D.kl_divergence(p, q), TD.kl_divergence(tp, tq), rtol=1e-6, what="-".join(pair))
+
+
+def test_kl_registry(device):
+    p = D.Normal(tl.zeros(2, device=device), tl.ones(2, device=device))
+    with pytest.raises(NotImplementedError, match="No KL"):
+        D.kl_divergence(p, D.VonMises(tl.zeros(2, device=device), tl.ones(2, device=device)))
+
+    class MyNormal(D.Normal):
+        pass
+
+    # a subclass dispatches to its parent's formula until it registers its own
+    q = MyNormal(tl.ones(2, device=device), tl.ones(2, device=device))
+    _close(D.kl_divergence(p, q), D.kl_divergence(p, D.Normal(q.loc, q.scale)).cpu().__class__ and
+           __import__("torch").tensor(_np(D.kl_divergence(p, D.Normal(q.loc, q.scale)))))
+
+    @D.register_kl(D.Normal, MyNormal)
+    def _kl(p, q):
+        return tl.zeros_like(p.loc) + 7
+
+    try:
+        assert np.all(_np(D.kl_divergence(p, q)) == 7)
+    finally:
+        from tensorlab.distributions import kl as _kl_mod
+        del _kl_mod._KL_REGISTRY[D.Normal, MyNormal]
+        _kl_mod._KL_MEMOIZE.clear()
+    # Independent / TransformedDistribution recurse into the base
+    pi = D.Independent(p, 1)
+    qi = D.Independent(D.Normal(tl.ones(2, device=device), tl.ones(2, device=device)), 1)
+    assert tuple(D.kl_divergence(pi, qi).shape) == ()
+    # the exponential-family Bregman fallback agrees with the closed form
+    from tensorlab.distributions.kl import _kl_expfamily_expfamily
+    g1 = D.Gamma(tl.tensor([2.0, 3.0], dtype=tl.float64, device=device), tl.tensor([1.0, 0.5], dtype=tl.float64,
+                                                                                  device=device))
+    g2 = D.Gamma(tl.tensor([1.5, 4.0], dtype=tl.float64, device=device), tl.tensor([2.0, 1.5], dtype=tl.float64,
+                                                                                  device=device))
+    np.testing.assert_allclose(_np(_kl_expfamily_expfamily(g1, g2)), _np(D.kl_divergence(g1, g2)), rtol=1e-8)
+
+
+TRANSFORMS = [
+    ("ExpTransform", (), [-1.0, 0.5, 2.0]),
+    ("SigmoidTransform", (), [-1.0, 0.5, 2.0]),
+    ("TanhTransform", (), [-1.0, 0.5, 2.0]),
+    ("SoftplusTransform", (), [-1.0, 0.5, 2.0]),
+    ("AbsTransform", (), [-1.0, 0.5, 2.0]),
+    ("PowerTransform", ("exponent",), [0.3, 0.5, 2.0]),
+    ("AffineTransform", ("loc", "scale"), [-1.0, 0.5, 2.0]),
+    ("SoftmaxTransform", (), [[-1.0, 0.5, 2.0]]),
+    ("StickBreakingTransform", (), [[-1.0, 0.5, 2.0]]),
+    ("LowerCholeskyTransform", (), [[[0.3, 0.2], [-1.0, 0.5]]]),
+    ("PositiveDefiniteTransform", (), [[[0.3, 0.2], [-1.0, 0.5]]]),
+    ("CorrCholeskyTransform", (), [[0.3, -0.2, 0.8]]),
+]
+
+
+@pytest.mark.parametrize("name,args,x", TRANSFORMS, ids=[t[0] for t in TRANSFORMS])
+def test_transforms_match_torch(name, args, x, device, torch):
+    import torch.distributions.transforms as TT
+    vals = {"exponent": 2.5, "loc": 1.5, "scale": -2.0}
+    ours = getattr(D.transforms, name)(*[vals[a] for a in args])
+    theirs = getattr(TT, name)(*[vals[a] for a in args])
+    xo = tl.tensor(x, dtype=tl.float64, device=device)
+    xt = torch.tensor(x, dtype=torch.float64)
+    yo, yt = ours(xo), theirs(xt)
+    _close(yo, yt, what="forward")
+    _close(ours.inv(yo), theirs.inv(yt), what="inverse")
+    try:
+        ldj = theirs.log_abs_det_jacobian(xt, yt)
+    except NotImplementedError:
+        with pytest.raises(NotImplementedError):
+            ours.log_abs_det_jacobian(xo, yo)
+    else:
+        _close(ours.log_abs_det_jacobian(xo, yo), ldj, what="log_abs_det_jacobian")
+    assert tuple(ours.forward_shape(tuple(xo.shape))) == tuple(theirs.forward_shape(tuple(xt.shape)))
+    assert ours.bijective == theirs.bijective
+    assert ours.domain.event_dim == theirs.domain.event_dim and ours.codomain.event_dim == theirs.codomain.event_dim
+    assert ours.inv.inv is ours
+
+
+def test_composite_transforms(device, torch):
+    import torch.distributions.transforms as TT
+    x = [[0.3, -1.2, 2.0], [0.0, 0.5, -0.5]]
+    xo, xt = tl.tensor(x, dtype=tl.float64, device=device), torch.tensor(x, dtype=torch.float64)
+    pairs = [
+        (D.transforms.ComposeTransform([D.transforms.AffineTransform(0.5, 2.0), D.transforms.ExpTransform()]),
+         TT.ComposeTransform([TT.AffineTransform(0.5, 2.0), TT.ExpTransform()])),
+        (D.transforms.IndependentTransform(D.transforms.SigmoidTransform(), 1),
+         TT.IndependentTransform(TT.SigmoidTransform(), 1)),
+        (D.transforms.ReshapeTransform((3,), (3, 1)), TT.ReshapeTransform((3,), (3, 1))),
+        (D.transforms.CatTransform([D.transforms.ExpTransform(), D.transforms.TanhTransform()], dim=-1,
+                                   lengths=[1, 2]),
+         TT.CatTransform([TT.ExpTransform(), TT.TanhTransform()], dim=-1, lengths=[1, 2])),
+        (D.transforms.StackTransform([D.transforms.ExpTransform(), D.transforms.AffineTransform(1.0, 3.0)], dim=0),
+         TT.StackTransform([TT.ExpTransform(), TT.AffineTransform(1.0, 3.0)], dim=0)),
+        (D.transforms.ComposeTransform([D.transforms.ExpTransform(), D.transforms.ExpTransform().inv]),
+         TT.ComposeTransform([TT.ExpTransform(), TT.ExpTransform().inv])),
+    ]
+    for ours, theirs in pairs:
+        yo, yt = ours(xo), theirs(xt)
+        _close(yo, yt)
+        _close(ours.inv(yo), theirs.inv(yt))
+        _close(ours.log_abs_det_jacobian(xo, yo), theirs.log_abs_det_jacobian(xt, yt))
+    # CumulativeDistributionTransform maps a Normal onto [0, 1]
+    n_ours = D.Normal(tl.tensor(0.5, dtype=tl.float64, device=device), tl.tensor(2.0, dtype=tl.float64, device=device))
+    n_theirs = __import__("torch.distributions", fromlist=["Normal"]).Normal(torch.tensor(0.5, dtype=torch.float64),
+                                                                             torch.tensor(2.0, dtype=torch.float64))
+    cdt, cdt_t = D.transforms.CumulativeDistributionTransform(n_ours), TT.CumulativeDistributionTransform(n_theirs)
+    _close(cdt(xo), cdt_t(xt))
+    _close(cdt.log_abs_det_jacobian(xo, cdt(xo)), cdt_t.log_abs_det_jacobian(xt, cdt_t(xt)))
+    # caching: the inverse of a cached transform's output is the exact input object
+    t = D.transforms.ExpTransform().with_cache(1)
+    y = t(xo)
+    assert t.inv(y) is xo
+
+
+def test_independent_mixture_transformed(device, torch):
+    import torch.distributions as TD
+    loc = np.array([[0.0, 1.0, -1.0], [0.5, 0.2, 0.1]])
+    scale = np.array([[0.5, 1.0, 2.0], [1.0, 0.3, 1.0]])
+    ours = D.Independent(D.Normal(tl.tensor(loc, device=device), tl.tensor(scale, device=device)), 1)
+    theirs = TD.Independent(TD.Normal(torch.tensor(loc), torch.tensor(scale)), 1)
+    assert tuple(ours.batch_shape) == (2,) and tuple(ours.event_shape) == (3,)
+    v = theirs.sample((4,))
+    _close(ours.log_prob(tl.tensor(v.numpy(), device=device)), theirs.log_prob(v))
+    _close(ours.entropy(), theirs.entropy())
+    with pytest.raises(ValueError, match="reinterpreted_batch_ndims"):
+        D.Independent(D.Normal(tl.zeros(3, device=device), 1.0), 2)
+    # a Gaussian mixture over 3 components, batch 2
+    mix_logits = np.array([[0.1, 0.5, -0.3], [1.0, 0.0, 0.0]])
+    m_ours = D.MixtureSameFamily(D.Categorical(logits=tl.tensor(mix_logits, device=device)),
+                                 D.Normal(tl.tensor(loc, device=device), tl.tensor(scale, device=device)))
+    m_theirs = TD.MixtureSameFamily(TD.Categorical(logits=torch.tensor(mix_logits)),
+                                    TD.Normal(torch.tensor(loc), torch.tensor(scale)))
+    x = torch.tensor([[0.3, -0.2], [1.5, 0.0], [-2.0, 3.0]], dtype=torch.float64)
+    xo = tl.tensor(x.numpy(), device=device)
+    _close(m_ours.log_prob(xo), m_theirs.log_prob(x))
+    _close(m_ours.cdf(xo), m_theirs.cdf(x))
+    _close(m_ours.mean, m_theirs.mean)
+    _close(m_ours.variance, m_theirs.variance)
+    s = m_ours.sample((1000,))
+    assert tuple(s.shape) == (1000, 2)
+    np.testing.assert_allclose(_np(s.mean(0)), m_theirs.mean.numpy(), atol=0.25)
+    # a mixture of MultivariateNormals (event dims)
+    mvn = D.MultivariateNormal(tl.tensor(loc, device=device), scale_tril=tl.eye(3, dtype=tl.float64, device=device))
+    mm = D.MixtureSameFamily(D.Categorical(logits=tl.tensor([0.0, 1.0], dtype=tl.float64, device=device)), mvn)
+    assert tuple(mm.sample((5,)).shape) == (5, 3)
+    mm_t = TD.MixtureSameFamily(TD.Categorical(logits=torch.tensor([0.0, 1.0], dtype=torch.float64)),
+                                TD.MultivariateNormal(torch.tensor(loc), scale_tril=torch.eye(3, dtype=torch.float64)))
+    v = mm_t.sample((3,))
+    _close(mm.log_prob(tl.tensor(v.numpy(), device=device)), mm_t.log_prob(v))
+    # TransformedDistribution with a chain
+    base_o = D.Normal(tl.tensor(loc, device=device), tl.tensor(scale, device=device))
+    base_t = TD.Normal(torch.tensor(loc), torch.tensor(scale))
+    td_o = D.TransformedDistribution(base_o, [D.transforms.AffineTransform(1.0, -2.0), D.transforms.TanhTransform()])
+    td_t = TD.TransformedDistribution(base_t, [TD.transforms.AffineTransform(1.0, -2.0), TD.transforms.TanhTransform()])
+    v = td_t.sample((3,))
+    _close(td_o.log_prob(tl.tensor(v.numpy(), device=device)), td_t.log_prob(v), rtol=1e-5)
+    _close(td_o.cdf(tl.tensor(v.numpy(), device=device)), td_t.cdf(v), rtol=1e-6)
+    q = torch.full((2, 3), 0.3, dtype=torch.float64)
+    _close(td_o.icdf(tl.tensor(q.numpy(), device=device)), td_t.icdf(q))
+
+
+def test_straight_through_and_relaxed_rsample_gradients(device):
+    probs = tl.tensor([[0.2, 0.3, 0.5]], dtype=tl.float64, device=device, requires_grad=True)
+    st = D.OneHotCategoricalStraightThrough(probs=probs)
+    s = st.rsample((4,))
+    assert tuple(s.shape) == (4, 1, 3)
+    (s * tl.tensor([1.0, 2.0, 3.0], dtype=tl.float64, device=device)).sum().backward()
+    assert probs.grad is not None
+    logits = tl.tensor([0.5, -0.5], dtype=tl.float64, device=device, requires_grad=True)
+    r = D.RelaxedBernoulli(tl.tensor(0.5, dtype=tl.float64, device=device), logits=logits).rsample((3,))
+    r.sum().backward()
+    assert logits.grad is not None and bool((logits.grad > 0).all())
+    lg = tl.tensor([0.5, -0.5, 0.1], dtype=tl.float64, device=device, requires_grad=True)
+    r = D.RelaxedOneHotCategorical(tl.tensor(0.5, dtype=tl.float64, device=device), logits=lg).rsample((3,))
+    np.testing.assert_allclose(_np(r.sum(-1)), 1.0, rtol=1e-9)
+    (r[..., 0]).sum().backward()
+    assert lg.grad is not None
+
+
+def test_mvn_rsample_gradcheck(device):
+    loc = tl.tensor([0.5, -1.0], dtype=tl.float64, device=device, requires_grad=True)
+    tril = tl.tensor([[1.0, 0.0], [0.3, 0.8]], dtype=tl.float64, device=device, requires_grad=True)
+
+    def f(loc, tril):
+        tl.manual_seed(11)
+        return D.MultivariateNormal(loc, scale_tril=tril, validate_args=False).rsample((3,))
+
+    assert tl.autograd.gradcheck(f, (loc, tril), eps=1e-6, atol=1e-5)
+    cov = tl.tensor([[2.0, 0.3], [0.3, 1.0]], dtype=tl.float64, device=device, requires_grad=True)
+    x = tl.tensor([[0.1, 0.2], [1.0, -1.0]], dtype=tl.float64, device=device)
+    assert tl.autograd.gradcheck(lambda c: D.MultivariateNormal(loc.detach(), (c + c.mT) / 2,
+                                                                validate_args=False).log_prob(x), (cov,))
+
+
+def test_compat_import_path(tmp_path):
+    import subprocess
+    import sys
+    script = tmp_path / "s.py"
+    script.write_text("import torch\nfrom torch.distributions.normal import Normal\n"
+                      "from torch.distributions import constraints, kl_divergence\n"
+                      "import torch.distributions.transforms as T\n"
+                      "d = Normal(torch.zeros(2), torch.ones(2))\n"
+                      "print(type(d).__module__, d.log_prob(torch.zeros(2)).shape, T.ExpTransform.__module__,"
+                      " constraints.positive)\n")
+    import os
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-m", "tensorlab.compat", str(script)], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "tensorlab.distributions.normal" in out.stdout and "GreaterThan(lower_bound=0.0)" in out.stdout
