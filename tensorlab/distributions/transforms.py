@@ -142,10 +142,12 @@ class _InverseTransform(Transform):
 
     @constraints.dependent_property(is_discrete=False)
     def domain(self):
+        """The constraint on the transform's inputs."""
         return self._inv.codomain
 
     @constraints.dependent_property(is_discrete=False)
     def codomain(self):
+        """The constraint on the transform's outputs."""
         return self._inv.domain
 
     @property
@@ -206,6 +208,7 @@ class ComposeTransform(Transform):
 
     @constraints.dependent_property(is_discrete=False)
     def domain(self):
+        """The constraint on the transform's inputs."""
         if not self.parts:
             return constraints.real
         domain = self.parts[0].domain
@@ -219,6 +222,7 @@ class ComposeTransform(Transform):
 
     @constraints.dependent_property(is_discrete=False)
     def codomain(self):
+        """The constraint on the transform's outputs."""
         if not self.parts:
             return constraints.real
         codomain = self.parts[-1].codomain
@@ -318,10 +322,12 @@ class IndependentTransform(Transform):
 
     @constraints.dependent_property(is_discrete=False)
     def domain(self):
+        """The constraint on the transform's inputs."""
         return constraints.independent(self.base_transform.domain, self.reinterpreted_batch_ndims)
 
     @constraints.dependent_property(is_discrete=False)
     def codomain(self):
+        """The constraint on the transform's outputs."""
         return constraints.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims)
 
     @property
@@ -370,10 +376,12 @@ class ReshapeTransform(Transform):
 
     @constraints.dependent_property
     def domain(self):
+        """The constraint on the transform's inputs."""
         return constraints.independent(constraints.real, len(self.in_shape))
 
     @constraints.dependent_property
     def codomain(self):
+        """The constraint on the transform's outputs."""
         return constraints.independent(constraints.real, len(self.out_shape))
 
     def with_cache(self, cache_size=1):
@@ -602,12 +610,14 @@ class AffineTransform(Transform):
 
     @constraints.dependent_property(is_discrete=False)
     def domain(self):
+        """The constraint on the transform's inputs."""
         if self.event_dim == 0:
             return constraints.real
         return constraints.independent(constraints.real, self.event_dim)
 
     @constraints.dependent_property(is_discrete=False)
     def codomain(self):
+        """The constraint on the transform's outputs."""
         if self.event_dim == 0:
             return constraints.real
         return constraints.independent(constraints.real, self.event_dim)
@@ -918,10 +928,12 @@ class CatTransform(Transform):
 
     @constraints.dependent_property
     def domain(self):
+        """The constraint on the transform's inputs."""
         return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
 
     @constraints.dependent_property
     def codomain(self):
+        """The constraint on the transform's outputs."""
         return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
 
 
@@ -969,10 +981,12 @@ class StackTransform(Transform):
 
     @constraints.dependent_property
     def domain(self):
+        """The constraint on the transform's inputs."""
         return constraints.stack([t.domain for t in self.transforms], self.dim)
 
     @constraints.dependent_property
     def codomain(self):
+        """The constraint on the transform's outputs."""
         return constraints.stack([t.codomain for t in self.transforms], self.dim)
 
 
@@ -989,6 +1003,7 @@ class CumulativeDistributionTransform(Transform):
 
     @property
     def domain(self):
+        """The constraint on the transform's inputs."""
         return self.distribution.support
 
     def _call(self, x):
