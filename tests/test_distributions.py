@@ -62,6 +62,8 @@ CASES = {
     "LowRankMultivariateNormal": dict(loc=[[0.0, 1.0, 2.0], [1.0, 0.0, -1.0]],
                                       cov_factor=[[[0.5, 1.0], [0.2, -0.3], [1.0, 0.1]]],
                                       cov_diag=[[1.0, 0.5, 2.0], [0.3, 0.3, 0.3]]),
+    "Wishart": dict(df=[3.0, 4.5], covariance_matrix=[[[2.0, 0.3], [0.3, 1.0]], [[1.0, -0.2], [-0.2, 0.5]]]),
+    "Wishart_tril": dict(df=[3.0, 4.5], scale_tril=[[[1.0, 0.0], [0.5, 2.0]], [[0.7, 0.0], [-0.3, 0.4]]]),
 }
 TOLERANCE = {"VonMises": 1e-6}  # torch's log I0 is a polynomial approximation; ours is log(i0e(x)) + x
 NO_CDF = set()
@@ -156,7 +158,8 @@ def test_family_matches_torch(name, device, torch):
 # (family, params, sample-mean tolerance in standard errors)
 STAT_CASES = ["Normal", "Exponential", "Laplace", "Gumbel", "Gamma", "Chi2", "Beta", "Dirichlet", "Poisson",
               "Binomial", "NegativeBinomial", "Geometric", "Bernoulli", "Categorical", "Multinomial", "Weibull",
-              "LogNormal", "HalfNormal", "Uniform", "StudentT", "FisherSnedecor", "Pareto"]
+              "LogNormal", "HalfNormal", "Uniform", "StudentT", "FisherSnedecor", "Pareto", "Wishart",
+              "MultivariateNormal", "LowRankMultivariateNormal", "Kumaraswamy", "ContinuousBernoulli", "VonMises"]
 
 
 @pytest.mark.parametrize("name", STAT_CASES)
@@ -173,6 +176,11 @@ def test_sample_statistics(name, device):
     d = getattr(D, name)(**_tl_params(params, device))
     n = 4000
     s = d.sample((n,)).double()
+    if name == "VonMises":  # circular: E[cos(x - loc)] = I1(k) / I0(k) = 1 - circular variance
+        c = _np(tl.cos(s - d.loc).mean(0))
+        assert np.all(np.abs(c - (1 - _np(d.variance))) < 5 / math.sqrt(n)), c
+        assert float(s.min()) >= -math.pi and float(s.max()) < math.pi
+        return
     mean = _np(s.mean(0))
     expected = _np(d.mean.double()) if name != "Categorical" else _np(
         (d.probs * tl.arange(3, dtype=tl.float64, device=device)).sum(-1))
@@ -345,7 +353,7 @@ def test_constraints_and_biject_to(device, torch):
 
 KL_SAME = ["Normal", "Bernoulli", "Beta", "Binomial", "Categorical", "ContinuousBernoulli", "Dirichlet", "Exponential",
            "Gamma", "Gumbel", "Geometric", "HalfNormal", "Laplace", "OneHotCategorical", "Pareto", "Poisson", "Uniform",
-           "Cauchy", "MultivariateNormal", "LowRankMultivariateNormal", "LogNormal"]
+           "Cauchy", "MultivariateNormal", "LowRankMultivariateNormal", "LogNormal", "Wishart"]
 
 
 def _other_params(name):
