@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from numbers import Number
 
 import tensorlab as tl
@@ -124,17 +125,35 @@ class Wishart(ExponentialFamily):
         diag_V = V.diagonal(dim1=-2, dim2=-1)
         return self._df_matrix(self.df) * (V.pow(2) + diag_V.unsqueeze(-1) * diag_V.unsqueeze(-2))
 
-    def rsample(self, sample_shape=tl.Size()):
-        """L A A^T L^T, A lower triangular with sqrt(chi2(df - i)) diagonal and N(0, 1) below it."""
-        sample_shape = tl.Size(sample_shape)
+    def _bartlett_sampling(self, sample_shape):
         p = self._event_shape[-1]
         chi2 = self._dist_chi2.rsample(sample_shape)
         diag = chi2.clamp(min=tl.finfo(chi2.dtype).eps).sqrt().diag_embed(dim1=-2, dim2=-1)
         shape = self._extended_shape(sample_shape)
         normal = tl.randn(shape, dtype=chi2.dtype, device=chi2.device).tril(-1)
-        noise = diag + normal
-        chol = self._unbroadcasted_scale_tril @ noise
+        chol = self._unbroadcasted_scale_tril @ (diag + normal)
         return chol @ chol.mT
+
+    def rsample(self, sample_shape=tl.Size(), max_try_correction=None):
+        """L A A^T L^T by the Bartlett decomposition (A lower triangular, sqrt(chi2(df - i)) on the diagonal,
+        N(0, 1) below it). As torch, a draw that is numerically singular is redrawn, up to
+        `max_try_correction` times (default 10), with a warning; checking for it waits for the device."""
+        if max_try_correction is None:
+            max_try_correction = 10
+        sample_shape = tl.Size(sample_shape)
+        sample = self._bartlett_sampling(sample_shape)
+        ok = tl.linalg.cholesky_ex(sample.detach()).info == 0
+        if bool(ok.all()):
+            return sample
+        warnings.warn("Singular sample detected.")
+        for _ in range(max_try_correction):
+            fresh = self._bartlett_sampling(sample_shape)
+            sample = tl.where(ok.unsqueeze(-1).unsqueeze(-1), sample, fresh)
+            ok = tl.linalg.cholesky_ex(sample.detach()).info == 0
+            if bool(ok.all()):
+                return sample
+        warnings.warn(f"Singular samples remain after {max_try_correction} corrections.")
+        return sample
 
     def log_prob(self, value):
         """Wishart log density."""
