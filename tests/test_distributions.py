@@ -138,7 +138,8 @@ def test_family_matches_torch(name, device, torch):
     if cdf is not None:
         _close(ours.cdf(v_ours), cdf, what="cdf")
     try:
-        q = torch.linspace(0.1, 0.9, int(np.prod(tuple(theirs.batch_shape))), dtype=torch.float32 if name in TORCH_FLOAT32 else torch.float64)
+        q_dtype = torch.float32 if name in TORCH_FLOAT32 else torch.float64
+        q = torch.linspace(0.1, 0.9, int(np.prod(tuple(theirs.batch_shape))), dtype=q_dtype)
         q = q.reshape(tuple(theirs.batch_shape))
         icdf = theirs.icdf(q)
     except NotImplementedError:
@@ -443,8 +444,7 @@ def test_kl_registry(device):
 
     # a subclass dispatches to its parent's formula until it registers its own
     q = MyNormal(tl.ones(2, device=device), tl.ones(2, device=device))
-    _close(D.kl_divergence(p, q), D.kl_divergence(p, D.Normal(q.loc, q.scale)).cpu().__class__ and
-           __import__("torch").tensor(_np(D.kl_divergence(p, D.Normal(q.loc, q.scale)))))
+    np.testing.assert_allclose(_np(D.kl_divergence(p, q)), _np(D.kl_divergence(p, D.Normal(q.loc, q.scale))))
 
     @D.register_kl(D.Normal, MyNormal)
     def _kl(p, q):

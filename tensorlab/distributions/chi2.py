@@ -1,8 +1,6 @@
 """torch.distributions.chi2: Chi2(df) = Gamma(df / 2, 1 / 2)."""
 from __future__ import annotations
 
-import tensorlab as tl
-
 from . import constraints
 from .gamma import Gamma
 

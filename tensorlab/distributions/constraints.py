@@ -96,7 +96,8 @@ class _IndependentConstraint(Constraint):
 
     def __init__(self, base_constraint, reinterpreted_batch_ndims):
         if not isinstance(base_constraint, Constraint):
-            raise TypeError(f"independent(): base_constraint must be a Constraint, got {type(base_constraint).__name__}")
+            raise TypeError(f"independent(): base_constraint must be a Constraint, "
+                            f"got {type(base_constraint).__name__}")
         if not isinstance(reinterpreted_batch_ndims, int) or reinterpreted_batch_ndims < 0:
             raise ValueError(f"independent(): reinterpreted_batch_ndims must be a non-negative int, "
                              f"got {reinterpreted_batch_ndims!r}")

@@ -126,7 +126,6 @@ class Wishart(ExponentialFamily):
         return self._df_matrix(self.df) * (V.pow(2) + diag_V.unsqueeze(-1) * diag_V.unsqueeze(-2))
 
     def _bartlett_sampling(self, sample_shape):
-        p = self._event_shape[-1]
         chi2 = self._dist_chi2.rsample(sample_shape)
         diag = chi2.clamp(min=tl.finfo(chi2.dtype).eps).sqrt().diag_embed(dim1=-2, dim2=-1)
         shape = self._extended_shape(sample_shape)

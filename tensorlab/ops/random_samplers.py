@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 
-from .. import dtypes as _dt
 from ..tensor import Tensor
 
 FUNCTIONS = ("_standard_gamma", "_standard_gamma_grad", "_sample_dirichlet", "poisson", "binomial")
