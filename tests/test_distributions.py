@@ -642,3 +642,21 @@ def test_compat_import_path(tmp_path):
                          env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "tensorlab.distributions.normal" in out.stdout and "GreaterThan(lower_bound=0.0)" in out.stdout
+
+
+def test_pathwise_gradients_are_unbiased(device):
+    """Averaged over many draws, d rsample / d parameter is d mean / d parameter (Gamma through the implicit
+    gradient, Beta and Dirichlet through normalized Gamma draws)."""
+    n = 4000
+    tl.manual_seed(21)
+    a = tl.tensor(2.0, dtype=tl.float64, device=device, requires_grad=True)
+    b = tl.tensor(3.0, dtype=tl.float64, device=device, requires_grad=True)
+    D.Gamma(a, b).rsample((n,)).mean().backward()
+    np.testing.assert_allclose([float(a.grad), float(b.grad)], [1 / 3.0, -2.0 / 9.0], rtol=0.05)
+    a.grad = b.grad = None
+    D.Beta(a, b).rsample((n,)).mean().backward()
+    np.testing.assert_allclose([float(a.grad), float(b.grad)], [3.0 / 25.0, -2.0 / 25.0], rtol=0.08)
+    c = tl.tensor([1.0, 2.0, 3.0], dtype=tl.float64, device=device, requires_grad=True)
+    D.Dirichlet(c).rsample((n,))[:, 0].mean().backward()
+    # d/dc_j of c_0 / sum(c): (delta_0j sum - c_0) / sum^2
+    np.testing.assert_allclose(_np(c.grad), [5.0 / 36.0, -1.0 / 36.0, -1.0 / 36.0], rtol=0.1, atol=3e-3)
