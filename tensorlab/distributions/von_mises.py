@@ -7,11 +7,12 @@ import tensorlab as tl
 
 from . import constraints
 from .distribution import Distribution
+from ..ops.random_samplers import _PER_ROUND, _rejection
 from .utils import broadcast_all, lazy_property
 
 __all__ = ["VonMises"]
 
-_TRIES = 48  # Best-Fisher accepts with probability >= 0.65: all rejected with probability < 1e-21
+_ROUNDS = 12  # 48 candidates; Best-Fisher accepts with probability >= 0.65: all rejected with probability < 1e-21
 
 
 def _log_i0(x):
@@ -66,19 +67,20 @@ class VonMises(Distribution):
         """Angles in [-pi, pi) around loc, in loc's dtype."""
         shape = self._extended_shape(sample_shape)
         with tl.no_grad():
-            k = (_TRIES,) + tuple(shape)
+            k = (_PER_ROUND,) + tuple(shape)
             dev = self.loc.device
-            u = tl.rand((3,) + k, dtype=tl.float64, device=dev)
             conc = self._concentration.expand(shape)
             r = self._proposal_r.expand(shape)
-            z = tl.cos(math.pi * u[0])
-            f = (1 + r * z) / (r + z)
-            c = conc * (r - f)
-            accept = ((c * (2 - c) - u[1]) > 0) | ((c / u[1]).log() + 1 - c >= 0)
-            theta = (u[2] - 0.5).sign() * f.clamp(-1, 1).acos()
-            idx = accept.to(tl.uint8).argmax(0, keepdim=True)
-            x = theta.gather(0, idx).squeeze(0)
-            x = tl.where(accept.any(0), x, tl.zeros_like(x))
+
+            def draw():
+                u = tl.rand((3,) + k, dtype=tl.float64, device=dev)
+                z = tl.cos(math.pi * u[0])
+                f = (1 + r * z) / (r + z)
+                c = conc * (r - f)
+                accept = ((c * (2 - c) - u[1]) > 0) | ((c / u[1]).log() + 1 - c >= 0)
+                return (u[2] - 0.5).sign() * f.clamp(-1, 1).acos(), accept
+
+            x = _rejection(_ROUNDS, draw, tl.zeros(shape, dtype=tl.float64, device=dev))
             x = (x + math.pi + self._loc) % (2 * math.pi) - math.pi
             return x.to(self.loc.dtype)
 

@@ -2,22 +2,22 @@
 poisson, binomial, and _standard_gamma_grad.
 
 Every sampler is a rejection method written over tensorlab's uniform/normal draws, vectorized: each
-element gets a fixed number of candidates at once and keeps the first accepted one, so the sample is
-produced on the tensor's device with no host wait (no data-dependent loop). The candidate counts make a
-fallback (all candidates rejected) less likely than 1e-12 per element; the fallback is the candidate
-distribution's centre rounded, never garbage. Draws come from the `generator` (default: tensorlab's).
+element gets a fixed number of candidates, drawn in a few rounds of `_PER_ROUND` (so scratch memory is a
+small multiple of the output), and keeps the first accepted one; the sample is produced on the tensor's
+device with no host wait (no data-dependent loop). The candidate counts make a fallback (all candidates
+rejected) less likely than 1e-12 per element; the fallback is the candidate distribution's centre rounded,
+never garbage. Draws come from the `generator` (default: tensorlab's).
 """
 from __future__ import annotations
-
-import math
 
 from ..tensor import Tensor
 
 FUNCTIONS = ("_standard_gamma", "_standard_gamma_grad", "_sample_dirichlet", "poisson", "binomial")
 
-_GAMMA_TRIES = 16   # Marsaglia-Tsang accepts with probability >= 0.95
-_PTRS_TRIES = 16    # Hormann's PTRS/BTRS accept with probability >= 0.85 in their ranges
-_INVERSION_STEPS = 48  # waiting-time steps for means < 10: P(more than 48 events) < 1e-15
+_PER_ROUND = 4      # candidates (or waiting-time steps) drawn at once per element
+_GAMMA_ROUNDS = 4   # 16 candidates: Marsaglia-Tsang accepts with probability >= 0.95
+_PTRS_ROUNDS = 4    # 16 candidates: Hormann's PTRS/BTRS accept with probability >= 0.85 in their ranges
+_INVERSION_ROUNDS = 12  # 48 waiting-time steps for means < 10: P(more than 48 events) < 1e-15
 
 
 def _tl():
@@ -38,12 +38,24 @@ def _work_dtype(dtype):
     return tl.float64 if dtype == tl.float64 else tl.float32
 
 
-def _first_accepted(candidates, accepted, fallback):
-    """The first candidate (along dim 0) whose `accepted` flag is set; `fallback` where none is."""
+def _first_accepted(candidates, accepted):
+    """(the first candidate along dim 0 whose `accepted` flag is set, whether there is one)."""
     tl = _tl()
     idx = accepted.to(tl.uint8).argmax(0, keepdim=True)
-    pick = candidates.gather(0, idx).squeeze(0)
-    return tl.where(accepted.any(0), pick, fallback)
+    return candidates.gather(0, idx).squeeze(0), accepted.any(0)
+
+
+def _rejection(rounds, draw, fallback):
+    """Run `draw()` -> (candidates, accepted), each of shape (_PER_ROUND,) + shape, `rounds` times; every
+    element keeps its first accepted candidate over all rounds, `fallback` where none was accepted."""
+    tl = _tl()
+    result, done = fallback, None
+    for _ in range(rounds):
+        pick, found = _first_accepted(*draw())
+        take = found if done is None else found & ~done
+        result = tl.where(take, pick, result)
+        done = found if done is None else done | found
+    return result
 
 
 def _gamma_sample(alpha, generator):
@@ -55,14 +67,17 @@ def _gamma_sample(alpha, generator):
     a = tl.where(small, alpha + 1, alpha)
     d = a - 1.0 / 3.0
     c = 1.0 / (9.0 * d).sqrt()
-    k = (_GAMMA_TRIES,) + shape
-    x = tl.randn(k, dtype=dt, device=alpha.device, generator=generator)
-    u = tl.rand(k, dtype=dt, device=alpha.device, generator=generator)
-    v = (1 + c * x) ** 3
-    vpos = v > 0
-    logv = tl.where(vpos, v, tl.ones_like(v)).log()
-    accepted = vpos & (u.log() < 0.5 * x * x + d - d * v + d * logv)
-    g = _first_accepted(d * v, accepted, d)
+    k = (_PER_ROUND,) + shape
+
+    def draw():
+        x = tl.randn(k, dtype=dt, device=alpha.device, generator=generator)
+        u = tl.rand(k, dtype=dt, device=alpha.device, generator=generator)
+        v = (1 + c * x) ** 3
+        vpos = v > 0
+        logv = tl.where(vpos, v, tl.ones_like(v)).log()
+        return d * v, vpos & (u.log() < 0.5 * x * x + d - d * v + d * logv)
+
+    g = _rejection(_GAMMA_ROUNDS, draw, d)
     boost = tl.rand(shape, dtype=dt, device=alpha.device, generator=generator)
     g = tl.where(small, g * boost.pow(1.0 / alpha), g)
     g = tl.where(alpha > 0, g, tl.full_like(g, float("nan")))
@@ -132,34 +147,49 @@ def _sample_dirichlet(input, generator=None):
         return s.clamp(min=tl.finfo(s.dtype).tiny).to(input.dtype)
 
 
+def _count_arrivals(rounds, gaps, limit):
+    """How many partial sums of the gap sequence (drawn `_PER_ROUND` at a time by `gaps()`) stay <= limit."""
+    count, total = None, None
+    for _ in range(rounds):
+        g = gaps()
+        partial = g.cumsum(0) if total is None else g.cumsum(0) + total
+        n = (partial <= limit).to(limit.dtype).sum(0)
+        count = n if count is None else count + n
+        total = partial[-1]
+    return count
+
+
 def _poisson_sample(lam, generator):
     tl = _tl()
     shape = tuple(lam.shape)
     dt, dev = lam.dtype, lam.device
+    k_shape = (_PER_ROUND,) + shape
     # small means: count unit-rate arrivals before time lam (exponential waiting times)
-    e = tl.empty((_INVERSION_STEPS,) + shape, dtype=dt, device=dev).exponential_(generator=generator)
-    small = (e.cumsum(0) <= lam).to(dt).sum(0)
+    small = _count_arrivals(_INVERSION_ROUNDS,
+                            lambda: tl.empty(k_shape, dtype=dt, device=dev).exponential_(generator=generator), lam)
     # large means: Hormann's transformed rejection with squeeze (PTRS)
     big_lam = lam.clamp(min=10.0)
     slam = big_lam.sqrt()
     loglam = big_lam.log()
     b = 0.931 + 2.53 * slam
     a = -0.059 + 0.02483 * b
-    invalpha = 1.1239 + 1.1328 / (b - 3.4)
+    log_invalpha = (1.1239 + 1.1328 / (b - 3.4)).log()
     vr = 0.9277 - 3.6224 / (b - 2)
-    k_shape = (_PTRS_TRIES,) + shape
-    u = tl.rand(k_shape, dtype=dt, device=dev, generator=generator) - 0.5
-    v = tl.rand(k_shape, dtype=dt, device=dev, generator=generator)
-    us = (0.5 - u.abs()).clamp(min=1e-12)
-    k = ((2 * a / us + b) * u + big_lam + 0.43).floor()
-    quick = (us >= 0.07) & (v <= vr)
-    bad = (k < 0) | ((us < 0.013) & (v > us))
-    kk = k.clamp(min=0)
-    lhs = v.clamp(min=1e-300 if dt == tl.float64 else 1e-38).log() + math.log(1.0) + invalpha.log() \
-        - (a / (us * us) + b).log()
-    rhs = -big_lam + kk * loglam - tl.lgamma(kk + 1)
-    accepted = quick | (~bad & (lhs <= rhs))
-    large = _first_accepted(k, accepted, big_lam.floor())
+    floor_v = 1e-300 if dt == tl.float64 else 1e-38
+
+    def draw():
+        u = tl.rand(k_shape, dtype=dt, device=dev, generator=generator) - 0.5
+        v = tl.rand(k_shape, dtype=dt, device=dev, generator=generator)
+        us = (0.5 - u.abs()).clamp(min=1e-12)
+        k = ((2 * a / us + b) * u + big_lam + 0.43).floor()
+        quick = (us >= 0.07) & (v <= vr)
+        bad = (k < 0) | ((us < 0.013) & (v > us))
+        kk = k.clamp(min=0)
+        lhs = v.clamp(min=floor_v).log() + log_invalpha - (a / (us * us) + b).log()
+        rhs = -big_lam + kk * loglam - tl.lgamma(kk + 1)
+        return k, quick | (~bad & (lhs <= rhs))
+
+    large = _rejection(_PTRS_ROUNDS, draw, big_lam.floor())
     out = tl.where(lam >= 10, large, small)
     return tl.where(lam >= 0, out, tl.full_like(out, float("nan")))
 
@@ -176,14 +206,18 @@ def _binomial_sample(n, p, generator):
     tl = _tl()
     shape = tuple(n.shape)
     dt, dev = n.dtype, n.device
+    k_shape = (_PER_ROUND,) + shape
     flip = p > 0.5
     q = tl.where(flip, 1 - p, p)
-    # small n*q: successes are the geometric waiting times that fit into n trials
+    # small n*q: successes are the geometric waiting times (trials to a success) that fit into n trials
     tiny = tl.finfo(dt).tiny
-    u = tl.empty((_INVERSION_STEPS,) + shape, dtype=dt, device=dev).uniform_(tiny, 1, generator=generator)
-    log1mq = (-q).log1p()
-    gaps = (u.log() / tl.where(q > 0, log1mq, tl.full_like(q, -1.0))).floor() + 1
-    small = (gaps.cumsum(0) <= n).to(dt).sum(0)
+    log1mq = tl.where(q > 0, (-q).log1p(), tl.full_like(q, -1.0))
+
+    def gaps():
+        u = tl.empty(k_shape, dtype=dt, device=dev).uniform_(tiny, 1, generator=generator)
+        return (u.log() / log1mq).floor() + 1
+
+    small = _count_arrivals(_INVERSION_ROUNDS, gaps, n)
     small = tl.where(q > 0, small, tl.zeros_like(small))
     # large n*q: Hormann's BTRS
     qq = q.clamp(min=1e-12, max=0.5)
@@ -197,17 +231,20 @@ def _binomial_sample(n, p, generator):
     lpq = (qq / (1 - qq)).log()
     m = ((nn + 1) * qq).floor()
     h = tl.lgamma(m + 1) + tl.lgamma(nn - m + 1)
-    k_shape = (_PTRS_TRIES,) + shape
-    uu = tl.rand(k_shape, dtype=dt, device=dev, generator=generator) - 0.5
-    v = tl.rand(k_shape, dtype=dt, device=dev, generator=generator)
-    us = (0.5 - uu.abs()).clamp(min=1e-12)
-    k = ((2 * a / us + b) * uu + c).floor()
-    in_range = (k >= 0) & (k <= nn)
-    quick = in_range & (us >= 0.07) & (v <= vr)
-    kk = k.clamp(min=0).minimum(nn)
-    lv = (v * alpha / (a / (us * us) + b)).clamp(min=1e-300 if dt == tl.float64 else 1e-38).log()
-    accepted = quick | (in_range & (lv <= h - tl.lgamma(kk + 1) - tl.lgamma(nn - kk + 1) + (kk - m) * lpq))
-    large = _first_accepted(k, accepted, (nn * qq).floor())
+    floor_v = 1e-300 if dt == tl.float64 else 1e-38
+
+    def draw():
+        uu = tl.rand(k_shape, dtype=dt, device=dev, generator=generator) - 0.5
+        v = tl.rand(k_shape, dtype=dt, device=dev, generator=generator)
+        us = (0.5 - uu.abs()).clamp(min=1e-12)
+        k = ((2 * a / us + b) * uu + c).floor()
+        in_range = (k >= 0) & (k <= nn)
+        quick = in_range & (us >= 0.07) & (v <= vr)
+        kk = k.clamp(min=0).minimum(nn)
+        lv = (v * alpha / (a / (us * us) + b)).clamp(min=floor_v).log()
+        return k, quick | (in_range & (lv <= h - tl.lgamma(kk + 1) - tl.lgamma(nn - kk + 1) + (kk - m) * lpq))
+
+    large = _rejection(_PTRS_ROUNDS, draw, (nn * qq).floor())
     out = tl.where(n * q >= 10, large, small)
     out = tl.where(flip, n - out, out)
     ok = (n >= 0) & (p >= 0) & (p <= 1)
