@@ -660,3 +660,30 @@ def test_pathwise_gradients_are_unbiased(device):
     D.Dirichlet(c).rsample((n,))[:, 0].mean().backward()
     # d/dc_j of c_0 / sum(c): (delta_0j sum - c_0) / sum^2
     np.testing.assert_allclose(_np(c.grad), [5.0 / 36.0, -1.0 / 36.0, -1.0 / 36.0], rtol=0.1, atol=3e-3)
+
+
+def _chi2_pvalue(scipy_stats, samples, pmf, support):
+    """Pearson chi-square of integer samples against a pmf on `support`, tails merged into the end bins."""
+    counts = np.array([(samples == k).sum() for k in support], dtype=np.float64)
+    expected = pmf(np.array(support)) * len(samples)
+    counts[0] += (samples < support[0]).sum()
+    counts[-1] += (samples > support[-1]).sum()
+    expected[0] += pmf(np.arange(0, support[0])).sum() * len(samples)
+    expected[-1] += len(samples) - expected.sum()
+    return scipy_stats.chisquare(counts, expected).pvalue
+
+
+def test_discrete_samplers_goodness_of_fit(device):
+    scipy_stats = pytest.importorskip("scipy.stats")
+    tl.manual_seed(99)
+    n = 6000
+    for lam in (3.0, 25.0):  # both sides of the inversion / PTRS switch
+        s = _np(tl.poisson(tl.full((n,), lam, dtype=tl.float64, device=device)))
+        lo, hi = int(max(0, lam - 3 * lam ** 0.5)), int(lam + 3 * lam ** 0.5)
+        assert _chi2_pvalue(scipy_stats, s, lambda k: scipy_stats.poisson.pmf(k, lam), list(range(lo, hi + 1))) > 1e-4
+    for cnt, p in ((20.0, 0.3), (200.0, 0.4), (60.0, 0.9)):  # inversion, BTRS, and the p > 1/2 reflection
+        s = _np(tl.binomial(tl.full((n,), cnt, dtype=tl.float64, device=device),
+                            tl.full((n,), p, dtype=tl.float64, device=device)))
+        mu, sd = cnt * p, (cnt * p * (1 - p)) ** 0.5
+        lo, hi = int(max(0, mu - 3 * sd)), int(min(cnt, mu + 3 * sd))
+        assert _chi2_pvalue(scipy_stats, s, lambda k: scipy_stats.binom.pmf(k, cnt, p), list(range(lo, hi + 1))) > 1e-4
