@@ -687,3 +687,44 @@ def test_discrete_samplers_goodness_of_fit(device):
         mu, sd = cnt * p, (cnt * p * (1 - p)) ** 0.5
         lo, hi = int(max(0, mu - 3 * sd)), int(min(cnt, mu + 3 * sd))
         assert _chi2_pvalue(scipy_stats, s, lambda k: scipy_stats.binom.pmf(k, cnt, p), list(range(lo, hi + 1))) > 1e-4
+
+
+BAD_PARAMS = [
+    ("Normal", dict(loc=[0.0, 1.0], scale=[1.0, -1.0])),
+    ("Gamma", dict(concentration=[0.0, 1.0], rate=[1.0, 1.0])),
+    ("Beta", dict(concentration1=[1.0, -1.0], concentration0=[1.0, 1.0])),
+    ("Bernoulli", dict(probs=[0.5, 1.5])),
+    ("Categorical", dict(probs=[[0.5, -0.5]])),
+    ("Dirichlet", dict(concentration=[[1.0, 0.0]])),
+    ("Poisson", dict(rate=[-1.0])),
+    ("Uniform", dict(low=[0.0], high=[1.0])),
+    ("Exponential", dict(rate=[0.0])),
+    ("MultivariateNormal", dict(loc=[0.0, 0.0], covariance_matrix=[[1.0, 2.0], [2.0, 1.0]])),
+]
+
+
+@pytest.mark.parametrize("name,params", BAD_PARAMS, ids=[b[0] for b in BAD_PARAMS])
+def test_invalid_parameters_raise_torchs_error(name, params, device, torch):
+    import torch.distributions as TD
+    try:
+        getattr(TD, name)(**_torch_params(torch, params))
+    except ValueError as e:
+        theirs = str(e).split("but found")[0]
+    else:
+        theirs = None
+    if theirs is None:
+        getattr(D, name)(**_tl_params(params, device))
+        return
+    with pytest.raises(ValueError) as info:
+        getattr(D, name)(**_tl_params(params, device))
+    ours = str(info.value).split("but found")[0]
+    assert _norm_repr(ours) == _norm_repr(theirs)
+
+
+def test_repr_matches_torch(device, torch):
+    import torch.distributions as TD
+    for name in ("Normal", "Gamma", "Categorical", "Bernoulli"):
+        ours = getattr(D, name)(**_tl_params(CASES[name], device))
+        theirs = getattr(TD, name)(**_torch_params(torch, CASES[name]))
+        assert repr(ours).replace("tensorlab.", "torch.") == repr(theirs)
+    assert repr(D.Normal(tl.tensor(0.0, device=device), tl.tensor(1.0, device=device))).startswith("Normal(loc: ")
