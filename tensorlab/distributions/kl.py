@@ -407,6 +407,15 @@ def _xlogq_pareto(p, q):
     return q.alpha.log() + q.alpha * q.scale.log() - (q.alpha + 1) * _mean_log(p)
 
 
+def _xlogq_continuous_bernoulli(p, q):
+    # log q(x) = x logit(q) + log(1 - q) + log C(q)
+    return p.mean * q.logits + tl.log1p(-q.probs) + q._cont_bern_log_norm()
+
+
+def _xlogq_uniform(p, q):
+    return -(q.high - q.low).log()
+
+
 def _register_cross(pairs, xlogq, infinite_where=None):
     for tp, tq in pairs:
         def fn(p, q, _xlogq=xlogq, _inf=infinite_where):
@@ -426,6 +435,12 @@ _register_cross([(Uniform, Gamma)], _xlogq_gamma, lambda p, q: p.low < 0)
 _register_cross([(Exponential, Gumbel), (Gamma, Gumbel), (Normal, Gumbel), (Uniform, Gumbel)], _xlogq_gumbel)
 _register_cross([(Uniform, Beta)], _xlogq_beta, lambda p, q: (p.low < 0) | (p.high > 1))
 _register_cross([(Uniform, Pareto)], _xlogq_pareto, lambda p, q: p.low < q.scale)
+_register_cross([(ContinuousBernoulli, Normal)], _xlogq_normal)
+_register_cross([(ContinuousBernoulli, Exponential)], _xlogq_exponential)
+_register_cross([(ContinuousBernoulli, Uniform)], _xlogq_uniform, lambda p, q: (q.low > 0) | (q.high < 1))
+_register_cross([(Beta, ContinuousBernoulli)], _xlogq_continuous_bernoulli)
+_register_cross([(Uniform, ContinuousBernoulli)], _xlogq_continuous_bernoulli,
+                lambda p, q: (p.low < 0) | (p.high > 1))
 
 
 @register_kl(Normal, Laplace)
