@@ -757,3 +757,25 @@ def test_repr_matches_torch(device, torch):
         theirs = getattr(TD, name)(**_torch_params(torch, CASES[name]))
         assert repr(ours).replace("tensorlab.", "torch.") == repr(theirs)
     assert repr(D.Normal(tl.tensor(0.0, device=device), tl.tensor(1.0, device=device))).startswith("Normal(loc: ")
+
+
+def test_sampler_errors_match_torch(device, torch):
+    cases = [
+        (lambda m, **k: m.poisson(m.tensor([1, 2], **k)), None),
+        (lambda m, **k: m._standard_gamma(m.tensor([1, 2], **k)), None),
+        (lambda m, **k: m._sample_dirichlet(m.tensor([1, 2], **k)), None),
+        (lambda m, **k: m.binomial(m.tensor([1], **k), m.tensor([0.5], **k)), None),
+        (lambda m, **k: m.binomial(m.tensor([1.0], **k), m.tensor([1], **k)), None),
+        (lambda m, **k: m.binomial(m.tensor([1.0], **k), m.tensor([0.5], dtype=m.float64, **k)), None),
+        (lambda m, **k: m.poisson([1.0]), None),
+    ]
+    for fn, _ in cases:
+        with pytest.raises(Exception) as theirs:
+            fn(torch)
+        with pytest.raises(type(theirs.value)):
+            fn(tl, device=device)
+    # the samples keep the input's dtype and device, with no gradient
+    for dt in (tl.float32, tl.float64):
+        r = tl.tensor([0.5, 3.0, 40.0], dtype=dt, device=device)
+        for s in (tl.poisson(r), tl._standard_gamma(r), tl.binomial(r.floor(), r / 50)):
+            assert s.dtype == dt and s.device.type == tl.device(device).type and tuple(s.shape) == (3,)

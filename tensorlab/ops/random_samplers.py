@@ -29,8 +29,9 @@ def _check_float(op, name, t):
     if not isinstance(t, Tensor):
         raise TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(t).__name__}")
     if not t.dtype.is_floating_point:
-        raise RuntimeError(f"{op}: expected a floating point tensor for '{name}', got {t.dtype} "
-                           f"(convert it with .float() or .double())")
+        # torch's class for a dtype its kernel has no instantiation for
+        raise NotImplementedError(f"{op}: not implemented for {t.dtype} '{name}': it needs a floating point "
+                                  f"tensor (convert it with .float() or .double())")
 
 
 def _work_dtype(dtype):
@@ -254,8 +255,11 @@ def _binomial_sample(n, p, generator):
 def binomial(count, prob, generator=None):
     """Samples from Binomial(count, prob), one per element of the broadcast inputs."""
     tl = _tl()
-    _check_float("binomial", "count", count)
-    _check_float("binomial", "prob", prob)
+    for name, t in (("count", count), ("prob", prob)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"binomial(): argument '{name}' must be Tensor, not {type(t).__name__}")
+        if not t.dtype.is_floating_point:
+            raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: {t.dtype}")
     if count.device != prob.device:
         raise RuntimeError(f"binomial: count and prob must be on the same device, got {count.device} and "
                            f"{prob.device}")
