@@ -779,3 +779,21 @@ def test_sampler_errors_match_torch(device, torch):
         r = tl.tensor([0.5, 3.0, 40.0], dtype=dt, device=device)
         for s in (tl.poisson(r), tl._standard_gamma(r), tl.binomial(r.floor(), r / 50)):
             assert s.dtype == dt and s.device.type == tl.device(device).type and tuple(s.shape) == (3,)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_float32_parameters_stay_float32(name, device):
+    """Every family with float32 parameters samples, scores and measures entropy in float32, finitely."""
+    params = {k: (tl.tensor(np.array(v, dtype=np.float32), device=device) if isinstance(v, list) else v)
+              for k, v in CASES[name].items()}
+    tl.manual_seed(0)
+    d = getattr(D, _cls(name))(**params)
+    s = d.sample((3,))
+    lp = d.log_prob(s)
+    assert lp.dtype == tl.float32 and bool(tl.isfinite(lp).all())
+    if d.has_rsample:
+        assert d.rsample((2,)).dtype == tl.float32
+    try:
+        assert d.entropy().dtype == tl.float32
+    except NotImplementedError:
+        pass
