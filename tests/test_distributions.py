@@ -797,3 +797,17 @@ def test_float32_parameters_stay_float32(name, device):
         assert d.entropy().dtype == tl.float32
     except NotImplementedError:
         pass
+
+
+def test_actor_critic_script_runs_as_on_torch():
+    """A PPO-style update written as a plain torch script, run unchanged under `python -m tensorlab.compat`:
+    every step's loss matches torch's."""
+    import os
+
+    from test_compat_runner import SCRIPTS, _compare_with_torch, _run, _split
+    script = os.path.join(SCRIPTS, "actor_critic.py")
+    res = _run([script])
+    assert res.returncode == 0, res.stderr
+    losses, _ = _split(res.stdout)
+    assert len(losses) == 7 and losses[5] < losses[0]
+    _compare_with_torch(script, [], res)
