@@ -36,6 +36,7 @@ from . import linalg  # noqa: E402  (torch.linalg's names)
 from . import special  # noqa: E402  (torch.special's names that tensorlab has)
 from . import fft  # noqa: E402  (torch.fft: tensorlab/fft.py)
 from . import signal  # noqa: E402  (torch.signal.windows)
+from . import distributions  # noqa: E402  (torch.distributions)
 from . import masked  # noqa: E402  (torch.masked's reductions and normalizations with mask=)
 from . import onnx  # noqa: E402  (torch.onnx: export writes an ONNX model; needs the onnx package only then)
 

@@ -44,3 +44,4 @@ FAMILIES += ("conv3d", "pool3d", "grid_sample")  # the 3-D convolutions and pool
 FAMILIES += ("lu_family",)
 FAMILIES += ("special_functions",)
 FAMILIES += ("complex_ops", "spectral")
+FAMILIES += ("random_samplers",)
