@@ -14,6 +14,7 @@ from . import benchmark as benchmark
 from . import cpu as cpu
 from . import cuda as cuda
 from . import distributed as distributed
+from . import distributions as distributions
 from . import dtypes as dtypes
 from . import errors as errors
 from . import fft as fft
@@ -27,6 +28,7 @@ from . import linalg as linalg
 from . import masked as masked
 from . import memo as memo
 from . import nn as nn
+from . import onnx as onnx
 from . import ops as ops
 from . import optim as optim
 from . import printing as printing
@@ -34,6 +36,7 @@ from . import profiler as profiler
 from . import return_types as return_types
 from . import serialization as serialization
 from . import signal as signal
+from . import sparse as sparse
 from . import special as special
 from . import storage as storage
 from . import sync as sync
@@ -178,6 +181,7 @@ def bernoulli(input, p=..., *, generator=..., out=...): """Draws 1 with probabil
 def bincount(input, weights=..., minlength=...): """torch.bincount: occurrences of each value of a 1-D non-negative integer tensor (or the sum
     of their weights: float32 weights give float32, any other weights float64).
     """
+def binomial(count, prob, generator=...): """Samples from Binomial(count, prob), one per element of the broadcast inputs."""
 def bitwise_and(input, other, *, out=...): """Elementwise bitwise_and with broadcasting (torch.bitwise_and); promotion: default."""
 def bitwise_left_shift(input, other, *, out=...): """input << other elementwise (integer tensors)."""
 def bitwise_not(input, *, out=...): """Elementwise bitwise_not (torch.bitwise_not); promotion: keep."""
@@ -529,6 +533,7 @@ def pca_lowrank(A, q=..., center=..., niter=...): """torch.pca_lowrank: svd_lowr
 def permute(input, *dims_args, dims=...): """A view with the dimensions reordered as dims."""
 def permute_copy(input, *args, out=..., **kwargs): """torch.permute_copy: a new tensor holding what the view op returns"""
 def pinverse(input, rcond=...): """torch.pinverse / Tensor.pinverse: linalg.pinv with rtol=rcond."""
+def poisson(input, generator=...): """Samples from Poisson(input), one per element (input holds the rates, >= 0)."""
 def polar(abs, angle, *, out=...): """torch.polar: abs * (cos(angle) + i sin(angle))."""
 def polygamma(n, input, *, out=...): """The n-th derivative of digamma (torch.polygamma(n, input))."""
 def positive(input): """torch.positive: the input itself (not a copy); refused for bool tensors."""
@@ -627,9 +632,17 @@ def softmax(input, dim, dtype=..., *, out=...): """exp(x) / sum(exp(x)) along `d
 def sort(input, dim=..., descending=..., stable=..., *, out=...): """(values, indices) sorted along dim; always stable (equal elements keep their order) and
     NaN sorts above every number, as in torch.
     """
+def sparse_coo_tensor(indices, values, size=..., *, dtype=..., device=..., pin_memory=..., requires_grad=..., check_invariants=..., is_coalesced=...): """A sparse COO tensor of `indices` (sparse_dim, nnz) and `values` (nnz, *dense_shape); size inferred from
+    the largest indices when not given. Duplicate indices are kept (call coalesce() to sum them).
+    """
+def sparse_csr_tensor(crow_indices, col_indices, values, size=..., *, dtype=..., device=..., pin_memory=..., requires_grad=..., check_invariants=...): """A sparse CSR matrix of compressed row offsets (m + 1,), column indices (nnz,) and values (nnz,)."""
 def split(self, split_size_or_sections, dim=..., meta=...): """input split into views of split_size elements along dim, or of the listed sizes."""
 def split_with_sizes(input, split_sizes, dim=..., meta=...): """input split into views of the listed sizes along dim."""
 def split_with_sizes_copy(input, *args, out=..., **kwargs): """torch.split_with_sizes_copy: a new tensor holding what the view op returns"""
+def spmm(mat1, mat2, reduce=...): """torch.sparse.mm: sparse @ dense -> dense, dense @ sparse -> dense, sparse @ sparse -> sparse (COO);
+    the gradient of a sparse operand is sparse with its pattern. reduce= ("sum", "mean", "amax", "amin")
+    reduces each row's products over the specified entries of a sparse CSR mat1 (rows without any: 0).
+    """
 def sqrt(input, *, out=...): """Elementwise sqrt (torch.sqrt); promotion: int_to_float."""
 def sqrt_(input): """In-place sqrt."""
 def square(input, *, out=...): """Elementwise square (torch.square); promotion: default."""

@@ -202,6 +202,8 @@ class Tensor:
     def clip(input, min=..., max=..., *, out=...): """input limited to [min, max] elementwise (either bound may be a number, a tensor or None)."""
     def clip_(input, min=..., max=...): """In-place clamp."""
     def clone(input, *, memory_format=...): """A copy of input with its own memory (memory_format as torch), recorded for autograd."""
+    def coalesce(self, *a, **k): """coalesce: defined for sparse tensors; a dense tensor raises torch's RuntimeError."""
+    def col_indices(self, *a, **k): """col_indices: defined for sparse tensors; a dense tensor raises torch's RuntimeError."""
     def conj(input): """torch.conj: the complex conjugate, computed eagerly (tensorlab has no lazy conjugate bit);
         a real tensor is returned as is.
         """
@@ -222,6 +224,7 @@ class Tensor:
     def cross(input, other, dim=..., *, out=...): """torch.cross: linalg.cross, but dim=None (deprecated, with torch's warning) takes the first
         dim of size 3.
         """
+    def crow_indices(self, *a, **k): """crow_indices: defined for sparse tensors; a dense tensor raises torch's RuntimeError."""
     def cuda(self, device=..., non_blocking=..., memory_format=...): """The tensor on a CUDA device (the current one unless given)."""
     def cummax(input, dim, *, out=...): """(values, indices): the running maximum along dim and where it was reached."""
     def cummin(input, dim, *, out=...): """(values, indices): the running minimum along dim and where it was reached."""
@@ -238,6 +241,7 @@ class Tensor:
     def data_ptr(self): """The address of the first element."""
     def deg2rad(input, *, out=...): """torch.deg2rad"""
     def deg2rad_(input): """In-place form of deg2rad: the result is written into self, which is returned (torch's Tensor.deg2rad_)."""
+    def dense_dim(self): """Every dim of a dense tensor is dense."""
     def det(A, *, out=...): """torch.linalg.det (also torch.det / Tensor.det)."""
     def detach(input): """Same storage, layout and version counter; outside any autograd graph."""
     def detach_(self): """Detach in place: this tensor becomes a leaf that does not require grad."""
@@ -355,9 +359,11 @@ class Tensor:
     def index_reduce(input, dim, index, source, reduce, *, include_self=..., out=...): """input with source's slices reduced into input's slices index[i] along dim."""
     def index_reduce_(self, dim, index, source, reduce, *, include_self=...): """In-place form of index_reduce: the result is written into self, which is returned (torch's Tensor.index_reduce_)."""
     def index_select(input, dim, index, *, out=...): """The slices of input at positions `index` (1-D or 0-dim) along `dim`."""
+    def indices(self, *a, **k): """indices: defined for sparse tensors; a dense tensor raises torch's RuntimeError."""
     def inner(input, other, *, out=...): """The inner product over the last dimension of both inputs."""
     def int(self, memory_format=...): """The tensor as int32."""
     def inverse(input, *, out=...): """The inverse of a square matrix (batched): torch.inverse, as linalg.inv."""
+    def is_coalesced(self): """A dense tensor has no coalesced state (torch's RuntimeError)."""
     def is_complex(self): """Whether the dtype is complex."""
     def is_conj(input): """Always False: tensorlab's conj computes a new tensor (no lazy conjugate bit)."""
     def is_contiguous(self, memory_format=...): """Whether the elements lie in row-major order without gaps (or in memory_format's)."""
@@ -395,7 +401,7 @@ class Tensor:
     def kron(input, other, *, out=...): """torch.kron: the Kronecker product (dims aligned from the right, missing ones are 1)."""
     def kthvalue(input, k, dim=..., keepdim=..., *, out=...): """(values, indices) of the k-th smallest element along dim (k from 1; NaN counts as largest)."""
     @property
-    def layout(self) -> Any: """torch's tensor layout: always tl.strided (tensorlab has dense strided tensors only)."""
+    def layout(self) -> Any: """torch's tensor layout: tl.strided (sparse tensors, tensorlab/sparse, say sparse_coo or sparse_csr)."""
     def lcm(input, other, *, out=...): """Elementwise least common multiple of integer tensors."""
     def lcm_(input, other): """In-place lcm."""
     def ldexp(input, other, *, out=...): """input * 2 ** other (a float result, as torch's)."""
@@ -637,6 +643,10 @@ class Tensor:
     def sort(input, dim=..., descending=..., stable=..., *, out=...): """(values, indices) sorted along dim; always stable (equal elements keep their order) and
         NaN sorts above every number, as in torch.
         """
+    def sparse_dim(self): """0: a dense tensor has no sparse dims."""
+    def sparse_mask(self, mask): """The sparse tensor of mask's pattern holding this dense tensor's values there (torch's sparse_mask;
+        differentiable through self).
+        """
     def split(self, split_size=..., dim=..., **kwargs): """Tensor.split: torch's method names its first argument `split_size` (torch.split's is
         `split_size_or_sections`; both are accepted).
         """
@@ -682,6 +692,12 @@ class Tensor:
         """
     def tile(input, dims): """torch.tile: repeat, with `dims` padded by leading ones when shorter than input.dim()."""
     def to(self, *args, non_blocking=..., copy=..., memory_format=..., **kwargs): """Convert dtype and/or device; returns self when nothing changes and copy=False."""
+    def to_dense(self, dtype=..., *, masked_grad=...): """A dense tensor is its own dense form (cast when dtype is given)."""
+    def to_sparse(self, sparse_dim=..., *, layout=..., blocksize=..., dense_dim=...): """The sparse COO tensor of the nonzero entries (sparse_dim: the leading dims made sparse), or with
+        layout=tl.sparse_csr the CSR matrix.
+        """
+    def to_sparse_coo(self): """The sparse COO tensor of the nonzero entries, every dim sparse."""
+    def to_sparse_csr(self, dense_dim=...): """The CSR matrix of a 2-D tensor's nonzero entries."""
     def tolist(self): """The values as nested Python lists (a host wait on CUDA)."""
     def topk(input, k, dim=..., largest=..., sorted=..., *, out=...): """The k largest (largest=False: smallest) elements along dim with their indices, always
         returned sorted (sorted=False allows any order).
@@ -715,6 +731,7 @@ class Tensor:
     def unsqueeze(input, dim): """A view with a size-1 dimension inserted at dim."""
     def unsqueeze_(self, dim): """In-place form of unsqueeze: the result is written into self, which is returned (torch's Tensor.unsqueeze_)."""
     def untyped_storage(self): """The UntypedStorage under the tensor."""
+    def values(self, *a, **k): """values: defined for sparse tensors; a dense tensor raises torch's RuntimeError."""
     def var(input, dim=..., unbiased=..., keepdim=..., *, correction=..., out=...): """Variance with Bessel's `correction` (default 1); `unbiased=False` means correction=0."""
     def vdot(input, other, *, out=...): """The dot product of two 1-D tensors (the first conjugated for complex)."""
     def view(self, *shape, dtype=..., size=...): """Same elements, new shape (strides must allow it), or the same bytes as another dtype."""
