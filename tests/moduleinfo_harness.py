@@ -66,8 +66,28 @@ def exists(info):
 
 
 # -- constructor arguments: torch's callables (activation=F.gelu) are tensorlab's of the same name ----------
+def _module_arg(m, device):
+    """A torch module passed to a constructor (TransformerEncoder's encoder_layer, a norm) as ours, built
+    from its attributes; its parameters are copied from torch's later, with the outer module's."""
+    torch = _torch()
+    name = type(m).__name__
+    if name == "TransformerEncoderLayer":
+        act = m.activation
+        act = _convert(act, device) if not isinstance(act, torch.nn.Module) else _module_arg(act, device)
+        return tl.nn.TransformerEncoderLayer(m.self_attn.embed_dim, m.self_attn.num_heads, m.linear1.out_features,
+                                             m.dropout.p, act, m.norm1.eps, m.self_attn.batch_first, m.norm_first,
+                                             m.linear1.bias is not None)
+    if name == "LayerNorm":
+        return tl.nn.LayerNorm(m.normalized_shape, m.eps, m.elementwise_affine, m.bias is not None)
+    if name in ("ReLU", "GELU", "Tanh", "Sigmoid", "Identity"):
+        return getattr(tl.nn, name)()
+    raise Unsupported(f"a module argument ({name})")
+
+
 def _convert(x, device):
     torch = _torch()
+    if isinstance(x, torch.nn.Module):
+        return _module_arg(x, device)
     if callable(x) and not isinstance(x, (type, torch.Tensor)) and getattr(x, "__module__", "") and \
             x.__module__.startswith("torch"):
         name = getattr(x, "__name__", None)
@@ -81,8 +101,6 @@ def _convert(x, device):
         return tuple(_convert(v, device) for v in x)
     if isinstance(x, dict):
         return {k: _convert(v, device) for k, v in x.items()}
-    if isinstance(x, torch.nn.Module):
-        raise Unsupported(f"a module argument ({type(x).__name__})")
     return to_tl(x, device)
 
 
