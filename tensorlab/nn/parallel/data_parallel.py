@@ -76,7 +76,7 @@ class DataParallel(Module):
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0):
         super().__init__()
-        if not _cuda.is_available():
+        if _cuda.device_count() == 0:  # no CUDA device (the emulation driver's count as one, as a GPU's)
             self.module = module
             self.device_ids = []
             return
