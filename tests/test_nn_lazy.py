@@ -115,6 +115,13 @@ def test_uninitialized_placeholders(torch):
 
 
 def test_optimizer_built_before_the_first_forward_updates_the_materialized_parameters(torch):
+    for name in ("Adam", "AdamW", "RMSprop"):  # accepted before the shapes are known, as torch's are
+        m = nn.LazyLinear(2)
+        opt = getattr(tl.optim, name)(m.parameters(), lr=0.1)
+        getattr(torch.optim, name)(torch.nn.LazyLinear(2).parameters(), lr=0.1)
+        m(tl.ones(3, 4)).sum().backward()
+        opt.step()
+        assert tuple(opt.state[m.weight]["exp_avg_sq" if name != "RMSprop" else "square_avg"].shape) == (2, 4)
     m = nn.LazyLinear(2)
     opt = tl.optim.SGD(m.parameters(), lr=0.5)
     w_obj = m.weight
