@@ -208,6 +208,25 @@ def test_data_parallel_on_one_cuda_device(device):
     _close(y, m(x.cuda()).detach().cpu().numpy())
 
 
+def test_data_parallel_split_across_device_ids(device):
+    """The several-device path (chunks, per-device state copies, gather), on device 0 twice."""
+    if device != "cuda":
+        pytest.skip("DataParallel's device path")
+    tl.manual_seed(0)
+    m = tl.nn.Sequential(tl.nn.Linear(3, 4), tl.nn.Tanh(), tl.nn.Linear(4, 2)).cuda()
+    dp = tl.nn.DataParallel(m, device_ids=[0, 0])
+    x = tl.randn(5, 3, device="cuda")
+    y = dp(x)
+    y.pow(2).sum().backward()
+    grads = [p.grad.clone() for p in m.parameters()]
+    m.zero_grad()
+    ref = m(x)
+    ref.pow(2).sum().backward()
+    _close(y, ref.detach().cpu().numpy())
+    for g, p in zip(grads, m.parameters()):
+        _close(g, p.grad.cpu().numpy())
+
+
 def test_scatter_and_gather_of_several_devices():
     from tensorlab.nn.parallel.data_parallel import _gather, _scatter
     x = tl.arange(10.0).reshape(5, 2)

@@ -4,8 +4,9 @@ tensor argument along `dim` into one chunk per device, calls the module once per
 parameters and buffers copied there (func.functional_call with differentiable `.to` copies, so the
 gradients reach the module's own parameters, as torch's replicas' Broadcast does), and gathers the
 outputs on output_device along `dim`. The per-device calls run one after another on the host thread
-(each launch is asynchronous on its device's stream), not in torch's one thread per device;
-in-place buffer updates inside a replica (BatchNorm's running statistics) are lost, as in torch."""
+(each launch is asynchronous on its device's stream), not in torch's one thread per device. The
+first chunk runs through the module itself, so in-place updates on device_ids[0] (BatchNorm's running
+statistics) persist and those of the other replicas are lost, as torch documents."""
 from __future__ import annotations
 
 import warnings
