@@ -238,3 +238,19 @@ def test_scatter_and_gather_of_several_devices():
     with pytest.warns(UserWarning, match="scalars"):
         v = _gather([tl.tensor(1.0), tl.tensor(2.0)], "cpu", 0)
     assert v.tolist() == [1.0, 2.0]
+
+
+def test_fractional_max_pool_takes_extra_random_sample_rows_as_torch(torch):
+    """torch uses the first N rows of _random_samples (an unbatched input is a batch of one) and
+    refuses fewer rows or another channel count."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 5, 5, 5))
+    s = rng.random((2, 4, 3))
+    want = torch.nn.functional.fractional_max_pool3d(torch.tensor(x), 2, output_ratio=0.5,
+                                                     _random_samples=torch.tensor(s))
+    got = F.fractional_max_pool3d(tl.tensor(x), 2, output_ratio=0.5, _random_samples=tl.tensor(s))
+    _close(got, want)
+    with pytest.raises(RuntimeError, match="no less then input batch size"):
+        F.fractional_max_pool3d(tl.randn(2, 4, 5, 5, 5), 2, output_ratio=0.5, _random_samples=tl.rand(1, 4, 3))
+    with pytest.raises(RuntimeError, match="equals to input channel size"):
+        F.fractional_max_pool3d(tl.randn(4, 5, 5, 5), 2, output_ratio=0.5, _random_samples=tl.rand(1, 3, 3))
