@@ -534,8 +534,10 @@ def test_every_nn_module_class_is_at_torchs_path(torch):
         if not (isinstance(cls, type) and issubclass(cls, nn.Module) and isinstance(theirs, type)):
             continue
         sub = theirs.__module__.removeprefix("torch.nn.modules.")
+        # classes outside torch.nn.modules (nn.parallel's DataParallel) sit at tensorlab's same path
+        path = f"tensorlab.nn.modules.{sub}" if sub != theirs.__module__ else "tensorlab" + sub.removeprefix("torch")
         try:
-            ok = getattr(importlib.import_module(f"tensorlab.nn.modules.{sub}"), name, None) is cls
+            ok = getattr(importlib.import_module(path), name, None) is cls
         except ImportError:
             ok = False
         if not ok:

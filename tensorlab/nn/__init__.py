@@ -73,3 +73,20 @@ __all__ += ["AdaptiveLogSoftmaxWithLoss", "AlphaDropout", "CELU", "ChannelShuffl
             "ReplicationPad2d", "ReplicationPad3d", "SELU", "SoftMarginLoss", "Softmax2d", "Softmin", "Softshrink",
             "Threshold", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "UpsamplingBilinear2d",
             "UpsamplingNearest2d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d"]
+# lazy modules, instance/local-response/sync norms, Bilinear, LPPool, Container, DataParallel (issue 34, modsB)
+from .bilinear import Bilinear  # noqa: E402
+from .container import Container  # noqa: E402
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: E402
+from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConv3d,  # noqa: E402
+                   LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyInstanceNorm1d,
+                   LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear)
+from .local_response_norm import CrossMapLRN2d, LocalResponseNorm  # noqa: E402
+from .lppool import LPPool1d, LPPool2d, LPPool3d  # noqa: E402
+from .parallel import DataParallel  # noqa: E402
+from .sync_batchnorm import SyncBatchNorm  # noqa: E402
+from .uninitialized import UninitializedBuffer, UninitializedParameter  # noqa: E402
+__all__ += ["Bilinear", "Container", "CrossMapLRN2d", "DataParallel", "InstanceNorm1d", "InstanceNorm2d",
+            "InstanceNorm3d", "LPPool1d", "LPPool2d", "LPPool3d", "LazyBatchNorm1d", "LazyBatchNorm2d",
+            "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+            "LazyConvTranspose3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear",
+            "LocalResponseNorm", "SyncBatchNorm", "UninitializedBuffer", "UninitializedParameter"]

@@ -312,3 +312,4 @@ from ..ops.upsample import interpolate  # noqa: E402,F401
 from .functional_conv3d import *  # noqa: E402,F401,F403  (3-D conv/pools, grid_sample, embedding_bag, ctc_loss)
 from ..ops import linear_fused as _linear_fused  # noqa: E402  (F.linear as one op)
 from ..ops import nll_fused as _nll_fused  # noqa: E402  (nll_loss as one node)
+from .functional_lppool import lp_pool1d, lp_pool2d, lp_pool3d  # noqa: E402,F401  (power-average pooling)

@@ -383,8 +383,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     x = input.reshape(1, n * c, *input.shape[2:])
     rm = running_mean.repeat(n) if running_mean is not None else None
     rv = running_var.repeat(n) if running_var is not None else None
-    from .functional_norm import batch_norm
-    y = batch_norm(x, rm, rv, None, None, use_input_stats, momentum, eps).reshape(input.shape)
+    from .functional_norm import _batch_norm  # without batch_norm's eps checks (instance_norm has none)
+    y = _batch_norm(x, rm, rv, None, None, use_input_stats, momentum, eps).reshape(input.shape)
     if running_mean is not None and use_input_stats:
         running_mean.copy_(rm.detach().view(n, c).mean(0))
     if running_var is not None and use_input_stats:

@@ -141,6 +141,16 @@ def _affine_empty(input, weight, bias):
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Normalize each channel (dim 1) over the batch and spatial dims (see _batch_norm); torch 2.13's
+    eps checks first (positive in training, non-negative in evaluation)."""
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    return _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def _batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """Normalize each channel (dim 1) over the batch and spatial dims. Training: batch statistics
     (biased variance), and running_mean/running_var, when given, updated in place with
     (1 - momentum) * running + momentum * batch (the unbiased variance). Evaluation: the running
@@ -154,7 +164,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             raise RuntimeError(f"batch_norm: {name} should contain {c} elements not {t.numel()}")
     if training:
         _verify_batch_size(input.shape)
-    elif running_mean is None or running_var is None:
+    if not training and (running_mean is None or running_var is None):
         raise RuntimeError("running_mean must be defined in evaluation mode")
     if input.numel() == 0:  # torch: no statistics, running ones unchanged; the affine keeps the graph
         return _affine_empty(input, weight, bias)

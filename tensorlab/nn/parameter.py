@@ -37,3 +37,6 @@ class Parameter(Tensor):
 
 def _rebuild_parameter(data, requires_grad):
     return Parameter(data, requires_grad)
+
+
+from .uninitialized import UninitializedBuffer, UninitializedParameter  # noqa: E402,F401  (torch.nn.parameter's)

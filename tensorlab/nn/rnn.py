@@ -176,6 +176,14 @@ class RNNBase(Module):
         if dropout > 0 and num_layers == 1:
             _warn.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout expects "
                        f"num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}")
+        if not isinstance(bias, bool):
+            raise TypeError(f"bias should be of type bool, got: {type(bias).__name__}")
+        if not isinstance(batch_first, bool):
+            raise TypeError(f"batch_first should be of type bool, got: {type(batch_first).__name__}")
+        if not isinstance(input_size, int):
+            raise TypeError(f"input_size should be of type int, got: {type(input_size).__name__}")
+        if input_size <= 0:
+            raise ValueError("input_size must be greater than zero")
         if not isinstance(hidden_size, int):
             raise TypeError(f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
         if hidden_size <= 0:

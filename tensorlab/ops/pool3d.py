@@ -304,10 +304,17 @@ def _fractional(op, nd, input, kernel_size, output_size, output_ratio, return_in
     if _random_samples is None:
         _random_samples = rand(N, C, nd, dtype=dt, device=x.device)
     samples = _random_samples
-    if tuple(samples.shape) != (N, C, nd):
+    if samples.dim() != 3 or samples.shape[2] != nd:
         raise RuntimeError(f"{op}: expected _random_samples of size {[N, C, nd]} (batch, channels, {nd}), but got "
                            f"{list(samples.shape)}")
-    samples = samples.to(dt)
+    # torch: at least the batch's rows (the first N are used; an unbatched input is a batch of one)
+    if samples.shape[0] < N:
+        raise RuntimeError(f"{op}: Expect _random_samples.size(0) no less then input batch size "
+                           f"(got {list(samples.shape)} for a batch of {N})")
+    if samples.shape[1] != C:
+        raise RuntimeError(f"{op}: Expect _random_samples.size(1) equals to input channel size "
+                           f"(got {list(samples.shape)} for {C} channels)")
+    samples = samples[:N].to(dt)
     # sample 0 is the width's, 1 the height's in 2-D; time, height, width in 3-D (ATen's order)
     which = (1, 0) if nd == 2 else (0, 1, 2)
     starts = [_intervals(samples[:, :, which[j]], sizes[j], outs[j], kernel[j]) for j in range(nd)]

@@ -5,3 +5,9 @@ from ..conv import ConvTranspose1d  # noqa: F401
 from ..conv import ConvTranspose2d  # noqa: F401
 from ..conv3d_layers import Conv3d  # noqa: F401
 from ..conv3d_layers import ConvTranspose3d  # noqa: F401
+from ..lazy import LazyConv1d  # noqa: F401
+from ..lazy import LazyConv2d  # noqa: F401
+from ..lazy import LazyConv3d  # noqa: F401
+from ..lazy import LazyConvTranspose1d  # noqa: F401
+from ..lazy import LazyConvTranspose2d  # noqa: F401
+from ..lazy import LazyConvTranspose3d  # noqa: F401

@@ -16,3 +16,6 @@ from ..conv3d_layers import MaxPool3d  # noqa: F401
 from ..conv3d_layers import MaxUnpool1d  # noqa: F401
 from ..conv3d_layers import MaxUnpool2d  # noqa: F401
 from ..conv3d_layers import MaxUnpool3d  # noqa: F401
+from ..lppool import LPPool1d  # noqa: F401
+from ..lppool import LPPool2d  # noqa: F401
+from ..lppool import LPPool3d  # noqa: F401

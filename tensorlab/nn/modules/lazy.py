@@ -1,0 +1,2 @@
+"""torch.nn.modules.lazy: LazyModuleMixin."""
+from ..lazy import LazyModuleMixin  # noqa: F401
