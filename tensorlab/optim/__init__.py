@@ -15,6 +15,8 @@ from .adamax import Adamax  # issue 34: Adamax, ASGD, Rprop, swa_utils
 from .asgd import ASGD
 from .rprop import Rprop
 from . import swa_utils
+from .lbfgs import LBFGS  # issue 34: LBFGS, Adafactor, Muon
 
 __all__ = ["Adam", "AdamW", "Optimizer", "SGD", "Adadelta", "Adagrad", "NAdam", "RAdam", "RMSprop", "lr_scheduler",
-           "Adamax", "ASGD", "Rprop", "swa_utils"]
+           "Adamax", "ASGD", "Rprop", "swa_utils",
+           "LBFGS"]
