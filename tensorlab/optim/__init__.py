@@ -16,7 +16,9 @@ from .asgd import ASGD
 from .rprop import Rprop
 from . import swa_utils
 from .lbfgs import LBFGS  # issue 34: LBFGS, Adafactor, Muon
+from .adafactor import Adafactor
+from .muon import Muon
 
 __all__ = ["Adam", "AdamW", "Optimizer", "SGD", "Adadelta", "Adagrad", "NAdam", "RAdam", "RMSprop", "lr_scheduler",
            "Adamax", "ASGD", "Rprop", "swa_utils",
-           "LBFGS"]
+           "LBFGS", "Adafactor", "Muon"]
