@@ -102,6 +102,13 @@ class TorchAlias(types.ModuleType):
             return importlib.import_module(_torch_name(value.__name__))
         return value
 
+    def __setattr__(self, name, value):
+        # `torch.backends.cudnn.benchmark = True` sets the tensorlab module's flag (checked there, read
+        # back by everyone); dunders and the submodule aliases the import system binds stay here
+        if (name.startswith("__") and name.endswith("__")) or isinstance(value, types.ModuleType):
+            return super().__setattr__(name, value)
+        setattr(self.__dict__["_tensorlab_module"], name, value)
+
     def __dir__(self):
         target = self.__dict__["_tensorlab_module"]
         return sorted(set(dir(target)) | set(self.__dict__))

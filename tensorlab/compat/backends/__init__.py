@@ -6,3 +6,4 @@ determinism is tl.use_deterministic_algorithms."""
 from __future__ import annotations
 
 from . import cuda, cudnn, mps  # noqa: F401
+from . import cpu, mha, mkl, mkldnn, nnpack, openmp, opt_einsum, quantized  # noqa: F401  (issue 34)
