@@ -1,0 +1,180 @@
+"""SummaryWriter: torch.utils.tensorboard's writer for the summaries training scripts log
+(add_scalar, add_scalars, add_histogram, add_text), as TensorBoard event files written by the
+`tensorboard` package's EventFileWriter and protos; the values, tags, steps and directory layout
+are torch's (add_scalars writes one run per series under log_dir/<main_tag>_<tag>), so
+TensorBoard shows the same charts for a script run under torch or tensorlab."""
+from __future__ import annotations
+
+import os
+import socket
+import time
+from datetime import datetime
+
+import numpy as np
+
+
+def _tensorboard():
+    try:
+        from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    except ImportError as e:
+        raise ImportError("tl.utils.tensorboard.SummaryWriter writes TensorBoard event files through the "
+                          "`tensorboard` package, which is not installed: pip install tensorboard") from e
+    return event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, EventFileWriter
+
+
+def _default_bins():
+    """TensorBoard's default histogram buckets: +-1e-12 growing by 10% up to 1e20, and 0."""
+    pos = []
+    v = 1e-12
+    while v < 1e20:
+        pos.append(v)
+        v *= 1.1
+    return [-x for x in reversed(pos)] + [0] + pos
+
+
+def _numpy(values):
+    from ...tensor import Tensor
+    if isinstance(values, Tensor):
+        return values.detach().cpu().numpy()
+    if hasattr(values, "detach") and hasattr(values, "cpu"):  # a torch tensor handed over by a mixed script
+        return values.detach().cpu().numpy()
+    return np.asarray(values)
+
+
+def _scalar(value):
+    a = _numpy(value).squeeze()
+    if a.ndim != 0:
+        raise AssertionError(f"Tensor should contain one element (0 dimensions). Was given size: {a.size} and "
+                             f"{a.ndim} dimensions.")
+    return float(a)
+
+
+class SummaryWriter:
+    """Write TensorBoard summaries to `log_dir` (default runs/<date>_<host><comment>)."""
+
+    def __init__(self, log_dir=None, comment="", purge_step=None, max_queue=10, flush_secs=120, filename_suffix=""):
+        self._pb = _tensorboard()
+        if not log_dir:
+            stamp = datetime.now().strftime("%b%d_%H-%M-%S")
+            log_dir = os.path.join("runs", stamp + "_" + socket.gethostname() + comment)
+        self.log_dir = os.fspath(log_dir)
+        self.purge_step = purge_step
+        self.max_queue = max_queue
+        self.flush_secs = flush_secs
+        self.filename_suffix = filename_suffix
+        self._bins = None
+        self._writers = {}
+        self._writer(self.log_dir)  # the event file exists from construction on, as torch's
+        if purge_step is not None:
+            # a restart marker at purge_step: TensorBoard drops the events an earlier run logged after it
+            event_pb2 = self._pb[0]
+            w = self._writer(self.log_dir)
+            w.add_event(event_pb2.Event(step=purge_step, file_version="brain.Event:2"))
+            w.add_event(event_pb2.Event(step=purge_step,
+                                        session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START)))
+
+    # -- the files ---------------------------------------------------------------------------------
+    def _writer(self, log_dir):
+        w = self._writers.get(log_dir)
+        if w is None:
+            w = self._writers[log_dir] = self._pb[4](log_dir, self.max_queue, self.flush_secs, self.filename_suffix)
+        return w
+
+    def _add(self, log_dir, summary, step, walltime):
+        event = self._pb[0].Event(wall_time=time.time() if walltime is None else walltime, summary=summary)
+        if step is not None:
+            event.step = int(step)
+        self._writer(log_dir).add_event(event)
+
+    def get_logdir(self):
+        return self.log_dir
+
+    # -- summaries ---------------------------------------------------------------------------------
+    def add_scalar(self, tag, scalar_value, global_step=None, walltime=None, new_style=False, double_precision=False):
+        """One point of the series `tag` at `global_step`."""
+        summary_pb2, tensor_pb2 = self._pb[1], self._pb[2]
+        value = _scalar(scalar_value)
+        if new_style:
+            proto = (tensor_pb2.TensorProto(double_val=[value], dtype="DT_DOUBLE") if double_precision else
+                     tensor_pb2.TensorProto(float_val=[value], dtype="DT_FLOAT"))
+            meta = summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
+            summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, tensor=proto, metadata=meta)])
+        else:
+            summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)])
+        self._add(self.log_dir, summary, global_step, walltime)
+
+    def add_scalars(self, main_tag, tag_scalar_dict, global_step=None, walltime=None):
+        """Several series in one chart: each key of tag_scalar_dict is a run log_dir/<main_tag>_<key>."""
+        summary_pb2 = self._pb[1]
+        walltime = time.time() if walltime is None else walltime
+        for tag, value in tag_scalar_dict.items():
+            run = os.path.join(self.log_dir, main_tag.replace("/", "_") + "_" + tag)
+            summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=main_tag, simple_value=_scalar(value))])
+            self._add(run, summary, global_step, walltime)
+
+    def add_histogram(self, tag, values, global_step=None, bins="tensorflow", walltime=None, max_bins=None):
+        """The distribution of `values` (bins: 'tensorflow' = TensorBoard's default buckets, or any
+        numpy.histogram bins)."""
+        summary_pb2 = self._pb[1]
+        if isinstance(bins, str) and bins == "tensorflow":
+            if self._bins is None:
+                self._bins = _default_bins()
+            bins = self._bins
+        hist = self._histogram(_numpy(values).astype(float).reshape(-1), bins, max_bins)
+        self._add(self.log_dir, summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, histo=hist)]),
+                  global_step, walltime)
+
+    def _histogram(self, values, bins, max_bins):
+        if values.size == 0:
+            raise ValueError("The input has no element.")
+        counts, edges = np.histogram(values, bins=bins)
+        if max_bins is not None and len(counts) > max_bins:
+            group = len(counts) // max_bins
+            pad = (-len(counts)) % group
+            counts = np.pad(counts, (0, pad)).reshape(-1, group).sum(axis=1)
+            edges = np.append(edges[:-1:group], edges[-1])
+        filled = np.flatnonzero(counts)
+        if filled.size == 0:
+            raise ValueError("The histogram is empty: no value falls in the bins given")
+        first, last = int(filled[0]), int(filled[-1])
+        # TensorBoard's buckets are (previous limit, limit]: one empty bucket ends at the first value's bin
+        if first > 0:
+            kept, limits = counts[first - 1:last + 1], edges[first:last + 2]
+        else:
+            kept, limits = np.concatenate([[0], counts[:last + 1]]), edges[:last + 2]
+        return self._pb[1].HistogramProto(min=values.min(), max=values.max(), num=len(values), sum=values.sum(),
+                                          sum_squares=values.dot(values), bucket_limit=limits.tolist(),
+                                          bucket=kept.tolist())
+
+    def add_text(self, tag, text_string, global_step=None, walltime=None):
+        """Text (markdown) shown in TensorBoard's Text tab, under <tag>/text_summary as torch writes it."""
+        summary_pb2, tensor_pb2, shape_pb2 = self._pb[1], self._pb[2], self._pb[3]
+        from tensorboard.plugins.text.plugin_data_pb2 import TextPluginData
+        meta = summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(
+            plugin_name="text", content=TextPluginData(version=0).SerializeToString()))
+        proto = tensor_pb2.TensorProto(dtype="DT_STRING", string_val=[text_string.encode("utf_8")],
+                                       tensor_shape=shape_pb2.TensorShapeProto(
+                                           dim=[shape_pb2.TensorShapeProto.Dim(size=1)]))
+        summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag + "/text_summary", metadata=meta,
+                                                                       tensor=proto)])
+        self._add(self.log_dir, summary, global_step, walltime)
+
+    # -- lifetime ----------------------------------------------------------------------------------
+    def flush(self):
+        """Write the queued events to disk."""
+        for w in self._writers.values():
+            w.flush()
+
+    def close(self):
+        """Flush and close every event file (a closed writer writes nothing more)."""
+        for w in self._writers.values():
+            w.flush()
+            w.close()
+        self._writers = {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
