@@ -54,7 +54,9 @@ def trace_document(prof):
         start = min(e["ts"] for e in host)
         end = max(e["ts"] + e["dur"] for e in host)
         first = next(e for e in host)
-        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{prof.step_num}",
+        # called from step() (a schedule's cycle ended) the step counter has already moved past the cycle
+        last = prof.step_num - 1 if prof._action is not None and prof.step_num else prof.step_num
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{last}",
                        "pid": first["pid"], "tid": first["tid"], "ts": start, "dur": round(end - start, 3),
                        "args": {}})
     doc = {"schemaVersion": 1, "deviceProperties": _device_properties(events), "traceEvents": events,
