@@ -50,9 +50,9 @@ def set_default_device(device):
     d = Device(device)
     if d.type == "cuda":
         from . import cuda
-        if not cuda.is_available():
-            raise RuntimeError(f"set_default_device({str(d)!r}): no CUDA device is available (tl.cuda.is_available() "
-                               "is False); use 'cpu'")
+        if cuda.device_count() == 0:  # (the emulation driver's devices count)
+            raise RuntimeError(f"set_default_device({str(d)!r}): no CUDA device is available (tl.cuda.device_count() "
+                               "is 0); use 'cpu'")
     _local.default = d
 
 

@@ -93,7 +93,7 @@ def test_device_context_nests_and_restores_on_error():
 
 
 def test_set_default_device_refuses_missing_cuda():
-    if tl.cuda.is_available():
+    if tl.cuda.device_count():
         pytest.skip("a CUDA device is available")
     with pytest.raises(RuntimeError, match="no CUDA device"):
         tl.set_default_device("cuda")
