@@ -55,6 +55,7 @@ def set_warn_always(b):
 
 
 def is_warn_always_enabled():
+    """Whether set_warn_always(True) was called."""
     return _warn_always[0]
 
 
@@ -70,6 +71,7 @@ def get_num_interop_threads():
 
 
 def set_num_interop_threads(nthreads):
+    """Remember the inter-op thread count (a positive int; tensorlab has no inter-op pool)."""
     if isinstance(nthreads, bool) or not isinstance(nthreads, int):
         raise TypeError(f"set_num_interop_threads(): argument 'num' (position 1) must be int, not "
                         f"{type(nthreads).__name__}")
@@ -108,6 +110,7 @@ def set_deterministic_debug_mode(debug_mode):
 
 
 def get_deterministic_debug_mode():
+    """0 (deterministic algorithms off), 1 (warn only) or 2 (error), as torch."""
     from .global_settings import are_deterministic_algorithms_enabled, is_deterministic_algorithms_warn_only_enabled
     if not are_deterministic_algorithms_enabled():
         return 0
@@ -121,11 +124,13 @@ def set_anomaly_enabled(enabled, check_nan=True):
 
 
 def is_anomaly_enabled():
+    """Whether autograd anomaly detection is on."""
     from .autograd.anomaly import is_anomaly_enabled as on
     return on()
 
 
 def is_anomaly_check_nan_enabled():
+    """Whether anomaly detection also checks for NaN results."""
     from .autograd.anomaly import is_anomaly_check_nan_enabled as on
     return on()
 
@@ -167,16 +172,20 @@ def get_device_module(device=None):
 
 
 def is_nonzero(input):
+    """Whether a one-element tensor is nonzero (Tensor.is_nonzero)."""
     return _tensor_names.is_nonzero(input)
 
 
 def is_same_size(input, other):
+    """Whether two tensors have the same shape."""
     return _tensor_names.is_same_size(input, other)
 
 
 def is_neg(input):
+    """False: tensorlab has no lazy negation bit."""
     return _tensor_names.is_neg(input)
 
 
 def is_distributed(input):
+    """False: a tensor lives on one device of one process."""
     return _tensor_names.is_distributed(input)
