@@ -6,7 +6,7 @@ from the tensorlab module (the same functions and classes, so `torch.nn.Module i
 tensorlab.nn.Module`), submodules come back as aliases too, and a name tensorlab lacks raises
 `AttributeError: tensorlab does not implement torch.X yet` (an ImportError with that text for
 `from torch import X`, which would otherwise hide it). A torch submodule with no tensorlab
-counterpart (torch.onnx, torch.utils.tensorboard, ...) imports as a `MissingTorchModule` whose
+counterpart (torch.utils.mobile_optimizer, ...) imports as a `MissingTorchModule` whose
 first attribute use raises the same kind of error. A few torch paths map elsewhere than
 tensorlab.<same path> (OVERRIDES), and tensorlab's internal modules whose names mean something
 else in torch are not exposed (HIDDEN)."""
