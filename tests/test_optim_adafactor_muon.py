@@ -123,3 +123,29 @@ def test_muon_errors():
     with pytest.raises(ValueError, match="less than 100"):
         opt.step()
     np.testing.assert_array_equal(_np(p), np.ones((2, 2)))
+
+
+def test_swap_in_optimizer_params_and_state(torch):
+    import copy
+    results = []
+    for lib in (tl, torch):
+        p, q = lib.nn.Parameter(lib.ones(2, dtype=lib.float64)), lib.nn.Parameter(lib.ones(3, dtype=lib.float64))
+        opt = lib.optim.Adam([p, q], lr=0.1)
+        p.grad, q.grad = lib.ones(2, dtype=lib.float64), lib.ones(3, dtype=lib.float64)
+        opt.step()
+        swap_sd = copy.deepcopy(opt.state_dict())
+        swap_sd["param_groups"][0]["lr"] = 0.5
+        a = lib.zeros(2, dtype=lib.float64, requires_grad=True)
+        b = lib.zeros(3, dtype=lib.float64, requires_grad=True)
+        a.grad, b.grad = lib.ones(2, dtype=lib.float64), lib.full((3,), 2.0, dtype=lib.float64)
+        with lib.optim.swap_in_optimizer_params_and_state(opt, {"p": a, "q": b}, swap_sd):
+            assert opt.param_groups[0]["lr"] == 0.5 and opt.param_groups[0]["params"][0] is a
+            opt.step()
+        assert opt.param_groups[0]["lr"] == 0.1 and opt.param_groups[0]["params"][0] is p
+        with pytest.raises(RuntimeError, match="match optimizer.param_groups ordering"):
+            with lib.optim.swap_in_optimizer_params_and_state(opt, {"p": a}, swap_sd):
+                pass
+        results.append([x.detach().cpu().numpy().copy() for x in (a, b, p, q, swap_sd["state"][0]["exp_avg"],
+                                                                  swap_sd["state"][1]["step"])])
+    for x, y in zip(*results):
+        np.testing.assert_allclose(x, y, rtol=1e-12)

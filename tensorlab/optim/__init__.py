@@ -18,7 +18,8 @@ from . import swa_utils
 from .lbfgs import LBFGS  # issue 34: LBFGS, Adafactor, Muon
 from .adafactor import Adafactor
 from .muon import Muon
+from ._swap import swap_in_optimizer_params_and_state
 
 __all__ = ["Adam", "AdamW", "Optimizer", "SGD", "Adadelta", "Adagrad", "NAdam", "RAdam", "RMSprop", "lr_scheduler",
            "Adamax", "ASGD", "Rprop", "swa_utils",
-           "LBFGS", "Adafactor", "Muon"]
+           "LBFGS", "Adafactor", "Muon", "swap_in_optimizer_params_and_state"]
