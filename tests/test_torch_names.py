@@ -498,3 +498,60 @@ def test_summary_writer_matches_torch(tmp_path, torch):
         assert a.Tensors(tag)[0].tensor_proto == b.Tensors(tag)[0].tensor_proto, tag
     assert sorted(os.listdir(tmp_path / "torch")) == sorted(os.listdir(tmp_path / "tl")) or \
         {p for p in os.listdir(tmp_path / "tl") if os.path.isdir(tmp_path / "tl" / p)} == {"acc_train", "acc_val"}
+
+
+# -- device modules tensorlab does not have, multiprocessing ---------------------------------------------------------------
+def test_absent_device_modules(torch):
+    for kind in ("xpu", "mps", "mtia"):
+        ours, theirs = getattr(tl, kind), getattr(torch, kind)
+        assert ours.is_available() is theirs.is_available() is False
+        assert ours.device_count() == theirs.device_count() == 0
+        ours.manual_seed(0)
+        with pytest.raises(AssertionError if kind == "xpu" else RuntimeError, match="no .* backend"):
+            ours.synchronize()
+    assert tl.OutOfMemoryError is tl.cuda.OutOfMemoryError
+
+
+MP_SCRIPT = '''
+import os, sys
+import tensorlab as tl
+import tensorlab.multiprocessing as mp
+
+
+def work(i, d):
+    tl.save(tl.full((2,), float(i)), os.path.join(d, f"{i}.pt"))
+
+
+def bad(i):
+    if i == 1:
+        raise ValueError("boom in 1")
+
+
+if __name__ == "__main__":
+    d = sys.argv[1]
+    assert mp.spawn(work, args=(d,), nprocs=2) is None
+    assert sorted(os.listdir(d)) == ["0.pt", "1.pt"] and tl.load(os.path.join(d, "1.pt")).tolist() == [1.0, 1.0]
+    try:
+        mp.spawn(bad, nprocs=2)
+    except mp.ProcessRaisedException as e:
+        assert e.error_index == 1 and "boom in 1" in str(e), str(e)
+    else:
+        raise AssertionError("a failing process did not raise")
+    ctx = mp.spawn(work, args=(d,), nprocs=1, join=False)
+    while not ctx.join():
+        pass
+    assert mp.get_sharing_strategy() in mp.get_all_sharing_strategies()
+    assert mp.Queue is not None and mp.cpu_count() >= 1
+    print("multiprocessing OK")
+'''
+
+
+def test_multiprocessing_spawn(tmp_path):
+    script = tmp_path / "mp_script.py"
+    script.write_text(MP_SCRIPT)
+    out = tmp_path / "out"
+    out.mkdir()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    proc = subprocess.run([sys.executable, str(script), str(out)], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0 and "multiprocessing OK" in proc.stdout, proc.stdout + proc.stderr
