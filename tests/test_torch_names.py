@@ -555,3 +555,19 @@ def test_multiprocessing_spawn(tmp_path):
     proc = subprocess.run([sys.executable, str(script), str(out)], env=env, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0 and "multiprocessing OK" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_random_module_and_fork_rng(device, torch):
+    assert tl.random.manual_seed is tl.manual_seed and tl.random.get_rng_state is tl.get_rng_state
+    tl.manual_seed(0)
+    want = tl.rand(3, device=device)
+    tl.manual_seed(0)
+    with tl.random.fork_rng():
+        tl.rand(7, device=device)
+        tl.randn(2)
+    assert tl.equal(tl.rand(3, device=device), want)
+    tl.manual_seed(0)
+    with tl.random.fork_rng(enabled=False):
+        tl.rand(7, device=device)
+    assert not tl.equal(tl.rand(3, device=device), want)
+    assert set(tl.random.__all__) <= {n for n in dir(torch.random)}
