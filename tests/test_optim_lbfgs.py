@@ -6,8 +6,10 @@ Tolerances: the two implementations take the same arithmetic steps; their dot pr
 differ in the last bit (torch: MKL's ddot, tensorlab: NumPy's BLAS; e.g. 27% of random length-2
 float64 dots differ by an ulp). Convex problems keep that at rounding level (1e-15); the LSTM's
 nonlinear fit over 60 evaluations grows it to ~5e-9; Rosenbrock without a line search (full lr=1
-steps across a curved valley) amplifies it chaotically after ~10 iterations, so that case compares
-the first iterations exactly and the end point only by where it converged."""
+steps across a curved valley) amplifies it chaotically after ~10 iterations (torch against itself
+from a start one ulp away diverges the same way: 3e-15 after 10 iterations, 1e-10 after 60, 2e-9
+after 90), so that case compares the first iterations exactly and the end point only by where it
+converged."""
 from __future__ import annotations
 
 import warnings
