@@ -571,3 +571,36 @@ def test_random_module_and_fork_rng(device, torch):
         tl.rand(7, device=device)
     assert not tl.equal(tl.rand(3, device=device), want)
     assert set(tl.random.__all__) <= {n for n in dir(torch.random)}
+
+
+def test_summary_writer_images_match_torch(tmp_path, torch):
+    pytest.importorskip("tensorboard")
+    pytest.importorskip("PIL")
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    from tensorlab.utils.tensorboard import SummaryWriter
+    rng = np.random.default_rng(0)
+    img, gray, batch = rng.random((3, 8, 6)).astype(np.float32), rng.random((8, 6)), rng.random((10, 1, 4, 5))
+    u8 = rng.integers(0, 255, (5, 7, 3)).astype(np.uint8)
+
+    def log(writer_cls, lib, d):
+        with writer_cls(str(d)) as w:
+            w.add_image("rgb", lib.tensor(img), 0)
+            w.add_image("gray", lib.tensor(gray), 0, dataformats="HW")
+            w.add_images("batch", lib.tensor(batch), 0)
+            w.add_image("u8", lib.tensor(u8), 0, dataformats="HWC")
+            fig = plt.figure(figsize=(2, 2))
+            plt.plot([0, 1], [1, 0])
+            w.add_figure("fig", fig, 0)
+        ea = EventAccumulator(str(d), size_guidance={"images": 0})
+        ea.Reload()
+        return ea
+
+    a, b = log(TorchWriter, torch, tmp_path / "torch"), log(SummaryWriter, tl, tmp_path / "tl")
+    for tag in ("rgb", "gray", "batch", "u8", "fig"):
+        x, y = a.Images(tag)[0], b.Images(tag)[0]
+        assert (x.width, x.height, x.encoded_image_string) == (y.width, y.height, y.encoded_image_string), tag

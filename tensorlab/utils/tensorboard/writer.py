@@ -1,5 +1,5 @@
 """SummaryWriter: torch.utils.tensorboard's writer for the summaries training scripts log
-(add_scalar, add_scalars, add_histogram, add_text), as TensorBoard event files written by the
+(add_scalar, add_scalars, add_histogram, add_text, add_image(s), add_figure), as TensorBoard event files written by the
 `tensorboard` package's EventFileWriter and protos; the values, tags, steps and directory layout
 are torch's (add_scalars writes one run per series under log_dir/<main_tag>_<tag>), so
 TensorBoard shows the same charts for a script run under torch or tensorlab."""
@@ -48,6 +48,62 @@ def _scalar(value):
         raise AssertionError(f"Tensor should contain one element (0 dimensions). Was given size: {a.size} and "
                              f"{a.ndim} dimensions.")
     return float(a)
+
+
+def _tile(nchw, per_row=8):
+    """N images (N, C, H, W) on one canvas, per_row to a row, gray ones made RGB."""
+    if nchw.shape[1] == 1:
+        nchw = np.repeat(nchw, 3, axis=1)
+    if nchw.ndim != 4 or nchw.shape[1] != 3:
+        raise AssertionError("Input should be a 4D numpy array with 3 channels")
+    n, _, h, w = nchw.shape
+    cols = min(n, per_row)
+    rows = -(-n // cols)
+    canvas = np.zeros((3, h * rows, w * cols), dtype=nchw.dtype)
+    for k in range(n):
+        r, c = divmod(k, cols)
+        canvas[:, r * h:(r + 1) * h, c * w:(c + 1) * w] = nchw[k]
+    return canvas
+
+
+def _to_hwc(a, dataformats):
+    fmt = dataformats.upper()
+    if len(set(fmt)) != len(fmt):
+        raise AssertionError(f"You can not use the same dimension shorthand twice. input_format: {dataformats}")
+    if a.ndim != len(fmt):
+        raise AssertionError(f"size of input tensor and input format are different. tensor shape: {a.shape}, "
+                             f"input_format: {dataformats}")
+    if len(fmt) == 4:
+        return _tile(a.transpose([fmt.index(ch) for ch in "NCHW"])).transpose(1, 2, 0)
+    if len(fmt) == 3:
+        hwc = a.transpose([fmt.index(ch) for ch in "HWC"])
+        return np.concatenate([hwc] * 3, axis=2) if hwc.shape[2] == 1 else hwc
+    hw = a.transpose([fmt.index(ch) for ch in "HW"])
+    return np.stack([hw] * 3, axis=2)
+
+
+def _png(hwc):
+    import io
+
+    from PIL import Image
+    image = Image.fromarray(hwc)
+    # the same Lanczos pass at scale 1 that torch's writer makes, so the PNG bytes are the same
+    image = image.resize((hwc.shape[1], hwc.shape[0]), Image.Resampling.LANCZOS)
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _figure_pixels(figure, close):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    w, h = figure.canvas.get_width_height()
+    rgb = np.frombuffer(canvas.buffer_rgba(), dtype=np.uint8).reshape(h, w, 4)[:, :, :3]
+    if close:
+        import matplotlib.pyplot as plt
+        plt.close(figure)
+    return np.moveaxis(rgb, 2, 0)
 
 
 class SummaryWriter:
@@ -159,6 +215,30 @@ class SummaryWriter:
         summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag + "/text_summary", metadata=meta,
                                                                        tensor=proto)])
         self._add(self.log_dir, summary, global_step, walltime)
+
+    def add_image(self, tag, img_tensor, global_step=None, walltime=None, dataformats="CHW"):
+        """An image (dataformats CHW, HWC, HW, or NCHW / NHWC tiled 8 per row): float values in [0, 1]
+        are scaled to 0..255, uint8 kept; written as PNG (needs Pillow)."""
+        summary_pb2 = self._pb[1]
+        pixels = _to_hwc(_numpy(img_tensor), dataformats)
+        scale = 1 if pixels.dtype == np.uint8 else 255
+        pixels = (pixels.astype(np.float32) * scale).clip(0, 255).astype(np.uint8)
+        image = summary_pb2.Summary.Image(height=pixels.shape[0], width=pixels.shape[1], colorspace=pixels.shape[2],
+                                          encoded_image_string=_png(pixels))
+        self._add(self.log_dir, summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, image=image)]),
+                  global_step, walltime)
+
+    def add_images(self, tag, img_tensor, global_step=None, walltime=None, dataformats="NCHW"):
+        """A batch of images, tiled 8 per row into one image."""
+        self.add_image(tag, img_tensor, global_step, walltime, dataformats)
+
+    def add_figure(self, tag, figure, global_step=None, close=True, walltime=None):
+        """A matplotlib figure (or a list of them, tiled) rendered to an image."""
+        if isinstance(figure, (list, tuple)):
+            self.add_image(tag, np.stack([_figure_pixels(f, close) for f in figure]), global_step, walltime,
+                           dataformats="NCHW")
+        else:
+            self.add_image(tag, _figure_pixels(figure, close), global_step, walltime, dataformats="CHW")
 
     # -- lifetime ----------------------------------------------------------------------------------
     def flush(self):
