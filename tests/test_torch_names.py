@@ -604,3 +604,26 @@ def test_summary_writer_images_match_torch(tmp_path, torch):
     for tag in ("rgb", "gray", "batch", "u8", "fig"):
         x, y = a.Images(tag)[0], b.Images(tag)[0]
         assert (x.width, x.height, x.encoded_image_string) == (y.width, y.height, y.encoded_image_string), tag
+
+
+def test_summary_writer_hparams_match_torch(tmp_path, torch):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    from tensorlab.utils.tensorboard import SummaryWriter
+    hp = {"lr": 0.1, "layers": 3, "opt": "adam", "nesterov": True, "skip": None}
+    metrics = {"hparam/loss": 0.25, "hparam/acc": 0.9}
+    discrete = {"opt": ["adam", "sgd"], "layers": [2, 3]}
+
+    def log(writer_cls, lib, d):
+        with writer_cls(str(d)) as w:
+            w.add_hparams(dict(hp, wd=lib.tensor([0.01])), metrics, discrete, run_name="run1", global_step=4)
+        run = d / "run1"
+        (f,) = [p for p in os.listdir(run) if "tfevents" in p]
+        return [(e.step, e.summary) for e in EventFileLoader(str(run / f)).Load() if e.HasField("summary")]
+
+    ours, theirs = log(SummaryWriter, tl, tmp_path / "tl"), log(TorchWriter, torch, tmp_path / "torch")
+    assert ours == theirs
+    with pytest.raises(TypeError, match="hparam_domain_discrete"):
+        SummaryWriter(str(tmp_path / "bad")).add_hparams({"a": 1}, {}, {"a": ["x"]})

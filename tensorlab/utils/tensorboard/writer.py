@@ -1,5 +1,5 @@
 """SummaryWriter: torch.utils.tensorboard's writer for the summaries training scripts log
-(add_scalar, add_scalars, add_histogram, add_text, add_image(s), add_figure), as TensorBoard event files written by the
+(add_scalar, add_scalars, add_histogram, add_text, add_image(s), add_figure, add_hparams), as TensorBoard event files written by the
 `tensorboard` package's EventFileWriter and protos; the values, tags, steps and directory layout
 are torch's (add_scalars writes one run per series under log_dir/<main_tag>_<tag>), so
 TensorBoard shows the same charts for a script run under torch or tensorlab."""
@@ -104,6 +104,50 @@ def _figure_pixels(figure, close):
         import matplotlib.pyplot as plt
         plt.close(figure)
     return np.moveaxis(rgb, 2, 0)
+
+
+def _hparams_summaries(summary_pb2, hparams, metrics, discrete):
+    """The experiment, session-start and session-end summaries of the HParams plugin."""
+    from google.protobuf import struct_pb2
+    from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
+    if not isinstance(discrete, dict):
+        raise TypeError("parameter: hparam_domain_discrete should be a dictionary, nothing logged.")
+    for k, v in discrete.items():
+        if k not in hparams or not isinstance(v, list) or not all(isinstance(d, type(hparams[k])) for d in v):
+            raise TypeError(f"parameter: hparam_domain_discrete[{k}] should be a list of same type as "
+                            f"hparam_dict[{k}].")
+    start = plugin_data_pb2.SessionStartInfo()
+    infos = []
+    for k, v in hparams.items():
+        if v is None:
+            continue
+        if isinstance(v, (int, float)):  # bools too, as torch files them (bool is an int)
+            field, kind = "number_value", "DATA_TYPE_FLOAT64"
+        elif isinstance(v, str):
+            field, kind = "string_value", "DATA_TYPE_STRING"
+        elif hasattr(v, "numel") and hasattr(v, "detach"):
+            v, field, kind = _numpy(v).reshape(-1)[0], "number_value", "DATA_TYPE_FLOAT64"
+            discrete = {kk: vv for kk, vv in discrete.items() if kk != k}
+        else:
+            raise ValueError("value should be one of int, float, str, bool, or torch.Tensor")
+        setattr(start.hparams[k], field, v)
+        domain = None
+        if k in discrete:
+            domain = struct_pb2.ListValue(values=[struct_pb2.Value(**{field: d}) for d in discrete[k]])
+        infos.append(api_pb2.HParamInfo(name=k, type=api_pb2.DataType.Value(kind), domain_discrete=domain))
+
+    def tagged(tag, **content):
+        data = plugin_data_pb2.HParamsPluginData(version=metadata.PLUGIN_DATA_VERSION, **content)
+        meta = summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(
+            plugin_name=metadata.PLUGIN_NAME, content=data.SerializeToString()))
+        return summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, metadata=meta)])
+
+    experiment = api_pb2.Experiment(hparam_infos=infos, metric_infos=[
+        api_pb2.MetricInfo(name=api_pb2.MetricName(tag=k)) for k in metrics])
+    end = plugin_data_pb2.SessionEndInfo(status=api_pb2.Status.Value("STATUS_SUCCESS"))
+    return [tagged(metadata.EXPERIMENT_TAG, experiment=experiment),
+            tagged(metadata.SESSION_START_INFO_TAG, session_start_info=start),
+            tagged(metadata.SESSION_END_INFO_TAG, session_end_info=end)]
 
 
 class SummaryWriter:
@@ -239,6 +283,22 @@ class SummaryWriter:
                            dataformats="NCHW")
         else:
             self.add_image(tag, _figure_pixels(figure, close), global_step, walltime, dataformats="CHW")
+
+    def add_hparams(self, hparam_dict, metric_dict, hparam_domain_discrete=None, run_name=None, global_step=None):
+        """A hyperparameter session for TensorBoard's HParams tab, in its own run (log_dir/run_name,
+        default the time): the hyperparameters (numbers, incl. bools and one-element tensors, and
+        strings), the metrics' names, and each metric as a scalar."""
+        if not isinstance(hparam_dict, dict):
+            raise TypeError("parameter: hparam_dict should be a dictionary, nothing logged.")
+        if not isinstance(metric_dict, dict):
+            raise TypeError("parameter: metric_dict should be a dictionary, nothing logged.")
+        summaries = _hparams_summaries(self._pb[1], hparam_dict, metric_dict, hparam_domain_discrete or {})
+        run = os.path.join(self.log_dir, run_name or str(time.time()))
+        with SummaryWriter(log_dir=run) as w:
+            for summary in summaries:
+                w._add(run, summary, global_step, None)
+            for k, v in metric_dict.items():
+                w.add_scalar(k, v, global_step)
 
     # -- lifetime ----------------------------------------------------------------------------------
     def flush(self):
