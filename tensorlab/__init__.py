@@ -71,6 +71,6 @@ from . import distributed  # noqa: E402  (tl.distributed: MPI and NCCL collectiv
 from .backends.cpu.parallel import get_num_threads, set_num_threads  # noqa: E402  (the CPU backend's threads)
 
 from ._torch_names import *  # noqa: E402,F401,F403  (issue 34: set_default_device, capability flags, ...)
-from . import hub, compiler, multiprocessing, mps, mtia, random, xpu  # noqa: E402  (issue 34: torch's modules of those names)
+from . import hub, compiler, jit, multiprocessing, mps, mtia, random, xpu  # noqa: E402  (issue 34: torch's modules of those names)
 from . import _docs as _docs  # noqa: E402  (docstrings of the generated ops, applied once)
 _docs.apply()

@@ -627,3 +627,21 @@ def test_summary_writer_hparams_match_torch(tmp_path, torch):
     assert ours == theirs
     with pytest.raises(TypeError, match="hparam_domain_discrete"):
         SummaryWriter(str(tmp_path / "bad")).add_hparams({"a": 1}, {}, {"a": ["x"]})
+
+
+def test_jit_guards_answer_as_torch_outside_a_script(torch):
+    from typing import Dict, List, Optional, Tuple
+    assert tl.jit.is_scripting() is torch.jit.is_scripting() is False
+    assert tl.jit.is_tracing() is torch.jit.is_tracing() is False
+    f = lambda x: x  # noqa: E731
+    assert tl.jit.unused(f) is f and tl.jit.ignore(f) is f and tl.jit.ignore(drop=True)(f) is f
+    assert tl.jit.export(f) is f and tl.jit.annotate(List[int], [1]) == [1]
+    assert tl.jit.Attribute(3, int) == (3, int) and tl.jit.Attribute(3, int).value == 3
+    cases = [([1, 2], List[int]), ([1, "a"], List[int]), ({"a": 1}, Dict[str, int]), ({"a": "b"}, Dict[str, int]),
+             (None, Optional[int]), (3, Optional[int]), ((1, "a"), Tuple[int, str]), ((1, 2), Tuple[int, str]),
+             (tl.ones(1), tl.Tensor)]
+    for obj, hint in cases:
+        want = torch.jit.isinstance(obj if not isinstance(obj, tl.Tensor) else torch.ones(1),
+                                    hint if hint is not tl.Tensor else torch.Tensor)
+        assert tl.jit.isinstance(obj, hint) == want, (obj, hint)
+    assert tl.jit.wait(tl.jit.fork(lambda a, b: a + b, 2, b=3)) == 5
