@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import contextlib
 
-from .ops.random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: F401
+from .ops.random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed,  # noqa: F401
+                         set_rng_state)
 
-try:
-    from .ops.random import default_generator  # noqa: F401
-except ImportError:  # pragma: no cover - older layouts keep it elsewhere
-    pass
-
-__all__ = ["Generator", "fork_rng", "get_rng_state", "initial_seed", "manual_seed", "seed", "set_rng_state"]
+__all__ = ["Generator", "default_generator", "fork_rng", "get_rng_state", "initial_seed", "manual_seed", "seed", "set_rng_state"]
 
 
 @contextlib.contextmanager

@@ -1,8 +1,6 @@
 """torch.backends.cuda: accepted settings; tensorlab never uses TF32 or reduced-precision reductions."""
-import types as _types
 
 from ... import cuda as _cuda
-
 from . import _flags
 
 
