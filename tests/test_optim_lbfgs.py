@@ -150,7 +150,12 @@ def test_state_dict_round_trip(device, torch):
     sd = opt.state_dict()
     assert sd["param_groups"][0]["max_eval"] == 2 * 5 // 4
     ref_sd = _lsq_run(torch, "strong_wolfe", steps=1, max_iter=2, history_size=3)[2].state_dict()
-    assert {k for k in ref_sd["state"][0]} - {"al"} <= set(sd["state"][0])
+    assert set(ref_sd["state"][0]) == set(sd["state"][0])
+    _, _, longer = _lsq_run(tl, None, device=device, steps=1, max_iter=4, history_size=3)
+    _, _, ref_longer = _lsq_run(torch, None, steps=1, max_iter=4, history_size=3)
+    ours_state, ref_state = longer.state_dict()["state"][0], ref_longer.state_dict()["state"][0]
+    assert set(ours_state) == set(ref_state) and len(ours_state["al"]) == len(ref_state["al"]) == 3
+    assert [a is None for a in ours_state["al"]] == [a is None for a in ref_state["al"]]
     assert sd["param_groups"] == ref_sd["param_groups"]
     params = opt.param_groups[0]["params"]
     twins = [tl.nn.Parameter(p.detach().clone()) for p in params]

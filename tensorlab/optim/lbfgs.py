@@ -167,7 +167,9 @@ class LBFGS(Optimizer):
                     ss_hist.append(s)
                     rho_hist.append(scalar(1.0) / sy)
                     gamma = sy / scalar(y.dot(y).item())
-                d = _two_loop(g, ss_hist, ys_hist, rho_hist, gamma, scalar)
+                alphas = [None] * history
+                d = _two_loop(g, ss_hist, ys_hist, rho_hist, gamma, scalar, alphas)
+                state["al"] = [None if a is None else _plain(a) for a in alphas]
             g_prev = g.clone()
             loss_prev = loss
 
@@ -228,10 +230,10 @@ def _tensor_like(t, value):
     return tensor(_plain(value), dtype=t.dtype, device=t.device)
 
 
-def _two_loop(g, ss, ys, rhos, gamma, scalar):
-    """-H g by the two-loop recursion over the stored pairs (newest first, then oldest first)."""
+def _two_loop(g, ss, ys, rhos, gamma, scalar, alphas):
+    """-H g by the two-loop recursion over the stored pairs (newest first, then oldest first);
+    the first loop's coefficients are left in `alphas` (torch keeps them in the state as 'al')."""
     q = g.neg()
-    alphas = [None] * len(ss)
     for i in reversed(range(len(ss))):
         alphas[i] = scalar(ss[i].dot(q).item()) * rhos[i]
         q.add_(ys[i], alpha=-float(alphas[i]))
