@@ -246,6 +246,17 @@ assert torch.get_default_device() == torch.device("cpu") and not torch.ones(1).i
 assert torch.hub.get_dir()
 from torch.profiler import tensorboard_trace_handler
 from torch.utils.tensorboard import SummaryWriter
+import torch.multiprocessing as mp
+from torch.distributed.optim import ZeroRedundancyOptimizer
+from torch.optim import LBFGS, Adafactor, Muon
+device = ("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available()
+          else "xpu" if torch.xpu.is_available() else "cpu")
+assert device in ("cuda", "cpu") and not torch.jit.is_scripting() and mp.get_start_method(allow_none=True) in (
+    None, "fork", "spawn", "forkserver")
+with torch.random.fork_rng():
+    torch.rand(3)
+with torch.device("cpu"):
+    assert torch.zeros(1).device.type == "cpu"
 print("compat names OK")
 '''
 
