@@ -24,7 +24,6 @@ import numpy as np
 from .._journal import Journal
 from ..autograd import enable_grad, no_grad
 from ..ops.creation import zeros
-from ..storage import write_lock as _storage_write_lock
 from ..tensor import Tensor
 from .optimizer import Optimizer, _optimizer_lock
 
@@ -107,7 +106,9 @@ class LBFGS(Optimizer):
         if closure is None:
             raise RuntimeError("LBFGS.step: a closure is required: it must zero the gradients, compute the loss, "
                                "call backward() and return the loss (L-BFGS re-evaluates it during the step)")
-        with _optimizer_lock(self), _storage_write_lock, Journal() as journal:
+        # not under storage.write_lock as other optimizers' updates are: the closure runs inside the step, and
+        # whatever it does (threads that resize, a DataLoader's pinning thread) must not wait on this step
+        with _optimizer_lock(self), Journal() as journal:
             for p in self._params:
                 journal.tensor(p)
             state = self.state[self._params[0]]
