@@ -171,7 +171,9 @@ def test_backend_flags_checked_as_torch(torch):
         before = getattr(getattr(ours, mod), name)
         with pytest.raises(RuntimeError) as mine:
             setattr(getattr(ours, mod), name, bad)
-        with pytest.raises(RuntimeError) as theirs:
+        # torch.testing's import (optim_db, op_db) freezes torch's flags: compare with torch's own check
+        allow = getattr(torch.backends, "__allow_nonbracketed_mutation")
+        with allow(), pytest.raises(RuntimeError) as theirs:
             setattr(getattr(torch.backends, mod), name, bad)
         assert str(mine.value) == str(theirs.value)
         assert getattr(getattr(ours, mod), name) == before
@@ -656,3 +658,24 @@ def test_jit_guards_answer_as_torch_outside_a_script(torch):
                                     hint if hint is not tl.Tensor else torch.Tensor)
         assert tl.jit.isinstance(obj, hint) == want, (obj, hint)
     assert tl.jit.wait(tl.jit.fork(lambda a, b: a + b, 2, b=3)) == 5
+
+
+def test_disable_global_flags(torch):
+    from tensorlab.compat import backends as ours
+    from tensorlab.compat.backends import _flags
+    assert ours.flags_frozen() is False
+    try:
+        ours.disable_global_flags()
+        assert ours.flags_frozen()
+        with pytest.raises(RuntimeError) as mine:
+            ours.cudnn.benchmark = True
+        assert str(mine.value) == ("not allowed to set torch.backends.cudnn flags after disable_global_flags; please "
+                                   "use flags() context manager instead")
+        with pytest.raises(RuntimeError, match="torch.backends.mkldnn flags"):
+            ours.mkldnn.enabled = False
+        ours.cuda.matmul.allow_tf32 = False  # not a frozen flag in torch either
+        with ours.cudnn.flags(enabled=True, benchmark=True):
+            assert ours.cudnn.benchmark is True
+        assert ours.cudnn.benchmark is False
+    finally:
+        _flags._mutation["allowed"] = True

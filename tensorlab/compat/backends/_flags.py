@@ -8,6 +8,25 @@ import sys
 import types
 
 _PRECISIONS = ("ieee", "tf32", "none")
+_mutation = {"allowed": True}  # torch.backends.disable_global_flags() turns plain assignments off
+
+
+def disable_global_flags():
+    _mutation["allowed"] = False
+
+
+def flags_frozen():
+    return not _mutation["allowed"]
+
+
+@contextlib.contextmanager
+def allow_mutation():
+    old = _mutation["allowed"]
+    _mutation["allowed"] = True
+    try:
+        yield
+    finally:
+        _mutation["allowed"] = old
 
 
 def check_bool(setter, value):
@@ -27,10 +46,14 @@ class FlagModule(types.ModuleType):
     accepted beyond ieee/tf32/none."""
 
     BOOLS = {}
+    FLAGS = ()  # every flag name (frozen by disable_global_flags outside a flags() block)
     PRECISION_BACKEND = "cuda"
     PRECISION_EXTRA = ()
 
     def __setattr__(self, name, value):
+        if name in self.FLAGS and not _mutation["allowed"]:
+            raise RuntimeError(f"not allowed to set {self.__name__.replace('tensorlab.compat', 'torch')} flags after "
+                               "disable_global_flags; please use flags() context manager instead")
         if name in self.BOOLS:
             check_bool(self.BOOLS[name], value)
         elif name == "fp32_precision":
@@ -47,8 +70,9 @@ def flags_context(module, **values):
     """Set `values` on `module` for a `with` block, then restore the previous values."""
     saved = {k: getattr(module, k) for k in values}
     try:
-        for k, v in values.items():
-            setattr(module, k, v)
+        with allow_mutation():
+            for k, v in values.items():
+                setattr(module, k, v)
         yield
     finally:
         for k, v in saved.items():

@@ -20,6 +20,8 @@ rnn = _types.SimpleNamespace(fp32_precision="tf32")
 class _CudnnModule(_flags.FlagModule):
     BOOLS = {"enabled": "set_enabled_cudnn", "benchmark": "set_benchmark_cudnn",
              "deterministic": "set_deterministic_cudnn", "allow_tf32": "set_allow_tf32_cublas"}
+    FLAGS = ("enabled", "benchmark", "benchmark_limit", "deterministic", "allow_tf32", "fp32_precision",
+             "depthwise_kernel")
 
 
 def is_available():
@@ -41,11 +43,12 @@ def set_flags(_enabled=None, _benchmark=None, _benchmark_limit=None, _determinis
     mod = _sys.modules[__name__]
     prev = (mod.enabled, mod.benchmark, mod.benchmark_limit, mod.deterministic, mod.allow_tf32, mod.fp32_precision,
             mod.depthwise_kernel)
-    for name, value in (("enabled", _enabled), ("benchmark", _benchmark), ("benchmark_limit", _benchmark_limit),
-                        ("deterministic", _deterministic), ("allow_tf32", _allow_tf32),
-                        ("fp32_precision", _fp32_precision), ("depthwise_kernel", _depthwise_kernel)):
-        if value is not None:
-            setattr(mod, name, value)
+    with _flags.allow_mutation():
+        for name, value in (("enabled", _enabled), ("benchmark", _benchmark), ("benchmark_limit", _benchmark_limit),
+                            ("deterministic", _deterministic), ("allow_tf32", _allow_tf32),
+                            ("fp32_precision", _fp32_precision), ("depthwise_kernel", _depthwise_kernel)):
+            if value is not None:
+                setattr(mod, name, value)
     return prev
 
 

@@ -13,6 +13,7 @@ VERBOSE_OFF, VERBOSE_ON, VERBOSE_ON_CREATION = 0, 1, 2
 
 class _MkldnnModule(_flags.FlagModule):
     BOOLS = {"enabled": "set_enabled_mkldnn", "deterministic": "set_deterministic_mkldnn"}
+    FLAGS = ("enabled", "deterministic", "allow_tf32", "fp32_precision")
     PRECISION_BACKEND = "mkldnn"
     PRECISION_EXTRA = ("bf16",)
 
@@ -24,10 +25,11 @@ def is_available():
 def set_flags(_enabled=None, _deterministic=None, _allow_tf32=None, _fp32_precision="none"):
     mod = _sys.modules[__name__]
     prev = (mod.enabled, mod.deterministic, mod.allow_tf32, mod.fp32_precision)
-    for name, value in (("enabled", _enabled), ("deterministic", _deterministic), ("allow_tf32", _allow_tf32),
-                        ("fp32_precision", _fp32_precision)):
-        if value is not None:
-            setattr(mod, name, value)
+    with _flags.allow_mutation():
+        for name, value in (("enabled", _enabled), ("deterministic", _deterministic), ("allow_tf32", _allow_tf32),
+                            ("fp32_precision", _fp32_precision)):
+            if value is not None:
+                setattr(mod, name, value)
     return prev
 
 
