@@ -50,6 +50,20 @@ def is_shared(self):
     return self.device.type == "cuda"
 
 
+# torch's alias names of existing ops (torch.absolute is torch.abs, ...): method and in-place method
+OP_ALIASES = {"absolute": "abs", "divide": "div", "multiply": "mul", "subtract": "sub", "negative": "neg",
+              "greater": "gt", "greater_equal": "ge", "less": "lt", "less_equal": "le", "not_equal": "ne",
+              "arctan2": "atan2", "fix": "trunc"}
+
+
+def install_aliases(tensor_cls):
+    """Tensor.absolute = Tensor.abs, ... (called once the ops' methods are on Tensor: _torch_names.py)."""
+    for alias, base in OP_ALIASES.items():
+        for suffix in ("", "_"):
+            if alias + suffix not in tensor_cls.__dict__ and hasattr(tensor_cls, base + suffix):
+                setattr(tensor_cls, alias + suffix, getattr(tensor_cls, base + suffix))
+
+
 def install(tensor_cls):
     for name in OTHER_DEVICE_FLAGS:
         if name not in tensor_cls.__dict__:

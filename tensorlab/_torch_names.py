@@ -10,6 +10,7 @@ from . import _tensor_names
 from .default_device import get_default_device, set_default_device  # noqa: F401  (re-exported)
 from .nn._grad import typename  # noqa: F401  (torch.typename)
 from .cuda.errors import OutOfMemoryError  # noqa: F401  (torch.OutOfMemoryError is torch.cuda.OutOfMemoryError)
+from .func import vmap  # noqa: F401  (torch.vmap is torch.func.vmap)
 
 __all__ = ["set_default_device", "get_default_device", "is_vulkan_available", "compiled_with_cxx11_abi",
            "has_mkl", "has_lapack", "has_openmp", "has_spectral", "has_mkldnn", "has_cuda", "has_cudnn", "newaxis",
@@ -17,7 +18,27 @@ __all__ = ["set_default_device", "get_default_device", "is_vulkan_available", "c
            "set_num_interop_threads", "init_num_threads", "set_flush_denormal", "set_deterministic_debug_mode",
            "get_deterministic_debug_mode", "set_anomaly_enabled", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled", "set_default_tensor_type", "get_device_module", "is_nonzero",
-           "is_same_size", "is_neg", "is_distributed", "OutOfMemoryError"]
+           "is_same_size", "is_neg", "is_distributed", "OutOfMemoryError", "vmap"]
+
+
+
+def _install_op_aliases():
+    """torch's alias names of ops tensorlab has (torch.absolute is torch.abs, torch.fix_ is torch.trunc_, ...),
+    taken from the package namespace the ops were installed in before this module is imported."""
+    import sys
+
+    from .tensor import Tensor
+    _tensor_names.install_aliases(Tensor)
+    package = sys.modules[__package__]
+    for alias, base in _tensor_names.OP_ALIASES.items():
+        for suffix in ("", "_"):
+            fn = getattr(package, base + suffix, None)
+            if fn is not None and not hasattr(package, alias + suffix):
+                globals()[alias + suffix] = fn
+                __all__.append(alias + suffix)
+
+
+_install_op_aliases()
 
 # capability flags (torch.has_*: deprecated module attributes torch still answers)
 has_mkl = False       # tensorlab's CPU backend is NumPy (its BLAS), not MKL

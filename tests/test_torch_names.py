@@ -679,3 +679,28 @@ def test_disable_global_flags(torch):
         assert ours.cudnn.benchmark is False
     finally:
         _flags._mutation["allowed"] = True
+
+
+def test_op_alias_names_match_torch(device, torch):
+    from tensorlab._tensor_names import OP_ALIASES
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((3, 4)) + 3.0
+    for alias, base in OP_ALIASES.items():
+        binary = alias not in ("absolute", "negative", "fix")
+        ours_args = (tl.tensor(a, device=device),) + ((tl.tensor(b, device=device),) if binary else ())
+        ref_args = (torch.tensor(a),) + ((torch.tensor(b),) if binary else ())
+        want = getattr(torch, alias)(*ref_args).numpy()
+        np.testing.assert_allclose(getattr(tl, alias)(*ours_args).cpu().numpy(), want, rtol=1e-12)
+        np.testing.assert_allclose(getattr(ours_args[0], alias)(*ours_args[1:]).cpu().numpy(), want, rtol=1e-12)
+        if hasattr(torch.Tensor, alias + "_") and alias not in ("greater", "greater_equal", "less", "less_equal",
+                                                                 "not_equal"):
+            t = ours_args[0].clone()
+            getattr(t, alias + "_")(*ours_args[1:])
+            np.testing.assert_allclose(t.cpu().numpy(), want, rtol=1e-12)
+    x = tl.tensor([7.0, -7.0], device=device)
+    np.testing.assert_array_equal(tl.divide(x, 2, rounding_mode="floor").cpu().numpy(),
+                                  torch.divide(torch.tensor([7.0, -7.0]), 2, rounding_mode="floor").numpy())
+    y = x.clone()
+    y.subtract_(1, alpha=2)
+    assert y.tolist() == [5.0, -9.0]
+    assert tl.vmap is tl.func.vmap
