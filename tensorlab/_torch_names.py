@@ -92,15 +92,15 @@ def get_num_interop_threads():
     return _interop["threads"] if _interop["threads"] is not None else get_num_threads()
 
 
-def set_num_interop_threads(nthreads):
+def set_num_interop_threads(num):
     """Remember the inter-op thread count (a positive int; tensorlab has no inter-op pool)."""
-    if isinstance(nthreads, bool) or not isinstance(nthreads, int):
+    if isinstance(num, bool) or not isinstance(num, int):
         raise TypeError(f"set_num_interop_threads(): argument 'num' (position 1) must be int, not "
-                        f"{type(nthreads).__name__}")
-    if nthreads <= 0:
+                        f"{type(num).__name__}")
+    if num <= 0:
         raise RuntimeError("Expected positive number of threads")
     with _interop_lock:
-        _interop["threads"] = nthreads
+        _interop["threads"] = num
 
 
 def init_num_threads():
