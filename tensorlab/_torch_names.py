@@ -11,6 +11,7 @@ from .default_device import get_default_device, set_default_device  # noqa: F401
 from .nn._grad import typename  # noqa: F401  (torch.typename)
 from .cuda.errors import OutOfMemoryError  # noqa: F401  (torch.OutOfMemoryError is torch.cuda.OutOfMemoryError)
 from .func import vmap  # noqa: F401  (torch.vmap is torch.func.vmap)
+from .window_functions import bartlett_window, blackman_window, hamming_window, hann_window  # noqa: F401
 
 __all__ = ["set_default_device", "get_default_device", "is_vulkan_available", "compiled_with_cxx11_abi",
            "has_mkl", "has_lapack", "has_openmp", "has_spectral", "has_mkldnn", "has_cuda", "has_cudnn", "newaxis",
@@ -18,7 +19,8 @@ __all__ = ["set_default_device", "get_default_device", "is_vulkan_available", "c
            "set_num_interop_threads", "init_num_threads", "set_flush_denormal", "set_deterministic_debug_mode",
            "get_deterministic_debug_mode", "set_anomaly_enabled", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled", "set_default_tensor_type", "get_device_module", "is_nonzero",
-           "is_same_size", "is_neg", "is_distributed", "OutOfMemoryError", "vmap"]
+           "is_same_size", "is_neg", "is_distributed", "OutOfMemoryError", "vmap",
+           "bartlett_window", "blackman_window", "hamming_window", "hann_window"]
 
 
 

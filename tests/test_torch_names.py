@@ -704,3 +704,23 @@ def test_op_alias_names_match_torch(device, torch):
     y.subtract_(1, alpha=2)
     assert y.tolist() == [5.0, -9.0]
     assert tl.vmap is tl.func.vmap
+
+
+@pytest.mark.parametrize("name", ["hann_window", "hamming_window", "blackman_window", "bartlett_window"])
+def test_window_functions_match_torch(device, torch, name):
+    for n in (0, 1, 2, 3, 8, 11):
+        for periodic in (True, False):
+            for dtype in ("float32", "float64"):
+                kw = {"alpha": 0.5, "beta": 0.3} if name == "hamming_window" and n == 8 else {}
+                ours = getattr(tl, name)(n, periodic, dtype=getattr(tl, dtype), device=device, **kw)
+                ref = getattr(torch, name)(n, periodic, dtype=getattr(torch, dtype), **kw)
+                assert ours.dtype == getattr(tl, dtype) and ours.device.type == device
+                np.testing.assert_allclose(ours.cpu().numpy(), ref.numpy(), rtol=0, atol=1e-6 if dtype == "float32"
+                                           else 1e-15, err_msg=f"{name}({n}, periodic={periodic}, {dtype})")
+    assert getattr(tl, name)(5).dtype == tl.float32
+    with pytest.raises(RuntimeError) as ours:
+        getattr(tl, name)(3, dtype=tl.int64)
+    assert f"{name} expects floating point dtypes" in str(ours.value)
+    with pytest.raises(RuntimeError, match=f"{name} requires non-negative window_length"):
+        getattr(tl, name)(-1)
+    assert getattr(tl, name)(4, requires_grad=True).requires_grad
