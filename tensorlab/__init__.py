@@ -77,5 +77,7 @@ from .sparse import sparse_coo_tensor, sparse_csr_tensor  # noqa: E402
 from .sparse import mm as spmm  # noqa: E402  (torch.spmm)
 from .sparse import _methods as _sparse_methods  # noqa: E402
 _sparse_methods.install()  # after the ops bound theirs: sparse tensors' methods and refusals
+from ._torch_names import *  # noqa: E402,F401,F403  (issue 34: set_default_device, capability flags, ...)
+from . import hub, compiler, jit, multiprocessing, mps, mtia, random, xpu  # noqa: E402  (issue 34: torch's modules of those names)
 from . import _docs as _docs  # noqa: E402  (docstrings of the generated ops, applied once)
 _docs.apply()

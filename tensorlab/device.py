@@ -60,6 +60,17 @@ class Device:
     def __reduce__(self):
         return (Device, (self._str,))
 
+    def __enter__(self):
+        """`with tl.device("cuda"):` factories without device= create on this device (torch's device context)."""
+        from .default_device import _push
+        _push(self)
+        return self
+
+    def __exit__(self, *exc):
+        from .default_device import _pop
+        _pop()
+        return False
+
 
 def _parse(s):
     type_, sep, rest = s.partition(":")

@@ -387,3 +387,7 @@ def _interop_arrays():
 def _interop_dlpack():
     from .interop import dlpack
     return dlpack
+
+
+from ._tensor_names import install as _install_names  # noqa: E402  (is_xpu, is_nonzero, ...: tensorlab/_tensor_names.py)
+_install_names(Tensor)

@@ -6,7 +6,7 @@ from the tensorlab module (the same functions and classes, so `torch.nn.Module i
 tensorlab.nn.Module`), submodules come back as aliases too, and a name tensorlab lacks raises
 `AttributeError: tensorlab does not implement torch.X yet` (an ImportError with that text for
 `from torch import X`, which would otherwise hide it). A torch submodule with no tensorlab
-counterpart (torch.utils.tensorboard, torch.jit, ...) imports as a `MissingTorchModule` whose
+counterpart (torch.utils.mobile_optimizer, ...) imports as a `MissingTorchModule` whose
 first attribute use raises the same kind of error. A few torch paths map elsewhere than
 tensorlab.<same path> (OVERRIDES), and tensorlab's internal modules whose names mean something
 else in torch are not exposed (HIDDEN)."""
@@ -101,6 +101,13 @@ class TorchAlias(types.ModuleType):
         if isinstance(value, types.ModuleType) and value.__name__.startswith("tensorlab."):
             return importlib.import_module(_torch_name(value.__name__))
         return value
+
+    def __setattr__(self, name, value):
+        # `torch.backends.cudnn.benchmark = True` sets the tensorlab module's flag (checked there, read
+        # back by everyone); dunders and the submodule aliases the import system binds stay here
+        if (name.startswith("__") and name.endswith("__")) or isinstance(value, types.ModuleType):
+            return super().__setattr__(name, value)
+        setattr(self.__dict__["_tensorlab_module"], name, value)
 
     def __dir__(self):
         target = self.__dict__["_tensorlab_module"]

@@ -9,7 +9,8 @@ import numpy as np
 
 from .. import _warn, autograd_hooks, backends, dtypes, layout as L
 from .. import layouts as _layouts
-from ..device import CPU, canonical
+from ..device import CPU
+from ..default_device import factory_device as canonical  # device=None: the default device
 from ..storage import ReadOnlyStorage, UntypedStorage
 from ..tensor import Tensor
 from ._common import empty_like_layout, empty_tensor, interned, sizes_or_keyword

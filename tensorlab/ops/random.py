@@ -419,7 +419,8 @@ def exponential_(self, lambd=1.0, *, generator=None):
 # -- factories ------------------------------------------------------------------------------------
 def _target(op, shape, dtype, device, out):
     """(Output, generator device) for a factory: out= decides the device and dtype when given."""
-    dev = out.device if out is not None and device is None else canonical(device)
+    from ..default_device import factory_device
+    dev = out.device if out is not None and device is None else factory_device(device)
     return output(out, shape, dtype, dev, op), dev
 
 

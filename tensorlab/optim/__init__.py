@@ -16,6 +16,11 @@ from .asgd import ASGD
 from .rprop import Rprop
 from . import swa_utils
 from .sparse_adam import SparseAdam  # issue 34: sparse gradients (tensorlab/sparse)
+from .lbfgs import LBFGS  # issue 34: LBFGS, Adafactor, Muon
+from .adafactor import Adafactor
+from .muon import Muon
+from ._swap import swap_in_optimizer_params_and_state
 
 __all__ = ["Adam", "AdamW", "Optimizer", "SGD", "Adadelta", "Adagrad", "NAdam", "RAdam", "RMSprop", "lr_scheduler",
-           "Adamax", "ASGD", "Rprop", "swa_utils", "SparseAdam"]
+           "Adamax", "ASGD", "Rprop", "swa_utils", "SparseAdam",
+           "LBFGS", "Adafactor", "Muon", "swap_in_optimizer_params_and_state"]

@@ -57,7 +57,8 @@ def _validate_step(opt):
             state = opt.state.get(p)
             if state:
                 for k, v in state.items():
-                    if isinstance(v, Tensor) and v.dim() and (v.shape != p.shape or v.device != p.device):
+                    if isinstance(v, Tensor) and v.dim() and (v.shape != p.shape or v.device != p.device) \
+                            and k not in _FACTORED_KEYS:
                         raise RuntimeError(
                             f"{name}.step: state {k!r} of parameter {pi} of param group {gi} has shape "
                             f"{list(v.shape)} on {v.device} but the parameter has shape {list(p.shape)} on "
@@ -315,6 +316,7 @@ class Optimizer:
 # per-parameter state entries that must have their parameter's shape, and the scalar entries
 _BUFFER_KEYS = frozenset(("exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer", "square_avg", "acc_delta",
                           "sum", "grad_avg", "prev", "step_size", "ax"))
+_FACTORED_KEYS = frozenset(("row_var", "col_var"))  # Adafactor's factored second moments (not p's shape)
 _SCALAR_KEYS = frozenset(("step", "mu_product", "eta", "mu"))  # eta, mu: ASGD's 0-dim states
 
 

@@ -8,5 +8,7 @@ CUDA driver, host waits), `cuda_events` (CUDA event pairs on the host clock), `p
 API), `key_averages` (torch's table), `chrome_trace` (trace-event JSON), `pitfalls` (the report),
 `plot` (matplotlib timeline)."""
 from .profile import ProfilerAction, ProfilerActivity, profile, record_function, schedule, supported_activities
+from .tensorboard import tensorboard_trace_handler  # issue 34: traces for TensorBoard's profiler plugin
 
-__all__ = ("ProfilerAction", "ProfilerActivity", "profile", "record_function", "schedule", "supported_activities")
+__all__ = ("ProfilerAction", "ProfilerActivity", "profile", "record_function", "schedule", "supported_activities",
+           "tensorboard_trace_handler")

@@ -61,17 +61,17 @@ except ImportError as e:
 else:
     raise AssertionError("from-import of a missing name")
 
-import torch.utils.tensorboard  # a placeholder: importing works, using it does not
+import torch.utils.mobile_optimizer  # a placeholder: importing works, using it does not
 try:
-    torch.utils.tensorboard.SummaryWriter
+    torch.utils.mobile_optimizer.optimize_for_mobile
 except AttributeError as e:
-    assert str(e).startswith("tensorlab does not implement torch.utils.tensorboard.SummaryWriter"), str(e)
+    assert str(e).startswith("tensorlab does not implement torch.utils.mobile_optimizer.optimize_for_mobile"), str(e)
 else:
     raise AssertionError("placeholder attribute")
 try:
-    from torch.utils.tensorboard import SummaryWriter  # noqa: F401
+    from torch.utils.mobile_optimizer import optimize_for_mobile  # noqa: F401
 except ImportError as e:
-    assert "torch.utils.tensorboard.SummaryWriter" in str(e), str(e)
+    assert "torch.utils.mobile_optimizer.optimize_for_mobile" in str(e), str(e)
 else:
     raise AssertionError("placeholder from-import")
 

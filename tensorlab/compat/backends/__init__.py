@@ -6,3 +6,5 @@ determinism is tl.use_deterministic_algorithms."""
 from __future__ import annotations
 
 from . import cuda, cudnn, mps  # noqa: F401
+from . import cpu, mha, mkl, mkldnn, nnpack, openmp, opt_einsum, quantized  # noqa: F401  (issue 34)
+from ._flags import disable_global_flags, flags_frozen  # noqa: F401  (torch.backends' freeze switch)

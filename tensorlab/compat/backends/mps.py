@@ -7,3 +7,11 @@ def is_available():
 
 def is_built():
     return False
+
+
+def is_macos13_or_newer(minor=0):
+    return False
+
+
+def is_macos_or_newer(major, minor):
+    return False

@@ -1,0 +1,4 @@
+"""torch._dynamo.config: torch's keys, accepted and remembered (tensorlab/_config_module.py)."""
+from .._config_module import install as _install
+
+_install(__name__, "dynamo", "torch._dynamo.config")

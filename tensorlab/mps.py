@@ -1,0 +1,5 @@
+"""tl.mps (torch.mps): tensorlab has no MPS backend; is_available() is False, device_count() 0 (see
+tensorlab/_absent_devices.py)."""
+from ._absent_devices import populate as _populate
+
+_populate(globals(), "mps", RuntimeError)
