@@ -11,8 +11,10 @@ from . import autograd as autograd
 from . import autograd_hooks as autograd_hooks
 from . import backends as backends
 from . import benchmark as benchmark
+from . import compiler as compiler
 from . import cpu as cpu
 from . import cuda as cuda
+from . import default_device as default_device
 from . import distributed as distributed
 from . import distributions as distributions
 from . import dtypes as dtypes
@@ -20,19 +22,25 @@ from . import errors as errors
 from . import fft as fft
 from . import func as func
 from . import global_settings as global_settings
+from . import hub as hub
 from . import interop as interop
+from . import jit as jit
 from . import layout as layout
 from . import layouts as layouts
 from . import legacy_tensors as legacy_tensors
 from . import linalg as linalg
 from . import masked as masked
 from . import memo as memo
+from . import mps as mps
+from . import mtia as mtia
+from . import multiprocessing as multiprocessing
 from . import nn as nn
 from . import onnx as onnx
 from . import ops as ops
 from . import optim as optim
 from . import printing as printing
 from . import profiler as profiler
+from . import random as random
 from . import return_types as return_types
 from . import serialization as serialization
 from . import signal as signal
@@ -42,11 +50,14 @@ from . import storage as storage
 from . import sync as sync
 from . import testing as testing
 from . import utils as utils
+from . import window_functions as window_functions
+from . import xpu as xpu
 from .amp.autocast_mode import autocast as autocast
 from .autograd.grad_mode import enable_grad as enable_grad
 from .autograd.grad_mode import inference_mode as inference_mode
 from .autograd.grad_mode import no_grad as no_grad
 from .autograd.grad_mode import set_grad_enabled as set_grad_enabled
+from .cuda.errors import OutOfMemoryError as OutOfMemoryError
 from .device import Device as Device
 from .device import Device as device
 from .dtypes import DType as DType
@@ -86,6 +97,13 @@ float16: DType
 float32: DType
 float64: DType
 half: DType
+has_cuda: builtins.bool
+has_cudnn: builtins.bool
+has_lapack: builtins.bool
+has_mkl: builtins.bool
+has_mkldnn: builtins.bool
+has_openmp: builtins.bool
+has_spectral: builtins.bool
 inf: builtins.float
 int: DType
 int16: DType
@@ -95,6 +113,7 @@ int8: DType
 jagged: Any
 long: DType
 nan: builtins.float
+newaxis: Any
 pi: builtins.float
 preserve_format: Any
 short: DType
@@ -109,6 +128,8 @@ uint8: DType
 
 def abs(input, *, out=...): """Elementwise abs (torch.abs); promotion: keep."""
 def abs_(input): """In-place abs."""
+def absolute(input, *, out=...): """Elementwise abs (torch.abs); promotion: keep."""
+def absolute_(input): """In-place abs."""
 def acos(input, *, out=...): """torch.acos"""
 def acos_(input): """In-place form of acos: the result is written into self, which is returned (torch's Tensor.acos_)."""
 def acosh(input, *, out=...): """torch.acosh"""
@@ -144,6 +165,7 @@ def arcsin_(input): """In-place form of arcsin: the result is written into self,
 def arcsinh(input, *, out=...): """torch.asinh"""
 def arcsinh_(input): """In-place form of arcsinh: the result is written into self, which is returned (torch's Tensor.arcsinh_)."""
 def arctan(input, *, out=...): """torch.atan"""
+def arctan2(input, other, *, out=...): """Elementwise atan2 with broadcasting (torch.atan2); promotion: int_to_float."""
 def arctan_(input): """In-place form of arctan: the result is written into self, which is returned (torch's Tensor.arctan_)."""
 def arctanh(input, *, out=...): """torch.atanh"""
 def arctanh_(input): """In-place form of arctanh: the result is written into self, which is returned (torch's Tensor.arctanh_)."""
@@ -175,6 +197,7 @@ def atleast_2d(*tensors): """input, or each input, viewed with at least 2 dimens
 def atleast_3d(*tensors): """input, or each input, viewed with at least 3 dimensions."""
 def avg_pool1d(input, kernel_size, stride=..., padding=..., ceil_mode=..., count_include_pad=...): """1-D average pooling."""
 def baddbmm(input, batch1, batch2, *, beta=..., alpha=..., out=...): """beta * input + alpha * bmm(batch1, batch2)."""
+def bartlett_window(window_length, periodic=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): """The triangle 2k / (N - 1) rising to the middle, 2 - 2k / (N - 1) after it."""
 def bernoulli(input, p=..., *, generator=..., out=...): """Draws 1 with probability `input` (elementwise), or with probability p when p is given;
     the result has input's shape and dtype.
     """
@@ -188,6 +211,7 @@ def bitwise_not(input, *, out=...): """Elementwise bitwise_not (torch.bitwise_no
 def bitwise_or(input, other, *, out=...): """Elementwise bitwise_or with broadcasting (torch.bitwise_or); promotion: default."""
 def bitwise_right_shift(input, other, *, out=...): """input >> other elementwise (arithmetic shift for signed integers)."""
 def bitwise_xor(input, other, *, out=...): """Elementwise bitwise_xor with broadcasting (torch.bitwise_xor); promotion: default."""
+def blackman_window(window_length, periodic=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): """0.42 - 0.5 cos(2 pi k / (N - 1)) + 0.08 cos(4 pi k / (N - 1))."""
 def block_diag(*tensors): """torch.block_diag: the tensors (0-, 1- or 2-D) as blocks on the diagonal of one matrix."""
 def bmm(input, mat2, *, out=...): """Batched matrix product of two 3-D tensors."""
 def broadcast_shapes(*shapes): """torch.broadcast_shapes: each shape a sequence of ints, or one int for a 1-D shape
@@ -222,6 +246,7 @@ def clone(input, *, memory_format=...): """A copy of input with its own memory (
 def column_stack(tensors, *, out=...): """The tensors as columns of a 2-D tensor."""
 def combinations(input, r=..., with_replacement=...): """torch.combinations(input, r=2, with_replacement=False) -> (count, r) tensor ((0,) for r == 0)."""
 def compile(model=..., *, fullgraph=..., dynamic=..., backend=..., mode=..., options=..., disable=...): """torch.compile's signature; tensorlab's only backend is eager: the callable is returned unchanged."""
+def compiled_with_cxx11_abi(): """True, as torch's wheels answer (tensorlab's kernels are compiled at run time; nothing links to libtorch)."""
 def complex(real, imag, *, out=...): """torch.complex: real + i*imag from two float tensors of one dtype (float32 -> complex64,
     float64 -> complex128), broadcasting.
     """
@@ -278,6 +303,7 @@ def digamma(input, *, out=...): """Elementwise digamma (torch's semantics)."""
 def digamma_(input): """In-place digamma."""
 def dist(input, other, p=...): """The p-norm of input - other."""
 def div(input, other, *, rounding_mode=..., out=...): """input / other, broadcast; rounding_mode None (true division), 'trunc' or 'floor'."""
+def divide(input, other, *, rounding_mode=..., out=...): """input / other, broadcast; rounding_mode None (true division), 'trunc' or 'floor'."""
 def dot(input, tensor, *, out=...): """torch.dot(input, tensor): the inner product of two 1-D tensors (torch's keyword names)."""
 def dsplit(input, sections=..., indices=...): """torch's two overloads: (input, sections: int) and (input, indices: list), positionally alike."""
 def dstack(tensors, *, out=...): """The tensors concatenated depth-wise (along dim 2, after atleast_3d)."""
@@ -306,6 +332,8 @@ def expm1_(input): """In-place expm1."""
 def eye(n, m=..., *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., out=...): """A 2-D tensor with ones on the diagonal and zeros elsewhere (n x n, or n x m)."""
 def fill(input, value): """A new tensor of input's shape, dtype and device filled with value (torch.fill)."""
 def fill_(input, value): """Every element of self set to `value` (a number, or a 0-dim tensor whose value is cast)."""
+def fix(input, *, out=...): """Elementwise trunc (torch.trunc); promotion: keep."""
+def fix_(input): """In-place trunc."""
 def flatten(input, start_dim=..., end_dim=...): """input with dimensions start_dim..end_dim merged into one (a view where the strides allow)."""
 def flip(input, dims): """A copy with the order of elements reversed along each of `dims`."""
 def fliplr(input): """input reversed along dim 1 (a copy, as torch)."""
@@ -340,18 +368,28 @@ def gelu(input, approximate=..., *, out=...): """torch.nn.functional.gelu: x * P
 def geqrf(input, *, out=...): """torch.geqrf: LAPACK's packed QR (R on and above the diagonal, reflectors below) and tau."""
 def ger(input, vec2, *, out=...): """input[i] * vec2[j], promoted as a multiplication (a k=1 matrix product)."""
 def get_autocast_dtype(device_type): """The dtype an autocast region for `device_type` casts to (its default when none is open)."""
+def get_default_device(): """The device factory functions use without device= (a cuda device with its index filled in)."""
 def get_default_dtype(): """The dtype floating-point factories and Python floats use (float32 unless set)."""
+def get_deterministic_debug_mode(): """0 (deterministic algorithms off), 1 (warn only) or 2 (error), as torch."""
+def get_device_module(device=...): """The module of a device type: tl.cuda for 'cuda', tl.cpu for 'cpu' (None: the default device's)."""
 def get_float32_matmul_precision(): """The float32 matmul precision setting ('highest', 'high' or 'medium')."""
+def get_num_interop_threads(): """The inter-op thread count torch reports (tensorlab runs ops one after another on the calling thread:
+    the value is remembered, never used).
+    """
 def get_num_threads(): """The number of threads the CPU backend uses for large ops (torch.get_num_threads)."""
 def get_printoptions(): """The current options as a dict that set_printoptions(**d) accepts."""
 def get_rng_state(): """The CPU default generator's state (a uint8 tensor, see Generator.get_state)."""
 def gradient(input, *, spacing=..., dim=..., edge_order=...): """numpy.gradient's (and torch's) second-order central differences inside, first- or second-order
     one-sided ones at the edges; spacing a number, numbers per dim, or coordinate tensors per dim.
     """
+def greater(input, other, *, out=...): """Elementwise gt with broadcasting (torch.gt); promotion: always_bool."""
+def greater_equal(input, other, *, out=...): """Elementwise ge with broadcasting (torch.ge); promotion: always_bool."""
 def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners): """grid_sample with integer interpolation and padding codes (torch.grid_sampler)."""
 def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners): """grid_sample of 4-D input with integer mode codes (torch.grid_sampler_2d)."""
 def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners): """grid_sample of 5-D input with integer mode codes (torch.grid_sampler_3d)."""
 def gt(input, other, *, out=...): """Elementwise gt with broadcasting (torch.gt); promotion: always_bool."""
+def hamming_window(window_length, periodic=..., alpha=..., beta=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): """alpha - beta cos(2 pi k / (N - 1))."""
+def hann_window(window_length, periodic=..., *, dtype=..., layout=..., device=..., pin_memory=..., requires_grad=...): """0.5 - 0.5 cos(2 pi k / (N - 1)) (the Hamming form with alpha = beta = 1/2)."""
 def heaviside(input, values, *, out=...): """The Heaviside step: 0 below zero, 1 above, `values` at zero."""
 def histc(input, bins=..., min=..., max=..., *, out=...): """torch.histc: counts of the elements in `bins` equal-width bins over [min, max] (the data's
     range when both are 0); elements outside are ignored, the top edge belongs to the last bin.
@@ -376,18 +414,28 @@ def index_fill(input, dim, index, value): """A copy of input with value written 
 def index_put(input, indices, values, accumulate=...): """A copy of input with values written at the index tensors' positions (accumulate=True adds)."""
 def index_reduce(input, dim, index, source, reduce, *, include_self=..., out=...): """input with source's slices reduced into input's slices index[i] along dim."""
 def index_select(input, dim, index, *, out=...): """The slices of input at positions `index` (1-D or 0-dim) along `dim`."""
+def init_num_threads(): """No-op, as in torch after the first call (the CPU backend's pool starts on first use)."""
 def initial_seed(): """The seed the default generator was last seeded with."""
 def inner(input, other, *, out=...): """The inner product over the last dimension of both inputs."""
 def inverse(input, *, out=...): """The inverse of a square matrix (batched): torch.inverse, as linalg.inv."""
+def is_anomaly_check_nan_enabled(): """Whether anomaly detection also checks for NaN results."""
+def is_anomaly_enabled(): """Whether autograd anomaly detection is on."""
 def is_autocast_available(device_type): """True for the device types tensorlab's autocast serves ("cpu", "cuda")."""
 def is_autocast_enabled(device_type=...): """Whether autocast is on for `device_type` (default "cuda") in this thread."""
 def is_complex(input): """Whether input's dtype is complex (complex64 or complex128)."""
 def is_conj(input): """Always False: tensorlab's conj computes a new tensor (no lazy conjugate bit)."""
 def is_deterministic_algorithms_warn_only_enabled(): """Whether use_deterministic_algorithms was set with warn_only=True."""
+def is_distributed(input): """False: a tensor lives on one device of one process."""
 def is_floating_point(input): """Whether input's dtype is a floating-point dtype."""
 def is_grad_enabled(): """Whether gradient recording is on in this thread."""
 def is_inference_mode_enabled(): """Whether inference mode is on in this thread."""
+def is_neg(input): """False: tensorlab has no lazy negation bit."""
+def is_nonzero(input): """Whether a one-element tensor is nonzero (Tensor.is_nonzero)."""
+def is_same_size(input, other): """Whether two tensors have the same shape."""
+def is_storage(obj): """Whether obj is a storage (tl.UntypedStorage)."""
 def is_tensor(obj): """Whether obj is a tensorlab Tensor."""
+def is_vulkan_available(): """False: tensorlab has no Vulkan backend."""
+def is_warn_always_enabled(): """Whether set_warn_always(True) was called."""
 def isclose(input, other, rtol=..., atol=..., equal_nan=...): """|input - other| <= atol + rtol * |other|, elementwise, plus exact equality (infinities);
     NaNs are close to each other only with equal_nan.
     """
@@ -411,6 +459,8 @@ def lcm_(input, other): """In-place lcm."""
 def ldexp(input, other, *, out=...): """input * 2 ** other (a float result, as torch's)."""
 def le(input, other, *, out=...): """Elementwise le with broadcasting (torch.le); promotion: always_bool."""
 def lerp(input, end, weight, *, out=...): """input + weight * (end - input): linear interpolation, elementwise."""
+def less(input, other, *, out=...): """Elementwise lt with broadcasting (torch.lt); promotion: always_bool."""
+def less_equal(input, other, *, out=...): """Elementwise le with broadcasting (torch.le); promotion: always_bool."""
 def lgamma(input, *, out=...): """Elementwise lgamma (torch's semantics)."""
 def lgamma_(input): """In-place lgamma."""
 def linspace(start, end, steps, *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., out=...): """steps values evenly spaced from start to end, both included."""
@@ -493,6 +543,7 @@ def multinomial(input, num_samples, replacement=..., *, generator=..., out=...):
     random fills, topk/argmax, cumsum and the sort-based searchsorted); the validity checks
     wait for the device once.
     """
+def multiply(input, other, *, out=...): """Elementwise mul with broadcasting (torch.mul); promotion: default."""
 def mv(input, vec, *, out=...): """The product of a matrix and a vector."""
 def mvlgamma(input, p, *, out=...): """The multivariate log-gamma function of dimension p (torch.mvlgamma)."""
 def nan_to_num(input, nan=..., posinf=..., neginf=..., *, out=...): """input with NaN, +inf and -inf replaced (by 0 and the dtype's largest/smallest finite value unless given)."""
@@ -514,6 +565,8 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps): """torch.nati
 def ne(input, other, *, out=...): """Elementwise ne with broadcasting (torch.ne); promotion: always_bool."""
 def neg(input, *, out=...): """Elementwise neg (torch.neg); promotion: keep."""
 def neg_(input): """In-place neg."""
+def negative(input, *, out=...): """Elementwise neg (torch.neg); promotion: keep."""
+def negative_(input): """In-place neg."""
 def nextafter(input, other, *, out=...): """The next representable value after input towards other (the bits stepped by one)."""
 def nonzero(input, *, out=..., as_tuple=...): """Indices of the nonzero elements: an (n, ndim) int64 tensor in row-major order, or with
     as_tuple=True one 1-D tensor per dim. The size depends on the data: a host sync on CUDA.
@@ -523,6 +576,7 @@ def norm(input, p=..., dim=..., keepdim=..., out=..., dtype=...): """Vector p-no
     any other float; 'fro' is the 2-norm over at most two dims.
     """
 def normal(mean, std=..., size=..., *, generator=..., out=..., dtype=..., device=..., layout=..., requires_grad=..., pin_memory=...): """normal(mean, std, size) with numbers; or elementwise with tensor mean and/or std (broadcast)."""
+def not_equal(input, other, *, out=...): """Elementwise ne with broadcasting (torch.ne); promotion: always_bool."""
 def numel(t): """The number of elements of input."""
 def ones(*sizes, size=..., dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., out=...): """A tensor of the given size filled with 1."""
 def ones_like(input, *, dtype=..., device=..., layout=..., requires_grad=..., pin_memory=..., memory_format=...): """A tensor of input's size filled with 1 (input's dtype and device unless given)."""
@@ -600,10 +654,22 @@ def searchsorted(sorted_sequence, input, *, out_int32=..., right=..., side=..., 
 def seed(): """Seed every default generator from the OS's entropy; returns the seed."""
 def select(input, dim, index): """A view of index along dim, without that dimension."""
 def select_scatter(input, src, dim, index): """input with input.select(dim, index) replaced by src."""
+def set_anomaly_enabled(enabled, check_nan=...): """torch.set_anomaly_enabled (the switch autograd.set_detect_anomaly sets)."""
+def set_default_device(device): """Make `device` (a torch.device, "cuda", "cuda:1", an index, or None for cpu) the device factory
+    functions use when called without device=, in this thread.
+    """
 def set_default_dtype(d): """Set the default floating dtype (float32 or float64, as torch allows)."""
+def set_default_tensor_type(t): """torch.set_default_tensor_type (deprecated in torch): a floating tensor type or its name sets
+    the default dtype (and, for torch.cuda.*Tensor, the default device).
+    """
+def set_deterministic_debug_mode(debug_mode): """torch's alias over use_deterministic_algorithms: 'default'/0 off, 'warn'/1 warn only, 'error'/2 on."""
 def set_float32_matmul_precision(precision): """'highest', 'high' or 'medium'. Accepted and reported by get_float32_matmul_precision();
     tensorlab's float32 matmuls always compute in float32 (what 'highest' asks for).
     """
+def set_flush_denormal(mode): """Whether flushing denormals to zero is supported and was set: False (NumPy computes with
+    denormals; the CPU's FTZ/DAZ flags are not changed).
+    """
+def set_num_interop_threads(num): """Remember the inter-op thread count (a positive int; tensorlab has no inter-op pool)."""
 def set_num_threads(nthreads): """Use `nthreads` threads for large CPU ops (torch.set_num_threads): the pool grows or
     shrinks to nthreads - 1 workers (the calling thread is the last one), and NumPy's OpenBLAS
     follows when its thread control is available.
@@ -614,6 +680,9 @@ def set_printoptions(precision=..., threshold=..., edgeitems=..., linewidth=...,
     As in torch, sci_mode is reset to None whenever it is not given.
     """
 def set_rng_state(new_state): """Restore the default generator's state from a tensor get_rng_state returned."""
+def set_warn_always(b): """torch.set_warn_always: remembered and reported; tensorlab's warnings go through Python's
+    warnings module, whose filters decide repetition.
+    """
 def sgn(input, *, out=...): """torch.sgn: z / |z| for complex (0 where z == 0), sign(x) for real tensors."""
 def sigmoid(input, *, out=...): """Elementwise sigmoid (torch.sigmoid); promotion: int_to_float."""
 def sigmoid_(input): """In-place sigmoid."""
@@ -657,6 +726,7 @@ def stft(input, n_fft, hop_length=..., win_length=..., window=..., center=..., p
     deprecated as in torch).
     """
 def sub(input, other, *, alpha=..., out=...): """input - alpha * other, broadcast, with torch's type promotion."""
+def subtract(input, other, *, alpha=..., out=...): """input - alpha * other, broadcast, with torch's type promotion."""
 def sum(input, dim=..., keepdim=..., *, dtype=..., out=...): """The sum of all elements, or over dim (keepdim, dtype as torch)."""
 def svd(input, some=..., compute_uv=..., *, out=...): """torch.svd: (U, S, V) with V (not Vh); some=False gives the full U and V; compute_uv=False
     gives zero-filled (full-sized) U and V, as torch.
@@ -702,6 +772,7 @@ def triu_indices(row, col, offset=..., *, dtype=..., device=..., layout=..., pin
 def true_divide(input, other, *, out=...): """Elementwise true_divide with broadcasting (torch.true_divide); promotion: int_to_float."""
 def trunc(input, *, out=...): """Elementwise trunc (torch.trunc); promotion: keep."""
 def trunc_(input): """In-place trunc."""
+def typename(obj): """torch.typename: 'tensorlab.FloatTensor' for tensors, 'module.Qualname' for other objects."""
 def unbind(input, dim=...): """The slices of input along dim, as a tuple of views without that dimension."""
 def unbind_copy(input, *args, out=..., **kwargs): """torch.unbind_copy: a new tensor holding what the view op returns"""
 def unflatten(input, dim, sizes): """A view with dimension dim split into sizes."""
@@ -727,6 +798,11 @@ def vdot(input, other, *, out=...): """The dot product of two 1-D tensors (the f
 def view_as_complex(input): """torch.view_as_complex: float (..., 2) with last stride 1 as complex (...), sharing storage."""
 def view_as_real(input): """torch.view_as_real: complex (..., ) as real (..., 2), sharing storage."""
 def view_copy(input, *args, out=..., **kwargs): """torch.view_copy: a new tensor holding what the view op returns"""
+def vmap(func, in_dims=..., out_dims=..., randomness=..., *, chunk_size=...): """torch.func.vmap, as a loop: the function runs once per batch element (inputs sliced along
+    in_dims; None = not batched) and the outputs are stacked along out_dims. The values are
+    torch's; unlike torch's vmap the function sees ordinary tensors, so data-dependent control flow
+    and .item() work, and the cost is one call per element.
+    """
 def vsplit(input, sections=..., indices=...): """torch's two overloads: (input, sections: int) and (input, indices: list), positionally alike."""
 def vstack(tensors, *, out=...): """The tensors concatenated row-wise (1-D tensors become rows)."""
 def where(condition, input=..., other=..., *, out=...): """torch.where(condition, input, other); torch.where(condition) is nonzero(as_tuple=True)."""

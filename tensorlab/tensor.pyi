@@ -97,6 +97,8 @@ class Tensor:
     def __xor__(self, other): ...
     def abs(input, *, out=...): """Elementwise abs (torch.abs); promotion: keep."""
     def abs_(input): """In-place abs."""
+    def absolute(input, *, out=...): """Elementwise abs (torch.abs); promotion: keep."""
+    def absolute_(input): """In-place abs."""
     def acos(input, *, out=...): """torch.acos"""
     def acos_(input): """In-place form of acos: the result is written into self, which is returned (torch's Tensor.acos_)."""
     def acosh(input, *, out=...): """torch.acosh"""
@@ -134,6 +136,8 @@ class Tensor:
     def arcsinh(input, *, out=...): """torch.asinh"""
     def arcsinh_(input): """In-place form of arcsinh: the result is written into self, which is returned (torch's Tensor.arcsinh_)."""
     def arctan(input, *, out=...): """torch.atan"""
+    def arctan2(input, other, *, out=...): """Elementwise atan2 with broadcasting (torch.atan2); promotion: int_to_float."""
+    def arctan2_(self, other): """In-place atan2."""
     def arctan_(input): """In-place form of arctan: the result is written into self, which is returned (torch's Tensor.arctan_)."""
     def arctanh(input, *, out=...): """torch.atanh"""
     def arctanh_(input): """In-place form of arctanh: the result is written into self, which is returned (torch's Tensor.arctanh_)."""
@@ -263,6 +267,8 @@ class Tensor:
     def dist(input, other, p=...): """The p-norm of input - other."""
     def div(input, other, *, rounding_mode=..., out=...): """input / other, broadcast; rounding_mode None (true division), 'trunc' or 'floor'."""
     def div_(self, other, *, rounding_mode=...): """In-place form of div: the result is written into self, which is returned (torch's Tensor.div_)."""
+    def divide(input, other, *, rounding_mode=..., out=...): """input / other, broadcast; rounding_mode None (true division), 'trunc' or 'floor'."""
+    def divide_(self, other, *, rounding_mode=...): """In-place form of div: the result is written into self, which is returned (torch's Tensor.div_)."""
     def dot(input, tensor, *, out=...): """torch.dot(input, tensor): the inner product of two 1-D tensors (torch's keyword names)."""
     def double(self, memory_format=...): """The tensor as float64."""
     def dsplit(input, sections=..., indices=...): """torch's two overloads: (input, sections: int) and (input, indices: list), positionally alike."""
@@ -288,6 +294,8 @@ class Tensor:
     def expm1_(input): """In-place expm1."""
     def exponential_(self, lambd=..., *, generator=...): """Fill with samples of the exponential distribution of rate lambd."""
     def fill_(input, value): """Every element of self set to `value` (a number, or a 0-dim tensor whose value is cast)."""
+    def fix(input, *, out=...): """Elementwise trunc (torch.trunc); promotion: keep."""
+    def fix_(input): """In-place trunc."""
     def flatten(input, start_dim=..., end_dim=...): """input with dimensions start_dim..end_dim merged into one (a view where the strides allow)."""
     def flip(self, *dims, **kwargs): """The tensor reversed along dims (a copy)."""
     def fliplr(input): """input reversed along dim 1 (a copy, as torch)."""
@@ -324,6 +332,10 @@ class Tensor:
     def grad_fn(self) -> Any: """A view's grad_fn, rebuilt as an as_strided of its base when the base's grad_fn changed
         since the view was made (an in-place op on the base or on another view of it).
         """
+    def greater(input, other, *, out=...): """Elementwise gt with broadcasting (torch.gt); promotion: always_bool."""
+    def greater_(self, other): """In-place gt."""
+    def greater_equal(input, other, *, out=...): """Elementwise ge with broadcasting (torch.ge); promotion: always_bool."""
+    def greater_equal_(self, other): """In-place ge."""
     def gt(input, other, *, out=...): """Elementwise gt with broadcasting (torch.gt); promotion: always_bool."""
     def gt_(self, other): """In-place gt."""
     def half(self, memory_format=...): """The tensor as float16."""
@@ -371,18 +383,40 @@ class Tensor:
     def is_cpu(self) -> Any: """Whether the tensor is on the CPU."""
     @property
     def is_cuda(self) -> Any: """Whether the tensor is on a CUDA device."""
+    def is_distributed(self): """False: a tensorlab tensor always lives on one device of one process."""
     def is_floating_point(self): """Whether the dtype is floating point."""
     def is_inference(self): """Whether the tensor was created in inference mode."""
     @property
+    def is_ipu(self) -> Any: """False: tensorlab has no ipu backend."""
+    @property
     def is_leaf(self) -> Any: """Whether the tensor is a leaf of the autograd graph (created by the user, or not requiring grad)."""
+    @property
+    def is_maia(self) -> Any: """False: tensorlab has no maia backend."""
     is_meta: Any
     is_mkldnn: Any
+    @property
+    def is_mps(self) -> Any: """False: tensorlab has no mps backend."""
+    @property
+    def is_mtia(self) -> Any: """False: tensorlab has no mtia backend."""
+    def is_neg(self): """False: tensorlab has no lazy negation bit (negation is always materialized)."""
     is_nested: Any
+    def is_nonzero(self): """Whether the single element is nonzero (torch's RuntimeError for zero or several elements)."""
     def is_pinned(self, device=...): """True when this CPU tensor's storage is page-locked host memory (False on CUDA tensors)."""
     is_quantized: Any
+    def is_same_size(self, other): """Whether `other` has this tensor's shape."""
+    def is_set_to(self, tensor): """Whether both tensors view the same storage with the same offset, shape and strides."""
+    def is_shared(self): """Whether the storage can be shared with other processes without a copy: CUDA memory is (as
+        torch reports); tensorlab's CPU storages are private process memory.
+        """
     def is_signed(self): """Whether the dtype is signed."""
     is_sparse: Any
     is_sparse_csr: Any
+    @property
+    def is_vulkan(self) -> Any: """False: tensorlab has no vulkan backend."""
+    @property
+    def is_xla(self) -> Any: """False: tensorlab has no xla backend."""
+    @property
+    def is_xpu(self) -> Any: """False: tensorlab has no xpu backend."""
     def isclose(input, other, rtol=..., atol=..., equal_nan=...): """|input - other| <= atol + rtol * |other|, elementwise, plus exact equality (infinities);
         NaNs are close to each other only with equal_nan.
         """
@@ -410,6 +444,10 @@ class Tensor:
     def le_(self, other): """In-place le."""
     def lerp(input, end, weight, *, out=...): """input + weight * (end - input): linear interpolation, elementwise."""
     def lerp_(self, end, weight): """In-place form of lerp: the result is written into self, which is returned (torch's Tensor.lerp_)."""
+    def less(input, other, *, out=...): """Elementwise lt with broadcasting (torch.lt); promotion: always_bool."""
+    def less_(self, other): """In-place lt."""
+    def less_equal(input, other, *, out=...): """Elementwise le with broadcasting (torch.le); promotion: always_bool."""
+    def less_equal_(self, other): """In-place le."""
     def lgamma(input, *, out=...): """Elementwise lgamma (torch's semantics)."""
     def lgamma_(input): """In-place lgamma."""
     def log(input, *, out=...): """Elementwise log (torch.log); promotion: int_to_float."""
@@ -488,6 +526,8 @@ class Tensor:
         random fills, topk/argmax, cumsum and the sort-based searchsorted); the validity checks
         wait for the device once.
         """
+    def multiply(input, other, *, out=...): """Elementwise mul with broadcasting (torch.mul); promotion: default."""
+    def multiply_(self, other): """In-place mul."""
     def mv(input, vec, *, out=...): """The product of a matrix and a vector."""
     def mvlgamma(input, p, *, out=...): """The multivariate log-gamma function of dimension p (torch.mvlgamma)."""
     def mvlgamma_(self, p): """In-place form of mvlgamma: the result is written into self, which is returned (torch's Tensor.mvlgamma_)."""
@@ -507,6 +547,8 @@ class Tensor:
     def ne_(self, other): """In-place ne."""
     def neg(input, *, out=...): """Elementwise neg (torch.neg); promotion: keep."""
     def neg_(input): """In-place neg."""
+    def negative(input, *, out=...): """Elementwise neg (torch.neg); promotion: keep."""
+    def negative_(input): """In-place neg."""
     def nelement(self): """The number of elements (alias of numel)."""
     def new_empty(self, *sizes, size=..., dtype=..., device=..., requires_grad=..., layout=..., pin_memory=...): """An uninitialized tensor of the given size with this tensor's dtype and device."""
     def new_empty_strided(self, size, stride, *, dtype=..., layout=..., device=..., requires_grad=..., pin_memory=...): """An uninitialized tensor of the given size and strides with this tensor's dtype and device."""
@@ -526,6 +568,8 @@ class Tensor:
         any other float; 'fro' is the 2-norm over at most two dims.
         """
     def normal_(self, mean=..., std=..., *, generator=...): """Fill with samples of the normal distribution N(mean, std**2)."""
+    def not_equal(input, other, *, out=...): """Elementwise ne with broadcasting (torch.ne); promotion: always_bool."""
+    def not_equal_(self, other): """In-place ne."""
     def numel(self): """The number of elements (alias of numel)."""
     def numpy(self, *, force=...): """A NumPy array sharing a CPU tensor's memory (force=True copies from any device)."""
     def orgqr(input, input2, *, out=...): """torch.orgqr: linalg.householder_product(input, input2) (torch's argument names)."""
@@ -666,6 +710,8 @@ class Tensor:
     def stride(self, dim=...): """The strides in elements, or the stride of dimension dim."""
     def sub(input, other, *, alpha=..., out=...): """input - alpha * other, broadcast, with torch's type promotion."""
     def sub_(self, other, *, alpha=...): """In-place form of sub: the result is written into self, which is returned (torch's Tensor.sub_)."""
+    def subtract(input, other, *, alpha=..., out=...): """input - alpha * other, broadcast, with torch's type promotion."""
+    def subtract_(self, other, *, alpha=...): """In-place form of sub: the result is written into self, which is returned (torch's Tensor.sub_)."""
     def sum(input, dim=..., keepdim=..., *, dtype=..., out=...): """The sum of all elements, or over dim (keepdim, dtype as torch)."""
     def sum_to_size(self, *size_args, size=...): """self summed down to `size` (which self must expand from)."""
     def svd(input, some=..., compute_uv=..., *, out=...): """torch.svd: (U, S, V) with V (not Vh); some=False gives the full U and V; compute_uv=False
