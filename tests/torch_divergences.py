@@ -260,7 +260,7 @@ def _worker_batches_pickled(device):
     from tensorlab.utils.data import DataLoader, TensorDataset
     ds = TensorDataset(tl.arange(6).float().reshape(3, 2))
     (batch,) = next(iter(DataLoader(ds, batch_size=3, num_workers=1)))
-    assert batch.tolist() == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]] and not hasattr(batch, "is_shared")
+    assert batch.tolist() == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]] and not batch.is_shared()
 def _encoder_padded_positions(device):
     layer = tl.nn.TransformerEncoderLayer(4, 2, 8, batch_first=True).to(device)
     enc = tl.nn.TransformerEncoder(layer, 1).eval()
@@ -391,6 +391,74 @@ def _polynomials_at_nan(device):
 def _vmap_runs_per_element(device):
     f = tl.func.vmap(lambda row: row * row.sum().item())  # data-dependent Python: fine in a per-element loop
     assert f(tl.tensor([[1.0, 2.0], [3.0, 4.0]], device=device)).tolist() == [[3.0, 6.0], [21.0, 28.0]]
+
+
+def _index_error_at_next_wait(device):
+    x = tl.arange(4.0, device=device)
+    i = tl.tensor([1, 9], device=device)
+    if device == "cpu":
+        with pytest.raises(IndexError, match="index 9 is out of bounds"):
+            x[i]
+        return
+    x[i] = 1.0  # queued with its check: no wait, no error yet
+    with pytest.raises(IndexError, match="index 9 is out of bounds.*reported at this synchronization"):
+        tl.cuda.synchronize()
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0] and (x + 1).sum().item() == 10.0  # unchanged; the device works
+
+
+def _graph_capture_refuses_random(device):
+    if device == "cpu":
+        return
+    with pytest.raises(RuntimeError, match="random op inside a CUDA graph capture"):
+        with tl.cuda.graph(tl.cuda.CUDAGraph()):
+            tl.rand(2, device=device)
+
+
+def _pack_padded_too_long(device):
+    x = tl.zeros(3, 2, 4, device=device)
+    with pytest.raises(RuntimeError):
+        tl.nn.utils.rnn.pack_padded_sequence(x, tl.tensor([5, 2]), enforce_sorted=True)
+
+
+def _sparse_add_concatenates(device):
+    i = tl.tensor([[0, 1, 1], [2, 0, 2]], device=device)
+    s = tl.sparse_coo_tensor(i, tl.tensor([3.0, 4.0, 5.0], device=device), (2, 3))
+    t = s + s
+    assert t._nnz() == 6 and not t.is_coalesced()
+    assert t.coalesce()._nnz() == 3 and tl.equal(t.to_dense(), 2 * s.to_dense())
+
+
+def _lbfgs_state_floats(device):
+    w = tl.tensor([1.5, -0.5], device=device, requires_grad=True)
+    opt = tl.optim.LBFGS([w], max_iter=3)
+
+    def closure():
+        opt.zero_grad()
+        loss = ((w - 1.0) ** 2).sum()
+        loss.backward()
+        return loss
+    opt.step(closure)
+    st = opt.state[w]
+    assert isinstance(st["t"], (int, float)) and all(isinstance(v, float) for v in st["ro"])
+
+
+def _onnx_export_returns_none(device):
+    pytest.importorskip("onnx")
+    import io
+    m = tl.nn.Linear(3, 2)
+    assert tl.onnx.export(m, (tl.zeros(1, 3),), io.BytesIO(), dynamo=True) is None
+
+
+def _zero_refuses_overlap(device):
+    from tensorlab.distributed.optim import ZeroRedundancyOptimizer
+    p = tl.nn.Parameter(tl.zeros(2))
+    with pytest.raises((ValueError, RuntimeError, NotImplementedError)):
+        ZeroRedundancyOptimizer([p], tl.optim.SGD, lr=0.1, overlap_with_ddp=True)
+
+
+def _multi_margin_empty_mean_nan(device):
+    out = tl.nn.functional.multi_margin_loss(tl.zeros(0, 3, device=device), tl.zeros(0, dtype=tl.int64, device=device))
+    assert math.isnan(out.item())
 
 
 DIVERGENCES = (
@@ -578,6 +646,38 @@ DIVERGENCES = (
                "the function run once per batch element and the results stacked: values agree, and data-dependent "
                "code works", "a loop is exact and always applicable; tensorlab has no batching rules yet",
                DELIBERATE, _vmap_runs_per_element),
+    Divergence("index ops on CUDA (x[idx], x[idx] = v, index_put_, gather, scatter*, index_select, index_fill_, "
+               "embedding, nll_loss/cross_entropy targets, multinomial's probabilities)", "an out-of-range index",
+               "a device-side assert: the error surfaces later and the CUDA context is unusable until the process "
+               "restarts", "checked on the device without a host wait; the op writes nothing (an in-place target "
+               "stays bit-identical; its version counter has counted the launch); the CPU backend's exception "
+               "is raised at the next host wait, naming the op, the value, the bound and the launching line; "
+               "the device stays usable; tl.cuda.set_check_mode('eager') / CUDA_LAUNCH_BLOCKING=1 raise at the call",
+               "no hidden waits (issue 35) and an error that names the line, without poisoning the context",
+               DELIBERATE, _index_error_at_next_wait),
+    Divergence("CUDA graph capture", "a random op (rand, dropout, ...) inside the captured region",
+               "captured with a per-replay offset: each replay draws new numbers",
+               "refused with a RuntimeError naming the fix (draw outside the region, pass the mask in)",
+               "tensorlab's generators pass (seed, offset) to the kernel by value: a replay would repeat the "
+               "captured draws silently", DELIBERATE, _graph_capture_refuses_random),
+    Divergence("nn.utils.rnn.pack_padded_sequence", "a length longer than the input's time steps",
+               "reads past the end of the input", "RuntimeError naming the length and the input's size",
+               "never read memory outside a tensor", DELIBERATE, _pack_padded_too_long),
+    Divergence("sparse COO s + s", "uncoalesced operands", "CPU merges the two index lists (6 -> coalesced)",
+               "the entries are concatenated (uncoalesced result); values equal after coalesce()",
+               "one concatenation, no sort; torch's CUDA result is uncoalesced too", DELIBERATE,
+               _sparse_add_concatenates),
+    Divergence("optim.LBFGS", "its state", "t, ro, al as 0-dim tensors", "Python floats (ro/al: lists of floats)",
+               "they are scalars the step computes on the host anyway; iterates agree to float64 rounding",
+               DELIBERATE, _lbfgs_state_floats),
+    Divergence("onnx.export", "dynamo=True", "the dynamo exporter; returns an ONNXProgram",
+               "one exporter (tracing at tensorlab's op records), writes f, returns None; opsets 13-23",
+               "tensorlab has no dynamo/FX graph capture", DELIBERATE, _onnx_export_returns_none),
+    Divergence("distributed.optim.ZeroRedundancyOptimizer", "overlap_with_ddp=True", "steps inside DDP's "
+               "communication hook", "refused", "tensorlab's DDP has no communication hooks", DELIBERATE,
+               _zero_refuses_overlap),
+    Divergence("nn.functional.multi_margin_loss", "an empty batch, reduction='mean'", "uninitialized memory",
+               "NaN (0/0)", "a mean over nothing", DELIBERATE, _multi_margin_empty_mean_nan),
 )
 
 
