@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ... import _warn
 from ..parameter import Parameter
-from .parametrizations import _norm_except_dim, _weight_norm
+from .parametrizations import _magnitudes, _rescaled
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
 
@@ -41,7 +41,7 @@ class WeightNorm:
         """name_g * name_v / ||name_v||."""
         direction = getattr(module, self._v_name)
         magnitude = getattr(module, self._g_name)
-        return _weight_norm(direction, magnitude, self.dim)
+        return _rescaled(direction, magnitude, self.dim)
 
     @staticmethod
     def apply(module, name, dim):
@@ -52,7 +52,7 @@ class WeightNorm:
         hook = WeightNorm(name, dim)
         raw = getattr(module, name).data
         module._parameters.pop(name)
-        module.register_parameter(hook._g_name, Parameter(_norm_except_dim(raw, hook.dim).data))
+        module.register_parameter(hook._g_name, Parameter(_magnitudes(raw, hook.dim).data))
         module.register_parameter(hook._v_name, Parameter(raw))
         hook(module, None)
         module.register_forward_pre_hook(hook)
