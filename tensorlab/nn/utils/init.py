@@ -10,15 +10,19 @@ import inspect
 __all__ = ["skip_init"]
 
 
+def _accepts_device(cls):
+    return "device" in inspect.signature(cls).parameters
+
+
 def skip_init(module_cls, *args, **kwargs):
     """module_cls(*args, **kwargs) with parameters and buffers allocated but not initialized; the
     class must take a `device` argument (as torch requires)."""
-    from ..module import Module
     from .. import init
-    if not (isinstance(module_cls, type) and issubclass(module_cls, Module)):
+    from ..module import Module
+    is_module_class = isinstance(module_cls, type) and issubclass(module_cls, Module)
+    if not is_module_class:
         raise RuntimeError(f"Expected a Module; got {module_cls}")
-    if "device" not in inspect.signature(module_cls).parameters:
+    if not _accepts_device(module_cls):
         raise RuntimeError("Module must support a 'device' arg to skip initialization")
-    kwargs.setdefault("device", "cpu")
     with init._skipping():
-        return module_cls(*args, **kwargs)
+        return module_cls(*args, **{"device": "cpu", **kwargs})
