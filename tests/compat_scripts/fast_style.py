@@ -151,4 +151,4 @@ for batch_id in range(args.steps):
 transformer.eval()
 with torch.no_grad():
     out = transformer(torch.full((1, 3, 16, 16), 128.0, device=device)).abs()
-print("stylized", tuple(out.shape), "loss", f"{out.mean().item():.5f}")
+print("stylized", tuple(out.shape), "loss", f"{out.mean().item():.8f}")
