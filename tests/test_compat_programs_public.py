@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from test_compat_runner import HAS_TORCH, SCRIPTS, _run, _split
+from test_compat_runner import HAS_TORCH, ROOT, SCRIPTS, _run, _split
 
 
 def _lacking(names):
@@ -170,3 +172,25 @@ def test_names_the_public_programs_reach(tmp_path):
         theirs = _run(["-c", code], compat=False, cwd=str(tmp_path))
         assert theirs.returncode == 0, theirs.stderr
         assert theirs.stdout == ours.stdout
+
+
+# the programs on the CUDA backend (a GPU, or the emulation driver: python -m
+# tensorlab.backends.cuda.emulation -m pytest ... -m cuda), compared with torch on the CPU; the GPT-2
+# trainer always, the rest with TENSORLAB_PUBLIC_PROGRAMS_CUDA=1 (minutes each under emulation)
+CUDA_PROGRAMS = [("gpt2_train.py", 16), ("dcgan.py", 21), ("vit_einops.py", 5), ("siamese_resnet.py", 7)]
+
+
+@pytest.mark.parametrize("script,n_losses", CUDA_PROGRAMS, ids=[s for s, _ in CUDA_PROGRAMS])
+def test_programs_on_cuda_match_torch_on_the_cpu(cuda, script, n_losses):
+    if script != "gpt2_train.py" and not os.environ.get("TENSORLAB_PUBLIC_PROGRAMS_CUDA"):
+        pytest.skip("set TENSORLAB_PUBLIC_PROGRAMS_CUDA=1 for every program on CUDA")
+    path = os.path.join(SCRIPTS, script)
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))  # keeps the emulation
+    ours = subprocess.run([sys.executable, "-m", "tensorlab.compat", path, "--device", "cuda"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=1200)
+    assert ours.returncode == 0, ours.stderr
+    assert len(_split(ours.stdout)[0]) == n_losses
+    if HAS_TORCH:
+        theirs = _run([path], compat=False)
+        assert theirs.returncode == 0, theirs.stderr
+        _same(ours, theirs)
