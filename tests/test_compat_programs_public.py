@@ -136,6 +136,7 @@ def test_transformer_translation_trains_as_on_torch():
 
 
 def test_einops_vit_trains_as_on_torch():
+    pytest.importorskip("einops")
     losses, rest = _check("vit_einops.py", n_losses=5, learns=(0, 4))
     assert rest[-1] == "patches (2, 16, 48) einops backend: Parameter"
 
@@ -184,6 +185,8 @@ CUDA_PROGRAMS = [("gpt2_train.py", 16), ("dcgan.py", 21), ("vit_einops.py", 5), 
 def test_programs_on_cuda_match_torch_on_the_cpu(cuda, script, n_losses):
     if script != "gpt2_train.py" and not os.environ.get("TENSORLAB_PUBLIC_PROGRAMS_CUDA"):
         pytest.skip("set TENSORLAB_PUBLIC_PROGRAMS_CUDA=1 for every program on CUDA")
+    if script == "vit_einops.py":
+        pytest.importorskip("einops")
     path = os.path.join(SCRIPTS, script)
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))  # keeps the emulation
     ours = subprocess.run([sys.executable, "-m", "tensorlab.compat", path, "--device", "cuda"], cwd=ROOT, env=env,
