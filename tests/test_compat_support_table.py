@@ -72,11 +72,12 @@ def test_check_reports_the_missing_names_a_script_spells(tmp_path):
         "y = F.relu(torch.ones(2)) + torch.no_such_fn(3)\n"
         "torch.onnx.export(model, y, 'm.onnx')\n"
         "mask = nn.Transformer.generate_square_subsequent_mask(3)\n"
-        "z = y.not_known_statically()\n")
+        "z = y.not_known_statically() + y.q_per_channel_axis() + len({}.values())\n")
     res = _run(["--check", str(script)], cwd=str(tmp_path))
     assert res.returncode == 1, res.stderr
     assert res.stdout.splitlines() == [f"{script}: torch.nn.NoSuchLayer", f"{script}: torch.no_such_fn",
-                                       f"{script}: torch.onnx.export", f"{script}: torch.optim.NoSuchOptimizer"]
+                                       f"{script}: torch.onnx.export", f"{script}: torch.optim.NoSuchOptimizer",
+                                       f"{script}: Tensor.q_per_channel_axis (if called on a tensor)"]
     fine = tmp_path / "fine.py"
     fine.write_text("import torch\nfrom torch import nn\nx = nn.Linear(2, 2)(torch.zeros(1, 2)).sum()\n")
     res = _run(["--check", str(fine)], cwd=str(tmp_path))

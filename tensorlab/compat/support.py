@@ -5,6 +5,7 @@ torch's public names resolve through the alias and which do not.
     python -m tensorlab.compat --support-table --full   # every missing name, per package
     python -m tensorlab.compat --support-table --write  # rewrite README's table and docs/compat-support.md
     python -m tensorlab.compat --check script.py        # the torch.X names a script spells that are missing
+                                                        # (and the Tensor methods it may call that are)
     python -m tensorlab.compat.support --dump-torch-names   # (with real torch, without the alias)
                                                             # regenerate torch_names.json
 
@@ -236,12 +237,25 @@ def check(paths):
     report = []
     for path in paths:
         with open(path) as f:
-            names = script_names(f.read(), path)
+            names_source = f.read()
+        names = script_names(names_source, path)
         gaps = list(dict.fromkeys(g for g in map(first_missing, names) if g is not None))
         # a package reported with the names used from it: torch.sparse.mm, not also torch.sparse
         report += [f"{path}: {g}" for g in gaps if not any(o.startswith(g + ".") for o in gaps)]
+        for name in tensor_method_gaps(names_source):
+            report.append(f"{path}: Tensor.{name} (if called on a tensor)")
     print("\n".join(report) if report else "every torch name these scripts spell resolves")
     return 1 if report else 0
+
+
+def tensor_method_gaps(source):
+    """Attribute names the source uses (x.name) that are torch.Tensor methods or properties tensorlab's
+    Tensor lacks, leaving out names Python's own containers and strings have (d.values(), s.index())."""
+    import tensorlab
+    used = {n.attr for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Attribute)}
+    builtin = set().union(*(dir(t) for t in (dict, list, tuple, set, str, bytes, int, float)))
+    torch_methods = set(_torch_names().get("torch.Tensor", []))
+    return sorted(n for n in used & torch_methods if n not in builtin and not hasattr(tensorlab.Tensor, n))
 
 
 def main(argv):
