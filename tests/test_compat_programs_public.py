@@ -137,8 +137,8 @@ def test_transformer_translation_trains_as_on_torch():
 
 def test_einops_vit_trains_as_on_torch():
     pytest.importorskip("einops")
-    losses, rest = _check("vit_einops.py", n_losses=5, learns=(0, 4))
-    assert rest[-1] == "patches (2, 16, 48) einops backend: Parameter"
+    losses, rest = _check("vit_einops.py", n_losses=6, learns=(0, 4))
+    assert rest[-3:-1] == ["patches (2, 16, 48) einops backend: Parameter", "einops shapes (16, 3, 8, 8) (16, 195) True"]
 
 
 def test_gpt2_trainer_resumes_across_libraries(tmp_path):
@@ -178,7 +178,7 @@ def test_names_the_public_programs_reach(tmp_path):
 # the programs on the CUDA backend (a GPU, or the emulation driver: python -m
 # tensorlab.backends.cuda.emulation -m pytest ... -m cuda), compared with torch on the CPU; the GPT-2
 # trainer always, the rest with TENSORLAB_PUBLIC_PROGRAMS_CUDA=1 (minutes each under emulation)
-CUDA_PROGRAMS = [("gpt2_train.py", 16), ("dcgan.py", 21), ("vit_einops.py", 5), ("siamese_resnet.py", 7)]
+CUDA_PROGRAMS = [("gpt2_train.py", 16), ("dcgan.py", 21), ("vit_einops.py", 6), ("siamese_resnet.py", 7)]
 
 
 @pytest.mark.parametrize("script,n_losses", CUDA_PROGRAMS, ids=[s for s, _ in CUDA_PROGRAMS])

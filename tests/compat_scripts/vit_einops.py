@@ -6,7 +6,8 @@ cross-entropy with Adam, as pytorch/examples' vision_transformer/ trains it. The
 synthetic three-class patterns; all weights and data come from a fixed NumPy seed (torch's and
 tensorlab's random generators differ), so the losses print the same on torch and under
 `python -m tensorlab.compat` (where einops finds `torch` in sys.modules and takes tensorlab's tensors
-for torch's)."""
+for torch's). The end exercises the rest of einops' torch backend: reduce, pack/unpack, einsum and the
+Reduce layer."""
 import argparse
 
 import numpy as np
@@ -135,3 +136,15 @@ for step in range(args.steps):
     print(f"step {step} acc {acc.item():.4f} loss {loss.item():.6f}")
 patches = Rearrange('b c (h p1) (w p2) -> b (h w) (p1 p2 c)', p1=4, p2=4)(torch.zeros(2, 3, 16, 16))
 print("patches", tuple(patches.shape), "einops backend:", type(model.cls_token).__name__)
+# the rest of einops' torch backend on the last batch: reduce, pack/unpack, einsum, the Reduce layer
+from einops import einsum, pack, reduce, unpack
+from einops.layers.torch import Reduce
+
+with torch.no_grad():
+    pooled = reduce(data, 'b c (h p1) (w p2) -> b c h w', 'max', p1=2, p2=2)
+    packed, ps = pack([pooled.flatten(1), output], 'b *')
+    first, second = unpack(packed, ps, 'b *')
+    gram = einsum(first, first, 'b d, c d -> b c')
+    head_mean = Reduce('b n d -> b d', 'mean')(model.to_patch_embedding(data))
+print("einops shapes", tuple(pooled.shape), tuple(packed.shape), torch.equal(second, output))
+print(f"einops reduce/pack/einsum loss {gram.mean().item() + head_mean.abs().mean().item():.6f}")
