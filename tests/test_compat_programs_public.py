@@ -12,6 +12,7 @@ import importlib
 import os
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -31,6 +32,9 @@ def _lacking(names):
                     obj = getattr(obj, parts[i])
                 except AttributeError:
                     obj = importlib.import_module(obj.__name__ + "." + parts[i])
+                if isinstance(obj, types.ModuleType) and not os.path.abspath(obj.__file__ or "").startswith(
+                        os.path.join(ROOT, "tensorlab") + os.sep):
+                    raise ImportError(obj.__name__)  # another checkout's module (an editable install's)
                 i += 1
         except (AttributeError, ImportError):
             missing.append("torch." + name)

@@ -87,9 +87,21 @@ def _alias_module(pkg):
     from . import install
     install()
     try:
-        return importlib.import_module(pkg)
+        mod = importlib.import_module(pkg)
     except ImportError:
         return None
+    return mod if _in_this_tree(mod) else None
+
+
+def _in_this_tree(mod):
+    """Whether an alias module stands for a module of this tensorlab checkout (an editable install of
+    another checkout can serve the submodules this one lacks; they are not this tree's)."""
+    import tensorlab
+    target = getattr(mod, "_tensorlab_module", None)
+    path = getattr(target, "__file__", None)
+    if target is None or path is None:
+        return True  # placeholders (MissingTorchModule) and namespace-less modules are judged by lookups
+    return os.path.abspath(path).startswith(os.path.dirname(os.path.abspath(tensorlab.__file__)) + os.sep)
 
 
 def resolves(pkg, name):
@@ -101,12 +113,12 @@ def resolves(pkg, name):
     if mod is None:
         return False
     try:
-        getattr(mod, name)
+        value = getattr(mod, name)
     except (AttributeError, ImportError):
         return False
     except Exception:  # a name whose lookup fails otherwise is not usable either
         return False
-    return True
+    return not isinstance(value, types.ModuleType) or _in_this_tree(value)
 
 
 def support():
@@ -210,8 +222,10 @@ def first_missing(path):
         if not isinstance(obj, (types.ModuleType, type)):
             return None
         try:
-            obj = getattr(obj, part)
-            continue
+            value = getattr(obj, part)
+            if not isinstance(value, types.ModuleType) or _in_this_tree(value):
+                obj = value
+                continue
         except (AttributeError, ImportError):
             pass
         except Exception:
@@ -223,7 +237,8 @@ def first_missing(path):
                 pass
             else:
                 from ._alias import MissingTorchModule
-                if not isinstance(obj, MissingTorchModule):  # a torch module with no tensorlab counterpart
+                # not a torch module with no tensorlab counterpart, nor another checkout's module
+                if not isinstance(obj, MissingTorchModule) and _in_this_tree(obj):
                     continue
         prefix = ".".join(parts[:i + 1])
         if prefix in _torch_names() and i + 1 < len(parts):  # a missing torch package: name what is used from it
