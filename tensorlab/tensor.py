@@ -142,8 +142,6 @@ class Tensor:
         return strided
 
     is_sparse = is_sparse_csr = is_mkldnn = is_quantized = is_meta = is_nested = False
-    # device kinds tensorlab has no backend for (torch scripts test them: `input.is_cuda or input.is_xpu`)
-    is_xpu = is_mps = is_ipu = is_maia = is_mtia = is_vulkan = is_xla = False
 
     def dim(self):
         return len(self._meta.layout.shape)

@@ -157,13 +157,11 @@ def test_gpt2_trainer_resumes_across_libraries(tmp_path):
 
 def test_names_the_public_programs_reach(tmp_path):
     """word_language_model allowlists torch.nn.modules.linear.NonDynamicallyQuantizableLinear (the class
-    of MultiheadAttention.out_proj) to torch.load a whole pickled TransformerModel; dcgan tests
-    `input.is_cuda or input.is_xpu`. Same output on torch."""
+    of MultiheadAttention.out_proj) to torch.load a whole pickled TransformerModel. Same output on torch."""
     code = ("import io, torch\nfrom torch import nn\n"
             "cls = torch.nn.modules.linear.NonDynamicallyQuantizableLinear\n"
             "enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0), 1, enable_nested_tensor=False)\n"
             "print(type(enc.layers[0].self_attn.out_proj) is cls, issubclass(cls, nn.Linear))\n"
-            "x = torch.ones(1)\nprint(x.is_xpu, x.is_mps, x.is_cuda or x.is_xpu)\n"
             "buf = io.BytesIO(); torch.save(enc, buf); buf.seek(0)\n"
             "with torch.serialization.safe_globals([nn.TransformerEncoder, nn.TransformerEncoderLayer, nn.ModuleList,\n"
             "        nn.MultiheadAttention, cls, nn.Linear, nn.Dropout, nn.LayerNorm, torch.nn.functional.relu]):\n"
@@ -172,7 +170,7 @@ def test_names_the_public_programs_reach(tmp_path):
             "print(torch.equal(back(src), enc(src)), type(back.layers[0].self_attn.out_proj).__name__)\n")
     ours = _run(["-c", code], cwd=str(tmp_path))
     assert ours.returncode == 0, ours.stderr
-    assert ours.stdout == "True True\nFalse False False\nTrue NonDynamicallyQuantizableLinear\n"
+    assert ours.stdout == "True True\nTrue NonDynamicallyQuantizableLinear\n"
     if HAS_TORCH:
         theirs = _run(["-c", code], compat=False, cwd=str(tmp_path))
         assert theirs.returncode == 0, theirs.stderr

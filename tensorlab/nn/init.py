@@ -146,27 +146,3 @@ def _default_layer_init_(weight, bias, zero_bias_without_fan_in):
             uniform_(bias, -bound, bound)
         elif zero_bias_without_fan_in:
             uniform_(bias, 0, 0)
-
-
-def orthogonal_(tensor, gain=1, generator=None):
-    """Fill `tensor` (2-d or more, viewed as size(0) x the rest) with a (semi-)orthogonal matrix times
-    `gain` (Saxe et al., 2013): the Q of a QR factorization of a standard normal matrix, its columns'
-    signs fixed by R's diagonal so that the distribution is uniform (Haar)."""
-    if tensor.ndimension() < 2:
-        raise ValueError("Only tensors with 2 or more dimensions are supported")
-    if tensor.numel() == 0:
-        return tensor
-    from ..linalg import qr
-    rows = tensor.size(0)
-    cols = tensor.numel() // rows
-    with no_grad():
-        flattened = tensor.new_empty((rows, cols)).normal_(0, 1, generator=generator)
-        if rows < cols:
-            flattened = flattened.t()
-        q, r = qr(flattened)
-        q = q * r.diagonal().sign()  # torch.diag(r, 0).sign(): a unique, uniformly distributed Q
-        if rows < cols:
-            q = q.t()
-        tensor.view_as(q).copy_(q)
-        tensor.mul_(gain)
-    return tensor
