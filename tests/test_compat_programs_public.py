@@ -119,7 +119,7 @@ def test_fast_neural_style_trains_as_on_torch():
 
 def test_actor_critic_with_categorical_trains_as_on_torch():
     _needs("distributions.Categorical")
-    _check("actor_critic.py", n_losses=10)
+    _check("actor_critic_cartpole.py", n_losses=10)
 
 
 def test_gcn_on_a_sparse_adjacency_trains_as_on_torch():
