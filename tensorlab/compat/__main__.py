@@ -23,7 +23,8 @@ def _report(exc):
         te.stack = traceback.StackSummary.from_list(frames)
     sys.stderr.write("".join(tb.format()))
 
-USAGE = "usage: python -m tensorlab.compat [-c code | -m module | script.py] [args ...]"
+USAGE = ("usage: python -m tensorlab.compat [-c code | -m module | script.py] [args ...]\n"
+         "       python -m tensorlab.compat --support-table [--full | --write] | --check script.py ...")
 
 
 def main(argv=None):
@@ -32,6 +33,9 @@ def main(argv=None):
         print(USAGE + "\nRuns an unmodified PyTorch script with `import torch` resolving to tensorlab.",
               file=sys.stderr if not argv else sys.stdout)
         return 2 if not argv else 0
+    if argv[0] in ("--support-table", "--check"):  # support.py: what resolves, per torch package / per script
+        from .support import main as support_main
+        return support_main(argv)
     from . import install
     install()
     if argv[0] == "-c":  # as python -c: sys.argv[0] is '-c', the code runs in a fresh __main__ namespace
