@@ -27,6 +27,7 @@ import warnings
 import numpy as np
 
 import tensorlab as tl
+import opinfo_harness as OH  # noqa: E402
 from opinfo_harness import (BOTH_RAISED, MISMATCH, OURS_RAISED, PASS, SKIPPED, TOLERANCES, TORCH_RAISED,
                             Unsupported, _error_kind, compare, to_tl, to_torch)
 
@@ -104,12 +105,26 @@ def _convert(x, device):
     return to_tl(x, device)
 
 
+def _settle():
+    """Wait for a CUDA device a device-side check ran on: a bad index found there is raised at the next
+    host wait (backends/cuda/device_checks.py), which this is for the call just made."""
+    checks = sys.modules.get("tensorlab.backends.cuda.device_checks")
+    if checks is not None and checks.unread():
+        tl.cuda.synchronize()
+
+
 def _outcome(fn):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return fn(), None
+            r = fn()
+            _settle()
+            return r, None
         except Exception as e:  # noqa: BLE001 (the exception is the outcome)
+            try:
+                _settle()  # a check the call launched before it raised is not left for a later sample
+            except Exception:  # noqa: BLE001
+                pass
             return None, e
 
 
@@ -345,14 +360,7 @@ def run_module(info, dtypes, device="cpu", every=1):
 
 def summarize(infos, results):
     have = [m for m in infos if exists(m)]
-    counts = {}
-    for rows in results.values():
-        for *_, status, _ in rows:
-            counts[status] = counts.get(status, 0) + 1
-    ran = sum(n for s, n in counts.items() if s != SKIPPED)
-    agree = counts.get(PASS, 0) + counts.get(BOTH_RAISED, 0)
-    return {"moduleinfos": len(infos), "exist": len(have), "samples_run": ran, "agree": agree,
-            "agree_pct": 100.0 * agree / max(ran, 1), "counts": counts,
+    return {"moduleinfos": len(infos), "exist": len(have), **OH.tally(results),
             "missing": sorted(key(m) for m in infos if not exists(m))}
 
 
@@ -378,15 +386,7 @@ def main(argv=None):
     failing = {f"{args.device}|{k}|{m}|{dt}|{i}": f"{st}: {d}" for k, rows in results.items()
                for m, dt, i, st, d in rows if st in (MISMATCH, OURS_RAISED, TORCH_RAISED)}
     if args.write_known:
-        try:
-            with open(args.write_known) as f:
-                known = json.load(f)
-        except FileNotFoundError:
-            known = {}
-        known.update(failing)
-        with open(args.write_known, "w") as f:
-            json.dump(dict(sorted(known.items())), f, indent=1)
-            f.write("\n")
+        OH.merge_known(args.write_known, failing)
     if args.verbose:
         for k, v in sorted(failing.items()):
             print(f"  {k}: {v}")

@@ -498,7 +498,6 @@ def samples(op, device_dtype, reference, seed=0):
 
 def run_op(op, dtypes, device="cpu", reference=False, max_samples=None, every=1):
     """[(variant, dtype name, sample index, status, detail)] for one OpInfo."""
-    torch = _torch()
     out = []
     vs = {v: p for v, p in variants(op).items() if p[1] is not None}
     values = not _random(op)
@@ -524,17 +523,35 @@ def run_op(op, dtypes, device="cpu", reference=False, max_samples=None, every=1)
     return out
 
 
-def summarize(ops, results):
-    pub = [op for op in ops if public(op)]
-    have = [op for op in pub if exists(op)]
+def tally(results):
+    """{"samples_run", "agree", "agree_pct", "counts"} over {key: rows}, each row ending (status, detail)
+    (this harness's and tests/moduleinfo_harness.py's)."""
     counts = {}
     for rows in results.values():
-        for _, _, _, status, _ in rows:
+        for *_, status, _ in rows:
             counts[status] = counts.get(status, 0) + 1
     ran = sum(n for s, n in counts.items() if s != SKIPPED)
     agree = counts.get(PASS, 0) + counts.get(BOTH_RAISED, 0)
-    return {"opinfos": len(pub), "exist": len(have), "samples_run": ran, "agree": agree,
-            "agree_pct": 100.0 * agree / max(ran, 1), "counts": counts,
+    return {"samples_run": ran, "agree": agree, "agree_pct": 100.0 * agree / max(ran, 1), "counts": counts}
+
+
+def merge_known(path, entries):
+    """Merge {device|key|variant|dtype|i: "status: detail"} into the known-failures JSON file at path."""
+    try:
+        with open(path) as f:
+            known = json.load(f)
+    except FileNotFoundError:
+        known = {}
+    known.update(entries)
+    with open(path, "w") as f:
+        json.dump(dict(sorted(known.items())), f, indent=1)
+        f.write("\n")
+
+
+def summarize(ops, results):
+    pub = [op for op in ops if public(op)]
+    have = [op for op in pub if exists(op)]
+    return {"opinfos": len(pub), "exist": len(have), **tally(results),
             "missing": sorted(key(op) for op in pub if not exists(op))}
 
 
@@ -567,18 +584,9 @@ def main(argv=None):
                 results[key(op)] += [("ref:" + r[0],) + r[1:] for r in run_op(op, dtypes, args.device, reference=True)]
     s = summarize(ops, results)
     if args.write_known:
-        try:
-            with open(args.write_known) as f:
-                known = json.load(f)
-        except FileNotFoundError:
-            known = {}
-        for op_key, rows in results.items():
-            for v, dt, i, status, detail in rows:
-                if status in (MISMATCH, OURS_RAISED, TORCH_RAISED):
-                    known[f"{args.device}|{op_key}|{v}|{dt}|{i}"] = f"{status}: {detail}"
-        with open(args.write_known, "w") as f:
-            json.dump(dict(sorted(known.items())), f, indent=1)
-            f.write("\n")
+        merge_known(args.write_known, {f"{args.device}|{op_key}|{v}|{dt}|{i}": f"{status}: {detail}"
+                                       for op_key, rows in results.items() for v, dt, i, status, detail in rows
+                                       if status in (MISMATCH, OURS_RAISED, TORCH_RAISED)})
     print(f"OpInfos: {s['exist']} / {s['opinfos']} exist in tensorlab; samples agreeing: {s['agree']} / "
           f"{s['samples_run']} ({s['agree_pct']:.1f}%); {s['counts']}")
     print("missing:", " ".join(s["missing"]))
