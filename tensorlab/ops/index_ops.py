@@ -2,7 +2,8 @@
 accumulate) and boolean-mask assignment, so both devices and autograd come from those ops."""
 from __future__ import annotations
 
-from .. import dtypes, layout as L
+from .. import dtypes, layout as L, sync
+from . import elementwise as _ew
 from ..tensor import Tensor
 from ._common import strictly_same_device
 from .repeats import _to_out, _wrap
@@ -58,6 +59,23 @@ def _index_args(self, dim, index, source, op):
     return d, index.reshape(-1).to(dtypes.int64)
 
 
+_NEGATIVE = 1 << 62  # a negative index v travels as _NEGATIVE - v: out of any range, and decodable
+
+
+def _device_bounds(self, d, idx, op):
+    """On CUDA: the index to write with, and the error to report, for index_put_'s own device-side
+    check (no host wait; the write does nothing when it fails). index_put_ takes [-size, size), these
+    ops [0, size): a negative index is sent as _NEGATIVE - v, which that check refuses too."""
+    size = self.shape[d] if self.dim() else 1
+    sent = _ew.where(idx < 0, _NEGATIVE - idx, idx)
+
+    def error(inner, value):  # the CPU path's error (_bounds) for the index as the user gave it
+        v = _NEGATIVE - value if value >= _NEGATIVE else value
+        msg = f"index {v} is out of bounds for dimension {d} with size {size}"
+        return IndexError(f"index_copy_(): {msg}") if op == "index_copy_" else RuntimeError(msg)
+    return sent, sync.reported_as(op, error)
+
+
 def _bounds(self, d, idx, op):
     size = self.shape[d] if self.dim() else 1
     if idx.numel():
@@ -87,12 +105,16 @@ def _put(self, d, idx, values, accumulate):
 def index_add_(self, dim, index, source, *, alpha=1):
     """self[..., index[i], ...] += alpha * source[..., i, ...] along `dim` (duplicates accumulate)."""
     d, idx = _index_args(self, dim, index, source, "index_add_")
-    _bounds(self, d, idx, "index_add_")
     if not self._dtype.is_floating_point and self._dtype is not dtypes.bool_:
         alpha = int(alpha)  # torch truncates alpha for integer tensors
     if alpha != 1:
         source = source * alpha
-    return _put(self, d, idx, source, True)
+    if self.device.type == "cpu" or not idx.numel() or self.dim() == 0:
+        _bounds(self, d, idx, "index_add_")
+        return _put(self, d, idx, source, True)
+    sent, reporting = _device_bounds(self, d, idx, "index_add_")
+    with reporting:
+        return _put(self, d, sent, source, True)
 
 
 def index_add(input, dim, index, source, *, alpha=1, out=None):
@@ -103,8 +125,12 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
 def index_copy_(self, dim, index, source):
     """self[..., index[i], ...] = source[..., i, ...] along `dim`."""
     d, idx = _index_args(self, dim, index, source, "index_copy_")
-    _bounds(self, d, idx, "index_copy_")
-    return _put(self, d, idx, source, False)
+    if self.device.type == "cpu" or not idx.numel() or self.dim() == 0:
+        _bounds(self, d, idx, "index_copy_")
+        return _put(self, d, idx, source, False)
+    sent, reporting = _device_bounds(self, d, idx, "index_copy_")
+    with reporting:
+        return _put(self, d, sent, source, False)
 
 
 def index_copy(input, dim, index, source, *, out=None):
