@@ -1,6 +1,7 @@
 """torch.distributions.utils: parameter broadcasting, logits/probs conversion, lazy properties."""
 from __future__ import annotations
 
+import math
 import numbers
 from functools import update_wrapper
 
@@ -118,3 +119,37 @@ def vec_to_tril_matrix(vec, diag=0):
     flat = vec.new_zeros(vec.shape[:-1] + (n * n,))
     idx = (rows * n + cols).expand(vec.shape)
     return flat.scatter(-1, idx, vec).reshape(vec.shape[:-1] + (n, n))
+
+
+_LOG_2 = math.log(2.0)
+
+
+class _FoldedAtZero:
+    """Shared pieces of |X| for X symmetric about 0 (HalfNormal, HalfCauchy): the base density doubled on
+    [0, inf), the base cdf/icdf rescaled from (1/2, 1) to (0, 1), and the base entropy less log 2."""
+
+    def _folded_log_density(self, value):
+        doubled = self.base_dist.log_prob(value) + _LOG_2
+        return tl.where(value >= 0, doubled, tl.full_like(doubled, -math.inf))
+
+    def cdf(self, value):
+        """P(|X| <= value) = 2 F(value) - 1."""
+        if self._validate_args:
+            self._validate_sample(value)
+        return self.base_dist.cdf(value) * 2 - 1
+
+    def icdf(self, prob):
+        """F^-1((1 + prob) / 2)."""
+        return self.base_dist.icdf(0.5 * prob + 0.5)
+
+    def entropy(self):
+        """H(X) - log 2."""
+        return self.base_dist.entropy() - _LOG_2
+
+    @property
+    def scale(self):
+        return self.base_dist.scale
+
+    @property
+    def mode(self):
+        return tl.zeros_like(self.scale)
