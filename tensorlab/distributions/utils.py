@@ -153,3 +153,26 @@ class _FoldedAtZero:
     @property
     def mode(self):
         return tl.zeros_like(self.scale)
+
+
+def _expand_params(dist, cls, batch_shape, _instance, names):
+    """expand() for a family whose state is its parameter tensors: the copy gets each of `names` that `dist`
+    holds, expanded to `batch_shape` (lazy ones absent from the instance stay lazy), skips argument validation
+    and keeps `dist`'s validation flag."""
+    from .distribution import Distribution
+
+    out = dist._get_checked_instance(cls, _instance)
+    size = tl.Size(batch_shape)
+    held = vars(dist)
+    for name in names:
+        if name in held:
+            setattr(out, name, held[name].expand(size))
+    Distribution.__init__(out, size, dist.event_shape, validate_args=False)
+    out._validate_args = dist._validate_args
+    return out
+
+
+def _scalar_or_shape(t, *given):
+    """The batch shape of a family built from `given` raw arguments broadcast to `t`: () when all were Python
+    numbers."""
+    return tl.Size() if all(isinstance(g, numbers.Number) for g in given) else t.size()
