@@ -167,6 +167,10 @@ def _expand_params(dist, cls, batch_shape, _instance, names):
     for name in names:
         if name in held:
             setattr(out, name, held[name].expand(size))
+    if "_param" in held:
+        # the tensor the user gave (logits win when both are materialized)
+        mine = vars(out)
+        out._param = mine["logits"] if "logits" in mine else mine["probs"]
     Distribution.__init__(out, size, dist.event_shape, validate_args=False)
     out._validate_args = dist._validate_args
     return out
@@ -176,3 +180,16 @@ def _scalar_or_shape(t, *given):
     """The batch shape of a family built from `given` raw arguments broadcast to `t`: () when all were Python
     numbers."""
     return tl.Size() if all(isinstance(g, numbers.Number) for g in given) else t.size()
+
+
+def _one_of_probs_logits(probs, logits):
+    """("probs" | "logits", the given value), insisting on exactly one."""
+    if (logits is None) is (probs is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+    return ("logits", logits) if probs is None else ("probs", probs)
+
+
+def _leading_support(count, ref, batch_shape, expand):
+    """0, 1, ..., count-1 (in ref's dtype/device) along a new leading dim, broadcastable over batch_shape."""
+    col = tl.arange(count, dtype=ref.dtype, device=ref.device).reshape((count,) + (1,) * len(batch_shape))
+    return col.expand((count,) + tuple(batch_shape)) if expand else col
