@@ -17,7 +17,7 @@ __all__ = ["Bernoulli"]
 class Bernoulli(ExponentialFamily):
     """Bernoulli distribution over {0, 1}, parameterized by `probs` or by `logits` (exactly one)."""
 
-    arg_constraints = {"logits": constraints.real, "probs": constraints.unit_interval}
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
     _mean_carrier_measure = 0

@@ -14,8 +14,8 @@ __all__ = ["Binomial"]
 class Binomial(Distribution):
     """Number of successes in `total_count` Bernoulli(probs) trials."""
 
-    arg_constraints = {"total_count": constraints.nonnegative_integer, "logits": constraints.real,
-                       "probs": constraints.unit_interval}
+    arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
+                       "logits": constraints.real}
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):

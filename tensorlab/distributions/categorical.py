@@ -27,7 +27,7 @@ class Categorical(Distribution):
     """Distribution over {0, ..., K-1} with the last dim of `probs` (normalized) or `logits`
     (log-normalized) holding the K event weights."""
 
-    arg_constraints = {"logits": constraints.real_vector, "probs": constraints.simplex}
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):

@@ -21,7 +21,7 @@ def _nan_unless(cond, t):
 class FisherSnedecor(Distribution):
     """F distribution: (X1 / df1) / (X2 / df2) with X_i ~ Chi2(df_i)."""
 
-    arg_constraints = {"df2": constraints.positive, "df1": constraints.positive}
+    arg_constraints = {"df1": constraints.positive, "df2": constraints.positive}
     support = constraints.positive
     has_rsample = True
 

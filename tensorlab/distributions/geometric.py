@@ -14,7 +14,7 @@ __all__ = ["Geometric"]
 class Geometric(Distribution):
     """Number of failures before the first success of Bernoulli(probs) trials."""
 
-    arg_constraints = {"logits": constraints.real, "probs": constraints.unit_interval}
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args=None):

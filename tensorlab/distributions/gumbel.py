@@ -20,7 +20,7 @@ _SD_PER_SCALE = math.pi / math.sqrt(6.0)
 class Gumbel(TransformedDistribution):
     """Gumbel (type-I extreme value) distribution: loc - scale * log(-log U)."""
 
-    arg_constraints = {"scale": constraints.positive, "loc": constraints.real}
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
 
     def __init__(self, loc, scale, validate_args=None):

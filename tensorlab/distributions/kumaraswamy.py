@@ -23,7 +23,7 @@ def _raw_moment(a, b, n):
 class Kumaraswamy(TransformedDistribution):
     """(1 - U^(1/b))^(1/a) with U ~ U(0, 1), a = concentration1, b = concentration0."""
 
-    arg_constraints = {"concentration0": constraints.positive, "concentration1": constraints.positive}
+    arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
     support = constraints.unit_interval
     has_rsample = True
 

@@ -12,7 +12,7 @@ __all__ = ["LogNormal"]
 class LogNormal(TransformedDistribution):
     """exp(X) with X ~ Normal(loc, scale)."""
 
-    arg_constraints = {"scale": constraints.positive, "loc": constraints.real}
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.positive
     has_rsample = True
 

@@ -12,7 +12,7 @@ __all__ = ["LogisticNormal"]
 class LogisticNormal(TransformedDistribution):
     """StickBreakingTransform of a Normal(loc, scale) vector: a distribution on the K+1 simplex."""
 
-    arg_constraints = {"scale": constraints.positive, "loc": constraints.real}
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.simplex
     has_rsample = True
 

@@ -15,7 +15,7 @@ __all__ = ["Multinomial"]
 class Multinomial(Distribution):
     """Counts of each of K categories in `total_count` Categorical(probs) draws (event_shape (K,))."""
 
-    arg_constraints = {"logits": constraints.real_vector, "probs": constraints.simplex}
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     total_count: int
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):

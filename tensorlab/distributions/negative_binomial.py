@@ -16,8 +16,8 @@ __all__ = ["NegativeBinomial"]
 class NegativeBinomial(Distribution):
     """Number of successes before `total_count` failures of Bernoulli(probs) trials."""
 
-    arg_constraints = {"total_count": constraints.greater_than_eq(0), "logits": constraints.real,
-                       "probs": constraints.half_open_interval(0.0, 1.0)}
+    arg_constraints = {"total_count": constraints.greater_than_eq(0),
+                       "probs": constraints.half_open_interval(0.0, 1.0), "logits": constraints.real}
     support = constraints.nonnegative_integer
 
     def __init__(self, total_count, probs=None, logits=None, validate_args=None):

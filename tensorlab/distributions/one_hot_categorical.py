@@ -14,7 +14,7 @@ __all__ = ["OneHotCategoricalStraightThrough", "OneHotCategorical"]
 class OneHotCategorical(Distribution):
     """Categorical with one-hot samples of length K (event_shape (K,))."""
 
-    arg_constraints = {"logits": constraints.real_vector, "probs": constraints.simplex}
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.one_hot
     has_enumerate_support = True
 

@@ -13,7 +13,7 @@ __all__ = ["Pareto"]
 class Pareto(TransformedDistribution):
     """Pareto type-1 distribution with minimum `scale` and tail index `alpha`."""
 
-    arg_constraints = {"scale": constraints.positive, "alpha": constraints.positive}
+    arg_constraints = {"alpha": constraints.positive, "scale": constraints.positive}
 
     def __init__(self, scale, alpha, validate_args=None):
         xm, tail = broadcast_all(scale, alpha)

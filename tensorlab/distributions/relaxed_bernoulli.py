@@ -13,7 +13,7 @@ from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, p
 
 __all__ = ["RelaxedBernoulli", "LogitRelaxedBernoulli"]
 
-_PARAMS = {"logits": constraints.real, "probs": constraints.unit_interval}
+_PARAMS = {"probs": constraints.unit_interval, "logits": constraints.real}
 
 
 def _logit(p):

@@ -15,7 +15,7 @@ from .utils import clamp_probs
 
 __all__ = ["RelaxedOneHotCategorical", "ExpRelaxedCategorical"]
 
-_PARAMS = {"logits": constraints.real_vector, "probs": constraints.simplex}
+_PARAMS = {"probs": constraints.simplex, "logits": constraints.real_vector}
 
 
 def _log_normalize(s):

@@ -17,7 +17,7 @@ _ANY_REAL = constraints.dependent(is_discrete=False, event_dim=0)
 class Uniform(Distribution):
     """Continuous uniform distribution on the half-open interval [low, high)."""
 
-    arg_constraints = {"high": _ANY_REAL, "low": _ANY_REAL}
+    arg_constraints = {"low": _ANY_REAL, "high": _ANY_REAL}
     has_rsample = True
 
     def __init__(self, low, high, validate_args=None):

@@ -21,7 +21,7 @@ def _chain(lam, inv_k):
 class Weibull(TransformedDistribution):
     """Two-parameter Weibull: scale * E^(1/concentration), E ~ Exp(1)."""
 
-    arg_constraints = {"concentration": constraints.positive, "scale": constraints.positive}
+    arg_constraints = {"scale": constraints.positive, "concentration": constraints.positive}
     support = constraints.positive
 
     def __init__(self, scale, concentration, validate_args=None):
