@@ -10,7 +10,7 @@ import tensorlab as tl
 from . import constraints
 from .chi2 import Chi2
 from .exp_family import ExponentialFamily
-from .multivariate_normal import _precision_to_scale_tril
+from .multivariate_normal import _cov_tril_from_precision as _precision_to_scale_tril
 from .utils import lazy_property
 
 __all__ = ["Wishart"]
