@@ -157,8 +157,8 @@ def _pair_categorical(p, q):
 
 
 def _pair_continuous_bernoulli(p, q):
-    own = p._cont_bern_log_norm() + (-p.probs).log1p()
-    other = q._cont_bern_log_norm() + (-q.probs).log1p()
+    own = p._log_norm_const() + (-p.probs).log1p()
+    other = q._log_norm_const() + (-q.probs).log1p()
     return p.mean * (p.logits - q.logits) + own - other
 
 
@@ -389,7 +389,7 @@ def _xlogq_pareto(p, q):
 
 def _xlogq_continuous_bernoulli(p, q):
     # log q(x) = x logit(q) + log(1 - q) + log C(q)
-    return p.mean * q.logits + tl.log1p(-q.probs) + q._cont_bern_log_norm()
+    return p.mean * q.logits + tl.log1p(-q.probs) + q._log_norm_const()
 
 
 def _xlogq_uniform(p, q):
