@@ -39,17 +39,10 @@ class Multinomial(Distribution):
     def _new(self, *args, **kwargs):
         return self._categorical._new(*args, **kwargs)
 
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
+    # parameters live on the per-trial Categorical
+    probs = property(lambda self: self._categorical.probs)
+    logits = property(lambda self: self._categorical.logits)
+    param_shape = property(lambda self: self._categorical.param_shape)
 
     @property
     def mean(self):
