@@ -10,7 +10,7 @@ import tensorlab as tl
 from . import constraints
 from .chi2 import Chi2
 from .exp_family import ExponentialFamily
-from .multivariate_normal import _cov_tril_from_precision as _precision_to_scale_tril
+from .multivariate_normal import _cov_tril_from_precision
 from .utils import lazy_property
 
 __all__ = ["Wishart"]
@@ -61,7 +61,7 @@ class Wishart(ExponentialFamily):
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
         self._batch_dims = list(range(-1, -len(self._batch_shape) - 1, -1))
         to_tril = {"scale_tril": lambda m: m, "covariance_matrix": tl.linalg.cholesky,
-                   "precision_matrix": _precision_to_scale_tril}[kind]
+                   "precision_matrix": _cov_tril_from_precision}[kind]
         self._unbroadcasted_scale_tril = to_tril(param)
         p = self._event_shape[-1]
         self._dist_chi2 = Chi2(df=self.df.unsqueeze(-1) - tl.arange(p, dtype=param.dtype, device=param.device)
