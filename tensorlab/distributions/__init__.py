@@ -1,60 +1,38 @@
 """tensorlab.distributions: torch.distributions' families, transforms, constraints and KL registry,
 written over tensorlab ops (so they run on every device tensorlab runs on)."""
-from . import constraints, transforms
-from .bernoulli import Bernoulli
-from .beta import Beta
-from .binomial import Binomial
-from .categorical import Categorical
-from .cauchy import Cauchy
-from .chi2 import Chi2
-from .continuous_bernoulli import ContinuousBernoulli
-from .constraint_registry import biject_to, transform_to
-from .dirichlet import Dirichlet
-from .distribution import Distribution
-from .exp_family import ExponentialFamily
-from .exponential import Exponential
-from .fishersnedecor import FisherSnedecor
-from .gamma import Gamma
-from .generalized_pareto import GeneralizedPareto
-from .geometric import Geometric
-from .gumbel import Gumbel
-from .half_cauchy import HalfCauchy
-from .half_normal import HalfNormal
-from .independent import Independent
-from .inverse_gamma import InverseGamma
-from .kumaraswamy import Kumaraswamy
-from .laplace import Laplace
-from .lkj_cholesky import LKJCholesky
-from .log_normal import LogNormal
-from .logistic_normal import LogisticNormal
-from .lowrank_multivariate_normal import LowRankMultivariateNormal
-from .mixture_same_family import MixtureSameFamily
-from .multinomial import Multinomial
-from .multivariate_normal import MultivariateNormal
-from .negative_binomial import NegativeBinomial
-from .normal import Normal
-from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
-from .pareto import Pareto
-from .poisson import Poisson
-from .relaxed_bernoulli import RelaxedBernoulli
-from .relaxed_categorical import RelaxedOneHotCategorical
-from .studentT import StudentT
-from .transformed_distribution import TransformedDistribution
-from .transforms import *  # noqa: F401,F403
-from .uniform import Uniform
-from .von_mises import VonMises
-from .weibull import Weibull
-from .wishart import Wishart
-from .kl import kl_divergence, register_kl
+from importlib import import_module as _import_module
 
-__all__ = [
-    "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ContinuousBernoulli", "Dirichlet",
-    "Distribution", "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma", "GeneralizedPareto", "Geometric",
-    "Gumbel",
-    "HalfCauchy", "HalfNormal", "Independent", "InverseGamma", "Kumaraswamy", "LKJCholesky", "Laplace", "LogNormal",
-    "LogisticNormal", "LowRankMultivariateNormal", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
-    "NegativeBinomial", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto",
-    "RelaxedBernoulli", "RelaxedOneHotCategorical", "StudentT", "Poisson", "Uniform", "VonMises", "Weibull",
-    "Wishart",
-    "TransformedDistribution", "biject_to", "kl_divergence", "register_kl", "transform_to",
-] + transforms.__all__
+from . import constraints, transforms
+from .transforms import *  # noqa: F401,F403
+
+# submodule -> the public names it contributes to this package (loaded in this order; kl goes last
+# because its registrations refer to the families above)
+_FAMILIES = (
+    ("distribution", "Distribution"), ("exp_family", "ExponentialFamily"),
+    ("bernoulli", "Bernoulli"), ("beta", "Beta"), ("binomial", "Binomial"), ("categorical", "Categorical"),
+    ("cauchy", "Cauchy"), ("chi2", "Chi2"), ("continuous_bernoulli", "ContinuousBernoulli"),
+    ("constraint_registry", "biject_to transform_to"), ("dirichlet", "Dirichlet"),
+    ("exponential", "Exponential"), ("fishersnedecor", "FisherSnedecor"), ("gamma", "Gamma"),
+    ("generalized_pareto", "GeneralizedPareto"), ("geometric", "Geometric"), ("gumbel", "Gumbel"),
+    ("half_cauchy", "HalfCauchy"), ("half_normal", "HalfNormal"), ("independent", "Independent"),
+    ("inverse_gamma", "InverseGamma"), ("kumaraswamy", "Kumaraswamy"), ("laplace", "Laplace"),
+    ("lkj_cholesky", "LKJCholesky"), ("log_normal", "LogNormal"), ("logistic_normal", "LogisticNormal"),
+    ("lowrank_multivariate_normal", "LowRankMultivariateNormal"),
+    ("mixture_same_family", "MixtureSameFamily"), ("multinomial", "Multinomial"),
+    ("multivariate_normal", "MultivariateNormal"), ("negative_binomial", "NegativeBinomial"),
+    ("normal", "Normal"), ("one_hot_categorical", "OneHotCategorical OneHotCategoricalStraightThrough"),
+    ("pareto", "Pareto"), ("poisson", "Poisson"), ("relaxed_bernoulli", "RelaxedBernoulli"),
+    ("relaxed_categorical", "RelaxedOneHotCategorical"), ("studentT", "StudentT"),
+    ("transformed_distribution", "TransformedDistribution"), ("uniform", "Uniform"),
+    ("von_mises", "VonMises"), ("weibull", "Weibull"), ("wishart", "Wishart"),
+    ("kl", "kl_divergence register_kl"),
+)
+
+__all__ = []
+for _mod, _names in _FAMILIES:
+    _m = _import_module(f".{_mod}", __name__)
+    for _n in _names.split():
+        globals()[_n] = getattr(_m, _n)
+        __all__.append(_n)
+__all__ += transforms.__all__
+del _mod, _names, _m, _n

@@ -1,14 +1,15 @@
 """torch.distributions.bernoulli: Bernoulli(probs | logits)."""
 from __future__ import annotations
 
-from numbers import Number
+import math
 
 import tensorlab as tl
 import tensorlab.nn.functional as F
 
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import (_expand_params, _leading_support, _one_of_probs_logits, _scalar_or_shape, broadcast_all,
+                    lazy_property, logits_to_probs, probs_to_logits)
 
 __all__ = ["Bernoulli"]
 
@@ -22,31 +23,15 @@ class Bernoulli(ExponentialFamily):
     _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            is_scalar = isinstance(probs, Number)
-            (self.probs,) = broadcast_all(probs)
-        else:
-            is_scalar = isinstance(logits, Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        batch_shape = tl.Size() if is_scalar else self._param.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        name, given = _one_of_probs_logits(probs, logits)
+        (t,) = broadcast_all(given)
+        setattr(self, name, t)
+        self._param = t
+        super().__init__(_scalar_or_shape(t, given), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(Bernoulli, _instance)
-        batch_shape = tl.Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
-        super(Bernoulli, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return _expand_params(self, Bernoulli, batch_shape, _instance, ("probs", "logits"))
 
     def _new(self, *args, **kwargs):
         return self._param.new(*args, **kwargs)
@@ -57,20 +42,22 @@ class Bernoulli(ExponentialFamily):
 
     @property
     def mode(self):
-        mode = (self.probs >= 0.5).to(self.probs.dtype)
-        return tl.where(self.probs == 0.5, tl.full_like(mode, float("nan")), mode)
+        p = self.probs
+        # a fair coin has no single mode
+        return tl.where(p == 0.5, tl.full_like(p, math.nan), (p > 0.5).to(p.dtype))
 
     @property
     def variance(self):
-        return self.probs * (1 - self.probs)
+        p = self.probs
+        return p - p * p
 
     @lazy_property
     def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
+        return probs_to_logits(self.probs, True)
 
     @lazy_property
     def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
+        return logits_to_probs(self.logits, True)
 
     @property
     def param_shape(self):
@@ -78,16 +65,16 @@ class Bernoulli(ExponentialFamily):
 
     def sample(self, sample_shape=tl.Size()):
         """0/1 samples in the parameter's dtype."""
-        shape = self._extended_shape(sample_shape)
+        p = self.probs.expand(self._extended_shape(sample_shape))
         with tl.no_grad():
-            return tl.bernoulli(self.probs.expand(shape))
+            return tl.bernoulli(p)
 
     def log_prob(self, value):
         """-BCE-with-logits(logits, value)."""
         if self._validate_args:
             self._validate_sample(value)
-        logits, value = broadcast_all(self.logits, value)
-        return -F.binary_cross_entropy_with_logits(logits, value, reduction="none")
+        lg, x = broadcast_all(self.logits, value)
+        return F.binary_cross_entropy_with_logits(lg, x, reduction="none").neg()
 
     def entropy(self):
         """BCE-with-logits(logits, probs)."""
@@ -95,15 +82,11 @@ class Bernoulli(ExponentialFamily):
 
     def enumerate_support(self, expand=True):
         """[0, 1] along a new leading dim."""
-        values = tl.arange(2, dtype=self._param.dtype, device=self._param.device)
-        values = values.view((-1,) + (1,) * len(self._batch_shape))
-        if expand:
-            values = values.expand((-1,) + tuple(self._batch_shape))
-        return values
+        return _leading_support(2, self._param, self._batch_shape, expand)
 
     @property
     def _natural_params(self):
         return (tl.logit(self.probs),)
 
     def _log_normalizer(self, x):
-        return tl.log1p(tl.exp(x))
+        return x.exp().log1p()

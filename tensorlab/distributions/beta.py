@@ -7,6 +7,7 @@ import tensorlab as tl
 
 from . import constraints
 from .dirichlet import Dirichlet
+from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
@@ -21,26 +22,40 @@ class Beta(ExponentialFamily):
     has_rsample = True
 
     def __init__(self, concentration1, concentration0, validate_args=None):
-        if isinstance(concentration1, Real) and isinstance(concentration0, Real):
-            c1c0 = tl.tensor([float(concentration1), float(concentration0)])
+        a, b = concentration1, concentration0
+        if isinstance(a, Real) and isinstance(b, Real):
+            pair = tl.tensor([float(a), float(b)])
         else:
-            concentration1, concentration0 = broadcast_all(concentration1, concentration0)
-            c1c0 = tl.stack([concentration1, concentration0], -1)
-        self._dirichlet = Dirichlet(c1c0, validate_args=validate_args)
-        super().__init__(self._dirichlet._batch_shape, validate_args=validate_args)
+            pair = tl.stack(list(broadcast_all(a, b)), dim=-1)
+        # all the work is done by a two-category Dirichlet over (x, 1 - x)
+        self._dirichlet = Dirichlet(pair, validate_args=validate_args)
+        super().__init__(self._dirichlet.batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(Beta, _instance)
-        batch_shape = tl.Size(batch_shape)
-        new._dirichlet = self._dirichlet.expand(batch_shape)
-        super(Beta, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        out = self._get_checked_instance(Beta, _instance)
+        size = tl.Size(batch_shape)
+        out._dirichlet = self._dirichlet.expand(size)
+        Distribution.__init__(out, size, validate_args=False)
+        out._validate_args = self._validate_args
+        return out
+
+    def _coordinate(self, i):
+        c = self._dirichlet.concentration[..., i]
+        return tl.tensor([c]) if isinstance(c, Number) else c
+
+    @property
+    def concentration1(self):
+        return self._coordinate(0)
+
+    @property
+    def concentration0(self):
+        return self._coordinate(1)
 
     @property
     def mean(self):
-        return self.concentration1 / (self.concentration1 + self.concentration0)
+        a = self.concentration1
+        return a / (a + self.concentration0)
 
     @property
     def mode(self):
@@ -48,41 +63,28 @@ class Beta(ExponentialFamily):
 
     @property
     def variance(self):
-        total = self.concentration1 + self.concentration0
-        return self.concentration1 * self.concentration0 / (total.pow(2) * (total + 1))
+        a, b = self.concentration1, self.concentration0
+        s = a + b
+        return a * b / (s * s * (s + 1))
 
     def rsample(self, sample_shape=()):
         """The first coordinate of a Dirichlet rsample."""
-        return self._dirichlet.rsample(sample_shape).select(-1, 0)
+        return self._dirichlet.rsample(sample_shape)[..., 0]
 
     def log_prob(self, value):
         """The Dirichlet log density of (value, 1 - value)."""
         if self._validate_args:
             self._validate_sample(value)
-        heads_tails = tl.stack([value, 1.0 - value], -1)
-        return self._dirichlet.log_prob(heads_tails)
+        return self._dirichlet.log_prob(tl.stack([value, 1.0 - value], dim=-1))
 
     def entropy(self):
         """The Dirichlet entropy."""
         return self._dirichlet.entropy()
 
     @property
-    def concentration1(self):
-        result = self._dirichlet.concentration[..., 0]
-        if isinstance(result, Number):
-            return tl.tensor([result])
-        return result
-
-    @property
-    def concentration0(self):
-        result = self._dirichlet.concentration[..., 1]
-        if isinstance(result, Number):
-            return tl.tensor([result])
-        return result
-
-    @property
     def _natural_params(self):
-        return (self.concentration1, self.concentration0)
+        return self.concentration1, self.concentration0
 
     def _log_normalizer(self, x, y):
-        return tl.lgamma(x) + tl.lgamma(y) - tl.lgamma(x + y)
+        # log B(x, y)
+        return x.lgamma() + y.lgamma() - (x + y).lgamma()

@@ -5,13 +5,10 @@ import tensorlab as tl
 
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import (_expand_params, _leading_support, _one_of_probs_logits, broadcast_all, lazy_property,
+                    logits_to_probs, probs_to_logits)
 
 __all__ = ["Binomial"]
-
-
-def _clamp_by_zero(x):
-    return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
 class Binomial(Distribution):
@@ -22,31 +19,16 @@ class Binomial(Distribution):
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(self._param.size(), validate_args=validate_args)
+        name, given = _one_of_probs_logits(probs, logits)
+        n, t = broadcast_all(total_count, given)
+        self.total_count = n.to(t.dtype)
+        setattr(self, name, t)
+        self._param = t
+        super().__init__(t.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(Binomial, _instance)
-        batch_shape = tl.Size(batch_shape)
-        new.total_count = self.total_count.expand(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
-        super(Binomial, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return _expand_params(self, Binomial, batch_shape, _instance, ("total_count", "probs", "logits"))
 
     def _new(self, *args, **kwargs):
         return self._param.new(*args, **kwargs)
@@ -57,23 +39,25 @@ class Binomial(Distribution):
 
     @property
     def mean(self):
-        return self.total_count * self.probs
+        return self.probs * self.total_count
 
     @property
     def mode(self):
-        return ((self.total_count + 1) * self.probs).floor().clamp(max=self.total_count)
+        n = self.total_count
+        return (self.probs * (n + 1)).floor().clamp(max=n)
 
     @property
     def variance(self):
-        return self.total_count * self.probs * (1 - self.probs)
+        p = self.probs
+        return self.total_count * p * (1 - p)
 
     @lazy_property
     def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
+        return probs_to_logits(self.probs, True)
 
     @lazy_property
     def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
+        return logits_to_probs(self.logits, True)
 
     @property
     def param_shape(self):
@@ -81,38 +65,35 @@ class Binomial(Distribution):
 
     def sample(self, sample_shape=tl.Size()):
         """Counts (in the parameters' dtype) from tensorlab's binomial sampler."""
-        shape = self._extended_shape(sample_shape)
+        full = self._extended_shape(sample_shape)
+        n, p = self.total_count.expand(full), self.probs.expand(full)
         with tl.no_grad():
-            return tl.binomial(self.total_count.expand(shape), self.probs.expand(shape))
+            return tl.binomial(n, p)
 
     def log_prob(self, value):
         """log C(n, k) + k logit - n softplus(logit), written stably for either sign of the logit."""
         if self._validate_args:
             self._validate_sample(value)
-        log_factorial_n = tl.lgamma(self.total_count + 1)
-        log_factorial_k = tl.lgamma(value + 1)
-        log_factorial_nmk = tl.lgamma(self.total_count - value + 1)
-        normalize_term = (self.total_count * _clamp_by_zero(self.logits)
-                          + self.total_count * tl.log1p(tl.exp(-tl.abs(self.logits))) - log_factorial_n)
-        return value * self.logits - log_factorial_k - log_factorial_nmk - normalize_term
+        n, lg = self.total_count, self.logits
+        log_choose = (n + 1).lgamma() - (value + 1).lgamma() - (n - value + 1).lgamma()
+        # n * softplus(lg) = n * (max(lg, 0) + log1p(exp(-|lg|))); the max is taken halfway (x + |x|)/2 style
+        # so that lg = -inf with n = 0 stays finite
+        pos_part = (lg.clamp(min=0) + lg - lg.clamp(max=0)) * 0.5
+        return log_choose + value * lg - n * pos_part - n * (-lg.abs()).exp().log1p()
 
-    def _homogeneous_count(self, what):
-        total_count = int(self.total_count.max())
-        if not int(self.total_count.min()) == total_count:
+    def _common_count(self, what):
+        hi = int(self.total_count.max())
+        if int(self.total_count.min()) != hi:
             raise NotImplementedError(f"Inhomogeneous total count not supported by `{what}`.")
-        return total_count
+        return hi
 
     def entropy(self):
         """-sum p log p over the support (total_count must be the same everywhere)."""
-        self._homogeneous_count("entropy")
-        log_prob = self.log_prob(self.enumerate_support(False))
-        return -(tl.exp(log_prob) * log_prob).sum(0)
+        self._common_count("entropy")
+        lp = self.log_prob(self.enumerate_support(False))
+        return -(lp.exp() * lp).sum(0)
 
     def enumerate_support(self, expand=True):
         """0..total_count along a new leading dim (total_count must be the same everywhere)."""
-        total_count = self._homogeneous_count("enumerate_support")
-        values = tl.arange(1 + total_count, dtype=self._param.dtype, device=self._param.device)
-        values = values.view((-1,) + (1,) * len(self._batch_shape))
-        if expand:
-            values = values.expand((-1,) + tuple(self._batch_shape))
-        return values
+        n = self._common_count("enumerate_support")
+        return _leading_support(n + 1, self._param, self._batch_shape, expand)

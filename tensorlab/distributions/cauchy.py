@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import math
-from numbers import Number
 
 import tensorlab as tl
 
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all
+from .utils import _expand_params, _scalar_or_shape, broadcast_all
 
 __all__ = ["Cauchy"]
 
@@ -21,23 +20,21 @@ class Cauchy(Distribution):
     has_rsample = True
 
     def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        batch_shape = tl.Size() if isinstance(loc, Number) and isinstance(scale, Number) else self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        x0, gamma = broadcast_all(loc, scale)
+        self.loc, self.scale = x0, gamma
+        super().__init__(_scalar_or_shape(x0, loc, scale), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(Cauchy, _instance)
-        batch_shape = tl.Size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        super(Cauchy, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return _expand_params(self, Cauchy, batch_shape, _instance, ("loc", "scale"))
+
+    def _constant(self, v):
+        x0 = self.loc
+        return tl.full(self._extended_shape(), v, dtype=x0.dtype, device=x0.device)
 
     @property
     def mean(self):
-        return tl.full(self._extended_shape(), float("nan"), dtype=self.loc.dtype, device=self.loc.device)
+        return self._constant(math.nan)  # undefined
 
     @property
     def mode(self):
@@ -45,30 +42,34 @@ class Cauchy(Distribution):
 
     @property
     def variance(self):
-        return tl.full(self._extended_shape(), float("inf"), dtype=self.loc.dtype, device=self.loc.device)
+        return self._constant(math.inf)
+
+    def _standardize(self, value):
+        return (value - self.loc) / self.scale
 
     def rsample(self, sample_shape=tl.Size()):
         """loc + scale * C with C standard Cauchy."""
-        shape = self._extended_shape(sample_shape)
-        eps = tl.empty(shape, dtype=self.loc.dtype, device=self.loc.device).cauchy_()
-        return self.loc + eps * self.scale
+        x0 = self.loc
+        c = tl.empty(self._extended_shape(sample_shape), dtype=x0.dtype, device=x0.device).cauchy_()
+        return x0 + self.scale * c
 
     def log_prob(self, value):
         """-log(pi scale) - log1p(((value - loc) / scale)^2)."""
         if self._validate_args:
             self._validate_sample(value)
-        return -math.log(math.pi) - self.scale.log() - (((value - self.loc) / self.scale) ** 2).log1p()
+        z = self._standardize(value)
+        return -(z * z).log1p() - self.scale.log() - math.log(math.pi)
 
     def cdf(self, value):
         """atan((value - loc) / scale) / pi + 1/2."""
         if self._validate_args:
             self._validate_sample(value)
-        return tl.atan((value - self.loc) / self.scale) / math.pi + 0.5
+        return 0.5 + self._standardize(value).atan() / math.pi
 
     def icdf(self, value):
         """loc + scale tan(pi (value - 1/2))."""
-        return tl.tan(math.pi * (value - 0.5)) * self.scale + self.loc
+        return self.loc + self.scale * ((value - 0.5) * math.pi).tan()
 
     def entropy(self):
         """log(4 pi scale)."""
-        return math.log(4 * math.pi) + self.scale.log()
+        return self.scale.log() + math.log(4 * math.pi)

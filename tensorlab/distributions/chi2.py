@@ -13,13 +13,13 @@ class Chi2(Gamma):
     arg_constraints = {"df": constraints.positive}
 
     def __init__(self, df, validate_args=None):
-        super().__init__(0.5 * df, 0.5, validate_args=validate_args)
+        # shape df/2, rate 1/2
+        super().__init__(df * 0.5, 0.5, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(Chi2, _instance)
-        return super().expand(batch_shape, new)
+        return super().expand(batch_shape, _instance=self._get_checked_instance(Chi2, _instance))
 
     @property
     def df(self):
-        return self.concentration * 2
+        return 2 * self.concentration

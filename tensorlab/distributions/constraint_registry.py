@@ -20,126 +20,104 @@ class ConstraintRegistry:
 
         Usable as a decorator: `@registry.register(my_constraint)`."""
         if factory is None:
-            return lambda factory: self.register(constraint, factory)
-        if isinstance(constraint, constraints.Constraint):
-            constraint = type(constraint)
-        if not isinstance(constraint, type) or not issubclass(constraint, constraints.Constraint):
+            def _deco(fn):
+                return self.register(constraint, fn)
+            return _deco
+        key = type(constraint) if isinstance(constraint, constraints.Constraint) else constraint
+        if not (isinstance(key, type) and issubclass(key, constraints.Constraint)):
             raise TypeError(f"Expected constraint to be either a Constraint subclass or instance, "
                             f"but got {constraint}")
-        self._registry[constraint] = factory
+        self._registry[key] = factory
         return factory
 
     def __call__(self, constraint):
         """The Transform from unconstrained space onto `constraint`; NotImplementedError when none is known."""
-        try:
-            factory = self._registry[type(constraint)]
-        except KeyError:
-            raise NotImplementedError(f"Cannot transform {type(constraint).__name__} constraints") from None
-        return factory(constraint)
+        make = self._registry.get(type(constraint))
+        if make is None:
+            raise NotImplementedError(f"Cannot transform {type(constraint).__name__} constraints")
+        return make(constraint)
 
 
 biject_to = ConstraintRegistry()
 transform_to = ConstraintRegistry()
 
 
-@biject_to.register(constraints.real)
-@transform_to.register(constraints.real)
-def _transform_to_real(constraint):
+# ---- factories (each takes the constraint instance) ----------------------------------------------
+
+def _identity(c):
     return transforms.identity_transform
 
 
-@biject_to.register(constraints.independent)
-def _biject_to_independent(constraint):
-    base = biject_to(constraint.base_constraint)
-    return transforms.IndependentTransform(base, constraint.reinterpreted_batch_ndims)
-
-
-@transform_to.register(constraints.independent)
-def _transform_to_independent(constraint):
-    base = transform_to(constraint.base_constraint)
-    return transforms.IndependentTransform(base, constraint.reinterpreted_batch_ndims)
-
-
-@biject_to.register(constraints.positive)
-@biject_to.register(constraints.nonnegative)
-@transform_to.register(constraints.positive)
-@transform_to.register(constraints.nonnegative)
-def _transform_to_positive(constraint):
+def _exp(c):
     return transforms.ExpTransform()
 
 
-@biject_to.register(constraints.greater_than)
-@biject_to.register(constraints.greater_than_eq)
-@transform_to.register(constraints.greater_than)
-@transform_to.register(constraints.greater_than_eq)
-def _transform_to_greater_than(constraint):
-    return transforms.ComposeTransform([transforms.ExpTransform(),
-                                        transforms.AffineTransform(constraint.lower_bound, 1)])
+def _shifted_exp(c):
+    """exp, then shift away from the bound (reflected for an upper bound)."""
+    if isinstance(c, constraints.less_than):
+        anchor, sign = c.upper_bound, -1
+    else:
+        anchor, sign = c.lower_bound, 1
+    return transforms.ComposeTransform([transforms.ExpTransform(), transforms.AffineTransform(anchor, sign)])
 
 
-@biject_to.register(constraints.less_than)
-@transform_to.register(constraints.less_than)
-def _transform_to_less_than(constraint):
-    return transforms.ComposeTransform([transforms.ExpTransform(),
-                                        transforms.AffineTransform(constraint.upper_bound, -1)])
+def _squashed(c):
+    """sigmoid onto (0, 1), then stretched onto [lo, hi] unless that is already the unit interval."""
+    lo, hi = c.lower_bound, c.upper_bound
+    unit = all(isinstance(v, numbers.Number) for v in (lo, hi)) and (lo, hi) == (0, 1)
+    sig = transforms.SigmoidTransform()
+    if unit:
+        return sig
+    return transforms.ComposeTransform([sig, transforms.AffineTransform(lo, hi - lo)])
 
 
-@biject_to.register(constraints.interval)
-@biject_to.register(constraints.half_open_interval)
-@transform_to.register(constraints.interval)
-@transform_to.register(constraints.half_open_interval)
-def _transform_to_interval(constraint):
-    lower_is_0 = isinstance(constraint.lower_bound, numbers.Number) and constraint.lower_bound == 0
-    upper_is_1 = isinstance(constraint.upper_bound, numbers.Number) and constraint.upper_bound == 1
-    if lower_is_0 and upper_is_1:
-        return transforms.SigmoidTransform()
-    loc = constraint.lower_bound
-    scale = constraint.upper_bound - constraint.lower_bound
-    return transforms.ComposeTransform([transforms.SigmoidTransform(), transforms.AffineTransform(loc, scale)])
+def _fixed(cls):
+    return lambda c: cls()
 
 
-@biject_to.register(constraints.simplex)
-def _biject_to_simplex(constraint):
-    return transforms.StickBreakingTransform()
+def _per_event(reg):
+    def build(c):
+        return transforms.IndependentTransform(reg(c.base_constraint), c.reinterpreted_batch_ndims)
+    return build
 
 
-@transform_to.register(constraints.simplex)
-def _transform_to_simplex(constraint):
-    return transforms.SoftmaxTransform()
+def _concat(reg):
+    def build(c):
+        return transforms.CatTransform([reg(part) for part in c.cseq], c.dim, c.lengths)
+    return build
 
 
-@transform_to.register(constraints.lower_cholesky)
-def _transform_to_lower_cholesky(constraint):
-    return transforms.LowerCholeskyTransform()
+def _stacked(reg):
+    def build(c):
+        return transforms.StackTransform([reg(part) for part in c.cseq], c.dim)
+    return build
 
 
-@transform_to.register(constraints.positive_definite)
-@transform_to.register(constraints.positive_semidefinite)
-def _transform_to_positive_definite(constraint):
-    return transforms.PositiveDefiniteTransform()
+_SHARED = [
+    (constraints.real, _identity),
+    (constraints.positive, _exp),
+    (constraints.nonnegative, _exp),
+    (constraints.greater_than, _shifted_exp),
+    (constraints.greater_than_eq, _shifted_exp),
+    (constraints.less_than, _shifted_exp),
+    (constraints.interval, _squashed),
+    (constraints.half_open_interval, _squashed),
+    (constraints.corr_cholesky, _fixed(transforms.CorrCholeskyTransform)),
+]
+for _c, _f in _SHARED:
+    biject_to.register(_c, _f)
+    transform_to.register(_c, _f)
 
+for _reg in (biject_to, transform_to):
+    _reg.register(constraints.independent, _per_event(_reg))
+    _reg.register(constraints.cat, _concat(_reg))
+    _reg.register(constraints.stack, _stacked(_reg))
 
-@biject_to.register(constraints.corr_cholesky)
-@transform_to.register(constraints.corr_cholesky)
-def _transform_to_corr_cholesky(constraint):
-    return transforms.CorrCholeskyTransform()
+# bijective onto the simplex needs stick breaking; softmax is onto but not one-to-one
+biject_to.register(constraints.simplex, _fixed(transforms.StickBreakingTransform))
+transform_to.register(constraints.simplex, _fixed(transforms.SoftmaxTransform))
+transform_to.register(constraints.lower_cholesky, _fixed(transforms.LowerCholeskyTransform))
+transform_to.register(constraints.positive_definite, _fixed(transforms.PositiveDefiniteTransform))
+transform_to.register(constraints.positive_semidefinite, _fixed(transforms.PositiveDefiniteTransform))
 
-
-@biject_to.register(constraints.cat)
-def _biject_to_cat(constraint):
-    return transforms.CatTransform([biject_to(c) for c in constraint.cseq], constraint.dim, constraint.lengths)
-
-
-@transform_to.register(constraints.cat)
-def _transform_to_cat(constraint):
-    return transforms.CatTransform([transform_to(c) for c in constraint.cseq], constraint.dim, constraint.lengths)
-
-
-@biject_to.register(constraints.stack)
-def _biject_to_stack(constraint):
-    return transforms.StackTransform([biject_to(c) for c in constraint.cseq], constraint.dim)
-
-
-@transform_to.register(constraints.stack)
-def _transform_to_stack(constraint):
-    return transforms.StackTransform([transform_to(c) for c in constraint.cseq], constraint.dim)
+del _c, _f, _reg

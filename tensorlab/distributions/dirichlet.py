@@ -5,6 +5,7 @@ import tensorlab as tl
 import tensorlab.nn.functional as F
 
 from . import constraints
+from .distribution import Distribution
 from .exp_family import ExponentialFamily
 
 __all__ = ["Dirichlet"]
@@ -22,63 +23,67 @@ class Dirichlet(ExponentialFamily):
     has_rsample = True
 
     def __init__(self, concentration, validate_args=None):
-        if concentration.dim() < 1:
+        if concentration.dim() == 0:
             raise ValueError("`concentration` parameter must be at least one-dimensional.")
         self.concentration = concentration
-        batch_shape, event_shape = concentration.shape[:-1], concentration.shape[-1:]
-        super().__init__(batch_shape, event_shape, validate_args=validate_args)
+        *outer, k = tuple(concentration.shape)
+        super().__init__(tl.Size(outer), tl.Size((k,)), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(Dirichlet, _instance)
-        batch_shape = tl.Size(batch_shape)
-        new.concentration = self.concentration.expand(tuple(batch_shape) + tuple(self.event_shape))
-        super(Dirichlet, new).__init__(batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        out = self._get_checked_instance(Dirichlet, _instance)
+        size = tl.Size(batch_shape)
+        out.concentration = self.concentration.expand(tuple(size) + tuple(self.event_shape))
+        Distribution.__init__(out, size, self.event_shape, validate_args=False)
+        out._validate_args = self._validate_args
+        return out
+
+    def _total(self, keepdim=False):
+        return self.concentration.sum(-1, keepdim=keepdim)
 
     def rsample(self, sample_shape=()):
         """Normalized Gamma(concentration) draws."""
-        shape = self._extended_shape(sample_shape)
-        g = tl._standard_gamma(self.concentration.expand(shape))
-        x = g / g.sum(-1, keepdim=True)
-        x.detach().clamp_(min=tl.finfo(x.dtype).tiny)
-        return x
+        g = tl._standard_gamma(self.concentration.expand(self._extended_shape(sample_shape)))
+        point = g / g.sum(-1, keepdim=True)
+        point.detach().clamp_(min=tl.finfo(point.dtype).tiny)  # keep log_prob finite at the draws
+        return point
 
     def log_prob(self, value):
         """sum (c - 1) log x + lgamma(sum c) - sum lgamma(c)."""
         if self._validate_args:
             self._validate_sample(value)
-        return (tl.xlogy(self.concentration - 1.0, value).sum(-1) + tl.lgamma(self.concentration.sum(-1))
-                - tl.lgamma(self.concentration).sum(-1))
+        a = self.concentration
+        return (a - 1.0).xlogy(value).sum(-1) - self._log_normalizer(a)
 
     @property
     def mean(self):
-        return self.concentration / self.concentration.sum(-1, True)
+        return self.concentration / self._total(keepdim=True)
 
     @property
     def mode(self):
-        concm1 = (self.concentration - 1).clamp(min=0.0)
-        mode = concm1 / concm1.sum(-1, True)
-        mask = (self.concentration < 1).all(dim=-1, keepdim=True)
-        corner = F.one_hot(mode.argmax(-1), concm1.shape[-1]).to(mode.dtype)
-        return tl.where(mask, corner, mode)
+        excess = (self.concentration - 1).clamp(min=0.0)
+        interior = excess / excess.sum(-1, keepdim=True)
+        # all concentrations below 1: the density piles up at a vertex
+        vertex = F.one_hot(interior.argmax(-1), excess.shape[-1]).to(interior.dtype)
+        return tl.where((self.concentration < 1).all(dim=-1, keepdim=True), vertex, interior)
 
     @property
     def variance(self):
-        con0 = self.concentration.sum(-1, True)
-        return self.concentration * (con0 - self.concentration) / (con0.pow(2) * (con0 + 1))
+        a = self.concentration
+        a0 = self._total(keepdim=True)
+        return a * (a0 - a) / (a0 * a0 * (a0 + 1))
 
     def entropy(self):
         """sum lgamma(c) - lgamma(c0) - (k - c0) digamma(c0) - sum (c - 1) digamma(c)."""
-        k = self.concentration.size(-1)
-        a0 = self.concentration.sum(-1)
-        return (tl.lgamma(self.concentration).sum(-1) - tl.lgamma(a0) - (k - a0) * tl.digamma(a0)
-                - ((self.concentration - 1.0) * tl.digamma(self.concentration)).sum(-1))
+        a = self.concentration
+        a0 = self._total()
+        k = a.shape[-1]
+        return self._log_normalizer(a) + (a0 - k) * a0.digamma() - ((a - 1.0) * a.digamma()).sum(-1)
 
     @property
     def _natural_params(self):
         return (self.concentration,)
 
     def _log_normalizer(self, x):
-        return x.lgamma().sum(-1) - tl.lgamma(x.sum(-1))
+        # log of the multivariate Beta function
+        return x.lgamma().sum(-1) - x.sum(-1).lgamma()

@@ -14,25 +14,28 @@ class ExponentialFamily(Distribution):
     Subclasses define `_natural_params`, `_log_normalizer` and `_mean_carrier_measure`; `entropy` is then
     the Bregman divergence of the log normalizer, computed with autograd."""
 
+    def _missing(self, what):
+        return NotImplementedError(f"{type(self).__name__} does not define {what}")
+
     @property
     def _natural_params(self):
-        raise NotImplementedError(f"{type(self).__name__} does not define _natural_params")
+        raise self._missing("_natural_params")
 
     def _log_normalizer(self, *natural_params):
-        raise NotImplementedError(f"{type(self).__name__} does not define _log_normalizer")
+        raise self._missing("_log_normalizer")
 
     @property
     def _mean_carrier_measure(self):
-        raise NotImplementedError(f"{type(self).__name__} does not define _mean_carrier_measure")
+        raise self._missing("_mean_carrier_measure")
 
     def entropy(self):
         """Entropy from the log normalizer: F(theta) - <theta, grad F(theta)> - E[k(x)]."""
-        result = -self._mean_carrier_measure
-        nparams = [p.detach().requires_grad_() for p in self._natural_params]
+        theta = [t.detach().requires_grad_() for t in self._natural_params]
         with tl.enable_grad():
-            lg_normal = self._log_normalizer(*nparams)
-            gradients = tl.autograd.grad(lg_normal.sum(), nparams, create_graph=True)
-        result = result + lg_normal
-        for np_, g in zip(nparams, gradients):
-            result = result - (np_ * g).reshape(self._batch_shape + (-1,)).sum(-1)
-        return result
+            log_z = self._log_normalizer(*theta)
+            (*grad_f,) = tl.autograd.grad(log_z.sum(), theta, create_graph=True)
+        h = log_z - self._mean_carrier_measure
+        flat = tuple(self._batch_shape) + (-1,)
+        for t, g in zip(theta, grad_f):
+            h = h - (t * g).reshape(flat).sum(-1)
+        return h

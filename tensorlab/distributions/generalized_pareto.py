@@ -2,13 +2,11 @@
 from __future__ import annotations
 
 import math
-from numbers import Number
-
 import tensorlab as tl
 
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all
+from .utils import _expand_params, _scalar_or_shape, broadcast_all
 
 __all__ = ["GeneralizedPareto"]
 
@@ -21,23 +19,13 @@ class GeneralizedPareto(Distribution):
     has_rsample = True
 
     def __init__(self, loc, scale, concentration, validate_args=None):
-        self.loc, self.scale, self.concentration = broadcast_all(loc, scale, concentration)
-        if isinstance(loc, Number) and isinstance(scale, Number) and isinstance(concentration, Number):
-            batch_shape = tl.Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        mu, sigma, xi = broadcast_all(loc, scale, concentration)
+        self.loc, self.scale, self.concentration = mu, sigma, xi
+        super().__init__(_scalar_or_shape(mu, loc, scale, concentration), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(GeneralizedPareto, _instance)
-        batch_shape = tl.Size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        new.concentration = self.concentration.expand(batch_shape)
-        super(GeneralizedPareto, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return _expand_params(self, GeneralizedPareto, batch_shape, _instance, ("loc", "scale", "concentration"))
 
     def _xi(self):
         """(xi == 0 mask, xi with zeros replaced by one) so both branches stay finite."""
@@ -47,9 +35,8 @@ class GeneralizedPareto(Distribution):
 
     def rsample(self, sample_shape=tl.Size()):
         """icdf of uniforms."""
-        shape = self._extended_shape(sample_shape)
-        u = tl.rand(shape, dtype=self.loc.dtype, device=self.loc.device)
-        return self.icdf(u)
+        mu = self.loc
+        return self.icdf(tl.rand(self._extended_shape(sample_shape), dtype=mu.dtype, device=mu.device))
 
     def log_prob(self, value):
         """-log scale - (1 + 1/xi) log1p(xi z), or -log scale - z at xi = 0."""
@@ -108,7 +95,7 @@ class GeneralizedPareto(Distribution):
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):
-        lower = self.loc
-        upper = tl.where(self.concentration < 0, lower - self.scale / self.concentration,
-                         tl.full_like(lower, math.inf))
-        return constraints.interval(lower, upper)
+        # bounded above only for negative concentration
+        xi = self.concentration
+        top = tl.where(xi < 0, self.loc - self.scale / xi, tl.full_like(self.loc, math.inf))
+        return constraints.interval(self.loc, top)

@@ -1,14 +1,12 @@
 """torch.distributions.geometric: Geometric(probs | logits) on {0, 1, 2, ...}."""
 from __future__ import annotations
 
-from numbers import Number
-
 import tensorlab as tl
 import tensorlab.nn.functional as F
 
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _expand_params, _scalar_or_shape, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Geometric"]
 
@@ -20,39 +18,30 @@ class Geometric(Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
+        if (logits is None) is (probs is None):
             raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-        else:
-            (self.logits,) = broadcast_all(logits)
-        probs_or_logits = probs if probs is not None else logits
-        batch_shape = tl.Size() if isinstance(probs_or_logits, Number) else probs_or_logits.size()
-        super().__init__(batch_shape, validate_args=validate_args)
-        if self._validate_args and probs is not None:
-            value = self.probs
-            valid = value > 0
-            if not bool(valid.all()):
-                invalid_value = value.detach()[~valid]
-                raise ValueError(f"Expected parameter probs ({type(value).__name__} of shape {tuple(value.shape)}) "
-                                 f"of distribution {self!r} to be positive but found invalid values:\n"
-                                 f"{invalid_value}")
+        name, given = ("logits", logits) if probs is None else ("probs", probs)
+        (t,) = broadcast_all(given)
+        setattr(self, name, t)
+        super().__init__(_scalar_or_shape(t, given), validate_args=validate_args)
+        if self._validate_args and name == "probs":
+            self._require_positive(t)
+
+    def _require_positive(self, p):
+        # p = 0 lies in unit_interval but gives no distribution: torch rejects it separately
+        ok = p > 0
+        if not bool(ok.all()):
+            raise ValueError(f"Expected parameter probs ({type(p).__name__} of shape {tuple(p.shape)}) "
+                             f"of distribution {self!r} to be positive but found invalid values:\n"
+                             f"{p.detach()[~ok]}")
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(Geometric, _instance)
-        batch_shape = tl.Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-        super(Geometric, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return _expand_params(self, Geometric, batch_shape, _instance, ("probs", "logits"))
 
     @property
     def mean(self):
-        return 1.0 / self.probs - 1.0
+        return self.probs.reciprocal() - 1
 
     @property
     def mode(self):
@@ -60,32 +49,35 @@ class Geometric(Distribution):
 
     @property
     def variance(self):
-        return (1.0 / self.probs - 1.0) / self.probs
+        p = self.probs
+        return (1 - p) / (p * p)
 
     @lazy_property
     def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
+        return probs_to_logits(self.probs, True)
 
     @lazy_property
     def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
+        return logits_to_probs(self.logits, True)
 
     def sample(self, sample_shape=tl.Size()):
         """floor(log U / log(1 - p)), U ~ U(tiny, 1)."""
-        shape = self._extended_shape(sample_shape)
-        tiny = tl.finfo(self.probs.dtype).tiny
+        p = self.probs
         with tl.no_grad():
-            u = tl.empty(shape, dtype=self.probs.dtype, device=self.probs.device).uniform_(tiny, 1)
-            return (u.log() / (-self.probs).log1p()).floor()
+            u = tl.empty(self._extended_shape(sample_shape), dtype=p.dtype, device=p.device)
+            u.uniform_(tl.finfo(p.dtype).tiny, 1)
+            return (u.log() / (-p).log1p()).floor()
 
     def log_prob(self, value):
         """value log(1 - p) + log p (0 at value = 0 when p = 1)."""
         if self._validate_args:
             self._validate_sample(value)
-        value, probs = broadcast_all(value, self.probs)
-        probs = tl.where((probs == 1) & (value == 0), tl.zeros_like(probs), probs)
-        return value * (-probs).log1p() + self.probs.log()
+        k, p = broadcast_all(value, self.probs)
+        # 0 * log(0) at p = 1, k = 0 must read as 0
+        p_safe = tl.where((k == 0) & (p == 1), tl.zeros_like(p), p)
+        return self.probs.log() + k * (-p_safe).log1p()
 
     def entropy(self):
         """BCE-with-logits(logits, probs) / probs."""
-        return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none") / self.probs
+        p = self.probs
+        return F.binary_cross_entropy_with_logits(self.logits, p, reduction="none") / p

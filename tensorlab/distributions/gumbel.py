@@ -14,6 +14,8 @@ from .utils import broadcast_all, euler_constant
 
 __all__ = ["Gumbel"]
 
+_SD_PER_SCALE = math.pi / math.sqrt(6.0)
+
 
 class Gumbel(TransformedDistribution):
     """Gumbel (type-I extreme value) distribution: loc - scale * log(-log U)."""
@@ -22,34 +24,34 @@ class Gumbel(TransformedDistribution):
     support = constraints.real
 
     def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        finfo = tl.finfo(self.loc.dtype)
-        if isinstance(loc, Number) and isinstance(scale, Number):
-            base_dist = Uniform(finfo.tiny, 1 - finfo.eps, validate_args=validate_args)
-        else:
-            base_dist = Uniform(tl.full_like(self.loc, finfo.tiny), tl.full_like(self.loc, 1 - finfo.eps),
-                                validate_args=validate_args)
-        transforms = [ExpTransform().inv, AffineTransform(loc=0, scale=-tl.ones_like(self.scale)),
-                      ExpTransform().inv, AffineTransform(loc=self.loc, scale=-self.scale)]
-        super().__init__(base_dist, transforms, validate_args=validate_args)
+        mu, beta = broadcast_all(loc, scale)
+        self.loc, self.scale = mu, beta
+        info = tl.finfo(mu.dtype)
+        lo, hi = info.tiny, 1 - info.eps
+        if not (isinstance(loc, Number) and isinstance(scale, Number)):
+            lo, hi = tl.full_like(mu, lo), tl.full_like(mu, hi)
+        unif = Uniform(lo, hi, validate_args=validate_args)
+        log = ExpTransform().inv
+        # U -> log U -> -log U -> log(-log U) -> loc - scale * log(-log U)
+        chain = [log, AffineTransform(0, -tl.ones_like(beta)), log, AffineTransform(mu, -beta)]
+        super().__init__(unif, chain, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(Gumbel, _instance)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        return super().expand(batch_shape, _instance=new)
+        out = self._get_checked_instance(Gumbel, _instance)
+        out.scale, out.loc = self.scale.expand(batch_shape), self.loc.expand(batch_shape)
+        return super().expand(batch_shape, _instance=out)
 
     def log_prob(self, value):
         """z - exp(z) - log(scale) with z = (loc - value) / scale."""
         if self._validate_args:
             self._validate_sample(value)
-        y = (self.loc - value) / self.scale
-        return (y - y.exp()) - self.scale.log()
+        z = (self.loc - value) / self.scale
+        return z - z.exp() - self.scale.log()
 
     @property
     def mean(self):
-        return self.loc + self.scale * euler_constant
+        return euler_constant * self.scale + self.loc
 
     @property
     def mode(self):
@@ -57,12 +59,12 @@ class Gumbel(TransformedDistribution):
 
     @property
     def stddev(self):
-        return (math.pi / math.sqrt(6)) * self.scale
+        return self.scale * _SD_PER_SCALE
 
     @property
     def variance(self):
-        return self.stddev.pow(2)
+        return self.stddev.square()
 
     def entropy(self):
         """log(scale) + 1 + Euler's constant."""
-        return self.scale.log() + (1 + euler_constant)
+        return 1 + euler_constant + self.scale.log()

@@ -3,17 +3,16 @@ from __future__ import annotations
 
 import math
 
-import tensorlab as tl
-
 from . import constraints
 from .normal import Normal
 from .transformed_distribution import TransformedDistribution
 from .transforms import AbsTransform
+from .utils import _FoldedAtZero
 
 __all__ = ["HalfNormal"]
 
 
-class HalfNormal(TransformedDistribution):
+class HalfNormal(_FoldedAtZero, TransformedDistribution):
     """|X| with X ~ Normal(0, scale)."""
 
     arg_constraints = {"scale": constraints.positive}
@@ -21,47 +20,23 @@ class HalfNormal(TransformedDistribution):
     has_rsample = True
 
     def __init__(self, scale, validate_args=None):
-        base_dist = Normal(0, scale, validate_args=False)
-        super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
+        # the base never validates: its support is the whole line, ours is [0, inf)
+        super().__init__(Normal(0, scale, validate_args=False), AbsTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(HalfNormal, _instance)
-        return super().expand(batch_shape, _instance=new)
-
-    @property
-    def scale(self):
-        return self.base_dist.scale
+        return super().expand(batch_shape, _instance=self._get_checked_instance(HalfNormal, _instance))
 
     @property
     def mean(self):
-        return self.scale * math.sqrt(2 / math.pi)
-
-    @property
-    def mode(self):
-        return tl.zeros_like(self.scale)
+        return math.sqrt(2 / math.pi) * self.scale
 
     @property
     def variance(self):
-        return self.scale.pow(2) * (1 - 2 / math.pi)
+        return (1 - 2 / math.pi) * self.scale.square()
 
     def log_prob(self, value):
         """Normal log density + log 2 for value >= 0, -inf below."""
         if self._validate_args:
             self._validate_sample(value)
-        log_prob = self.base_dist.log_prob(value) + math.log(2)
-        return tl.where(value >= 0, log_prob, tl.full_like(log_prob, -math.inf))
-
-    def cdf(self, value):
-        """2 Phi(value / scale) - 1."""
-        if self._validate_args:
-            self._validate_sample(value)
-        return 2 * self.base_dist.cdf(value) - 1
-
-    def icdf(self, prob):
-        """The normal icdf at (prob + 1) / 2."""
-        return self.base_dist.icdf((prob + 1) / 2)
-
-    def entropy(self):
-        """Normal entropy - log 2."""
-        return self.base_dist.entropy() - math.log(2)
+        return self._folded_log_density(value)

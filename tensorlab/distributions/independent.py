@@ -17,27 +17,27 @@ class Independent(Distribution):
     arg_constraints = {}
 
     def __init__(self, base_distribution, reinterpreted_batch_ndims, validate_args=None):
-        if reinterpreted_batch_ndims > len(base_distribution.batch_shape):
+        outer = tuple(base_distribution.batch_shape)
+        inner = tuple(base_distribution.event_shape)
+        n = reinterpreted_batch_ndims
+        if n > len(outer):
             raise ValueError("Expected reinterpreted_batch_ndims <= len(base_distribution.batch_shape), "
-                             f"actual {reinterpreted_batch_ndims} vs {len(base_distribution.batch_shape)}")
-        shape = tuple(base_distribution.batch_shape) + tuple(base_distribution.event_shape)
-        event_dim = reinterpreted_batch_ndims + len(base_distribution.event_shape)
-        batch_shape = shape[: len(shape) - event_dim]
-        event_shape = shape[len(shape) - event_dim:]
+                             f"actual {n} vs {len(outer)}")
         self.base_dist = base_distribution
-        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
-        super().__init__(batch_shape, event_shape, validate_args=validate_args)
+        self.reinterpreted_batch_ndims = n
+        keep = len(outer) - n
+        super().__init__(outer[:keep], outer[keep:] + inner, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with its batch dims expanded."""
-        new = self._get_checked_instance(Independent, _instance)
-        batch_shape = tl.Size(batch_shape)
-        new.base_dist = self.base_dist.expand(
-            tuple(batch_shape) + tuple(self.event_shape[: self.reinterpreted_batch_ndims]))
-        new.reinterpreted_batch_ndims = self.reinterpreted_batch_ndims
-        super(Independent, new).__init__(batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        out = self._get_checked_instance(Independent, _instance)
+        size = tl.Size(batch_shape)
+        moved = tuple(self.event_shape)[:self.reinterpreted_batch_ndims]
+        out.base_dist = self.base_dist.expand(tuple(size) + moved)
+        out.reinterpreted_batch_ndims = self.reinterpreted_batch_ndims
+        Distribution.__init__(out, size, self.event_shape, validate_args=False)
+        out._validate_args = self._validate_args
+        return out
 
     @property
     def has_rsample(self):
@@ -45,16 +45,13 @@ class Independent(Distribution):
 
     @property
     def has_enumerate_support(self):
-        if self.reinterpreted_batch_ndims > 0:
-            return False
-        return self.base_dist.has_enumerate_support
+        return self.reinterpreted_batch_ndims == 0 and self.base_dist.has_enumerate_support
 
     @constraints.dependent_property
     def support(self):
-        result = self.base_dist.support
-        if self.reinterpreted_batch_ndims:
-            result = constraints.independent(result, self.reinterpreted_batch_ndims)
-        return result
+        inner = self.base_dist.support
+        n = self.reinterpreted_batch_ndims
+        return constraints.independent(inner, n) if n else inner
 
     @property
     def mean(self):
@@ -76,21 +73,22 @@ class Independent(Distribution):
         """The base distribution's rsample."""
         return self.base_dist.rsample(sample_shape)
 
+    def _fold(self, t):
+        return _sum_rightmost(t, self.reinterpreted_batch_ndims)
+
     def log_prob(self, value):
         """The base log_prob summed over the reinterpreted dims."""
-        log_prob = self.base_dist.log_prob(value)
-        return _sum_rightmost(log_prob, self.reinterpreted_batch_ndims)
+        return self._fold(self.base_dist.log_prob(value))
 
     def entropy(self):
         """The base entropy summed over the reinterpreted dims."""
-        entropy = self.base_dist.entropy()
-        return _sum_rightmost(entropy, self.reinterpreted_batch_ndims)
+        return self._fold(self.base_dist.entropy())
 
     def enumerate_support(self, expand=True):
         """Only without reinterpreted dims (the cartesian product is not enumerated, as in torch)."""
-        if self.reinterpreted_batch_ndims > 0:
+        if self.reinterpreted_batch_ndims:
             raise NotImplementedError("Enumeration over cartesian product is not implemented")
         return self.base_dist.enumerate_support(expand=expand)
 
     def __repr__(self):
-        return self.__class__.__name__ + f"({self.base_dist}, {self.reinterpreted_batch_ndims})"
+        return f"{type(self).__name__}({self.base_dist}, {self.reinterpreted_batch_ndims})"

@@ -21,38 +21,34 @@ class InverseGamma(TransformedDistribution):
     has_rsample = True
 
     def __init__(self, concentration, rate, validate_args=None):
-        base_dist = Gamma(concentration, rate, validate_args=validate_args)
-        neg_one = -tl.ones((), dtype=base_dist.rate.dtype, device=base_dist.rate.device)
-        super().__init__(base_dist, PowerTransform(neg_one), validate_args=validate_args)
+        gam = Gamma(concentration, rate, validate_args=validate_args)
+        minus_one = tl.full((), -1.0, dtype=gam.rate.dtype, device=gam.rate.device)
+        super().__init__(gam, PowerTransform(minus_one), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(InverseGamma, _instance)
-        return super().expand(batch_shape, _instance=new)
+        return super().expand(batch_shape, _instance=self._get_checked_instance(InverseGamma, _instance))
 
-    @property
-    def concentration(self):
-        return self.base_dist.concentration
-
-    @property
-    def rate(self):
-        return self.base_dist.rate
+    concentration = property(lambda self: self.base_dist.concentration)
+    rate = property(lambda self: self.base_dist.rate)
 
     @property
     def mean(self):
-        result = self.rate / (self.concentration - 1)
-        return tl.where(self.concentration > 1, result, tl.full_like(result, math.inf))
+        a, b = self.concentration, self.rate
+        m = b / (a - 1)
+        return tl.where(a <= 1, tl.full_like(m, math.inf), m)
 
     @property
     def mode(self):
-        return self.rate / (self.concentration + 1)
+        return self.rate / (1 + self.concentration)
 
     @property
     def variance(self):
-        result = self.rate.square() / ((self.concentration - 1).square() * (self.concentration - 2))
-        return tl.where(self.concentration > 2, result, tl.full_like(result, math.inf))
+        a, b = self.concentration, self.rate
+        v = b.square() / ((a - 2) * (a - 1).square())
+        return tl.where(a <= 2, tl.full_like(v, math.inf), v)
 
     def entropy(self):
         """a + log(b) + lgamma(a) - (1 + a) digamma(a)."""
-        return (self.concentration + self.rate.log() + self.concentration.lgamma()
-                - (1 + self.concentration) * self.concentration.digamma())
+        a = self.concentration
+        return a + a.lgamma() - (a + 1) * a.digamma() + self.rate.log()

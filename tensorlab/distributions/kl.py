@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from functools import total_ordering
 
 import tensorlab as tl
 import tensorlab.nn.functional as F
@@ -30,7 +29,7 @@ from .half_normal import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
-from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
+from .multivariate_normal import MultivariateNormal, _tril_quad_form
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .pareto import Pareto
@@ -41,76 +40,72 @@ from .utils import _sum_rightmost, euler_constant as _euler_gamma
 
 __all__ = ["register_kl", "kl_divergence"]
 
-_KL_REGISTRY = {}  # (type_p, type_q) -> function
-_KL_MEMOIZE = {}   # the same, with the dispatch answer for subclasses cached
+_TABLE = {}     # (type_p, type_q) -> registered function
+_RESOLVED = {}  # (type(p), type(q)) -> function chosen for that exact pair (or NotImplemented)
+# torch's module-level names for the two tables, which user code reaches into (e.g. to unregister)
+_KL_REGISTRY, _KL_MEMOIZE = _TABLE, _RESOLVED
 
 
 def register_kl(type_p, type_q):
     """Decorator registering `fn(p, q)` as KL(p || q) for distributions of types type_p and type_q
     (subclasses included; the most specific registration wins)."""
-    if not isinstance(type_p, type) or not issubclass(type_p, Distribution):
-        raise TypeError(f"Expected type_p to be a Distribution subclass but got {type_p}")
-    if not isinstance(type_q, type) or not issubclass(type_q, Distribution):
-        raise TypeError(f"Expected type_q to be a Distribution subclass but got {type_q}")
+    for name, t in (("type_p", type_p), ("type_q", type_q)):
+        if not (isinstance(t, type) and issubclass(t, Distribution)):
+            raise TypeError(f"Expected {name} to be a Distribution subclass but got {t}")
 
-    def decorator(fun):
-        _KL_REGISTRY[type_p, type_q] = fun
-        _KL_MEMOIZE.clear()
-        return fun
+    def install(fn):
+        _TABLE[(type_p, type_q)] = fn
+        _RESOLVED.clear()  # earlier lookups may now resolve differently
+        return fn
 
-    return decorator
-
-
-@total_ordering
-class _Match:
-    """Orders registered (type_p, type_q) pairs: one is less than another when it is at least as specific
-    in every position."""
-
-    __slots__ = ["types"]
-
-    def __init__(self, *types):
-        self.types = types
-
-    def __eq__(self, other):
-        return self.types == other.types
-
-    def __le__(self, other):
-        for x, y in zip(self.types, other.types):
-            if not issubclass(x, y):
-                return False
-            if x is not y:
-                break
-        return True
+    return install
 
 
-def _dispatch_kl(type_p, type_q):
-    matches = [(super_p, super_q) for super_p, super_q in _KL_REGISTRY
-               if issubclass(type_p, super_p) and issubclass(type_q, super_q)]
-    if not matches:
+def _no_less_specific(a, b):
+    """Whether the type tuple `a` is at least as specific as `b`, position by position (the first position
+    where they differ decides)."""
+    for x, y in zip(a, b):
+        if not issubclass(x, y):
+            return False
+        if x is not y:
+            return True
+    return True
+
+
+def _most_specific(keys):
+    best = keys[0]
+    for k in keys[1:]:
+        if k != best and _no_less_specific(k, best):
+            best = k
+    return best
+
+
+def _resolve(tp, tq):
+    hits = [k for k in _TABLE if issubclass(tp, k[0]) and issubclass(tq, k[1])]
+    if not hits:
         return NotImplemented
-    left_p, left_q = min(_Match(*m) for m in matches).types
-    right_q, right_p = min(_Match(*reversed(m)) for m in matches).types
-    left_fun = _KL_REGISTRY[left_p, left_q]
-    right_fun = _KL_REGISTRY[right_p, right_q]
-    if left_fun is not right_fun:
-        warnings.warn(f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). Please register_kl("
-                      f"{left_p.__name__}, {right_q.__name__})", RuntimeWarning)
-    return left_fun
+    # prefer specificity in p first, then (as a cross-check) in q first
+    by_p = _most_specific(hits)
+    by_q = _most_specific([k[::-1] for k in hits])[::-1]
+    chosen = _TABLE[by_p]
+    if chosen is not _TABLE[by_q]:
+        warnings.warn(f"Ambiguous kl_divergence({tp.__name__}, {tq.__name__}). Please register_kl("
+                      f"{by_p[0].__name__}, {by_q[1].__name__})", RuntimeWarning)
+    return chosen
 
 
 def kl_divergence(p, q):
     """KL(p || q) = E_p[log p(X) - log q(X)], batched over the distributions' batch shape.
 
     Raises NotImplementedError when no formula is registered for the pair of types."""
-    try:
-        fun = _KL_MEMOIZE[type(p), type(q)]
-    except KeyError:
-        fun = _dispatch_kl(type(p), type(q))
-        _KL_MEMOIZE[type(p), type(q)] = fun
-    if fun is NotImplemented:
+    key = (type(p), type(q))
+    if key not in _RESOLVED:
+        _RESOLVED[key] = _resolve(*key)
+    fn = _RESOLVED[key]
+    if fn is NotImplemented:
         raise NotImplementedError(f"No KL(p || q) is implemented for p type {p.__class__.__name__} and "
                                   f"q type {q.__class__.__name__}")
-    return fun(p, q)
+    return fn(p, q)
 
 
 def _infinite_like(t):
@@ -121,188 +116,159 @@ def _inf_where(cond, value):
     return tl.where(cond, _infinite_like(value), value)
 
 
-def _batch_trace_XXT(bmat):
-    return bmat.pow(2).flatten(-2).sum(-1)
+def _fix_edges(term, inf_mask, zero_mask):
+    """term with +inf where q gives the mass no room and 0 where p puts none (0 log 0 = 0)."""
+    term = tl.where(inf_mask, _infinite_like(term), term)
+    return tl.where(zero_mask, tl.zeros_like(term), term)
 
 
 # ---- same family ------------------------------------------------------------------------------------------
 
-@register_kl(Bernoulli, Bernoulli)
-def _kl_bernoulli_bernoulli(p, q):
-    t1 = p.probs * (F.softplus(-q.logits) - F.softplus(-p.logits))
-    t1 = tl.where(q.probs == 0, _infinite_like(t1), t1)
-    t1 = tl.where(p.probs == 0, tl.zeros_like(t1), t1)
-    t2 = (1 - p.probs) * (F.softplus(q.logits) - F.softplus(p.logits))
-    t2 = tl.where(q.probs == 1, _infinite_like(t2), t2)
-    t2 = tl.where(p.probs == 1, tl.zeros_like(t2), t2)
-    return t1 + t2
+def _pair_bernoulli(p, q):
+    a, b = p.probs, q.probs
+    heads = a * (F.softplus(-q.logits) - F.softplus(-p.logits))
+    tails = (1 - a) * (F.softplus(q.logits) - F.softplus(p.logits))
+    return _fix_edges(heads, b == 0, a == 0) + _fix_edges(tails, b == 1, a == 1)
 
 
-@register_kl(Beta, Beta)
-def _kl_beta_beta(p, q):
-    sum_p = p.concentration1 + p.concentration0
-    sum_q = q.concentration1 + q.concentration0
-    t1 = q.concentration1.lgamma() + q.concentration0.lgamma() + sum_p.lgamma()
-    t2 = p.concentration1.lgamma() + p.concentration0.lgamma() + sum_q.lgamma()
-    t3 = (p.concentration1 - q.concentration1) * tl.digamma(p.concentration1)
-    t4 = (p.concentration0 - q.concentration0) * tl.digamma(p.concentration0)
-    t5 = (sum_q - sum_p) * tl.digamma(sum_p)
-    return t1 - t2 + t3 + t4 + t5
+def _log_beta_fn(a, b):
+    return a.lgamma() + b.lgamma() - (a + b).lgamma()
 
 
-@register_kl(Binomial, Binomial)
-def _kl_binomial_binomial(p, q):
-    if bool((p.total_count < q.total_count).any()):
+def _pair_beta(p, q):
+    a1, b1, a2, b2 = p.concentration1, p.concentration0, q.concentration1, q.concentration0
+    s1 = a1 + b1
+    return (_log_beta_fn(a2, b2) - _log_beta_fn(a1, b1) + (a1 - a2) * a1.digamma() + (b1 - b2) * b1.digamma()
+            + (a2 + b2 - s1) * s1.digamma())
+
+
+def _pair_binomial(p, q):
+    n, m = p.total_count, q.total_count
+    if bool((n < m).any()):
         raise NotImplementedError("KL between Binomials where q.total_count > p.total_count is not implemented")
-    kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p())
-    return _inf_where(p.total_count > q.total_count, kl)
+    per_trial = p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p()
+    return _inf_where(n > m, n * per_trial)
 
 
-@register_kl(Categorical, Categorical)
-def _kl_categorical_categorical(p, q):
-    t = p.probs * (p.logits - q.logits)
-    t = tl.where((q.probs == 0).expand_as(t), _infinite_like(t), t)
-    t = tl.where((p.probs == 0).expand_as(t), tl.zeros_like(t), t)
-    return t.sum(-1)
+def _pair_categorical(p, q):
+    terms = p.probs * (p.logits - q.logits)
+    terms = _fix_edges(terms, (q.probs == 0).expand_as(terms), (p.probs == 0).expand_as(terms))
+    return terms.sum(-1)
 
 
-@register_kl(ContinuousBernoulli, ContinuousBernoulli)
-def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
-    t1 = p.mean * (p.logits - q.logits)
-    t2 = p._cont_bern_log_norm() + tl.log1p(-p.probs)
-    t3 = -q._cont_bern_log_norm() - tl.log1p(-q.probs)
-    return t1 + t2 + t3
+def _pair_continuous_bernoulli(p, q):
+    own = p._log_norm_const() + (-p.probs).log1p()
+    other = q._log_norm_const() + (-q.probs).log1p()
+    return p.mean * (p.logits - q.logits) + own - other
 
 
-@register_kl(Dirichlet, Dirichlet)
-def _kl_dirichlet_dirichlet(p, q):
-    sum_p = p.concentration.sum(-1)
-    sum_q = q.concentration.sum(-1)
-    t1 = sum_p.lgamma() - sum_q.lgamma()
-    t2 = (p.concentration.lgamma() - q.concentration.lgamma()).sum(-1)
-    t3 = p.concentration - q.concentration
-    t4 = p.concentration.digamma() - sum_p.digamma().unsqueeze(-1)
-    return t1 - t2 + (t3 * t4).sum(-1)
+def _pair_dirichlet(p, q):
+    a, b = p.concentration, q.concentration
+    a0 = a.sum(-1)
+    expected_log = a.digamma() - a0.digamma().unsqueeze(-1)
+    return (a0.lgamma() - b.sum(-1).lgamma() - (a.lgamma() - b.lgamma()).sum(-1)
+            + ((a - b) * expected_log).sum(-1))
 
 
-@register_kl(Exponential, Exponential)
-def _kl_exponential_exponential(p, q):
-    rate_ratio = q.rate / p.rate
-    return -rate_ratio.log() + rate_ratio - 1
+def _pair_exponential(p, q):
+    r = q.rate / p.rate
+    return r - r.log() - 1
 
 
-@register_kl(ExponentialFamily, ExponentialFamily)
-def _kl_expfamily_expfamily(p, q):
-    if not type(p) == type(q):
+def _pair_exp_family(p, q):
+    if type(p) is not type(q):
         raise NotImplementedError("The cross KL-divergence between different exponential families cannot be "
                                   "computed using Bregman divergences")
-    p_nparams = [np_.detach().requires_grad_() for np_ in p._natural_params]
-    q_nparams = q._natural_params
+    # Bregman divergence of the log normalizer A: A(eta_q) - A(eta_p) - <eta_q - eta_p, grad A(eta_p)>
+    eta_p = [t.detach().requires_grad_() for t in p._natural_params]
+    eta_q = q._natural_params
     with tl.enable_grad():
-        lg_normal = p._log_normalizer(*p_nparams)
-        gradients = tl.autograd.grad(lg_normal.sum(), p_nparams, create_graph=True)
-    result = q._log_normalizer(*q_nparams) - lg_normal
-    for pnp, qnp, g in zip(p_nparams, q_nparams, gradients):
-        result = result - _sum_rightmost((qnp - pnp) * g, len(q.event_shape))
-    return result
+        a_p = p._log_normalizer(*eta_p)
+        grads = tl.autograd.grad(a_p.sum(), eta_p, create_graph=True)
+    out = q._log_normalizer(*eta_q) - a_p
+    n_event = len(q.event_shape)
+    for ep, eq, g in zip(eta_p, eta_q, grads):
+        out = out - _sum_rightmost((eq - ep) * g, n_event)
+    return out
 
 
-@register_kl(Gamma, Gamma)
-def _kl_gamma_gamma(p, q):
-    t1 = q.concentration * tl.log(p.rate / q.rate)
-    t2 = tl.lgamma(q.concentration) - tl.lgamma(p.concentration)
-    t3 = (p.concentration - q.concentration) * tl.digamma(p.concentration)
-    t4 = (q.rate - p.rate) * (p.concentration / p.rate)
-    return t1 + t2 + t3 + t4
+def _pair_gamma(p, q):
+    k1, r1, k2, r2 = p.concentration, p.rate, q.concentration, q.rate
+    return (k2 * (r1 / r2).log() + k2.lgamma() - k1.lgamma() + (k1 - k2) * k1.digamma()
+            + (r2 - r1) * k1 / r1)
 
 
-@register_kl(Gumbel, Gumbel)
-def _kl_gumbel_gumbel(p, q):
-    ct1 = p.scale / q.scale
-    ct2 = q.loc / q.scale
-    ct3 = p.loc / q.scale
-    t1 = -ct1.log() - ct2 + ct3
-    t2 = ct1 * _euler_gamma
-    t3 = tl.exp(ct2 + (1 + ct1).lgamma() - ct3)
-    return t1 + t2 + t3 - (1 + _euler_gamma)
+def _pair_gumbel(p, q):
+    s = p.scale / q.scale
+    mq, mp = q.loc / q.scale, p.loc / q.scale
+    return (mp - mq - s.log() + s * _euler_gamma + (mq - mp + (1 + s).lgamma()).exp()
+            - (1 + _euler_gamma))
 
 
-@register_kl(Geometric, Geometric)
-def _kl_geometric_geometric(p, q):
-    return -p.entropy() - tl.log1p(-q.probs) / p.probs - q.logits
+def _pair_geometric(p, q):
+    return -p.entropy() - (-q.probs).log1p() / p.probs - q.logits
 
 
-@register_kl(HalfNormal, HalfNormal)
-def _kl_halfnormal_halfnormal(p, q):
-    return _kl_normal_normal(p.base_dist, q.base_dist)
+def _pair_halfnormal(p, q):
+    return _pair_normal(p.base_dist, q.base_dist)
 
 
-@register_kl(Laplace, Laplace)
-def _kl_laplace_laplace(p, q):
-    scale_ratio = p.scale / q.scale
-    loc_abs_diff = (p.loc - q.loc).abs()
-    return -scale_ratio.log() + loc_abs_diff / q.scale + scale_ratio * tl.exp(-loc_abs_diff / p.scale) - 1
+def _pair_laplace(p, q):
+    s = p.scale / q.scale
+    gap = (p.loc - q.loc).abs()
+    return gap / q.scale + s * (-gap / p.scale).exp() - s.log() - 1
 
 
-def _kl_gaussian_from_tril(p_loc, p_L, q_loc, q_L, n):
-    """KL between Gaussians given lower Cholesky factors of their covariances."""
-    half_term1 = q_L.diagonal(dim1=-2, dim2=-1).log().sum(-1) - p_L.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-    batch = tl.broadcast_shapes(tuple(q_L.shape[:-2]), tuple(p_L.shape[:-2]))
-    qL = q_L.expand(tuple(batch) + (n, n))
-    pL = p_L.expand(tuple(batch) + (n, n))
-    term2 = _batch_trace_XXT(tl.linalg.solve_triangular(qL, pL, upper=False))
-    term3 = _batch_mahalanobis(q_L, q_loc - p_loc)
-    return half_term1 + 0.5 * (term2 + term3 - n)
+def _gaussian_kl_tril(mu_p, low_p, mu_q, low_q, n):
+    """KL between Gaussians given lower Cholesky factors of their covariances:
+    log det Lq - log det Lp + (|Lq^-1 Lp|_F^2 + |Lq^-1 (mu_q - mu_p)|^2 - n) / 2."""
+    log_det_gap = (low_q.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+                   - low_p.diagonal(dim1=-2, dim2=-1).log().sum(-1))
+    lead = tuple(tl.broadcast_shapes(tuple(low_q.shape[:-2]), tuple(low_p.shape[:-2])))
+    mixed = tl.linalg.solve_triangular(low_q.expand(lead + (n, n)), low_p.expand(lead + (n, n)), upper=False)
+    trace_term = mixed.square().flatten(-2).sum(-1)
+    return log_det_gap + 0.5 * (trace_term + _tril_quad_form(low_q, mu_q - mu_p) - n)
 
 
-def _check_mvn_shapes(p, q):
+def _same_event(p, q):
     if tuple(p.event_shape) != tuple(q.event_shape):
         raise ValueError("KL-divergence between two Multivariate Normals with different event shapes cannot "
                          "be computed")
 
 
-@register_kl(MultivariateNormal, MultivariateNormal)
-def _kl_multivariatenormal_multivariatenormal(p, q):
-    _check_mvn_shapes(p, q)
-    return _kl_gaussian_from_tril(p.loc, p._unbroadcasted_scale_tril, q.loc, q._unbroadcasted_scale_tril,
-                                  p.event_shape[0])
+def _pair_mvn(p, q):
+    _same_event(p, q)
+    return _gaussian_kl_tril(p.loc, p._unbroadcasted_scale_tril, q.loc, q._unbroadcasted_scale_tril,
+                             p.event_shape[0])
 
 
-@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
-@register_kl(LowRankMultivariateNormal, MultivariateNormal)
-@register_kl(MultivariateNormal, LowRankMultivariateNormal)
-def _kl_lowrank_gaussians(p, q):
-    _check_mvn_shapes(p, q)
-    return _kl_gaussian_from_tril(p.loc, p.scale_tril, q.loc, q.scale_tril, p.event_shape[0])
+def _pair_any_gaussians(p, q):
+    _same_event(p, q)
+    return _gaussian_kl_tril(p.loc, p.scale_tril, q.loc, q.scale_tril, p.event_shape[0])
 
 
-@register_kl(Normal, Normal)
-def _kl_normal_normal(p, q):
-    var_ratio = (p.scale / q.scale).pow(2)
-    t1 = ((p.loc - q.loc) / q.scale).pow(2)
-    return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
+def _pair_normal(p, q):
+    v = (p.scale / q.scale).square()
+    z = ((p.loc - q.loc) / q.scale).square()
+    return 0.5 * (v + z - 1 - v.log())
 
 
-@register_kl(OneHotCategorical, OneHotCategorical)
-def _kl_onehotcategorical_onehotcategorical(p, q):
-    return _kl_categorical_categorical(p._categorical, q._categorical)
+def _pair_onehot(p, q):
+    return _pair_categorical(p._categorical, q._categorical)
 
 
-@register_kl(Pareto, Pareto)
-def _kl_pareto_pareto(p, q):
-    scale_ratio = p.scale / q.scale
-    alpha_ratio = q.alpha / p.alpha
-    result = q.alpha * scale_ratio.log() - alpha_ratio.log() + alpha_ratio - 1
-    return _inf_where(p.scale < q.scale, result)
+def _pair_pareto(p, q):
+    ratio_a = q.alpha / p.alpha
+    out = q.alpha * (p.scale / q.scale).log() + ratio_a - ratio_a.log() - 1
+    return _inf_where(p.scale < q.scale, out)
 
 
-@register_kl(Poisson, Poisson)
-def _kl_poisson_poisson(p, q):
-    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+def _pair_poisson(p, q):
+    lam, mu = p.rate, q.rate
+    return lam * (lam.log() - mu.log()) - lam + mu
 
 
-@register_kl(TransformedDistribution, TransformedDistribution)
-def _kl_transformed_transformed(p, q):
+def _pair_transformed(p, q):
     if p.transforms != q.transforms:
         raise NotImplementedError(f"KL between TransformedDistributions needs the same transforms, got "
                                   f"{p.transforms} and {q.transforms}")
@@ -312,25 +278,39 @@ def _kl_transformed_transformed(p, q):
     return kl_divergence(p.base_dist, q.base_dist)
 
 
-@register_kl(Uniform, Uniform)
-def _kl_uniform_uniform(p, q):
-    result = ((q.high - q.low) / (p.high - p.low)).log()
-    return _inf_where((q.low > p.low) | (q.high < p.high), result)
+def _pair_uniform(p, q):
+    out = ((q.high - q.low) / (p.high - p.low)).log()
+    return _inf_where((q.low > p.low) | (q.high < p.high), out)
 
 
-@register_kl(Cauchy, Cauchy)
-def _kl_cauchy_cauchy(p, q):
-    t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
-    t2 = (4 * p.scale * q.scale).log()
-    return t1 - t2
+def _pair_cauchy(p, q):
+    s1, s2 = p.scale, q.scale
+    return ((s1 + s2).square() + (p.loc - q.loc).square()).log() - (4 * s1 * s2).log()
 
 
-@register_kl(Independent, Independent)
-def _kl_independent_independent(p, q):
-    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+def _pair_independent(p, q):
+    n = p.reinterpreted_batch_ndims
+    if n != q.reinterpreted_batch_ndims:
         raise NotImplementedError("KL between Independent distributions needs the same reinterpreted_batch_ndims")
-    result = kl_divergence(p.base_dist, q.base_dist)
-    return _sum_rightmost(result, p.reinterpreted_batch_ndims)
+    return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), n)
+
+
+_SAME_FAMILY = (
+    (Bernoulli, _pair_bernoulli), (Beta, _pair_beta), (Binomial, _pair_binomial),
+    (Categorical, _pair_categorical), (ContinuousBernoulli, _pair_continuous_bernoulli),
+    (Dirichlet, _pair_dirichlet), (Exponential, _pair_exponential), (ExponentialFamily, _pair_exp_family),
+    (Gamma, _pair_gamma), (Gumbel, _pair_gumbel), (Geometric, _pair_geometric), (HalfNormal, _pair_halfnormal),
+    (Laplace, _pair_laplace), (MultivariateNormal, _pair_mvn),
+    # any mix of the two Gaussian parameterizations goes through scale_tril
+    ((MultivariateNormal, LowRankMultivariateNormal), _pair_any_gaussians),
+    ((LowRankMultivariateNormal, MultivariateNormal), _pair_any_gaussians),
+    (LowRankMultivariateNormal, _pair_any_gaussians),
+    (Normal, _pair_normal), (OneHotCategorical, _pair_onehot), (Pareto, _pair_pareto), (Poisson, _pair_poisson),
+    (TransformedDistribution, _pair_transformed), (Uniform, _pair_uniform), (Cauchy, _pair_cauchy),
+    (Independent, _pair_independent),
+)
+for _key, _fn in _SAME_FAMILY:
+    register_kl(*(_key if isinstance(_key, tuple) else (_key, _key)))(_fn)
 
 
 # ---- cross families: -H(p) - E_p[log q(X)] ----------------------------------------------------------------
@@ -409,7 +389,7 @@ def _xlogq_pareto(p, q):
 
 def _xlogq_continuous_bernoulli(p, q):
     # log q(x) = x logit(q) + log(1 - q) + log C(q)
-    return p.mean * q.logits + tl.log1p(-q.probs) + q._cont_bern_log_norm()
+    return p.mean * q.logits + tl.log1p(-q.probs) + q._log_norm_const()
 
 
 def _xlogq_uniform(p, q):

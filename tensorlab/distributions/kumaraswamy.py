@@ -1,6 +1,8 @@
 """torch.distributions.kumaraswamy: Kumaraswamy(concentration1, concentration0) on (0, 1)."""
 from __future__ import annotations
 
+import math
+
 import tensorlab as tl
 
 from . import constraints
@@ -12,11 +14,10 @@ from .utils import broadcast_all, euler_constant
 __all__ = ["Kumaraswamy"]
 
 
-def _moments(a, b, n):
-    """E[X^n] of Kumaraswamy(a, b) = b B(1 + n / a, b)."""
-    arg1 = 1 + n / a
-    log_value = tl.lgamma(arg1) + tl.lgamma(b) - tl.lgamma(arg1 + b)
-    return b * tl.exp(log_value)
+def _raw_moment(a, b, n):
+    """E[X^n] = b * B(1 + n / a, b)."""
+    u = n / a + 1
+    return b * (u.lgamma() + b.lgamma() - (u + b).lgamma()).exp()
 
 
 class Kumaraswamy(TransformedDistribution):
@@ -27,38 +28,38 @@ class Kumaraswamy(TransformedDistribution):
     has_rsample = True
 
     def __init__(self, concentration1, concentration0, validate_args=None):
-        self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
-        base_dist = Uniform(tl.full_like(self.concentration0, 0), tl.full_like(self.concentration0, 1),
-                            validate_args=validate_args)
-        transforms = [PowerTransform(exponent=self.concentration0.reciprocal()), AffineTransform(loc=1.0, scale=-1.0),
-                      PowerTransform(exponent=self.concentration1.reciprocal())]
-        super().__init__(base_dist, transforms, validate_args=validate_args)
+        a, b = broadcast_all(concentration1, concentration0)
+        self.concentration1, self.concentration0 = a, b
+        unif = Uniform(tl.zeros_like(b), tl.ones_like(b), validate_args=validate_args)
+        # U -> U^(1/b) -> 1 - U^(1/b) -> (1 - U^(1/b))^(1/a)
+        chain = [PowerTransform(exponent=1 / b), AffineTransform(1.0, -1.0), PowerTransform(exponent=1 / a)]
+        super().__init__(unif, chain, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(Kumaraswamy, _instance)
-        new.concentration1 = self.concentration1.expand(batch_shape)
-        new.concentration0 = self.concentration0.expand(batch_shape)
-        return super().expand(batch_shape, _instance=new)
+        out = self._get_checked_instance(Kumaraswamy, _instance)
+        out.concentration0 = self.concentration0.expand(batch_shape)
+        out.concentration1 = self.concentration1.expand(batch_shape)
+        return super().expand(batch_shape, _instance=out)
 
     @property
     def mean(self):
-        return _moments(self.concentration1, self.concentration0, 1)
+        return _raw_moment(self.concentration1, self.concentration0, 1)
 
     @property
     def mode(self):
-        log_mode = (self.concentration0.reciprocal() * (-self.concentration0).log1p()
-                    - (-self.concentration0 * self.concentration1).log1p())
-        bad = (self.concentration0 < 1) | (self.concentration1 < 1)
-        return tl.where(bad, tl.full_like(log_mode, float("nan")), log_mode).exp()
+        a, b = self.concentration1, self.concentration0
+        # torch's expression, kept for parity
+        log_m = (-b).log1p() / b - (-(a * b)).log1p()
+        return tl.where((a < 1) | (b < 1), tl.full_like(log_m, math.nan), log_m).exp()
 
     @property
     def variance(self):
-        return _moments(self.concentration1, self.concentration0, 2) - tl.pow(self.mean, 2)
+        m1 = self.mean
+        return _raw_moment(self.concentration1, self.concentration0, 2) - m1 * m1
 
     def entropy(self):
         """(1 - 1/a) + (1 - 1/b) H_b - log(a b), H_b the harmonic number digamma(b + 1) + Euler."""
-        t1 = 1 - self.concentration1.reciprocal()
-        t0 = 1 - self.concentration0.reciprocal()
-        H0 = tl.digamma(self.concentration0 + 1) + euler_constant
-        return t0 + t1 * H0 - tl.log(self.concentration1) - tl.log(self.concentration0)
+        a, b = self.concentration1, self.concentration0
+        harmonic_b = (b + 1).digamma() + euler_constant
+        return (1 - 1 / b) + (1 - 1 / a) * harmonic_b - (a * b).log()

@@ -26,54 +26,51 @@ class LKJCholesky(Distribution):
         if dim < 2:
             raise ValueError(f"Expected dim to be an integer greater than or equal to 2. Found dim={dim}.")
         self.dim = dim
-        (self.concentration,) = broadcast_all(concentration)
-        batch_shape = self.concentration.size()
-        event_shape = tl.Size((dim, dim))
-        marginal_conc = self.concentration + 0.5 * (self.dim - 2)
-        offset = tl.arange(self.dim - 1, dtype=self.concentration.dtype, device=self.concentration.device)
-        offset = tl.cat([offset.new_zeros((1,)), offset])
-        beta_conc1 = offset + 0.5
-        beta_conc0 = marginal_conc.unsqueeze(-1) - 0.5 * offset
-        self._beta = Beta(beta_conc1, beta_conc0)
-        super().__init__(batch_shape, event_shape, validate_args)
+        (eta,) = broadcast_all(concentration)
+        self.concentration = eta
+        # per-row Beta for the squared norm of the below-diagonal part (torch's parameterization);
+        # row 0 is fixed at e_0 but gets a placeholder Beta so that all rows sample together
+        k = tl.arange(dim, dtype=eta.dtype, device=eta.device).sub(1).clamp(min=0)
+        a = k + 0.5
+        b = (eta + 0.5 * (dim - 2)).unsqueeze(-1) - 0.5 * k
+        self._row_norm2 = Beta(a, b)
+        super().__init__(eta.size(), tl.Size((dim, dim)), validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(LKJCholesky, _instance)
-        batch_shape = tl.Size(batch_shape)
-        new.dim = self.dim
-        new.concentration = self.concentration.expand(batch_shape)
-        new._beta = self._beta.expand(tuple(batch_shape) + (self.dim,))
-        super(LKJCholesky, new).__init__(batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        out = self._get_checked_instance(LKJCholesky, _instance)
+        size = tl.Size(batch_shape)
+        out.dim = self.dim
+        out.concentration = self.concentration.expand(size)
+        out._row_norm2 = self._row_norm2.expand(tuple(size) + (self.dim,))
+        Distribution.__init__(out, size, self.event_shape, validate_args=False)
+        out._validate_args = self._validate_args
+        return out
 
     def sample(self, sample_shape=tl.Size()):
         """Onion-method samples."""
         with tl.no_grad():
-            y = self._beta.sample(sample_shape).unsqueeze(-1)
-            shape = self._extended_shape(sample_shape)
-            u_normal = tl.randn(shape, dtype=y.dtype, device=y.device).tril(-1)
-            norm = u_normal.norm(dim=-1, keepdim=True)
-            u_hypersphere = tl.where(norm > 0, u_normal / tl.where(norm > 0, norm, tl.ones_like(norm)),
-                                     tl.zeros_like(u_normal))
-            w = tl.sqrt(y) * u_hypersphere
-            tiny = tl.finfo(w.dtype).tiny
-            diag_elems = tl.clamp(1 - tl.sum(w ** 2, dim=-1), min=tiny).sqrt()
-            return w + tl.diag_embed(diag_elems)
+            r2 = self._row_norm2.sample(sample_shape).unsqueeze(-1)
+            g = tl.randn(self._extended_shape(sample_shape), dtype=r2.dtype, device=r2.device).tril(-1)
+            length = g.norm(dim=-1, keepdim=True)
+            ok = length > 0
+            direction = tl.where(ok, g / tl.where(ok, length, tl.ones_like(length)), tl.zeros_like(g))
+            below = r2.sqrt() * direction
+            floor = tl.finfo(below.dtype).tiny
+            on_diag = (1 - below.square().sum(dim=-1)).clamp(min=floor).sqrt()
+            return below + tl.diag_embed(on_diag)
 
     def log_prob(self, value):
         """sum_i (2 (eta - 1) + d - i) log L_ii - log normalizer."""
         if self._validate_args:
             self._validate_sample(value)
-        diag_elems = value.diagonal(dim1=-1, dim2=-2)[..., 1:]
-        order = tl.arange(2, self.dim + 1, dtype=value.dtype, device=value.device)
-        order = 2 * (self.concentration - 1).unsqueeze(-1) + self.dim - order
-        unnormalized_log_pdf = tl.sum(order * diag_elems.log(), dim=-1)
-        dm1 = self.dim - 1
-        alpha = self.concentration + 0.5 * dm1
-        denominator = tl.lgamma(alpha) * dm1
-        numerator = tl.mvlgamma(alpha - 0.5, dm1)
-        pi_constant = 0.5 * dm1 * math.log(math.pi)
-        normalize_term = pi_constant + numerator - denominator
-        return unnormalized_log_pdf - normalize_term
+        d = self.dim
+        eta = self.concentration
+        log_diag = value.diagonal(dim1=-2, dim2=-1)[..., 1:].log()
+        rows = tl.arange(2, d + 1, dtype=value.dtype, device=value.device)
+        power = (2 * eta - 2).unsqueeze(-1) + (d - rows)
+        kernel = (power * log_diag).sum(dim=-1)
+        m = d - 1
+        shape_a = eta + 0.5 * m
+        log_norm = 0.5 * m * math.log(math.pi) + tl.mvlgamma(shape_a - 0.5, m) - m * shape_a.lgamma()
+        return kernel - log_norm

@@ -17,13 +17,12 @@ class LogNormal(TransformedDistribution):
     has_rsample = True
 
     def __init__(self, loc, scale, validate_args=None):
-        base_dist = Normal(loc, scale, validate_args=validate_args)
-        super().__init__(base_dist, ExpTransform(), validate_args=validate_args)
+        gauss = Normal(loc, scale, validate_args=validate_args)
+        super().__init__(gauss, ExpTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(LogNormal, _instance)
-        return super().expand(batch_shape, _instance=new)
+        return super().expand(batch_shape, _instance=self._get_checked_instance(LogNormal, _instance))
 
     @property
     def loc(self):
@@ -35,7 +34,7 @@ class LogNormal(TransformedDistribution):
 
     @property
     def mean(self):
-        return (self.loc + self.scale.pow(2) / 2).exp()
+        return (0.5 * self.scale.square() + self.loc).exp()
 
     @property
     def mode(self):
@@ -43,9 +42,10 @@ class LogNormal(TransformedDistribution):
 
     @property
     def variance(self):
-        scale_sq = self.scale.pow(2)
-        return scale_sq.expm1() * (2 * self.loc + scale_sq).exp()
+        s2 = self.scale.square()
+        # (e^{s^2} - 1) e^{2 mu + s^2}
+        return (self.loc * 2 + s2).exp() * s2.expm1()
 
     def entropy(self):
         """Normal entropy + loc."""
-        return self.base_dist.entropy() + self.loc
+        return self.loc + self.base_dist.entropy()

@@ -17,20 +17,24 @@ class LogisticNormal(TransformedDistribution):
     has_rsample = True
 
     def __init__(self, loc, scale, validate_args=None):
-        base_dist = Normal(loc, scale, validate_args=validate_args)
-        if not base_dist.batch_shape:
-            base_dist = base_dist.expand([1])
-        super().__init__(base_dist, StickBreakingTransform(), validate_args=validate_args)
+        gauss = Normal(loc, scale, validate_args=validate_args)
+        if len(gauss.batch_shape) == 0:
+            # stick breaking needs at least one dim to act on
+            gauss = gauss.expand((1,))
+        super().__init__(gauss, StickBreakingTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(LogisticNormal, _instance)
-        return super().expand(batch_shape, _instance=new)
+        return super().expand(batch_shape, _instance=self._get_checked_instance(LogisticNormal, _instance))
+
+    def _normal(self):
+        # base_dist is Independent(Normal, 1)
+        return self.base_dist.base_dist
 
     @property
     def loc(self):
-        return self.base_dist.base_dist.loc
+        return self._normal().loc
 
     @property
     def scale(self):
-        return self.base_dist.base_dist.scale
+        return self._normal().scale

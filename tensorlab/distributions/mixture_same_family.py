@@ -10,6 +10,27 @@ from .distribution import Distribution
 __all__ = ["MixtureSameFamily"]
 
 
+def _check_parts(weights, comps):
+    """Validate the pair and return (batch shape, number of components)."""
+    if not isinstance(weights, Categorical):
+        raise ValueError(" The Mixture distribution needs to be an  instance of torch.distributions.Categorical")
+    if not isinstance(comps, Distribution):
+        raise ValueError("The Component distribution need to be an instance of torch.distributions.Distribution")
+    outer_w = weights.batch_shape
+    outer_c = comps.batch_shape[:-1]
+    # right-aligned broadcast compatibility of the two batch shapes
+    for a, b in zip(tuple(outer_w)[::-1], tuple(outer_c)[::-1]):
+        if 1 not in (a, b) and a != b:
+            raise ValueError(f"`mixture_distribution.batch_shape` ({outer_w}) is not compatible with "
+                             f"`component_distribution.batch_shape`({outer_c})")
+    n_w = weights.logits.shape[-1]
+    n_c = comps.batch_shape[-1]
+    if n_w != n_c:
+        raise ValueError(f"`mixture_distribution component` ({n_w}) does not equal "
+                         f"`component_distribution.batch_shape[-1]` ({n_c})")
+    return outer_c, n_w
+
+
 class MixtureSameFamily(Distribution):
     """A mixture whose components are the rightmost batch dim of one distribution, weighted by a
     Categorical over that dim."""
@@ -18,41 +39,25 @@ class MixtureSameFamily(Distribution):
     has_rsample = False
 
     def __init__(self, mixture_distribution, component_distribution, validate_args=None):
+        outer, k = _check_parts(mixture_distribution, component_distribution)
         self._mixture_distribution = mixture_distribution
         self._component_distribution = component_distribution
-        if not isinstance(self._mixture_distribution, Categorical):
-            raise ValueError(" The Mixture distribution needs to be an  instance of torch.distributions.Categorical")
-        if not isinstance(self._component_distribution, Distribution):
-            raise ValueError("The Component distribution need to be an instance of torch.distributions.Distribution")
-        mdbs = self._mixture_distribution.batch_shape
-        cdbs = self._component_distribution.batch_shape[:-1]
-        for size1, size2 in zip(reversed(mdbs), reversed(cdbs)):
-            if size1 != 1 and size2 != 1 and size1 != size2:
-                raise ValueError(f"`mixture_distribution.batch_shape` ({mdbs}) is not compatible with "
-                                 f"`component_distribution.batch_shape`({cdbs})")
-        km = self._mixture_distribution.logits.shape[-1]
-        kc = self._component_distribution.batch_shape[-1]
-        if km != kc:
-            raise ValueError(f"`mixture_distribution component` ({km}) does not equal "
-                             f"`component_distribution.batch_shape[-1]` ({kc})")
-        self._num_component = km
-        event_shape = self._component_distribution.event_shape
-        self._event_ndims = len(event_shape)
-        super().__init__(batch_shape=cdbs, event_shape=event_shape, validate_args=validate_args)
+        self._num_component = k
+        ev = component_distribution.event_shape
+        self._event_ndims = len(ev)
+        super().__init__(outer, ev, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with both parts expanded to `batch_shape`."""
-        batch_shape = tl.Size(batch_shape)
-        batch_shape_comp = tl.Size(tuple(batch_shape) + (self._num_component,))
-        new = self._get_checked_instance(MixtureSameFamily, _instance)
-        new._component_distribution = self._component_distribution.expand(batch_shape_comp)
-        new._mixture_distribution = self._mixture_distribution.expand(batch_shape)
-        new._num_component = self._num_component
-        new._event_ndims = self._event_ndims
-        event_shape = new._component_distribution.event_shape
-        super(MixtureSameFamily, new).__init__(batch_shape=batch_shape, event_shape=event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        out = self._get_checked_instance(MixtureSameFamily, _instance)
+        size = tl.Size(batch_shape)
+        out._mixture_distribution = self._mixture_distribution.expand(size)
+        out._component_distribution = self._component_distribution.expand(
+            tl.Size(tuple(size) + (self._num_component,)))
+        out._num_component, out._event_ndims = self._num_component, self._event_ndims
+        Distribution.__init__(out, size, out._component_distribution.event_shape, validate_args=False)
+        out._validate_args = self._validate_args
+        return out
 
     @constraints.dependent_property
     def support(self):
@@ -66,59 +71,54 @@ class MixtureSameFamily(Distribution):
     def component_distribution(self):
         return self._component_distribution
 
+    # the component axis sits just left of the event dims
+    @property
+    def _k_axis(self):
+        return -1 - self._event_ndims
+
+    def _weights_for_components(self):
+        """Mixture probabilities shaped to broadcast against per-component statistics."""
+        w = self._mixture_distribution.probs
+        return w.reshape(tuple(w.shape) + (1,) * self._event_ndims)
+
+    def _weighted_sum(self, per_component):
+        return (self._weights_for_components() * per_component).sum(dim=self._k_axis)
+
     @property
     def mean(self):
-        probs = self._pad_mixture_dimensions(self.mixture_distribution.probs)
-        return tl.sum(probs * self.component_distribution.mean, dim=-1 - self._event_ndims)
+        return self._weighted_sum(self._component_distribution.mean)
 
     @property
     def variance(self):
-        probs = self._pad_mixture_dimensions(self.mixture_distribution.probs)
-        mean_cond_var = tl.sum(probs * self.component_distribution.variance, dim=-1 - self._event_ndims)
-        var_cond_mean = tl.sum(probs * (self.component_distribution.mean - self._pad(self.mean)).pow(2.0),
-                               dim=-1 - self._event_ndims)
-        return mean_cond_var + var_cond_mean
+        # law of total variance: E[Var | k] + Var[E | k]
+        comp = self._component_distribution
+        spread = (comp.mean - self.mean.unsqueeze(self._k_axis)).square()
+        return self._weighted_sum(comp.variance) + self._weighted_sum(spread)
 
     def cdf(self, x):
         """Mixture-weighted component cdfs."""
-        x = self._pad(x)
-        cdf_x = self.component_distribution.cdf(x)
-        mix_prob = self.mixture_distribution.probs
-        return tl.sum(cdf_x * mix_prob, dim=-1)
+        per_k = self._component_distribution.cdf(x.unsqueeze(self._k_axis))
+        return (per_k * self._mixture_distribution.probs).sum(dim=-1)
 
     def log_prob(self, x):
         """logsumexp over components of component log_prob + log mixture weight."""
         if self._validate_args:
             self._validate_sample(x)
-        x = self._pad(x)
-        log_prob_x = self.component_distribution.log_prob(x)
-        log_mix_prob = tl.log_softmax(self.mixture_distribution.logits, dim=-1)
-        return tl.logsumexp(log_prob_x + log_mix_prob, dim=-1)
+        per_k = self._component_distribution.log_prob(x.unsqueeze(self._k_axis))
+        log_w = self._mixture_distribution.logits.log_softmax(dim=-1)
+        return (per_k + log_w).logsumexp(dim=-1)
 
     def sample(self, sample_shape=tl.Size()):
         """Draw a component index, then take that component's sample."""
-        sample_shape = tl.Size(sample_shape)
+        lead = tl.Size(sample_shape)
+        ev = tuple(self.event_shape)
+        axis = len(lead) + len(self.batch_shape)
         with tl.no_grad():
-            gather_dim = len(sample_shape) + len(self.batch_shape)
-            es = tuple(self.event_shape)
-            mix_sample = self.mixture_distribution.sample(sample_shape)
-            mix_shape = tuple(mix_sample.shape)
-            comp_samples = self.component_distribution.sample(sample_shape)
-            idx = mix_sample.reshape(mix_shape + (1,) * (len(es) + 1))
-            idx = idx.expand(mix_shape + (1,) + es)
-            samples = tl.gather(comp_samples, gather_dim, idx)
-            return samples.squeeze(gather_dim)
-
-    def _pad(self, x):
-        return x.unsqueeze(-1 - self._event_ndims)
-
-    def _pad_mixture_dimensions(self, x):
-        dist_batch_ndims = len(self.batch_shape)
-        cat_batch_ndims = len(self.mixture_distribution.batch_shape)
-        pad_ndims = 0 if cat_batch_ndims == 1 else dist_batch_ndims - cat_batch_ndims
-        xs = tuple(x.shape)
-        return x.reshape(xs[:-1] + (1,) * pad_ndims + xs[-1:] + (1,) * self._event_ndims)
+            which = self._mixture_distribution.sample(lead)
+            draws = self._component_distribution.sample(lead)
+            wshape = tuple(which.shape)
+            index = which.reshape(wshape + (1,) * (1 + len(ev))).expand(wshape + (1,) + ev)
+            return draws.gather(axis, index).squeeze(axis)
 
     def __repr__(self):
-        args_string = f"\n  {self.mixture_distribution},\n  {self.component_distribution}"
-        return "MixtureSameFamily" + "(" + args_string + ")"
+        return f"MixtureSameFamily(\n  {self._mixture_distribution},\n  {self._component_distribution})"

@@ -12,28 +12,34 @@ from .utils import _standard_normal, lazy_property
 
 __all__ = ["MultivariateNormal"]
 
-
-def _batch_mv(bmat, bvec):
-    """Batched matrix-vector product with broadcasting."""
-    return tl.matmul(bmat, bvec.unsqueeze(-1)).squeeze(-1)
+_LOG_2PI = math.log(2 * math.pi)
 
 
-def _batch_mahalanobis(bL, bx):
-    """x^T (L L^T)^{-1} x for lower-triangular L, broadcast over batch dims."""
-    n = bx.size(-1)
-    batch = tl.broadcast_shapes(tuple(bL.shape[:-2]), tuple(bx.shape[:-1]))
-    L = bL.expand(tuple(batch) + (n, n))
-    x = bx.expand(tuple(batch) + (n,))
-    y = tl.linalg.solve_triangular(L, x.unsqueeze(-1), upper=False).squeeze(-1)
-    return y.pow(2).sum(-1)
+def _mat_vec(mat, vec):
+    """mat @ vec over broadcast batch dims."""
+    return (mat @ vec.unsqueeze(-1)).squeeze(-1)
 
 
-def _precision_to_scale_tril(P):
-    """Lower Cholesky factor of P^{-1} without forming the inverse: flip, factor, flip back, invert."""
-    Lf = tl.linalg.cholesky(tl.flip(P, (-2, -1)))
-    L_inv = tl.transpose(tl.flip(Lf, (-2, -1)), -2, -1)
-    Id = tl.eye(P.shape[-1], dtype=P.dtype, device=P.device)
-    return tl.linalg.solve_triangular(L_inv, Id, upper=False)
+def _tril_quad_form(low, v):
+    """|low^-1 v|^2 = v^T (low low^T)^-1 v for lower-triangular `low`, broadcasting the batch dims."""
+    n = v.shape[-1]
+    lead = tuple(tl.broadcast_shapes(tuple(low.shape[:-2]), tuple(v.shape[:-1])))
+    w = tl.linalg.solve_triangular(low.expand(lead + (n, n)), v.expand(lead + (n,)).unsqueeze(-1), upper=False)
+    return w.squeeze(-1).square().sum(-1)
+
+
+def _cov_tril_from_precision(prec):
+    """Lower Cholesky factor of prec^-1 without inverting prec.
+
+    With J the exchange (flip) matrix, chol(J P J) = Lf gives P = (J Lf J)(J Lf J)^T where J Lf J is upper
+    triangular; so P^-1 = U^-T U^-1 with U^-T = (J Lf J)^-T lower triangular."""
+    lf = tl.linalg.cholesky(prec.flip((-2, -1)))
+    upper_t = lf.flip((-2, -1)).mT  # lower triangular
+    eye = tl.eye(prec.shape[-1], dtype=prec.dtype, device=prec.device)
+    return tl.linalg.solve_triangular(upper_t, eye, upper=False)
+
+
+_MATRIX_ARGS = ("scale_tril", "covariance_matrix", "precision_matrix")
 
 
 class MultivariateNormal(Distribution):
@@ -47,87 +53,87 @@ class MultivariateNormal(Distribution):
     def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None, validate_args=None):
         if loc.dim() < 1:
             raise ValueError("loc must be at least one-dimensional.")
-        if (covariance_matrix is not None) + (scale_tril is not None) + (precision_matrix is not None) != 1:
+        given = {"scale_tril": scale_tril, "covariance_matrix": covariance_matrix,
+                 "precision_matrix": precision_matrix}
+        given = {k: v for k, v in given.items() if v is not None}
+        if len(given) != 1:
             raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
-        for name, m in (("scale_tril", scale_tril), ("covariance_matrix", covariance_matrix),
-                        ("precision_matrix", precision_matrix)):
-            if m is not None:
-                if m.dim() < 2:
-                    raise ValueError(f"{name} matrix must be at least two-dimensional, "
-                                     "with optional leading batch dimensions")
-                batch_shape = tl.broadcast_shapes(tuple(m.shape[:-2]), tuple(loc.shape[:-1]))
-                setattr(self, name, m.expand(tuple(batch_shape) + (-1, -1)))
-        self.loc = loc.expand(tuple(batch_shape) + (-1,))
-        event_shape = self.loc.shape[-1:]
-        super().__init__(batch_shape, event_shape, validate_args=validate_args)
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = tl.linalg.cholesky(covariance_matrix)
+        (kind, mat), = given.items()
+        if mat.dim() < 2:
+            raise ValueError(f"{kind} matrix must be at least two-dimensional, "
+                             "with optional leading batch dimensions")
+        outer = tuple(tl.broadcast_shapes(tuple(mat.shape[:-2]), tuple(loc.shape[:-1])))
+        setattr(self, kind, mat.expand(outer + (-1, -1)))
+        self.loc = loc.expand(outer + (-1,))
+        super().__init__(outer, self.loc.shape[-1:], validate_args=validate_args)
+        # everything downstream works from one (unbroadcast) lower Cholesky factor of the covariance
+        if kind == "scale_tril":
+            self._unbroadcasted_scale_tril = mat
+        elif kind == "covariance_matrix":
+            self._unbroadcasted_scale_tril = tl.linalg.cholesky(mat)
         else:
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+            self._unbroadcasted_scale_tril = _cov_tril_from_precision(mat)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(MultivariateNormal, _instance)
-        batch_shape = tl.Size(batch_shape)
-        loc_shape = tuple(batch_shape) + tuple(self.event_shape)
-        cov_shape = loc_shape + tuple(self.event_shape)
-        new.loc = self.loc.expand(loc_shape)
-        new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
-        for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
-            if name in self.__dict__:
-                setattr(new, name, self.__dict__[name].expand(cov_shape))
-        super(MultivariateNormal, new).__init__(batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        out = self._get_checked_instance(MultivariateNormal, _instance)
+        size = tl.Size(batch_shape)
+        vec_shape = tuple(size) + tuple(self.event_shape)
+        held = vars(self)
+        for kind in _MATRIX_ARGS:
+            if kind in held:
+                setattr(out, kind, held[kind].expand(vec_shape + tuple(self.event_shape)))
+        out.loc = self.loc.expand(vec_shape)
+        out._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
+        Distribution.__init__(out, size, self.event_shape, validate_args=False)
+        out._validate_args = self._validate_args
+        return out
+
+    def _full(self, t, matrix=True):
+        tail = tuple(self._event_shape) * (2 if matrix else 1)
+        return t.expand(tuple(self._batch_shape) + tail)
 
     @lazy_property
     def scale_tril(self):
-        return self._unbroadcasted_scale_tril.expand(tuple(self._batch_shape) + tuple(self._event_shape) * 2)
+        return self._full(self._unbroadcasted_scale_tril)
 
     @lazy_property
     def covariance_matrix(self):
-        L = self._unbroadcasted_scale_tril
-        return tl.matmul(L, L.mT).expand(tuple(self._batch_shape) + tuple(self._event_shape) * 2)
+        low = self._unbroadcasted_scale_tril
+        return self._full(low @ low.mT)
 
     @lazy_property
     def precision_matrix(self):
-        return tl.cholesky_inverse(self._unbroadcasted_scale_tril).expand(
-            tuple(self._batch_shape) + tuple(self._event_shape) * 2)
+        return self._full(tl.cholesky_inverse(self._unbroadcasted_scale_tril))
 
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
+    mean = property(lambda self: self.loc)
+    mode = property(lambda self: self.loc)
 
     @property
     def variance(self):
-        return self._unbroadcasted_scale_tril.pow(2).sum(-1).expand(
-            tuple(self._batch_shape) + tuple(self._event_shape))
+        # diag(L L^T) = row sums of L^2
+        return self._full(self._unbroadcasted_scale_tril.square().sum(-1), matrix=False)
 
     def rsample(self, sample_shape=tl.Size()):
         """loc + L eps."""
-        shape = self._extended_shape(sample_shape)
-        eps = _standard_normal(shape, dtype=self.loc.dtype, device=self.loc.device)
-        return self.loc + _batch_mv(self._unbroadcasted_scale_tril, eps)
+        mu = self.loc
+        z = _standard_normal(self._extended_shape(sample_shape), dtype=mu.dtype, device=mu.device)
+        return mu + _mat_vec(self._unbroadcasted_scale_tril, z)
+
+    def _log_det_half(self):
+        """log det(L) = 0.5 log det(Sigma)."""
+        return self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
 
     def log_prob(self, value):
         """-(k log 2 pi + Mahalanobis^2) / 2 - log det L."""
         if self._validate_args:
             self._validate_sample(value)
-        diff = value - self.loc
-        M = _batch_mahalanobis(self._unbroadcasted_scale_tril, diff)
-        half_log_det = self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-        return -0.5 * (self._event_shape[0] * math.log(2 * math.pi) + M) - half_log_det
+        k = self._event_shape[0]
+        quad = _tril_quad_form(self._unbroadcasted_scale_tril, value - self.loc)
+        return -0.5 * (quad + k * _LOG_2PI) - self._log_det_half()
 
     def entropy(self):
         """k (1 + log 2 pi) / 2 + log det L."""
-        half_log_det = self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-        H = 0.5 * self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + half_log_det
-        if len(self._batch_shape) == 0:
-            return H
-        return H.expand(self._batch_shape)
+        k = self._event_shape[0]
+        h = self._log_det_half() + 0.5 * k * (1.0 + _LOG_2PI)
+        return h.expand(self._batch_shape) if len(self._batch_shape) else h

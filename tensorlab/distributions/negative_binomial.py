@@ -7,7 +7,8 @@ import tensorlab.nn.functional as F
 from . import constraints
 from .distribution import Distribution
 from .gamma import Gamma
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import (_expand_params, _one_of_probs_logits, broadcast_all, lazy_property, logits_to_probs,
+                    probs_to_logits)
 
 __all__ = ["NegativeBinomial"]
 
@@ -15,59 +16,49 @@ __all__ = ["NegativeBinomial"]
 class NegativeBinomial(Distribution):
     """Number of successes before `total_count` failures of Bernoulli(probs) trials."""
 
-    arg_constraints = {"total_count": constraints.greater_than_eq(0), "probs": constraints.half_open_interval(0.0, 1.0),
-                       "logits": constraints.real}
+    arg_constraints = {"total_count": constraints.greater_than_eq(0),
+                       "probs": constraints.half_open_interval(0.0, 1.0), "logits": constraints.real}
     support = constraints.nonnegative_integer
 
     def __init__(self, total_count, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(self._param.size(), validate_args=validate_args)
+        name, given = _one_of_probs_logits(probs, logits)
+        r, t = broadcast_all(total_count, given)
+        self.total_count = r.to(t.dtype)
+        setattr(self, name, t)
+        self._param = t
+        super().__init__(t.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(NegativeBinomial, _instance)
-        batch_shape = tl.Size(batch_shape)
-        new.total_count = self.total_count.expand(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
-        super(NegativeBinomial, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return _expand_params(self, NegativeBinomial, batch_shape, _instance, ("total_count", "probs", "logits"))
 
     def _new(self, *args, **kwargs):
         return self._param.new(*args, **kwargs)
 
     @property
+    def _odds(self):
+        return self.logits.exp()  # p / (1 - p)
+
+    @property
     def mean(self):
-        return self.total_count * tl.exp(self.logits)
+        return self._odds * self.total_count
 
     @property
     def mode(self):
-        return ((self.total_count - 1) * self.logits.exp()).floor().clamp(min=0.0)
+        return (self._odds * (self.total_count - 1)).floor().clamp(min=0.0)
 
     @property
     def variance(self):
-        return self.mean / tl.sigmoid(-self.logits)
+        # mean / (1 - p)
+        return self.mean / (-self.logits).sigmoid()
 
     @lazy_property
     def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
+        return probs_to_logits(self.probs, True)
 
     @lazy_property
     def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
+        return logits_to_probs(self.logits, True)
 
     @property
     def param_shape(self):
@@ -75,19 +66,21 @@ class NegativeBinomial(Distribution):
 
     @lazy_property
     def _gamma(self):
-        return Gamma(concentration=self.total_count, rate=tl.exp(-self.logits), validate_args=False)
+        # Poisson-Gamma mixture: the Poisson rate ~ Gamma(r, rate (1 - p) / p)
+        return Gamma(self.total_count, (-self.logits).exp(), validate_args=False)
 
     def sample(self, sample_shape=tl.Size()):
         """Poisson(Gamma(total_count, exp(-logits))) draws."""
         with tl.no_grad():
-            rate = self._gamma.sample(sample_shape=sample_shape)
-            return tl.poisson(rate)
+            return tl.poisson(self._gamma.sample(sample_shape))
 
     def log_prob(self, value):
         """r log(1 - p) + k log p + lgamma(r + k) - lgamma(k + 1) - lgamma(r) (0 when r + k = 0)."""
         if self._validate_args:
             self._validate_sample(value)
-        log_unnormalized_prob = self.total_count * F.logsigmoid(-self.logits) + value * F.logsigmoid(self.logits)
-        log_normalization = -tl.lgamma(self.total_count + value) + tl.lgamma(1.0 + value) + tl.lgamma(self.total_count)
-        log_normalization = log_normalization.masked_fill(self.total_count + value == 0.0, 0.0)
-        return log_unnormalized_prob - log_normalization
+        r, lg = self.total_count, self.logits
+        kernel = r * F.logsigmoid(-lg) + value * F.logsigmoid(lg)
+        log_coef = (r + value).lgamma() - (value + 1.0).lgamma() - r.lgamma()
+        # r + k = 0 is the point mass at 0: coefficient 1
+        log_coef = log_coef.masked_fill(r + value == 0.0, 0.0)
+        return kernel + log_coef

@@ -8,30 +8,29 @@ from . import constraints
 from .categorical import Categorical
 from .distribution import Distribution
 
-__all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
+__all__ = ["OneHotCategoricalStraightThrough", "OneHotCategorical"]
 
 
 class OneHotCategorical(Distribution):
     """Categorical with one-hot samples of length K (event_shape (K,))."""
 
-    arg_constraints = {"probs": constraints.simplex, "logits": constraints.independent(constraints.real, 1)}
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.one_hot
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        self._categorical = Categorical(probs, logits)
-        batch_shape = self._categorical.batch_shape
-        event_shape = self._categorical.param_shape[-1:]
-        super().__init__(batch_shape, event_shape, validate_args=validate_args)
+        cat = Categorical(probs=probs, logits=logits)
+        self._categorical = cat
+        super().__init__(cat.batch_shape, cat.param_shape[-1:], validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(OneHotCategorical, _instance)
-        batch_shape = tl.Size(batch_shape)
-        new._categorical = self._categorical.expand(batch_shape)
-        super(OneHotCategorical, new).__init__(batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        out = self._get_checked_instance(OneHotCategorical, _instance)
+        size = tl.Size(batch_shape)
+        out._categorical = self._categorical.expand(size)
+        Distribution.__init__(out, size, self.event_shape, validate_args=False)
+        out._validate_args = self._validate_args
+        return out
 
     def _new(self, *args, **kwargs):
         return self._categorical._new(*args, **kwargs)
@@ -49,37 +48,36 @@ class OneHotCategorical(Distribution):
         return self._categorical.logits
 
     @property
-    def mean(self):
-        return self._categorical.probs
-
-    @property
-    def mode(self):
-        probs = self._categorical.probs
-        mode = probs.argmax(dim=-1)
-        return F.one_hot(mode, num_classes=probs.shape[-1]).to(probs.dtype)
-
-    @property
-    def variance(self):
-        return self._categorical.probs * (1 - self._categorical.probs)
-
-    @property
     def param_shape(self):
         return self._categorical.param_shape
 
+    def _encode(self, idx):
+        """Category indices -> one-hot vectors in the probabilities' dtype."""
+        p = self.probs
+        return F.one_hot(idx, num_classes=p.shape[-1]).to(p.dtype)
+
+    @property
+    def mean(self):
+        return self.probs
+
+    @property
+    def mode(self):
+        return self._encode(self.probs.argmax(dim=-1))
+
+    @property
+    def variance(self):
+        p = self.probs
+        return p - p * p
+
     def sample(self, sample_shape=tl.Size()):
         """One-hot vectors in the probabilities' dtype."""
-        sample_shape = tl.Size(sample_shape)
-        probs = self._categorical.probs
-        num_events = self._categorical._num_events
-        indices = self._categorical.sample(sample_shape)
-        return F.one_hot(indices, num_events).to(probs.dtype)
+        return self._encode(self._categorical.sample(tl.Size(sample_shape)))
 
     def log_prob(self, value):
         """The categorical log_prob of the argmax of `value`."""
         if self._validate_args:
             self._validate_sample(value)
-        indices = value.max(-1)[1]
-        return self._categorical.log_prob(indices)
+        return self._categorical.log_prob(value.argmax(dim=-1))
 
     def entropy(self):
         """The categorical entropy."""
@@ -87,12 +85,11 @@ class OneHotCategorical(Distribution):
 
     def enumerate_support(self, expand=True):
         """The K one-hot vectors along a new leading dim."""
-        n = self.event_shape[0]
-        values = tl.eye(n, dtype=self._param.dtype, device=self._param.device)
-        values = values.view((n,) + (1,) * len(self.batch_shape) + (n,))
-        if expand:
-            values = values.expand((n,) + tuple(self.batch_shape) + (n,))
-        return values
+        k = self.event_shape[0]
+        ref = self._param
+        nb = len(self.batch_shape)
+        rows = tl.eye(k, dtype=ref.dtype, device=ref.device).reshape((k,) + (1,) * nb + (k,))
+        return rows.expand((k,) + tuple(self.batch_shape) + (k,)) if expand else rows
 
 
 class OneHotCategoricalStraightThrough(OneHotCategorical):
@@ -103,6 +100,7 @@ class OneHotCategoricalStraightThrough(OneHotCategorical):
 
     def rsample(self, sample_shape=tl.Size()):
         """samples + (probs - probs.detach())."""
-        samples = self.sample(sample_shape)
-        probs = self._categorical.probs
-        return samples + (probs - probs.detach())
+        hard = self.sample(sample_shape)
+        p = self.probs
+        # zero in value, d/dp = identity
+        return hard + p - p.detach()

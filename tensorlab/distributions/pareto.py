@@ -16,22 +16,22 @@ class Pareto(TransformedDistribution):
     arg_constraints = {"alpha": constraints.positive, "scale": constraints.positive}
 
     def __init__(self, scale, alpha, validate_args=None):
-        self.scale, self.alpha = broadcast_all(scale, alpha)
-        base_dist = Exponential(self.alpha, validate_args=validate_args)
-        transforms = [ExpTransform(), AffineTransform(loc=0, scale=self.scale)]
-        super().__init__(base_dist, transforms, validate_args=validate_args)
+        xm, tail = broadcast_all(scale, alpha)
+        self.scale, self.alpha = xm, tail
+        # log(X / xm) ~ Exponential(alpha)
+        chain = [ExpTransform(), AffineTransform(0, xm)]
+        super().__init__(Exponential(tail, validate_args=validate_args), chain, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(Pareto, _instance)
-        new.scale = self.scale.expand(batch_shape)
-        new.alpha = self.alpha.expand(batch_shape)
-        return super().expand(batch_shape, _instance=new)
+        out = self._get_checked_instance(Pareto, _instance)
+        out.alpha, out.scale = (p.expand(batch_shape) for p in (self.alpha, self.scale))
+        return super().expand(batch_shape, _instance=out)
 
     @property
     def mean(self):
-        a = self.alpha.clamp(min=1)  # inf for alpha <= 1
-        return a * self.scale / (a - 1)
+        k = self.alpha.clamp(min=1)  # k == 1 -> inf
+        return self.scale * k / (k - 1)
 
     @property
     def mode(self):
@@ -39,13 +39,15 @@ class Pareto(TransformedDistribution):
 
     @property
     def variance(self):
-        a = self.alpha.clamp(min=2)  # inf for alpha <= 2
-        return self.scale.pow(2) * a / ((a - 1).pow(2) * (a - 2))
+        k = self.alpha.clamp(min=2)  # k == 2 -> inf
+        km1 = k - 1
+        return k * self.scale.square() / (km1 * km1 * (k - 2))
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):
-        return constraints.greater_than_eq(self.scale)
+        return constraints.greater_than_eq(lower_bound=self.scale)
 
     def entropy(self):
         """log(scale / alpha) + 1 + 1 / alpha."""
-        return (self.scale / self.alpha).log() + (1 + self.alpha.reciprocal())
+        inv = 1.0 / self.alpha
+        return self.scale.log() - self.alpha.log() + inv + 1

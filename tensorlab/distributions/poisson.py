@@ -1,13 +1,11 @@
 """torch.distributions.poisson: Poisson(rate)."""
 from __future__ import annotations
 
-from numbers import Number
-
 import tensorlab as tl
 
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all
+from .utils import _expand_params, _scalar_or_shape, broadcast_all
 
 __all__ = ["Poisson"]
 
@@ -18,48 +16,39 @@ class Poisson(ExponentialFamily):
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
 
-    @property
-    def mean(self):
-        return self.rate
+    def __init__(self, rate, validate_args=None):
+        (lam,) = broadcast_all(rate)
+        self.rate = lam
+        super().__init__(_scalar_or_shape(lam, rate), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        """This distribution with parameters expanded to `batch_shape`."""
+        return _expand_params(self, Poisson, batch_shape, _instance, ("rate",))
+
+    # mean and variance both equal the rate
+    mean = property(lambda self: self.rate)
+    variance = property(lambda self: self.rate)
 
     @property
     def mode(self):
         return self.rate.floor()
 
-    @property
-    def variance(self):
-        return self.rate
-
-    def __init__(self, rate, validate_args=None):
-        (self.rate,) = broadcast_all(rate)
-        batch_shape = tl.Size() if isinstance(rate, Number) else self.rate.size()
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(Poisson, _instance)
-        batch_shape = tl.Size(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        super(Poisson, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
     def sample(self, sample_shape=tl.Size()):
         """Counts (in the rate's dtype) from tensorlab's poisson sampler."""
-        shape = self._extended_shape(sample_shape)
+        full = self.rate.expand(self._extended_shape(sample_shape))
         with tl.no_grad():
-            return tl.poisson(self.rate.expand(shape))
+            return tl.poisson(full)
 
     def log_prob(self, value):
         """value log(rate) - rate - lgamma(value + 1)."""
         if self._validate_args:
             self._validate_sample(value)
-        rate, value = broadcast_all(self.rate, value)
-        return value.xlogy(rate) - rate - (value + 1).lgamma()
+        lam, k = broadcast_all(self.rate, value)
+        return k.xlogy(lam) - (k + 1).lgamma() - lam
 
     @property
     def _natural_params(self):
-        return (tl.log(self.rate),)
+        return (self.rate.log(),)
 
     def _log_normalizer(self, x):
-        return tl.exp(x)
+        return x.exp()

@@ -11,54 +11,56 @@ from .transformed_distribution import TransformedDistribution
 from .transforms import SigmoidTransform
 from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
 
-__all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
+__all__ = ["RelaxedBernoulli", "LogitRelaxedBernoulli"]
+
+_PARAMS = {"probs": constraints.unit_interval, "logits": constraints.real}
+
+
+def _logit(p):
+    return p.log() - (-p).log1p()
 
 
 class LogitRelaxedBernoulli(Distribution):
     """Logit of a RelaxedBernoulli sample: (logistic noise + logits) / temperature."""
 
-    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    arg_constraints = dict(_PARAMS)
     support = constraints.real
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
-        self.temperature = temperature
-        if (probs is None) == (logits is None):
+        if (logits is None) is (probs is None):
             raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            is_scalar = isinstance(probs, Number)
-            (self.probs,) = broadcast_all(probs)
-        else:
-            is_scalar = isinstance(logits, Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        batch_shape = tl.Size() if is_scalar else self._param.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        self.temperature = temperature
+        name, given = ("logits", logits) if probs is None else ("probs", probs)
+        (t,) = broadcast_all(given)
+        setattr(self, name, t)
+        self._param = t
+        shape = tl.Size() if isinstance(given, Number) else t.size()
+        super().__init__(shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(LogitRelaxedBernoulli, _instance)
-        batch_shape = tl.Size(batch_shape)
-        new.temperature = self.temperature
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
-        super(LogitRelaxedBernoulli, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        out = self._get_checked_instance(LogitRelaxedBernoulli, _instance)
+        size = tl.Size(batch_shape)
+        out.temperature = self.temperature
+        for name in ("probs", "logits"):
+            if name in self.__dict__:
+                grown = getattr(self, name).expand(size)
+                setattr(out, name, grown)
+                out._param = grown
+        Distribution.__init__(out, size, validate_args=False)
+        out._validate_args = self._validate_args
+        return out
 
     def _new(self, *args, **kwargs):
         return self._param.new(*args, **kwargs)
 
     @lazy_property
     def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
+        return probs_to_logits(self.probs, True)
 
     @lazy_property
     def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
+        return logits_to_probs(self.logits, True)
 
     @property
     def param_shape(self):
@@ -66,35 +68,34 @@ class LogitRelaxedBernoulli(Distribution):
 
     def rsample(self, sample_shape=tl.Size()):
         """(logit(U) + logit(p)) / temperature."""
-        shape = self._extended_shape(sample_shape)
-        probs = clamp_probs(self.probs.expand(shape))
-        uniforms = clamp_probs(tl.rand(shape, dtype=probs.dtype, device=probs.device))
-        return (uniforms.log() - (-uniforms).log1p() + probs.log() - (-probs).log1p()) / self.temperature
+        out_shape = self._extended_shape(sample_shape)
+        p = clamp_probs(self.probs.expand(out_shape))
+        u = clamp_probs(tl.rand(out_shape, dtype=p.dtype, device=p.device))
+        return (_logit(u) + _logit(p)) / self.temperature
 
     def log_prob(self, value):
         """log t + (logits - t x) - 2 softplus(logits - t x)."""
         if self._validate_args:
             self._validate_sample(value)
-        logits, value = broadcast_all(self.logits, value)
-        diff = logits - value.mul(self.temperature)
-        return self.temperature.log() + diff - 2 * diff.exp().log1p()
+        lg, x = broadcast_all(self.logits, value)
+        z = lg - self.temperature * x
+        return z - 2 * z.exp().log1p() + self.temperature.log()
 
 
 class RelaxedBernoulli(TransformedDistribution):
     """Binary Concrete distribution on (0, 1): sigmoid of a LogitRelaxedBernoulli sample."""
 
-    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    arg_constraints = dict(_PARAMS)
     support = constraints.unit_interval
     has_rsample = True
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
-        base_dist = LogitRelaxedBernoulli(temperature, probs, logits)
-        super().__init__(base_dist, SigmoidTransform(), validate_args=validate_args)
+        inner = LogitRelaxedBernoulli(temperature, probs=probs, logits=logits)
+        super().__init__(inner, SigmoidTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(RelaxedBernoulli, _instance)
-        return super().expand(batch_shape, _instance=new)
+        return super().expand(batch_shape, _instance=self._get_checked_instance(RelaxedBernoulli, _instance))
 
     @property
     def temperature(self):

@@ -2,6 +2,8 @@
 Gumbel-softmax)."""
 from __future__ import annotations
 
+import math
+
 import tensorlab as tl
 
 from . import constraints
@@ -11,32 +13,37 @@ from .transformed_distribution import TransformedDistribution
 from .transforms import ExpTransform
 from .utils import clamp_probs
 
-__all__ = ["ExpRelaxedCategorical", "RelaxedOneHotCategorical"]
+__all__ = ["RelaxedOneHotCategorical", "ExpRelaxedCategorical"]
+
+_PARAMS = {"probs": constraints.simplex, "logits": constraints.real_vector}
+
+
+def _log_normalize(s):
+    return s - s.logsumexp(dim=-1, keepdim=True)
 
 
 class ExpRelaxedCategorical(Distribution):
     """Log of a RelaxedOneHotCategorical sample: log_softmax((logits + Gumbel noise) / temperature)."""
 
-    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    arg_constraints = dict(_PARAMS)
     support = constraints.real_vector
     has_rsample = True
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
-        self._categorical = Categorical(probs, logits)
         self.temperature = temperature
-        batch_shape = self._categorical.batch_shape
-        event_shape = self._categorical.param_shape[-1:]
-        super().__init__(batch_shape, event_shape, validate_args=validate_args)
+        cat = Categorical(probs=probs, logits=logits)
+        self._categorical = cat
+        super().__init__(cat.batch_shape, cat.param_shape[-1:], validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(ExpRelaxedCategorical, _instance)
-        batch_shape = tl.Size(batch_shape)
-        new.temperature = self.temperature
-        new._categorical = self._categorical.expand(batch_shape)
-        super(ExpRelaxedCategorical, new).__init__(batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        out = self._get_checked_instance(ExpRelaxedCategorical, _instance)
+        size = tl.Size(batch_shape)
+        out._categorical = self._categorical.expand(size)
+        out.temperature = self.temperature
+        Distribution.__init__(out, size, self.event_shape, validate_args=False)
+        out._validate_args = self._validate_args
+        return out
 
     def _new(self, *args, **kwargs):
         return self._categorical._new(*args, **kwargs)
@@ -55,38 +62,36 @@ class ExpRelaxedCategorical(Distribution):
 
     def rsample(self, sample_shape=tl.Size()):
         """Gumbel-softmax in log space."""
-        shape = self._extended_shape(sample_shape)
-        uniforms = clamp_probs(tl.rand(shape, dtype=self.logits.dtype, device=self.logits.device))
-        gumbels = -((-(uniforms.log())).log())
-        scores = (self.logits + gumbels) / self.temperature
-        return scores - scores.logsumexp(dim=-1, keepdim=True)
+        lg = self.logits
+        u = clamp_probs(tl.rand(self._extended_shape(sample_shape), dtype=lg.dtype, device=lg.device))
+        g = -(-u.log()).log()  # standard Gumbel noise
+        return _log_normalize((g + lg) / self.temperature)
 
     def log_prob(self, value):
         """The Concrete density in log space."""
-        K = self._categorical._num_events
         if self._validate_args:
             self._validate_sample(value)
-        log_scale = tl.full_like(self.temperature, float(K)).lgamma() - self.temperature.log().mul(-(K - 1))
-        score = self.logits - value.mul(self.temperature)
-        score = (score - score.logsumexp(dim=-1, keepdim=True)).sum(-1)
-        return score + log_scale
+        k = self._categorical._num_events
+        t = self.temperature
+        # log (K-1)! + (K-1) log t
+        norm = (k - 1) * t.log() + math.lgamma(k)
+        return _log_normalize(self.logits - t * value).sum(-1) + norm
 
 
 class RelaxedOneHotCategorical(TransformedDistribution):
     """Concrete distribution on the simplex: exp of an ExpRelaxedCategorical sample."""
 
-    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    arg_constraints = dict(_PARAMS)
     support = constraints.simplex
     has_rsample = True
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
-        base_dist = ExpRelaxedCategorical(temperature, probs, logits, validate_args=validate_args)
-        super().__init__(base_dist, ExpTransform(), validate_args=validate_args)
+        inner = ExpRelaxedCategorical(temperature, probs=probs, logits=logits, validate_args=validate_args)
+        super().__init__(inner, ExpTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(RelaxedOneHotCategorical, _instance)
-        return super().expand(batch_shape, _instance=new)
+        return super().expand(batch_shape, _instance=self._get_checked_instance(RelaxedOneHotCategorical, _instance))
 
     @property
     def temperature(self):

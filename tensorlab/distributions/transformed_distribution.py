@@ -12,119 +12,117 @@ from .utils import _sum_rightmost
 __all__ = ["TransformedDistribution"]
 
 
+def _as_transform_list(ts):
+    if isinstance(ts, Transform):
+        return [ts]
+    if not isinstance(ts, list):
+        raise ValueError(f"transforms must be a Transform or list, but was {ts}")
+    if any(not isinstance(t, Transform) for t in ts):
+        raise ValueError("transforms must be a Transform or a list of Transforms")
+    return ts
+
+
 class TransformedDistribution(Distribution):
     """The distribution of `transforms[-1](...transforms[0](x))` for x drawn from `base_distribution`."""
 
     arg_constraints = {}
 
     def __init__(self, base_distribution, transforms, validate_args=None):
-        if isinstance(transforms, Transform):
-            self.transforms = [transforms]
-        elif isinstance(transforms, list):
-            if not all(isinstance(t, Transform) for t in transforms):
-                raise ValueError("transforms must be a Transform or a list of Transforms")
-            self.transforms = transforms
-        else:
-            raise ValueError(f"transforms must be a Transform or list, but was {transforms}")
-        base_shape = tl.Size(tuple(base_distribution.batch_shape) + tuple(base_distribution.event_shape))
-        base_event_dim = len(base_distribution.event_shape)
-        transform = ComposeTransform(self.transforms)
-        if len(base_shape) < transform.domain.event_dim:
+        self.transforms = _as_transform_list(transforms)
+        chain = ComposeTransform(self.transforms)
+        in_rank, out_rank = chain.domain.event_dim, chain.codomain.event_dim
+        base = base_distribution
+        n_base_event = len(base.event_shape)
+        full = tl.Size(tuple(base.batch_shape) + tuple(base.event_shape))
+        if len(full) < in_rank:
             raise ValueError(f"base_distribution needs to have shape with size at least "
-                             f"{transform.domain.event_dim}, but got {base_shape}.")
-        forward_shape = transform.forward_shape(base_shape)
-        expanded_base_shape = transform.inverse_shape(forward_shape)
-        if tuple(base_shape) != tuple(expanded_base_shape):
-            base_batch_shape = expanded_base_shape[: len(expanded_base_shape) - base_event_dim]
-            base_distribution = base_distribution.expand(base_batch_shape)
-        reinterpreted_batch_ndims = transform.domain.event_dim - base_event_dim
-        if reinterpreted_batch_ndims > 0:
-            base_distribution = Independent(base_distribution, reinterpreted_batch_ndims)
-        self.base_dist = base_distribution
-        transform_change_in_event_dim = transform.codomain.event_dim - transform.domain.event_dim
-        event_dim = max(transform.codomain.event_dim, base_event_dim + transform_change_in_event_dim)
-        cut = len(forward_shape) - event_dim
-        super().__init__(forward_shape[:cut], forward_shape[cut:], validate_args=validate_args)
+                             f"{in_rank}, but got {full}.")
+        pushed = chain.forward_shape(full)
+        pulled = chain.inverse_shape(pushed)
+        if tuple(pulled) != tuple(full):
+            # the transforms broadcast the base's shape: grow the base's batch to match
+            base = base.expand(pulled[:len(pulled) - n_base_event])
+        extra = in_rank - n_base_event
+        if extra > 0:
+            base = Independent(base, extra)
+        self.base_dist = base
+        n_event = max(out_rank, n_base_event + (out_rank - in_rank))
+        split = len(pushed) - n_event
+        super().__init__(pushed[:split], pushed[split:], validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with the base distribution expanded."""
-        new = self._get_checked_instance(TransformedDistribution, _instance)
-        batch_shape = tl.Size(batch_shape)
-        shape = tl.Size(tuple(batch_shape) + tuple(self.event_shape))
-        for t in reversed(self.transforms):
-            shape = t.inverse_shape(shape)
-        base_batch_shape = shape[: len(shape) - len(self.base_dist.event_shape)]
-        new.base_dist = self.base_dist.expand(base_batch_shape)
-        new.transforms = self.transforms
-        super(TransformedDistribution, new).__init__(batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        out = self._get_checked_instance(TransformedDistribution, _instance)
+        size = tl.Size(batch_shape)
+        full = tl.Size(tuple(size) + tuple(self.event_shape))
+        for t in self.transforms[::-1]:
+            full = t.inverse_shape(full)
+        keep = len(full) - len(self.base_dist.event_shape)
+        out.base_dist = self.base_dist.expand(full[:keep])
+        out.transforms = self.transforms
+        Distribution.__init__(out, size, self.event_shape, validate_args=False)
+        out._validate_args = self._validate_args
+        return out
 
     @constraints.dependent_property(is_discrete=False)
     def support(self):
-        if not self.transforms:
+        if len(self.transforms) == 0:
             return self.base_dist.support
-        support = self.transforms[-1].codomain
-        if len(self.event_shape) > support.event_dim:
-            support = constraints.independent(support, len(self.event_shape) - support.event_dim)
-        return support
+        last = self.transforms[-1].codomain
+        surplus = len(self.event_shape) - last.event_dim
+        return constraints.independent(last, surplus) if surplus > 0 else last
 
     @property
     def has_rsample(self):
         return self.base_dist.has_rsample
 
+    def _push(self, x):
+        for t in self.transforms:
+            x = t(x)
+        return x
+
     def sample(self, sample_shape=tl.Size()):
         """A base sample pushed through the transforms, outside the graph."""
         with tl.no_grad():
-            x = self.base_dist.sample(sample_shape)
-            for transform in self.transforms:
-                x = transform(x)
-            return x
+            return self._push(self.base_dist.sample(sample_shape))
 
     def rsample(self, sample_shape=tl.Size()):
         """A reparameterized base sample pushed through the transforms."""
-        x = self.base_dist.rsample(sample_shape)
-        for transform in self.transforms:
-            x = transform(x)
-        return x
+        return self._push(self.base_dist.rsample(sample_shape))
 
     def log_prob(self, value):
         """Change of variables: base log_prob of the inverse minus the log-det-Jacobians."""
         if self._validate_args:
             self._validate_sample(value)
-        event_dim = len(self.event_shape)
-        log_prob = 0.0
-        y = value
-        for transform in reversed(self.transforms):
-            x = transform.inv(y)
-            event_dim += transform.domain.event_dim - transform.codomain.event_dim
-            log_prob = log_prob - _sum_rightmost(transform.log_abs_det_jacobian(x, y),
-                                                 event_dim - transform.domain.event_dim)
-            y = x
-        log_prob = log_prob + _sum_rightmost(self.base_dist.log_prob(y), event_dim - len(self.base_dist.event_shape))
-        return log_prob
+        rank = len(self.event_shape)
+        total = 0.0
+        out = value
+        for t in self.transforms[::-1]:
+            inp = t.inv(out)
+            rank = rank - t.codomain.event_dim + t.domain.event_dim
+            ladj = t.log_abs_det_jacobian(inp, out)
+            total = total - _sum_rightmost(ladj, rank - t.domain.event_dim)
+            out = inp
+        base_lp = self.base_dist.log_prob(out)
+        return total + _sum_rightmost(base_lp, rank - len(self.base_dist.event_shape))
 
-    def _monotonize_cdf(self, value):
-        sign = 1
-        for transform in self.transforms:
-            sign = sign * transform.sign
-        if isinstance(sign, int) and sign == 1:
-            return value
-        return sign * (value - 0.5) + 0.5
+    def _flip_if_decreasing(self, u):
+        s = 1
+        for t in self.transforms:
+            s = s * t.sign
+        if isinstance(s, int) and s == 1:
+            return u
+        return 0.5 + s * (u - 0.5)
 
     def cdf(self, value):
         """The base cdf of the inverse-transformed value (flipped for decreasing transforms)."""
-        for transform in self.transforms[::-1]:
-            value = transform.inv(value)
+        x = value
+        for t in self.transforms[::-1]:
+            x = t.inv(x)
         if self._validate_args:
-            self.base_dist._validate_sample(value)
-        value = self.base_dist.cdf(value)
-        return self._monotonize_cdf(value)
+            self.base_dist._validate_sample(x)
+        return self._flip_if_decreasing(self.base_dist.cdf(x))
 
     def icdf(self, value):
         """The transforms applied to the base icdf."""
-        value = self._monotonize_cdf(value)
-        value = self.base_dist.icdf(value)
-        for transform in self.transforms:
-            value = transform(value)
-        return value
+        return self._push(self.base_dist.icdf(self._flip_if_decreasing(value)))

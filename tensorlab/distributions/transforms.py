@@ -10,7 +10,7 @@ import tensorlab as tl
 import tensorlab.nn.functional as F
 
 from . import constraints
-from .utils import _sum_rightmost, tril_matrix_to_vec, vec_to_tril_matrix
+from .utils import _sum_rightmost, broadcast_all, tril_matrix_to_vec, vec_to_tril_matrix
 
 __all__ = [
     "AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
@@ -20,9 +20,31 @@ __all__ = [
     "identity_transform",
 ]
 
+# a constraint-valued property of a continuous transform (domain / codomain depending on the instance)
+_continuous = constraints.dependent_property(is_discrete=False)
 
-def _prod(shape):
-    return functools.reduce(operator.mul, shape, 1)
+
+def _numel(shape):
+    return functools.reduce(operator.mul, tuple(shape), 1)
+
+
+def _rank_lifted(c, rank):
+    """`c` reinterpreted so that it covers `rank` rightmost dims (unchanged when it already does)."""
+    extra = rank - c.event_dim
+    return constraints.independent(c, extra) if extra > 0 else c
+
+
+def _real_of_rank(rank):
+    return constraints.independent(constraints.real, rank) if rank else constraints.real
+
+
+def _need_dims(shape, n):
+    if len(shape) < n:
+        raise ValueError("Too few dimensions on input")
+
+
+def _shape_of(v):
+    return tuple(v.shape) if isinstance(v, tl.Tensor) else ()
 
 
 class Transform:
@@ -36,80 +58,76 @@ class Transform:
     codomain = constraints.real
 
     def __init__(self, cache_size=0):
-        self._cache_size = cache_size
-        self._inv = None
-        if cache_size == 0:
-            pass
-        elif cache_size == 1:
-            self._cached_x_y = None, None
-        else:
+        if cache_size not in (0, 1):
             raise ValueError("cache_size must be 0 or 1")
+        self._cache_size = cache_size
+        self._memo = (None, None)  # last (input, output) pair when caching
+        self._inv = None
         super().__init__()
 
     def __getstate__(self):
-        state = self.__dict__.copy()
-        state["_inv"] = None
-        return state
+        # the weak link to the inverse cannot be pickled; it is rebuilt on demand
+        return {**self.__dict__, "_inv": None}
 
     @property
     def event_dim(self):
         """Deprecated: the domain's and codomain's event_dim when they agree."""
-        if self.domain.event_dim == self.codomain.event_dim:
-            return self.domain.event_dim
-        raise ValueError("Please use either .domain.event_dim or .codomain.event_dim")
+        d_in, d_out = self.domain.event_dim, self.codomain.event_dim
+        if d_in != d_out:
+            raise ValueError("Please use either .domain.event_dim or .codomain.event_dim")
+        return d_in
+
+    def _make_inverse(self):
+        return _InverseTransform(self)
 
     @property
     def inv(self):
         """The inverse transform (cached weakly so that t.inv.inv is t)."""
-        inv = None
-        if self._inv is not None:
-            inv = self._inv()
-        if inv is None:
-            inv = _InverseTransform(self)
-            self._inv = weakref.ref(inv)
-        return inv
+        alive = self._inv() if self._inv is not None else None
+        if alive is None:
+            alive = self._make_inverse()
+            self._inv = weakref.ref(alive)
+        return alive
 
     @property
     def sign(self):
         """+1 or -1 for monotone transforms: whether the map increases."""
         raise NotImplementedError(f"{type(self).__name__} has no sign")
 
+    def _recreate(self, cache_size):
+        """A copy of this transform with another cache size (subclasses with arguments override)."""
+        if type(self).__init__ is not Transform.__init__:
+            raise NotImplementedError(f"{type(self)}.with_cache is not implemented")
+        return type(self)(cache_size=cache_size)
+
     def with_cache(self, cache_size=1):
         """This transform with the given cache size."""
-        if self._cache_size == cache_size:
-            return self
-        if type(self).__init__ is Transform.__init__:
-            return type(self)(cache_size=cache_size)
-        raise NotImplementedError(f"{type(self)}.with_cache is not implemented")
+        return self if cache_size == self._cache_size else self._recreate(cache_size)
 
     def __eq__(self, other):
         return self is other
 
     def __ne__(self, other):
-        return not self.__eq__(other)
+        return not self == other
 
     __hash__ = object.__hash__
 
+    def _through_memo(self, arg, fn, slot):
+        """fn(arg), reusing / refreshing the one-pair cache; `slot` says which side of the pair arg is."""
+        if not self._cache_size:
+            return fn(arg)
+        if self._memo[slot] is arg:
+            return self._memo[1 - slot]
+        res = fn(arg)
+        self._memo = (arg, res) if slot == 0 else (res, arg)
+        return res
+
     def __call__(self, x):
         """y = f(x), using the cache when it holds x."""
-        if self._cache_size == 0:
-            return self._call(x)
-        x_old, y_old = self._cached_x_y
-        if x is x_old:
-            return y_old
-        y = self._call(x)
-        self._cached_x_y = x, y
-        return y
+        return self._through_memo(x, self._call, 0)
 
     def _inv_call(self, y):
-        if self._cache_size == 0:
-            return self._inverse(y)
-        x_old, y_old = self._cached_x_y
-        if y is y_old:
-            return x_old
-        x = self._inverse(y)
-        self._cached_x_y = x, y
-        return x
+        return self._through_memo(y, self._inverse, 1)
 
     def _call(self, x):
         raise NotImplementedError(f"{type(self).__name__} does not implement the forward map")
@@ -122,7 +140,7 @@ class Transform:
         raise NotImplementedError(f"{type(self).__name__} does not implement log_abs_det_jacobian")
 
     def __repr__(self):
-        return self.__class__.__name__ + "()"
+        return f"{type(self).__name__}()"
 
     def forward_shape(self, shape):
         """The output shape for an input of `shape`."""
@@ -138,168 +156,141 @@ class _InverseTransform(Transform):
 
     def __init__(self, transform):
         super().__init__(cache_size=transform._cache_size)
-        self._inv = transform
-
-    @constraints.dependent_property(is_discrete=False)
-    def domain(self):
-        """The constraint on the transform's inputs."""
-        return self._inv.codomain
-
-    @constraints.dependent_property(is_discrete=False)
-    def codomain(self):
-        """The constraint on the transform's outputs."""
-        return self._inv.domain
-
-    @property
-    def bijective(self):
-        return self._inv.bijective
-
-    @property
-    def sign(self):
-        return self._inv.sign
+        self._inv = transform  # a strong reference: the forward transform is what we wrap
 
     @property
     def inv(self):
         return self._inv
+
+    @_continuous
+    def domain(self):
+        """The constraint on the transform's inputs."""
+        return self.inv.codomain
+
+    @_continuous
+    def codomain(self):
+        """The constraint on the transform's outputs."""
+        return self.inv.domain
+
+    @property
+    def bijective(self):
+        return self.inv.bijective
+
+    @property
+    def sign(self):
+        return self.inv.sign
 
     def with_cache(self, cache_size=1):
         """The inverse of the cached transform."""
         return self.inv.with_cache(cache_size).inv
 
     def __eq__(self, other):
-        if not isinstance(other, _InverseTransform):
-            return False
-        return self._inv == other._inv
+        return isinstance(other, _InverseTransform) and self.inv == other.inv
 
     __hash__ = object.__hash__
 
     def __repr__(self):
-        return f"{self.__class__.__name__}({self._inv!r})"
+        return f"{type(self).__name__}({self.inv!r})"
 
     def __call__(self, x):
-        return self._inv._inv_call(x)
+        return self.inv._inv_call(x)
 
     def log_abs_det_jacobian(self, x, y):
         """-log|det J| of the forward transform at (y, x)."""
-        return -self._inv.log_abs_det_jacobian(y, x)
+        return self.inv.log_abs_det_jacobian(y, x).neg()
 
     def forward_shape(self, shape):
-        return self._inv.inverse_shape(shape)
+        return self.inv.inverse_shape(shape)
 
     def inverse_shape(self, shape):
-        return self._inv.forward_shape(shape)
+        return self.inv.forward_shape(shape)
 
 
 class ComposeTransform(Transform):
     """Apply `parts` in order."""
 
     def __init__(self, parts, cache_size=0):
-        if cache_size:
-            parts = [part.with_cache(cache_size) for part in parts]
-        super().__init__(cache_size=cache_size)
-        self.parts = list(parts)
+        chain = [p.with_cache(cache_size) for p in parts] if cache_size else list(parts)
+        super().__init__(cache_size)
+        self.parts = chain
 
     def __eq__(self, other):
-        if not isinstance(other, ComposeTransform):
-            return False
-        return self.parts == other.parts
+        return isinstance(other, ComposeTransform) and self.parts == other.parts
 
     __hash__ = object.__hash__
 
-    @constraints.dependent_property(is_discrete=False)
+    def _input_rank(self):
+        """Event rank the first part must see for the last part's codomain to be covered."""
+        rank = self.parts[-1].codomain.event_dim
+        for p in self.parts[::-1]:
+            rank = max(p.domain.event_dim, rank + p.domain.event_dim - p.codomain.event_dim)
+        return rank
+
+    def _output_rank(self):
+        rank = self.parts[0].domain.event_dim
+        for p in self.parts:
+            rank = max(p.codomain.event_dim, rank + p.codomain.event_dim - p.domain.event_dim)
+        return rank
+
+    @_continuous
     def domain(self):
         """The constraint on the transform's inputs."""
-        if not self.parts:
+        if len(self.parts) == 0:
             return constraints.real
-        domain = self.parts[0].domain
-        event_dim = self.parts[-1].codomain.event_dim
-        for part in reversed(self.parts):
-            event_dim += part.domain.event_dim - part.codomain.event_dim
-            event_dim = max(event_dim, part.domain.event_dim)
-        if event_dim > domain.event_dim:
-            domain = constraints.independent(domain, event_dim - domain.event_dim)
-        return domain
+        return _rank_lifted(self.parts[0].domain, self._input_rank())
 
-    @constraints.dependent_property(is_discrete=False)
+    @_continuous
     def codomain(self):
         """The constraint on the transform's outputs."""
-        if not self.parts:
+        if len(self.parts) == 0:
             return constraints.real
-        codomain = self.parts[-1].codomain
-        event_dim = self.parts[0].domain.event_dim
-        for part in self.parts:
-            event_dim += part.codomain.event_dim - part.domain.event_dim
-            event_dim = max(event_dim, part.codomain.event_dim)
-        if event_dim > codomain.event_dim:
-            codomain = constraints.independent(codomain, event_dim - codomain.event_dim)
-        return codomain
+        return _rank_lifted(self.parts[-1].codomain, self._output_rank())
 
     @functools.cached_property
     def bijective(self):
-        return all(p.bijective for p in self.parts)
+        return all(part.bijective for part in self.parts)
 
     @functools.cached_property
     def sign(self):
-        sign = 1
-        for p in self.parts:
-            sign = sign * p.sign
-        return sign
+        return functools.reduce(operator.mul, (p.sign for p in self.parts), 1)
 
-    @property
-    def inv(self):
-        inv = None
-        if self._inv is not None:
-            inv = self._inv()
-        if inv is None:
-            inv = ComposeTransform([p.inv for p in reversed(self.parts)])
-            self._inv = weakref.ref(inv)
-            inv._inv = weakref.ref(self)
-        return inv
+    def _make_inverse(self):
+        back = ComposeTransform([p.inv for p in self.parts[::-1]])
+        back._inv = weakref.ref(self)
+        return back
 
-    def with_cache(self, cache_size=1):
-        """The composition with every part cached."""
-        if self._cache_size == cache_size:
-            return self
-        return ComposeTransform(self.parts, cache_size=cache_size)
+    def _recreate(self, cache_size):
+        return type(self)(self.parts, cache_size)
 
     def __call__(self, x):
-        for part in self.parts:
-            x = part(x)
-        return x
+        return functools.reduce(lambda v, p: p(v), self.parts, x)
 
     def log_abs_det_jacobian(self, x, y):
         """Sum of the parts' log-det-Jacobians, each summed over the event dims it does not cover."""
-        if not self.parts:
+        if len(self.parts) == 0:
             return tl.zeros_like(x)
-        xs = [x]
-        for part in self.parts[:-1]:
-            xs.append(part(xs[-1]))
-        xs.append(y)
-        terms = []
-        event_dim = self.domain.event_dim
-        for part, xi, yi in zip(self.parts, xs[:-1], xs[1:]):
-            terms.append(_sum_rightmost(part.log_abs_det_jacobian(xi, yi), event_dim - part.domain.event_dim))
-            event_dim += part.codomain.event_dim - part.domain.event_dim
-        result = terms[0]
-        for t in terms[1:]:
-            result = result + t
-        return result
+        # the chain of intermediate values x -> ... -> y
+        points = [x]
+        for p in self.parts[:-1]:
+            points.append(p(points[-1]))
+        points.append(y)
+        rank = self.domain.event_dim
+        total = None
+        for k, p in enumerate(self.parts):
+            term = _sum_rightmost(p.log_abs_det_jacobian(points[k], points[k + 1]), rank - p.domain.event_dim)
+            total = term if total is None else total + term
+            rank += p.codomain.event_dim - p.domain.event_dim
+        return total
 
     def forward_shape(self, shape):
-        for part in self.parts:
-            shape = part.forward_shape(shape)
-        return shape
+        return functools.reduce(lambda s, p: p.forward_shape(s), self.parts, shape)
 
     def inverse_shape(self, shape):
-        for part in reversed(self.parts):
-            shape = part.inverse_shape(shape)
-        return shape
+        return functools.reduce(lambda s, p: p.inverse_shape(s), self.parts[::-1], shape)
 
     def __repr__(self):
-        fmt_string = self.__class__.__name__ + "(\n    "
-        fmt_string += ",\n    ".join([p.__repr__() for p in self.parts])
-        fmt_string += "\n)"
-        return fmt_string
+        inner = ",\n    ".join(repr(p) for p in self.parts)
+        return f"{type(self).__name__}(\n    {inner}\n)"
 
 
 identity_transform = ComposeTransform([])
@@ -310,56 +301,51 @@ class IndependentTransform(Transform):
     log-det-Jacobian summed over them)."""
 
     def __init__(self, base_transform, reinterpreted_batch_ndims, cache_size=0):
-        super().__init__(cache_size=cache_size)
-        self.base_transform = base_transform.with_cache(cache_size)
-        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+        super().__init__(cache_size)
+        self.base_transform, self.reinterpreted_batch_ndims = base_transform.with_cache(cache_size), \
+            reinterpreted_batch_ndims
 
-    def with_cache(self, cache_size=1):
-        """This transform with the given cache size."""
-        if self._cache_size == cache_size:
-            return self
-        return IndependentTransform(self.base_transform, self.reinterpreted_batch_ndims, cache_size=cache_size)
+    def _recreate(self, cache_size):
+        return type(self)(self.base_transform, self.reinterpreted_batch_ndims, cache_size)
 
-    @constraints.dependent_property(is_discrete=False)
+    def _lift(self, c):
+        return constraints.independent(c, self.reinterpreted_batch_ndims)
+
+    @_continuous
     def domain(self):
         """The constraint on the transform's inputs."""
-        return constraints.independent(self.base_transform.domain, self.reinterpreted_batch_ndims)
+        return self._lift(self.base_transform.domain)
 
-    @constraints.dependent_property(is_discrete=False)
+    @_continuous
     def codomain(self):
         """The constraint on the transform's outputs."""
-        return constraints.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims)
+        return self._lift(self.base_transform.codomain)
 
-    @property
-    def bijective(self):
-        return self.base_transform.bijective
-
-    @property
-    def sign(self):
-        return self.base_transform.sign
-
-    def _call(self, x):
-        if x.dim() < self.domain.event_dim:
-            raise ValueError("Too few dimensions on input")
-        return self.base_transform(x)
-
-    def _inverse(self, y):
-        if y.dim() < self.codomain.event_dim:
-            raise ValueError("Too few dimensions on input")
-        return self.base_transform.inv(y)
-
-    def log_abs_det_jacobian(self, x, y):
-        """The base log-det-Jacobian summed over the reinterpreted dims."""
-        return _sum_rightmost(self.base_transform.log_abs_det_jacobian(x, y), self.reinterpreted_batch_ndims)
-
-    def __repr__(self):
-        return f"{self.__class__.__name__}({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
+    # monotonicity, bijectivity and shapes are those of the wrapped transform
+    bijective = property(lambda self: self.base_transform.bijective)
+    sign = property(lambda self: self.base_transform.sign)
 
     def forward_shape(self, shape):
         return self.base_transform.forward_shape(shape)
 
     def inverse_shape(self, shape):
         return self.base_transform.inverse_shape(shape)
+
+    def _call(self, x):
+        _need_dims(x.shape, self.domain.event_dim)
+        return self.base_transform(x)
+
+    def _inverse(self, y):
+        _need_dims(y.shape, self.codomain.event_dim)
+        return self.base_transform.inv(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        """The base log-det-Jacobian summed over the reinterpreted dims."""
+        inner = self.base_transform.log_abs_det_jacobian(x, y)
+        return _sum_rightmost(inner, self.reinterpreted_batch_ndims)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
 
 
 class ReshapeTransform(Transform):
@@ -368,70 +354,82 @@ class ReshapeTransform(Transform):
     bijective = True
 
     def __init__(self, in_shape, out_shape, cache_size=0):
-        self.in_shape = tl.Size(in_shape)
-        self.out_shape = tl.Size(out_shape)
-        if _prod(self.in_shape) != _prod(self.out_shape):
+        self.in_shape, self.out_shape = tl.Size(in_shape), tl.Size(out_shape)
+        if _numel(self.in_shape) != _numel(self.out_shape):
             raise ValueError("in_shape, out_shape have different numbers of elements")
-        super().__init__(cache_size=cache_size)
+        super().__init__(cache_size)
+
+    def _recreate(self, cache_size):
+        return type(self)(self.in_shape, self.out_shape, cache_size)
 
     @constraints.dependent_property
     def domain(self):
         """The constraint on the transform's inputs."""
-        return constraints.independent(constraints.real, len(self.in_shape))
+        rank = len(self.in_shape)
+        return constraints.independent(constraints.real, rank)
 
     @constraints.dependent_property
     def codomain(self):
         """The constraint on the transform's outputs."""
-        return constraints.independent(constraints.real, len(self.out_shape))
+        rank = len(self.out_shape)
+        return constraints.independent(constraints.real, rank)
 
-    def with_cache(self, cache_size=1):
-        """This transform with the given cache size."""
-        if self._cache_size == cache_size:
-            return self
-        return ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
+    @staticmethod
+    def _retail(t, old, new):
+        lead = tuple(t.shape)[:t.dim() - len(old)]
+        return t.reshape(lead + tuple(new))
 
     def _call(self, x):
-        batch_shape = x.shape[: x.dim() - len(self.in_shape)]
-        return x.reshape(tuple(batch_shape) + tuple(self.out_shape))
+        return self._retail(x, self.in_shape, self.out_shape)
 
     def _inverse(self, y):
-        batch_shape = y.shape[: y.dim() - len(self.out_shape)]
-        return y.reshape(tuple(batch_shape) + tuple(self.in_shape))
+        return self._retail(y, self.out_shape, self.in_shape)
 
     def log_abs_det_jacobian(self, x, y):
         """Zeros over the batch shape (a reshape preserves volume)."""
-        batch_shape = x.shape[: x.dim() - len(self.in_shape)]
-        return x.new_zeros(batch_shape)
+        return x.new_zeros(tuple(x.shape)[:x.dim() - len(self.in_shape)])
+
+    @staticmethod
+    def _swap_tail(shape, old, new):
+        _need_dims(shape, len(old))
+        k = len(shape) - len(old)
+        if tuple(shape[k:]) != tuple(old):
+            raise ValueError(f"Shape mismatch: expected {shape[k:]} but got {old}")
+        return tl.Size(tuple(shape[:k]) + tuple(new))
 
     def forward_shape(self, shape):
-        if len(shape) < len(self.in_shape):
-            raise ValueError("Too few dimensions on input")
-        cut = len(shape) - len(self.in_shape)
-        if tuple(shape[cut:]) != tuple(self.in_shape):
-            raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {self.in_shape}")
-        return tl.Size(tuple(shape[:cut]) + tuple(self.out_shape))
+        return self._swap_tail(shape, self.in_shape, self.out_shape)
 
     def inverse_shape(self, shape):
-        if len(shape) < len(self.out_shape):
-            raise ValueError("Too few dimensions on input")
-        cut = len(shape) - len(self.out_shape)
-        if tuple(shape[cut:]) != tuple(self.out_shape):
-            raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {self.out_shape}")
-        return tl.Size(tuple(shape[:cut]) + tuple(self.in_shape))
+        return self._swap_tail(shape, self.out_shape, self.in_shape)
 
 
-class ExpTransform(Transform):
+class _ComparedByType:
+    """Mixin for parameterless transforms: any two instances of the class are equal."""
+
+    def __eq__(self, other):
+        return isinstance(other, type(self))
+
+    __hash__ = object.__hash__
+
+
+def _as_tensors(*values):
+    return values if all(isinstance(v, tl.Tensor) for v in values) else broadcast_all(*values)
+
+
+def _open_unit(t):
+    """Clamp into the open interval (0, 1) as far as the dtype resolves it."""
+    info = tl.finfo(t.dtype)
+    return t.clamp(min=info.tiny, max=1.0 - info.eps)
+
+
+class ExpTransform(_ComparedByType, Transform):
     """y = exp(x)."""
 
     domain = constraints.real
     codomain = constraints.positive
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, ExpTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.exp()
@@ -452,56 +450,38 @@ class PowerTransform(Transform):
     bijective = True
 
     def __init__(self, exponent, cache_size=0):
-        super().__init__(cache_size=cache_size)
-        (self.exponent,) = _broadcast_params(exponent)
+        super().__init__(cache_size)
+        self.exponent = _as_tensors(exponent)[0]
 
-    def with_cache(self, cache_size=1):
-        """This transform with the given cache size."""
-        if self._cache_size == cache_size:
-            return self
-        return PowerTransform(self.exponent, cache_size=cache_size)
+    def _recreate(self, cache_size):
+        return type(self)(self.exponent, cache_size)
 
     @functools.cached_property
     def sign(self):
         return self.exponent.sign()
 
     def __eq__(self, other):
-        if not isinstance(other, PowerTransform):
-            return False
-        return bool(self.exponent.eq(other.exponent).all())
+        return isinstance(other, PowerTransform) and bool((self.exponent == other.exponent).all())
 
     __hash__ = object.__hash__
 
     def _call(self, x):
-        return x.pow(self.exponent)
+        return x ** self.exponent
 
     def _inverse(self, y):
-        return y.pow(1 / self.exponent)
+        return y ** self.exponent.reciprocal()
 
     def log_abs_det_jacobian(self, x, y):
         """log|exponent * y / x|."""
-        return (self.exponent * y / x).abs().log()
+        return (y / x * self.exponent).abs().log()
 
     def forward_shape(self, shape):
-        return tl.broadcast_shapes(shape, getattr(self.exponent, "shape", ()))
+        return tl.broadcast_shapes(shape, _shape_of(self.exponent))
 
-    def inverse_shape(self, shape):
-        return tl.broadcast_shapes(shape, getattr(self.exponent, "shape", ()))
-
-
-def _broadcast_params(*values):
-    from .utils import broadcast_all
-    if all(isinstance(v, tl.Tensor) for v in values):
-        return values
-    return broadcast_all(*values)
+    inverse_shape = forward_shape
 
 
-def _clipped_sigmoid(x):
-    finfo = tl.finfo(x.dtype)
-    return tl.clamp(tl.sigmoid(x), min=finfo.tiny, max=1.0 - finfo.eps)
-
-
-class SigmoidTransform(Transform):
+class SigmoidTransform(_ComparedByType, Transform):
     """y = sigmoid(x)."""
 
     domain = constraints.real
@@ -509,25 +489,19 @@ class SigmoidTransform(Transform):
     bijective = True
     sign = +1
 
-    def __eq__(self, other):
-        return isinstance(other, SigmoidTransform)
-
-    __hash__ = object.__hash__
-
     def _call(self, x):
-        return _clipped_sigmoid(x)
+        return _open_unit(x.sigmoid())
 
     def _inverse(self, y):
-        finfo = tl.finfo(y.dtype)
-        y = y.clamp(min=finfo.tiny, max=1.0 - finfo.eps)
-        return y.log() - (-y).log1p()
+        p = _open_unit(y)
+        return p.log() - (-p).log1p()
 
     def log_abs_det_jacobian(self, x, y):
         """log sigmoid'(x) = -softplus(-x) - softplus(x)."""
-        return -F.softplus(-x) - F.softplus(x)
+        return -(F.softplus(x) + F.softplus(-x))
 
 
-class SoftplusTransform(Transform):
+class SoftplusTransform(_ComparedByType, Transform):
     """y = log(1 + exp(x))."""
 
     domain = constraints.real
@@ -535,34 +509,25 @@ class SoftplusTransform(Transform):
     bijective = True
     sign = +1
 
-    def __eq__(self, other):
-        return isinstance(other, SoftplusTransform)
-
-    __hash__ = object.__hash__
-
     def _call(self, x):
         return F.softplus(x)
 
     def _inverse(self, y):
-        return (-y).expm1().neg().log() + y
+        # log(exp(y) - 1) = y + log(1 - exp(-y))
+        return y + (-(-y).expm1()).log()
 
     def log_abs_det_jacobian(self, x, y):
         """log softplus'(x) = -softplus(-x)."""
-        return -F.softplus(-x)
+        return F.softplus(-x).neg()
 
 
-class TanhTransform(Transform):
+class TanhTransform(_ComparedByType, Transform):
     """y = tanh(x)."""
 
     domain = constraints.real
     codomain = constraints.interval(-1.0, 1.0)
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, TanhTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.tanh()
@@ -572,19 +537,14 @@ class TanhTransform(Transform):
 
     def log_abs_det_jacobian(self, x, y):
         """log(1 - tanh(x)^2) = 2 (log 2 - x - softplus(-2x)), stable for large |x|."""
-        return 2.0 * (math.log(2.0) - x - F.softplus(-2.0 * x))
+        return (math.log(2.0) - x - F.softplus(x * -2.0)) * 2.0
 
 
-class AbsTransform(Transform):
+class AbsTransform(_ComparedByType, Transform):
     """y = |x| (not bijective; the inverse picks the positive root)."""
 
     domain = constraints.real
     codomain = constraints.positive
-
-    def __eq__(self, other):
-        return isinstance(other, AbsTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.abs()
@@ -593,88 +553,81 @@ class AbsTransform(Transform):
         return y
 
 
+def _equal_params(a, b):
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    ta = a if isinstance(a, tl.Tensor) else tl.tensor(a)
+    tb = b if isinstance(b, tl.Tensor) else tl.tensor(b)
+    return bool((ta == tb).all())
+
+
 class AffineTransform(Transform):
     """y = loc + scale * x, over `event_dim` rightmost dims."""
 
     bijective = True
 
     def __init__(self, loc, scale, event_dim=0, cache_size=0):
-        super().__init__(cache_size=cache_size)
-        self.loc = loc
-        self.scale = scale
+        super().__init__(cache_size)
         self._event_dim = event_dim
+        self.loc, self.scale = loc, scale
 
     @property
     def event_dim(self):
         return self._event_dim
 
-    @constraints.dependent_property(is_discrete=False)
+    @_continuous
     def domain(self):
         """The constraint on the transform's inputs."""
-        if self.event_dim == 0:
-            return constraints.real
-        return constraints.independent(constraints.real, self.event_dim)
+        return _real_of_rank(self._event_dim)
 
-    @constraints.dependent_property(is_discrete=False)
+    @_continuous
     def codomain(self):
         """The constraint on the transform's outputs."""
-        if self.event_dim == 0:
-            return constraints.real
-        return constraints.independent(constraints.real, self.event_dim)
+        return _real_of_rank(self._event_dim)
 
-    def with_cache(self, cache_size=1):
-        """This transform with the given cache size."""
-        if self._cache_size == cache_size:
-            return self
-        return AffineTransform(self.loc, self.scale, self.event_dim, cache_size=cache_size)
+    def _recreate(self, cache_size):
+        return AffineTransform(self.loc, self.scale, self._event_dim, cache_size=cache_size)
 
     def __eq__(self, other):
         if not isinstance(other, AffineTransform):
             return False
-        for a, b in ((self.loc, other.loc), (self.scale, other.scale)):
-            if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-                if a != b:
-                    return False
-            else:
-                a = a if isinstance(a, tl.Tensor) else tl.tensor(a)
-                b = b if isinstance(b, tl.Tensor) else tl.tensor(b)
-                if not bool((a == b).all()):
-                    return False
-        return True
+        return _equal_params(self.loc, other.loc) and _equal_params(self.scale, other.scale)
 
     __hash__ = object.__hash__
 
     @property
     def sign(self):
-        if isinstance(self.scale, (int, float)):
-            return 1 if float(self.scale) > 0 else -1 if float(self.scale) < 0 else 0
-        return self.scale.sign()
+        s = self.scale
+        if isinstance(s, tl.Tensor):
+            return s.sign()
+        return (s > 0) - (s < 0)
 
     def _call(self, x):
-        return self.loc + self.scale * x
+        return x * self.scale + self.loc
 
     def _inverse(self, y):
-        return (y - self.loc) / self.scale
+        return (y - self.loc).div(self.scale)
 
     def log_abs_det_jacobian(self, x, y):
         """log|scale|, broadcast to x's shape and summed over the event dims."""
-        shape = x.shape
-        scale = self.scale
-        if isinstance(scale, (int, float)):
-            result = tl.full_like(x, math.log(abs(scale)))
-        else:
-            result = tl.abs(scale).log()
-        if self.event_dim:
-            result_size = tuple(result.size()[: result.dim() - self.event_dim]) + (-1,)
-            result = result.reshape(result_size).sum(-1)
-            shape = shape[: len(shape) - self.event_dim]
-        return result.expand(shape)
+        s = self.scale
+        logs = s.abs().log() if isinstance(s, tl.Tensor) else tl.full_like(x, math.log(abs(s)))
+        target = tuple(x.shape)
+        k = self._event_dim
+        if k:
+            logs = logs.reshape(tuple(logs.shape)[:logs.dim() - k] + (-1,)).sum(-1)
+            target = target[:len(target) - k]
+        return logs.expand(target)
 
     def forward_shape(self, shape):
-        return tl.broadcast_shapes(shape, getattr(self.loc, "shape", ()), getattr(self.scale, "shape", ()))
+        return tl.broadcast_shapes(shape, _shape_of(self.loc), _shape_of(self.scale))
 
-    def inverse_shape(self, shape):
-        return tl.broadcast_shapes(shape, getattr(self.loc, "shape", ()), getattr(self.scale, "shape", ()))
+    inverse_shape = forward_shape
+
+
+def _exclusive_cumprod_pad(t):
+    """Shift the last dim right by one, filling with 1 (products / remainders 'before' each entry)."""
+    return F.pad(t[..., :-1], [1, 0], value=1)
 
 
 class CorrCholeskyTransform(Transform):
@@ -685,320 +638,275 @@ class CorrCholeskyTransform(Transform):
     bijective = True
 
     def _call(self, x):
-        x = tl.tanh(x)
         eps = tl.finfo(x.dtype).eps
-        x = x.clamp(min=-1 + eps, max=1 - eps)
-        r = vec_to_tril_matrix(x, diag=-1)
-        # z are the partial correlations in the strict lower triangle; rows are built by stick breaking
-        z = r ** 2
-        z1m_cumprod_sqrt = (1 - z).sqrt().cumprod(-1)
-        r = r + tl.eye(r.shape[-1], dtype=r.dtype, device=r.device)
-        y = r * F.pad(z1m_cumprod_sqrt[..., :-1], [1, 0], value=1)
-        return y
+        # partial correlations in (-1, 1), laid out in the strict lower triangle
+        z = vec_to_tril_matrix(x.tanh().clamp(min=eps - 1, max=1 - eps), diag=-1)
+        d = z.shape[-1]
+        # each row is built by stick breaking: entry j gets z_j times the length left over by entries < j
+        left = _exclusive_cumprod_pad((1 - z.square()).sqrt().cumprod(-1))
+        return (z + tl.eye(d, dtype=z.dtype, device=z.device)) * left
 
     def _inverse(self, y):
-        y_cumsum = 1 - tl.cumsum(y * y, dim=-1)
-        y_cumsum_shifted = F.pad(y_cumsum[..., :-1], [1, 0], value=1)
-        y_vec = tril_matrix_to_vec(y, diag=-1)
-        y_cumsum_vec = tril_matrix_to_vec(y_cumsum_shifted, diag=-1)
-        t = y_vec / (y_cumsum_vec).sqrt()
-        x = (t.log1p() - t.neg().log1p()) / 2
-        return x
+        left = _exclusive_cumprod_pad(1 - (y * y).cumsum(dim=-1))
+        z = tril_matrix_to_vec(y, diag=-1) / tril_matrix_to_vec(left, diag=-1).sqrt()
+        return 0.5 * (z.log1p() - (-z).log1p())
 
     def log_abs_det_jacobian(self, x, y, intermediates=None):
         """Sum of the tanh Jacobian and the stick-breaking Jacobian."""
-        y1m_cumsum = 1 - (y * y).cumsum(dim=-1)
-        y1m_cumsum_tril = tril_matrix_to_vec(y1m_cumsum, diag=-2)
-        stick_breaking_logdet = 0.5 * (y1m_cumsum_tril).log().sum(-1)
-        tanh_logdet = -2 * (x + F.softplus(-2 * x) - math.log(2.0)).sum(dim=-1)
-        return stick_breaking_logdet + tanh_logdet
+        remaining = tril_matrix_to_vec(1 - (y * y).cumsum(dim=-1), diag=-2)
+        sticks = remaining.log().sum(-1) * 0.5
+        squash = ((math.log(2.0) - x - F.softplus(x * -2)) * 2).sum(dim=-1)
+        return sticks + squash
 
     def forward_shape(self, shape):
-        if len(shape) < 1:
-            raise ValueError("Too few dimensions on input")
-        n = shape[-1]
-        d = round((0.25 + 2 * n) ** 0.5 + 0.5)
-        if d * (d - 1) // 2 != n:
+        _need_dims(shape, 1)
+        m = shape[-1]
+        d = round(0.5 + math.sqrt(0.25 + 2 * m))
+        if d * (d - 1) != 2 * m:
             raise ValueError("Input is not a flattened lower-diagonal number")
         return tl.Size(tuple(shape[:-1]) + (d, d))
 
     def inverse_shape(self, shape):
-        if len(shape) < 2:
-            raise ValueError("Too few dimensions on input")
-        if shape[-2] != shape[-1]:
-            raise ValueError("Input is not square")
+        _need_dims(shape, 2)
         d = shape[-1]
-        return tl.Size(tuple(shape[:-2]) + (d * (d - 1) // 2,))
+        if shape[-2] != d:
+            raise ValueError("Input is not square")
+        return tl.Size(tuple(shape[:-2]) + ((d * d - d) // 2,))
 
 
-class SoftmaxTransform(Transform):
+class SoftmaxTransform(_ComparedByType, Transform):
     """Unconstrained vector -> simplex by exp and normalization (not bijective)."""
 
     domain = constraints.real_vector
     codomain = constraints.simplex
 
-    def __eq__(self, other):
-        return isinstance(other, SoftmaxTransform)
-
-    __hash__ = object.__hash__
-
     def _call(self, x):
-        logprobs = x
-        probs = (logprobs - logprobs.max(-1, True)[0]).exp()
-        return probs / probs.sum(-1, True)
+        e = (x - x.amax(-1, keepdim=True)).exp()
+        return e / e.sum(-1, keepdim=True)
 
     def _inverse(self, y):
         return y.log()
 
     def forward_shape(self, shape):
-        if len(shape) < 1:
-            raise ValueError("Too few dimensions on input")
+        _need_dims(shape, 1)
         return shape
 
-    def inverse_shape(self, shape):
-        if len(shape) < 1:
-            raise ValueError("Too few dimensions on input")
-        return shape
+    inverse_shape = forward_shape
 
 
-class StickBreakingTransform(Transform):
+def _stick_shift(k, like):
+    """log of (k, k-1, ..., 1): centres the stick-breaking map so 0 goes to the uniform simplex point."""
+    return tl.arange(k, 0, -1, dtype=like.dtype, device=like.device).log()
+
+
+class StickBreakingTransform(_ComparedByType, Transform):
     """Unconstrained vector of length K-1 -> simplex of length K by stick breaking (bijective)."""
 
     domain = constraints.real_vector
     codomain = constraints.simplex
     bijective = True
 
-    def __eq__(self, other):
-        return isinstance(other, StickBreakingTransform)
-
-    __hash__ = object.__hash__
-
     def _call(self, x):
-        offset = x.shape[-1] + 1 - x.new_ones(x.shape[-1]).cumsum(-1)
-        z = _clipped_sigmoid(x - offset.log())
-        z_cumprod = (1 - z).cumprod(-1)
-        y = F.pad(z, [0, 1], value=1) * F.pad(z_cumprod, [1, 0], value=1)
-        return y
+        frac = _open_unit((x - _stick_shift(x.shape[-1], x)).sigmoid())
+        rest = (1 - frac).cumprod(-1)
+        return F.pad(frac, [0, 1], value=1) * F.pad(rest, [1, 0], value=1)
 
     def _inverse(self, y):
-        y_crop = y[..., :-1]
-        offset = y.shape[-1] - y.new_ones(y_crop.shape[-1]).cumsum(-1)
-        sf = 1 - y_crop.cumsum(-1)
-        sf = tl.clamp(sf, min=tl.finfo(y.dtype).tiny)
-        x = y_crop.log() - sf.log() + offset.log()
-        return x
+        head = y[..., :-1]
+        rest = (1 - head.cumsum(-1)).clamp(min=tl.finfo(y.dtype).tiny)
+        return head.log() - rest.log() + _stick_shift(head.shape[-1], y)
 
     def log_abs_det_jacobian(self, x, y):
         """Sum over the sticks of log(z (1 - z)) + log of the remaining stick."""
-        offset = x.shape[-1] + 1 - x.new_ones(x.shape[-1]).cumsum(-1)
-        x = x - offset.log()
-        detJ = (-x + F.logsigmoid(x) + y[..., :-1].log()).sum(-1)
-        return detJ
+        u = x - _stick_shift(x.shape[-1], x)
+        return (F.logsigmoid(u) - u + y[..., :-1].log()).sum(-1)
 
     def forward_shape(self, shape):
-        if len(shape) < 1:
-            raise ValueError("Too few dimensions on input")
+        _need_dims(shape, 1)
         return tl.Size(tuple(shape[:-1]) + (shape[-1] + 1,))
 
     def inverse_shape(self, shape):
-        if len(shape) < 1:
-            raise ValueError("Too few dimensions on input")
+        _need_dims(shape, 1)
         return tl.Size(tuple(shape[:-1]) + (shape[-1] - 1,))
 
 
-class LowerCholeskyTransform(Transform):
+def _map_diagonal(m, fn):
+    """Strict lower triangle of m kept, diagonal replaced by fn(diagonal), upper part zeroed."""
+    diag = m.diagonal(dim1=-2, dim2=-1)
+    return tl.diag_embed(fn(diag)) + m.tril(-1)
+
+
+class LowerCholeskyTransform(_ComparedByType, Transform):
     """Square matrix -> lower-triangular with positive diagonal (strict lower part kept, diagonal exp'd)."""
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.lower_cholesky
 
-    def __eq__(self, other):
-        return isinstance(other, LowerCholeskyTransform)
-
-    __hash__ = object.__hash__
-
     def _call(self, x):
-        return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
+        return _map_diagonal(x, tl.exp)
 
     def _inverse(self, y):
-        return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+        return _map_diagonal(y, tl.log)
 
 
-class PositiveDefiniteTransform(Transform):
+class PositiveDefiniteTransform(_ComparedByType, Transform):
     """Square matrix -> positive definite matrix L L^T with L = LowerCholeskyTransform(x)."""
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.positive_definite
 
-    def __eq__(self, other):
-        return isinstance(other, PositiveDefiniteTransform)
-
-    __hash__ = object.__hash__
-
     def _call(self, x):
-        x = LowerCholeskyTransform()(x)
-        return x @ x.mT
+        low = _map_diagonal(x, tl.exp)
+        return low @ low.mT
 
     def _inverse(self, y):
-        y = tl.linalg.cholesky(y)
-        return LowerCholeskyTransform().inv(y)
+        return _map_diagonal(tl.linalg.cholesky(y), tl.log)
+
+
+def _checked_transforms(tseq, cache_size, owner):
+    seq = list(tseq)
+    if any(not isinstance(t, Transform) for t in seq):
+        raise TypeError(f"{owner}: every element of tseq must be a Transform")
+    return [t.with_cache(cache_size) for t in seq] if cache_size else seq
 
 
 class CatTransform(Transform):
     """Apply `tseq[i]` to the i-th piece (of size `lengths[i]`) of `dim`."""
 
     def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
-        tseq = list(tseq)
-        if not all(isinstance(t, Transform) for t in tseq):
-            raise TypeError("CatTransform: every element of tseq must be a Transform")
-        if cache_size:
-            tseq = [t.with_cache(cache_size) for t in tseq]
-        super().__init__(cache_size=cache_size)
-        self.transforms = tseq
-        if lengths is None:
-            lengths = [1] * len(self.transforms)
-        self.lengths = list(lengths)
-        if len(self.lengths) != len(self.transforms):
-            raise ValueError(f"CatTransform: got {len(self.transforms)} transforms but {len(self.lengths)} lengths")
+        pieces = _checked_transforms(tseq, cache_size, "CatTransform")
+        super().__init__(cache_size)
+        self.transforms = pieces
+        self.lengths = [1] * len(pieces) if lengths is None else list(lengths)
+        if len(self.lengths) != len(pieces):
+            raise ValueError(f"CatTransform: got {len(pieces)} transforms but {len(self.lengths)} lengths")
         self.dim = dim
 
     @functools.cached_property
     def event_dim(self):
-        return max(t.event_dim for t in self.transforms)
+        return max(tr.event_dim for tr in self.transforms)
 
     @functools.cached_property
     def length(self):
         return sum(self.lengths)
 
-    def with_cache(self, cache_size=1):
-        """This transform with the given cache size."""
-        if self._cache_size == cache_size:
-            return self
-        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+    def _recreate(self, cache_size):
+        return type(self)(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _fits(self, t):
+        return -t.dim() <= self.dim < t.dim() and t.size(self.dim) == self.length
 
     def _check(self, x):
         if not -x.dim() <= self.dim < x.dim():
             raise IndexError(f"CatTransform: dim {self.dim} out of range for a tensor of {x.dim()} dims")
-        if x.size(self.dim) != self.length:
+        if not self._fits(x):
             raise ValueError(f"CatTransform: size {x.size(self.dim)} of dim {self.dim} differs from the sum of "
                              f"lengths {self.length}")
 
-    def _apply(self, x, fn):
-        self._check(x)
-        out, start = [], 0
-        for trans, length in zip(self.transforms, self.lengths):
-            out.append(fn(trans, x.narrow(self.dim, start, length)))
-            start += length
-        return tl.cat(out, dim=self.dim)
+    def _pieces(self, t):
+        """(transform, slice of t) for each piece along dim."""
+        offsets = [0]
+        for n in self.lengths:
+            offsets.append(offsets[-1] + n)
+        return [(tr, t.narrow(self.dim, a, n)) for tr, a, n in zip(self.transforms, offsets, self.lengths)]
 
     def _call(self, x):
-        return self._apply(x, lambda t, v: t(v))
+        self._check(x)
+        return tl.cat([tr(part) for tr, part in self._pieces(x)], dim=self.dim)
 
     def _inverse(self, y):
-        return self._apply(y, lambda t, v: t.inv(v))
+        self._check(y)
+        return tl.cat([tr.inv(part) for tr, part in self._pieces(y)], dim=self.dim)
 
     def log_abs_det_jacobian(self, x, y):
         """Each piece's log-det-Jacobian, concatenated (or summed when the dim is an event dim)."""
         self._check(x)
-        if not -y.dim() <= self.dim < y.dim() or y.size(self.dim) != self.length:
+        if not self._fits(y):
             raise ValueError("CatTransform: x and y do not match the transform's pieces")
-        logdetjacs, start = [], 0
-        for trans, length in zip(self.transforms, self.lengths):
-            xslice = x.narrow(self.dim, start, length)
-            yslice = y.narrow(self.dim, start, length)
-            logdetjac = trans.log_abs_det_jacobian(xslice, yslice)
-            if trans.event_dim < self.event_dim:
-                logdetjac = _sum_rightmost(logdetjac, self.event_dim - trans.event_dim)
-            logdetjacs.append(logdetjac)
-            start += length
-        dim = self.dim
-        if dim >= 0:
-            dim = dim - x.dim()
-        dim = dim + self.event_dim
-        if dim < 0:
-            return tl.cat(logdetjacs, dim=dim)
-        result = logdetjacs[0]
-        for t in logdetjacs[1:]:
-            result = result + t
-        return result
+        top = self.event_dim
+        terms = []
+        for (tr, xs), (_, ys) in zip(self._pieces(x), self._pieces(y)):
+            terms.append(_sum_rightmost(tr.log_abs_det_jacobian(xs, ys), top - tr.event_dim))
+        # position of `dim` among the jacobian's dims (negative: still a batch dim there)
+        where = (self.dim if self.dim < 0 else self.dim - x.dim()) + top
+        if where < 0:
+            return tl.cat(terms, dim=where)
+        return sum(terms[1:], terms[0])
 
     @property
     def bijective(self):
-        return all(t.bijective for t in self.transforms)
+        return all(tr.bijective for tr in self.transforms)
 
     @constraints.dependent_property
     def domain(self):
         """The constraint on the transform's inputs."""
-        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+        return constraints.cat([tr.domain for tr in self.transforms], self.dim, self.lengths)
 
     @constraints.dependent_property
     def codomain(self):
         """The constraint on the transform's outputs."""
-        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+        return constraints.cat([tr.codomain for tr in self.transforms], self.dim, self.lengths)
 
 
 class StackTransform(Transform):
     """Apply `tseq[i]` to the i-th slice of `dim`."""
 
     def __init__(self, tseq, dim=0, cache_size=0):
-        tseq = list(tseq)
-        if not all(isinstance(t, Transform) for t in tseq):
-            raise TypeError("StackTransform: every element of tseq must be a Transform")
-        if cache_size:
-            tseq = [t.with_cache(cache_size) for t in tseq]
-        super().__init__(cache_size=cache_size)
-        self.transforms = tseq
+        members = _checked_transforms(tseq, cache_size, "StackTransform")
+        super().__init__(cache_size)
+        self.transforms = members
         self.dim = dim
 
-    def with_cache(self, cache_size=1):
-        """This transform with the given cache size."""
-        if self._cache_size == cache_size:
-            return self
-        return StackTransform(self.transforms, self.dim, cache_size)
+    def _recreate(self, cache_size):
+        return type(self)(self.transforms, self.dim, cache_size)
 
     def _slice(self, z):
+        n = len(self.transforms)
         if not -z.dim() <= self.dim < z.dim():
             raise IndexError(f"StackTransform: dim {self.dim} out of range for a tensor of {z.dim()} dims")
-        if z.size(self.dim) != len(self.transforms):
+        if z.size(self.dim) != n:
             raise ValueError(f"StackTransform: size {z.size(self.dim)} of dim {self.dim} differs from the number "
-                             f"of transforms {len(self.transforms)}")
-        return [z.select(self.dim, i) for i in range(z.size(self.dim))]
+                             f"of transforms {n}")
+        return z.unbind(self.dim)
+
+    def _per_slice(self, fn, *tensors):
+        cols = [self._slice(t) for t in tensors]
+        return tl.stack([fn(tr, *args) for tr, *args in zip(self.transforms, *cols)], dim=self.dim)
 
     def _call(self, x):
-        return tl.stack([t(v) for t, v in zip(self.transforms, self._slice(x))], dim=self.dim)
+        return self._per_slice(lambda tr, v: tr(v), x)
 
     def _inverse(self, y):
-        return tl.stack([t.inv(v) for t, v in zip(self.transforms, self._slice(y))], dim=self.dim)
+        return self._per_slice(lambda tr, v: tr.inv(v), y)
 
     def log_abs_det_jacobian(self, x, y):
         """Each slice's log-det-Jacobian, stacked along `dim`."""
-        return tl.stack([t.log_abs_det_jacobian(a, b)
-                         for t, a, b in zip(self.transforms, self._slice(x), self._slice(y))], dim=self.dim)
+        return self._per_slice(lambda tr, a, b: tr.log_abs_det_jacobian(a, b), x, y)
 
     @property
     def bijective(self):
-        return all(t.bijective for t in self.transforms)
+        return all(tr.bijective for tr in self.transforms)
 
     @constraints.dependent_property
     def domain(self):
         """The constraint on the transform's inputs."""
-        return constraints.stack([t.domain for t in self.transforms], self.dim)
+        return constraints.stack([tr.domain for tr in self.transforms], self.dim)
 
     @constraints.dependent_property
     def codomain(self):
         """The constraint on the transform's outputs."""
-        return constraints.stack([t.codomain for t in self.transforms], self.dim)
+        return constraints.stack([tr.codomain for tr in self.transforms], self.dim)
 
 
 class CumulativeDistributionTransform(Transform):
     """y = distribution.cdf(x): maps the distribution's support onto [0, 1]."""
 
     bijective = True
-    codomain = constraints.unit_interval
     sign = +1
+    codomain = constraints.unit_interval
 
     def __init__(self, distribution, cache_size=0):
-        super().__init__(cache_size=cache_size)
+        super().__init__(cache_size)
         self.distribution = distribution
 
     @property
@@ -1006,18 +914,18 @@ class CumulativeDistributionTransform(Transform):
         """The constraint on the transform's inputs."""
         return self.distribution.support
 
+    def _recreate(self, cache_size):
+        return type(self)(self.distribution, cache_size=cache_size)
+
     def _call(self, x):
-        return self.distribution.cdf(x)
+        dist = self.distribution
+        return dist.cdf(x)
 
     def _inverse(self, y):
-        return self.distribution.icdf(y)
+        dist = self.distribution
+        return dist.icdf(y)
 
     def log_abs_det_jacobian(self, x, y):
-        """The distribution's log density at x."""
-        return self.distribution.log_prob(x)
-
-    def with_cache(self, cache_size=1):
-        """This transform with the given cache size."""
-        if self._cache_size == cache_size:
-            return self
-        return type(self)(self.distribution, cache_size=cache_size)
+        """The distribution's log density at x (the cdf's derivative)."""
+        dist = self.distribution
+        return dist.log_prob(x)

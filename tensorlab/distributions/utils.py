@@ -1,6 +1,7 @@
 """torch.distributions.utils: parameter broadcasting, logits/probs conversion, lazy properties."""
 from __future__ import annotations
 
+import math
 import numbers
 from functools import update_wrapper
 
@@ -118,3 +119,77 @@ def vec_to_tril_matrix(vec, diag=0):
     flat = vec.new_zeros(vec.shape[:-1] + (n * n,))
     idx = (rows * n + cols).expand(vec.shape)
     return flat.scatter(-1, idx, vec).reshape(vec.shape[:-1] + (n, n))
+
+
+_LOG_2 = math.log(2.0)
+
+
+class _FoldedAtZero:
+    """Shared pieces of |X| for X symmetric about 0 (HalfNormal, HalfCauchy): the base density doubled on
+    [0, inf), the base cdf/icdf rescaled from (1/2, 1) to (0, 1), and the base entropy less log 2."""
+
+    def _folded_log_density(self, value):
+        doubled = self.base_dist.log_prob(value) + _LOG_2
+        return tl.where(value >= 0, doubled, tl.full_like(doubled, -math.inf))
+
+    def cdf(self, value):
+        """P(|X| <= value) = 2 F(value) - 1."""
+        if self._validate_args:
+            self._validate_sample(value)
+        return self.base_dist.cdf(value) * 2 - 1
+
+    def icdf(self, prob):
+        """F^-1((1 + prob) / 2)."""
+        return self.base_dist.icdf(0.5 * prob + 0.5)
+
+    def entropy(self):
+        """H(X) - log 2."""
+        return self.base_dist.entropy() - _LOG_2
+
+    @property
+    def scale(self):
+        return self.base_dist.scale
+
+    @property
+    def mode(self):
+        return tl.zeros_like(self.scale)
+
+
+def _expand_params(dist, cls, batch_shape, _instance, names):
+    """expand() for a family whose state is its parameter tensors: the copy gets each of `names` that `dist`
+    holds, expanded to `batch_shape` (lazy ones absent from the instance stay lazy), skips argument validation
+    and keeps `dist`'s validation flag."""
+    from .distribution import Distribution
+
+    out = dist._get_checked_instance(cls, _instance)
+    size = tl.Size(batch_shape)
+    held = vars(dist)
+    for name in names:
+        if name in held:
+            setattr(out, name, held[name].expand(size))
+    if "_param" in held:
+        # the tensor the user gave (logits win when both are materialized)
+        mine = vars(out)
+        out._param = mine["logits"] if "logits" in mine else mine["probs"]
+    Distribution.__init__(out, size, dist.event_shape, validate_args=False)
+    out._validate_args = dist._validate_args
+    return out
+
+
+def _scalar_or_shape(t, *given):
+    """The batch shape of a family built from `given` raw arguments broadcast to `t`: () when all were Python
+    numbers."""
+    return tl.Size() if all(isinstance(g, numbers.Number) for g in given) else t.size()
+
+
+def _one_of_probs_logits(probs, logits):
+    """("probs" | "logits", the given value), insisting on exactly one."""
+    if (logits is None) is (probs is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+    return ("logits", logits) if probs is None else ("probs", probs)
+
+
+def _leading_support(count, ref, batch_shape, expand):
+    """0, 1, ..., count-1 (in ref's dtype/device) along a new leading dim, broadcastable over batch_shape."""
+    col = tl.arange(count, dtype=ref.dtype, device=ref.device).reshape((count,) + (1,) * len(batch_shape))
+    return col.expand((count,) + tuple(batch_shape)) if expand else col

@@ -13,6 +13,11 @@ from .utils import broadcast_all
 __all__ = ["Weibull"]
 
 
+def _chain(lam, inv_k):
+    # E ~ Exp(1) -> E^(1/k) -> lam * E^(1/k)
+    return [PowerTransform(exponent=inv_k), AffineTransform(0, lam)]
+
+
 class Weibull(TransformedDistribution):
     """Two-parameter Weibull: scale * E^(1/concentration), E ~ Exp(1)."""
 
@@ -20,39 +25,42 @@ class Weibull(TransformedDistribution):
     support = constraints.positive
 
     def __init__(self, scale, concentration, validate_args=None):
-        self.scale, self.concentration = broadcast_all(scale, concentration)
-        self.concentration_reciprocal = self.concentration.reciprocal()
-        base_dist = Exponential(tl.ones_like(self.scale), validate_args=validate_args)
-        transforms = [PowerTransform(exponent=self.concentration_reciprocal),
-                      AffineTransform(loc=0, scale=self.scale)]
-        super().__init__(base_dist, transforms, validate_args=validate_args)
+        lam, k = broadcast_all(scale, concentration)
+        self.scale, self.concentration = lam, k
+        self.concentration_reciprocal = 1 / k
+        unit_exp = Exponential(tl.ones_like(lam), validate_args=validate_args)
+        super().__init__(unit_exp, _chain(lam, self.concentration_reciprocal), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         """This distribution with parameters expanded to `batch_shape`."""
-        new = self._get_checked_instance(Weibull, _instance)
-        new.scale = self.scale.expand(batch_shape)
-        new.concentration = self.concentration.expand(batch_shape)
-        new.concentration_reciprocal = new.concentration.reciprocal()
-        base_dist = self.base_dist.expand(batch_shape)
-        transforms = [PowerTransform(exponent=new.concentration_reciprocal), AffineTransform(loc=0, scale=new.scale)]
-        super(Weibull, new).__init__(base_dist, transforms, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        out = self._get_checked_instance(Weibull, _instance)
+        out.concentration = self.concentration.expand(batch_shape)
+        out.scale = self.scale.expand(batch_shape)
+        out.concentration_reciprocal = 1 / out.concentration
+        TransformedDistribution.__init__(out, self.base_dist.expand(batch_shape),
+                                         _chain(out.scale, out.concentration_reciprocal), validate_args=False)
+        out._validate_args = self._validate_args
+        return out
+
+    def _gamma_fn(self, n):
+        """Gamma(1 + n / k)."""
+        return (n * self.concentration_reciprocal + 1).lgamma().exp()
 
     @property
     def mean(self):
-        return self.scale * tl.exp(tl.lgamma(1 + self.concentration_reciprocal))
+        return self._gamma_fn(1) * self.scale
 
     @property
     def mode(self):
-        return self.scale * ((self.concentration - 1) / self.concentration) ** self.concentration.reciprocal()
+        k = self.concentration
+        return self.scale * ((k - 1) / k).pow(1 / k)
 
     @property
     def variance(self):
-        return self.scale.pow(2) * (tl.exp(tl.lgamma(1 + 2 * self.concentration_reciprocal))
-                                    - tl.exp(2 * tl.lgamma(1 + self.concentration_reciprocal)))
+        g1 = self._gamma_fn(1)
+        return self.scale.square() * (self._gamma_fn(2) - g1 * g1)
 
     def entropy(self):
         """Euler (1 - 1/k) + log(scale / k) + 1."""
-        return (euler_constant * (1 - self.concentration_reciprocal)
-                + tl.log(self.scale * self.concentration_reciprocal) + 1)
+        inv_k = self.concentration_reciprocal
+        return (1 - inv_k) * euler_constant + (self.scale * inv_k).log() + 1

@@ -10,7 +10,7 @@ import tensorlab as tl
 from . import constraints
 from .chi2 import Chi2
 from .exp_family import ExponentialFamily
-from .multivariate_normal import _precision_to_scale_tril
+from .multivariate_normal import _cov_tril_from_precision
 from .utils import lazy_property
 
 __all__ = ["Wishart"]
@@ -51,24 +51,18 @@ class Wishart(ExponentialFamily):
         event_shape = param.shape[-2:]
         if bool((self.df <= event_shape[-1] - 1).any()):
             raise ValueError(f"Value of df={df} expected to be greater than ndim - 1 = {event_shape[-1] - 1}.")
-        if scale_tril is not None:
-            self.scale_tril = param.expand(tuple(batch_shape) + (-1, -1))
-        elif covariance_matrix is not None:
-            self.covariance_matrix = param.expand(tuple(batch_shape) + (-1, -1))
-        else:
-            self.precision_matrix = param.expand(tuple(batch_shape) + (-1, -1))
+        kind = "scale_tril" if scale_tril is not None else (
+            "covariance_matrix" if covariance_matrix is not None else "precision_matrix")
+        setattr(self, kind, param.expand(tuple(batch_shape) + (-1, -1)))
         self.arg_constraints = {"covariance_matrix": constraints.positive_definite,
                                 "precision_matrix": constraints.positive_definite,
                                 "scale_tril": constraints.lower_cholesky,
                                 "df": constraints.greater_than(event_shape[-1] - 1)}
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
-        self._batch_dims = [-(x + 1) for x in range(len(self._batch_shape))]
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = tl.linalg.cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        self._batch_dims = list(range(-1, -len(self._batch_shape) - 1, -1))
+        to_tril = {"scale_tril": lambda m: m, "covariance_matrix": tl.linalg.cholesky,
+                   "precision_matrix": _cov_tril_from_precision}[kind]
+        self._unbroadcasted_scale_tril = to_tril(param)
         p = self._event_shape[-1]
         self._dist_chi2 = Chi2(df=self.df.unsqueeze(-1) - tl.arange(p, dtype=param.dtype, device=param.device)
                                .expand(tuple(batch_shape) + (-1,)))
@@ -79,8 +73,8 @@ class Wishart(ExponentialFamily):
         batch_shape = tl.Size(batch_shape)
         cov_shape = tuple(batch_shape) + tuple(self.event_shape)
         new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril.expand(cov_shape)
-        new.df = self.df.expand(batch_shape)
-        new._batch_dims = [-(x + 1) for x in range(len(batch_shape))]
+        new.df = self.df.expand(tuple(batch_shape))
+        new._batch_dims = list(range(-1, -len(batch_shape) - 1, -1))
         for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
             if name in self.__dict__:
                 setattr(new, name, self.__dict__[name].expand(cov_shape))
@@ -115,9 +109,9 @@ class Wishart(ExponentialFamily):
 
     @property
     def mode(self):
-        factor = self.df - self.covariance_matrix.shape[-1] - 1
-        factor = tl.where(factor <= 0, tl.full_like(factor, float("nan")), factor)
-        return self._df_matrix(factor) * self.covariance_matrix
+        p = self.covariance_matrix.shape[-1]
+        k = self.df - (p + 1)
+        return self._df_matrix(tl.where(k > 0, k, tl.full_like(k, float("nan")))) * self.covariance_matrix
 
     @property
     def variance(self):
