@@ -283,6 +283,17 @@ class RNNBase(Module):
         step = _step_for(self.mode, x, h0, c0, *self._flat_weights, w_hr=self.proj_size or None)
         whole = not self.proj_size and _cells.sequence_supported(x, self.hidden_size, self.mode, h0, c0,
                                                                  *self._flat_weights)
+
+        def run(x, state, weights, reverse):
+            if whole:
+                return _run_sequence(self.mode, x, state, *weights, reverse=reverse, is_lstm=is_lstm)
+            return _run_direction(step, x, state, *weights, reverse=reverse, is_lstm=is_lstm)
+        return self._layer_loop(x, h0, c0, run)
+
+    def _layer_loop(self, x, h0, c0, run):
+        """Every layer and direction over x: run(x, state, weights, reverse) -> (output, final state);
+        returns (the last layer's output, h_n [L*D, ...], c_n or None), dropout between layers."""
+        is_lstm = self.mode == "LSTM"
         num_directions = 2 if self.bidirectional else 1
         h_n, c_n = [], []
         for layer in range(self.num_layers):
@@ -290,12 +301,7 @@ class RNNBase(Module):
             for direction in range(num_directions):
                 k = layer * num_directions + direction
                 state = (h0[k], c0[k]) if is_lstm else h0[k]
-                if whole:
-                    out, state = _run_sequence(self.mode, x, state, *self._layer_weights(layer, direction),
-                                               reverse=direction == 1, is_lstm=is_lstm)
-                else:
-                    out, state = _run_direction(step, x, state, *self._layer_weights(layer, direction),
-                                                reverse=direction == 1, is_lstm=is_lstm)
+                out, state = run(x, state, self._layer_weights(layer, direction), direction == 1)
                 outs.append(out)
                 if is_lstm:
                     h_n.append(state[0])
@@ -352,27 +358,8 @@ class RNNBase(Module):
                     raise RuntimeError(f"Input and hidden tensors are not at the same device, found input tensor at "
                                        f"{data.device} and hidden tensor at {h.device}")
         step = _step_for(self.mode, data, h0, c0, *self._flat_weights, w_hr=self.proj_size or None)
-        num_directions = 2 if self.bidirectional else 1
-        x = data
-        h_n, c_n = [], []
-        for layer in range(self.num_layers):
-            outs = []
-            for direction in range(num_directions):
-                k = layer * num_directions + direction
-                state = (h0[k], c0[k]) if is_lstm else h0[k]
-                out, state = _run_packed_direction(step, x, batch_sizes, state, *self._layer_weights(layer, direction),
-                                                   reverse=direction == 1, is_lstm=is_lstm)
-                outs.append(out)
-                if is_lstm:
-                    h_n.append(state[0])
-                    c_n.append(state[1])
-                else:
-                    h_n.append(state)
-            x = outs[0] if num_directions == 1 else _tl.cat(outs, -1)
-            if self.dropout and self.training and layer < self.num_layers - 1:
-                x = F.dropout(x, self.dropout, True)
-        h_n = _tl.stack(h_n, 0)
-        c_n = _tl.stack(c_n, 0) if is_lstm else None
+        x, h_n, c_n = self._layer_loop(data, h0, c0, lambda x, state, weights, reverse: _run_packed_direction(
+            step, x, batch_sizes, state, *weights, reverse=reverse, is_lstm=is_lstm))
         if unsorted_indices is not None:  # back to the caller's order
             h_n = h_n.index_select(1, unsorted_indices)
             c_n = c_n.index_select(1, unsorted_indices) if c_n is not None else None
