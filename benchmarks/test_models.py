@@ -49,6 +49,8 @@ def _params():
 @pytest.mark.parametrize("device, impl, threads", _params())
 @pytest.mark.parametrize("model", list(models.MODELS))
 def test_train_step(benchmark, ratio_board, model, device, impl, threads):
+    if device not in models.MODELS[model].devices:
+        pytest.skip(f"{model} runs on {', '.join(models.MODELS[model].devices)} only")
     libs = models.libraries(device)
     if impl not in libs:
         pytest.skip(f"{impl} is not installed or has no {device}")

@@ -74,7 +74,7 @@ from .backends.cpu.parallel import get_num_threads, set_num_threads  # noqa: E40
 
 from . import sparse  # noqa: E402  (tl.sparse: sparse COO/CSR tensors, torch.sparse's ops)
 from .sparse import sparse_coo_tensor, sparse_csr_tensor  # noqa: E402
-from .sparse import mm as spmm  # noqa: E402  (torch.spmm)
+from .sparse._ops import spmm  # noqa: E402  (torch.spmm(input, mat2))
 from .sparse import _methods as _sparse_methods  # noqa: E402
 _sparse_methods.install()  # after the ops bound theirs: sparse tensors' methods and refusals
 from ._torch_names import *  # noqa: E402,F401,F403  (issue 34: set_default_device, capability flags, ...)

@@ -708,10 +708,7 @@ def sparse_csr_tensor(crow_indices, col_indices, values, size=..., *, dtype=...,
 def split(self, split_size_or_sections, dim=..., meta=...): """input split into views of split_size elements along dim, or of the listed sizes."""
 def split_with_sizes(input, split_sizes, dim=..., meta=...): """input split into views of the listed sizes along dim."""
 def split_with_sizes_copy(input, *args, out=..., **kwargs): """torch.split_with_sizes_copy: a new tensor holding what the view op returns"""
-def spmm(mat1, mat2, reduce=...): """torch.sparse.mm: sparse @ dense -> dense, dense @ sparse -> dense, sparse @ sparse -> sparse (COO);
-    the gradient of a sparse operand is sparse with its pattern. reduce= ("sum", "mean", "amax", "amin")
-    reduces each row's products over the specified entries of a sparse CSR mat1 (rows without any: 0).
-    """
+def spmm(input, mat2): """torch.spmm: input @ mat2 with input sparse (COO or CSR), mat2 dense (torch.sparse.mm's product)."""
 def sqrt(input, *, out=...): """Elementwise sqrt (torch.sqrt); promotion: int_to_float."""
 def sqrt_(input): """In-place sqrt."""
 def square(input, *, out=...): """Elementwise square (torch.square); promotion: default."""

@@ -26,9 +26,18 @@ def _keys(kind):
     return _KEYS[kind], _KEYS.get(kind + "_aliases", {})
 
 
+# defaults torch computes where it runs, not constants of its release (the key file holds the generating
+# machine's values): recomputed here as torch computes them
+_COMPUTED = {"debug_dir_root": lambda: os.path.join(os.getcwd(), "torch_compile_debug")}
+
+
 def _store(kind):
     if kind not in _STORES:
-        _STORES[kind] = copy.deepcopy(_keys(kind)[0])
+        store = copy.deepcopy(_keys(kind)[0])
+        for key, default in _COMPUTED.items():
+            if key in store:
+                store[key] = default()
+        _STORES[kind] = store
     return _STORES[kind]
 
 

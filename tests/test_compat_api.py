@@ -244,7 +244,7 @@ def test_torch_version_compares_as_torchs(torch):
 def test_alias_reports_missing_modules_but_not_broken_ones(monkeypatch):
     from tensorlab.compat import _alias
     assert _alias._find("tensorlab.nn.functional") is not None
-    assert _alias._find("tensorlab.utils.tensorboard") is None and _alias._find("tensorlab.utils_nope.data") is None
+    assert _alias._find("tensorlab.utils.mobile_optimizer") is None and _alias._find("tensorlab.utils_nope.data") is None
     assert _alias._tensorlab_name("torch.backends.cudnn") == "tensorlab.compat.backends.cudnn"
     assert _alias._tensorlab_name("torch.ops.aten") is None and _alias._tensorlab_name("torch.nn") == "tensorlab.nn"
     assert _alias._torch_name("tensorlab.compat.version") == "torch.version"

@@ -83,8 +83,8 @@ def test_missing_name_script_stops_with_a_clear_message():
     err = res.stderr.splitlines()
     assert err[0] == "Traceback (most recent call last):"
     assert err[1].strip().startswith('File "') and "missing_name.py" in err[1]  # the script's line comes first
-    assert err[-1] == ("AttributeError: tensorlab does not implement torch.utils.tensorboard.SummaryWriter "
-                       "(torch.utils.tensorboard has no tensorlab counterpart yet)")
+    assert err[-1] == ("AttributeError: tensorlab does not implement torch.utils.mobile_optimizer.optimize_for_mobile "
+                       "(torch.utils.mobile_optimizer has no tensorlab counterpart yet)")
     assert "runpy" not in res.stderr
 
 

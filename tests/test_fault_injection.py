@@ -678,7 +678,8 @@ def _multi_output_ops():
     found = set()
     for name in dir(tl):
         fn = getattr(tl, name)
-        if name.startswith("_") or not callable(fn) or isinstance(fn, type) or name in _GLOBAL_STATE_SETTERS:
+        if (name.startswith("_") or not callable(fn) or isinstance(fn, type) or name in _GLOBAL_STATE_SETTERS
+                or name.startswith(("set_", "use_"))):  # set_default_tensor_type, use_deterministic_algorithms, ...
             continue
         for args in ((x, 1), (x,)):
             try:

@@ -290,6 +290,8 @@ def test_config_objects_have_torchs_keys(torch):
             for part in k.split("."):
                 node = getattr(node, part)
             want = theirs.get_config_copy()[k]
+            if isinstance(want, str) and os.path.isabs(want):
+                continue  # a path of the machine torch runs on (its install, the working directory)
             if isinstance(want, (bool, int, float, str)) or want is None:
                 assert node == want, k
     with pytest.raises(AttributeError) as mine:

@@ -5,7 +5,7 @@ to_sparse* methods are bound here, once, when tensorlab is imported."""
 from __future__ import annotations
 
 from ._convert import sparse_coo_tensor, sparse_csr_tensor
-from ._ops import addmm, log_softmax, mm, sampled_addmm, softmax, spdiags, sum  # noqa: A004
+from ._ops import addmm, log_softmax, mm, sampled_addmm, softmax, spdiags, spmm, sum  # noqa: A004
 from ._tensor import SparseTensor
 
 __all__ = ["SparseTensor", "addmm", "check_sparse_tensor_invariants", "log_softmax", "mm", "sampled_addmm", "softmax", "spdiags",

@@ -100,6 +100,11 @@ def _sparse_dense(s, d):
 _REDUCE = ("sum", "mean", "amax", "amin")
 
 
+def spmm(input, mat2):
+    """torch.spmm: input @ mat2 with input sparse (COO or CSR), mat2 dense (torch.sparse.mm's product)."""
+    return mm(input, mat2)
+
+
 def mm(mat1, mat2, reduce=None):
     """torch.sparse.mm: sparse @ dense -> dense, dense @ sparse -> dense, sparse @ sparse -> sparse (COO);
     the gradient of a sparse operand is sparse with its pattern. reduce= ("sum", "mean", "amax", "amin")
