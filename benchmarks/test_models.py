@@ -37,20 +37,21 @@ def _first_losses(name, device):
 
 
 def _params():
+    """(model, device, library, thread setting) for every model on the devices it runs on (the CUDA-graph
+    row is CUDA-only)."""
     out = []
-    for device in ("cpu", "cuda"):
-        marks = () if device == "cpu" else pytest.mark.skipif(not tl.cuda.is_available(), reason="no CUDA GPU")
-        for threads in (("1", "default") if device == "cpu" else ("default",)):
-            for impl in ("tensorlab", "torch"):
-                out.append(pytest.param(device, impl, threads, id=f"{device}-{impl}-{threads}", marks=marks))
+    for model, m in models.MODELS.items():
+        for device in m.devices:
+            marks = () if device == "cpu" else pytest.mark.skipif(not tl.cuda.is_available(), reason="no CUDA GPU")
+            for threads in (("1", "default") if device == "cpu" else ("default",)):
+                for impl in ("tensorlab", "torch"):
+                    out.append(pytest.param(model, device, impl, threads, id=f"{model}-{device}-{impl}-{threads}",
+                                            marks=marks))
     return out
 
 
-@pytest.mark.parametrize("device, impl, threads", _params())
-@pytest.mark.parametrize("model", list(models.MODELS))
+@pytest.mark.parametrize("model, device, impl, threads", _params())
 def test_train_step(benchmark, ratio_board, model, device, impl, threads):
-    if device not in models.MODELS[model].devices:
-        pytest.skip(f"{model} runs on {', '.join(models.MODELS[model].devices)} only")
     libs = models.libraries(device)
     if impl not in libs:
         pytest.skip(f"{impl} is not installed or has no {device}")
