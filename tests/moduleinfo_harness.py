@@ -28,6 +28,7 @@ import numpy as np
 
 import tensorlab as tl
 import opinfo_harness as OH  # noqa: E402
+from device_waits import settle_all  # noqa: E402  (a bad index found on a CUDA device raises at the next wait)
 from opinfo_harness import (BOTH_RAISED, MISMATCH, OURS_RAISED, PASS, SKIPPED, TOLERANCES, TORCH_RAISED,
                             Unsupported, _error_kind, compare, to_tl, to_torch)
 
@@ -105,24 +106,16 @@ def _convert(x, device):
     return to_tl(x, device)
 
 
-def _settle():
-    """Wait for a CUDA device a device-side check ran on: a bad index found there is raised at the next
-    host wait (backends/cuda/device_checks.py), which this is for the call just made."""
-    checks = sys.modules.get("tensorlab.backends.cuda.device_checks")
-    if checks is not None and checks.unread():
-        tl.cuda.synchronize()
-
-
 def _outcome(fn):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             r = fn()
-            _settle()
+            settle_all()
             return r, None
         except Exception as e:  # noqa: BLE001 (the exception is the outcome)
             try:
-                _settle()  # a check the call launched before it raised is not left for a later sample
+                settle_all()  # a check the call launched before it raised is not left for a later sample
             except Exception:  # noqa: BLE001
                 pass
             return None, e

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import tensorlab as tl
+from device_waits import settle_all
 
 SETTINGS = settings(derandomize=True, max_examples=int(os.environ.get("TL_PROP_EXAMPLES", 100)), deadline=None,
                     database=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
@@ -106,25 +107,18 @@ def _same_values(ours, theirs):
     return fa.shape == fb.shape and bool(np.all((fa == fb) | (np.isnan(fa) & np.isnan(fb))))
 
 
-def _settle_all():
-    import sys
-    checks = sys.modules.get("tensorlab.backends.cuda.device_checks")
-    if checks is not None and checks.unread():
-        tl.cuda.synchronize()
-
-
 def _ours(fn, what):
     """Run tensorlab's call; no NumPy warning (RuntimeWarning: invalid value, All-NaN slice) may leak."""
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         try:
             out = fn()
-            _settle_all()  # an index checked on a CUDA device raises at the next wait
+            settle_all()  # an index checked on a CUDA device raises at the next wait
             result = out, None
         except Exception as e:  # noqa: BLE001
             result = None, e
             try:  # the op may have launched a device-side check before it raised: do not leave it pending
-                _settle_all()
+                settle_all()
             except (IndexError, RuntimeError):
                 pass
     for w in seen:
