@@ -1,5 +1,6 @@
 """nn.functional.linear as one op (torch's addmm): y = x W^T (+ b) written by one GEMM into a fresh
-output, the bias then added in place into that output (no broadcast add into a new tensor, no
+output, the bias then added in place into that output (float16/bfloat16: the bias copied into the output
+first and the product accumulated onto it in float32, one rounding, as BLAS's beta 1) (no broadcast add into a new tensor, no
 transposed-weight node in the graph). Recorded as "linear"; its derivative
 (autograd/derivatives.py) computes grad_input = g W and grad_weight = g^T x as matrix products
 on transposed views (BLAS reads them as they are: no copies) and grad_bias = g.sum(0). Those are
@@ -72,15 +73,18 @@ def linear(x, weight, bias=None):
     wt = _mat(weight, (n_in, n_out), (wl.stride[1], wl.stride[0]), wm)
     be = x._backend
     if n and n_out:
-        be.matmul(o2, x2, wt)
-        if bias is not None:
+        if bias is None:
+            be.matmul(o2, x2, wt)
+        else:
             bm = bias._meta
             bx = _mat(bias, (n, n_out), (0, bm.layout.stride[0]), bm)
             if x._dtype in (dtypes.float16, dtypes.bfloat16):
-                # halves: the elementwise op computes in float32 and rounds once, as `out + bias` does
-                from .elementwise import add
-                add(o2, bx.detach() if bias._requires_grad else bx, out=o2)
+                # halves: torch's addmm (BLAS beta 1): the bias rows in the output, the product added to them
+                # in float32 and rounded once (cuBLAS's epilogue on CUDA)
+                be.copy(o2, bx)
+                be.matmul(o2, x2, wt, accumulate=True)
             else:
+                be.matmul(o2, x2, wt)
                 be.binary(o2, "add", o2, bx, x._dtype)
     inputs = (x, weight) if bias is None else (x, weight, bias)
     return autograd_hooks.record(out, "linear", inputs)

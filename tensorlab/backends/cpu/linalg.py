@@ -13,9 +13,10 @@ __all__ = ("matmul", "lapack")
 _F32 = np.dtype(np.float32)
 
 
-def matmul(out, a, b):
-    """out[..., n, m] = a[..., n, k] @ b[..., k, m]. The batch dims of a, b and out are equal
-    (broadcast ones have stride 0). float16/bfloat16 multiply and accumulate in float32 and
+def matmul(out, a, b, accumulate=False):
+    """out[..., n, m] = a[..., n, k] @ b[..., k, m]; with `accumulate`, out += a @ b (BLAS's beta 1:
+    the product and out's values added before the one rounding). The batch dims of a, b and out are
+    equal (broadcast ones have stride 0). float16/bfloat16 multiply and accumulate in float32 and
     round once; integers wrap on overflow as in torch. With more than one thread a large stack of
     products is split over the CPU pool, and a product runs on OpenBLAS's threads or held at one
     thread (parallel.blas_product)."""
@@ -27,6 +28,11 @@ def matmul(out, a, b):
         x = x.astype(_F32)
         y = y.astype(_F32)
     with np.errstate(all="ignore"):
+        if accumulate:
+            acc = np.matmul(x, y)
+            acc += o.astype(acc.dtype)
+            np.copyto(o, acc, casting="unsafe")
+            return
         if _par.get_num_threads() > 1:
             per = x.shape[-2] * x.shape[-1] * y.shape[-1]  # multiply-adds of one matrix product
             if o.ndim > 2 and per < _par.BLAS_OWN_MIN and per * (o.size // max(1, o.shape[-2] * o.shape[-1])) >= \

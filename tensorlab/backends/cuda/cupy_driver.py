@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from . import nvrtc
-from .driver import OutOfMemory, Pointer
+from .driver import OutOfMemory, Pointer, gemm_compute
 
 _cp = None
 _DEFAULT_SMEM = 48 * 1024  # dynamic shared memory beyond this needs an opt-in per kernel
@@ -153,7 +153,7 @@ def _arg(a):
 
 
 # alpha = 1, beta = 0 for cuBLAS, read from host memory at the call (pointer mode host): kept alive here
-_GEMM_SCALARS = {t: (np.ones(1, t), np.zeros(1, t)) for t in (np.float32, np.float64, np.complex64, np.complex128)}
+_ONES = {"float32": np.ones(1, np.float32), "float64": np.ones(1, np.float64)}  # trsm's alpha
 
 _BY_VALUE = {}         # the argument's bytes -> its _HostArg (layouts recur launch after launch)
 _BY_VALUE_MAX = 4096
@@ -602,26 +602,30 @@ class CupyDriver:
 
     # -- vendor libraries ----------------------------------------------------------------------
     def gemm(self, transa, transb, m, n, k, a, lda, stride_a, b, ldb, stride_b, c, ldc, stride_c, batch, dtype,
-             stream):
+             stream, *, compute="default", reduced_reduction=False, alpha=1.0, beta=0.0):
         cp = _cupy()
         from cupy_backends.cuda.libs import cublas
         rt = cp.cuda.runtime
-        data, compute, scalar = {
-            "float16": (rt.CUDA_R_16F, cublas.CUBLAS_COMPUTE_32F, np.float32),
-            "bfloat16": (rt.CUDA_R_16BF, cublas.CUBLAS_COMPUTE_32F, np.float32),
-            "float32": (rt.CUDA_R_32F, cublas.CUBLAS_COMPUTE_32F, np.float32),  # torch's default: no TF32
-            "float64": (rt.CUDA_R_64F, cublas.CUBLAS_COMPUTE_64F, np.float64),
-            "complex64": (rt.CUDA_C_32F, cublas.CUBLAS_COMPUTE_32F, np.complex64),
-            "complex128": (rt.CUDA_C_64F, cublas.CUBLAS_COMPUTE_64F, np.complex128)}[dtype]
-        one, zero = _GEMM_SCALARS[scalar]
+        data, scalar = {
+            "float16": (rt.CUDA_R_16F, np.float32), "bfloat16": (rt.CUDA_R_16BF, np.float32),
+            "float32": (rt.CUDA_R_32F, np.float32), "float64": (rt.CUDA_R_64F, np.float64),
+            "complex64": (rt.CUDA_C_32F, np.complex64), "complex128": (rt.CUDA_C_64F, np.complex128)}[dtype]
+        kind = gemm_compute(dtype, compute)
+        if kind == "16F":  # float16 accumulation: cuBLAS takes the scalars in the compute type
+            scalar = np.float16
+        ctype = getattr(cublas, "CUBLAS_COMPUTE_" + kind)
+        mode = cublas.CUBLAS_DEFAULT_MATH if reduced_reduction else \
+            cublas.CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION
+        al, be = np.array([alpha], scalar), np.array([beta], scalar)  # host pointer mode: read at the call
         with cp.cuda.Device(stream.device):
             handle = cp.cuda.device.get_cublas_handle()
             cublas.setStream(handle, stream.ptr)
+            cublas.setMathMode(handle, mode)
             cublas.gemmStridedBatchedEx(
                 handle, cublas.CUBLAS_OP_T if transa else cublas.CUBLAS_OP_N,
-                cublas.CUBLAS_OP_T if transb else cublas.CUBLAS_OP_N, m, n, k, one.ctypes.data,
+                cublas.CUBLAS_OP_T if transb else cublas.CUBLAS_OP_N, m, n, k, al.ctypes.data,
                 a.buffer.ptr + a.offset, data, lda, stride_a, b.buffer.ptr + b.offset, data, ldb, stride_b,
-                zero.ctypes.data, c.buffer.ptr + c.offset, data, ldc, stride_c, batch, compute,
+                be.ctypes.data, c.buffer.ptr + c.offset, data, ldc, stride_c, batch, ctype,
                 cublas.CUBLAS_GEMM_DEFAULT)
 
     # -- cuSOLVER (dense factorizations) and cuBLAS trsm: the handle bound to the stream; each routine
@@ -840,7 +844,7 @@ class CupyDriver:
         cp = _cupy()
         from cupy_backends.cuda.libs import cublas
         isz, P = self._isz(dtype), self._p
-        one, _ = _GEMM_SCALARS[np.float32 if dtype == "float32" else np.float64]
+        one = _ONES[dtype]
         side, op = self._side_op(left, trans)
         diag = cublas.CUBLAS_DIAG_UNIT if unit else cublas.CUBLAS_DIAG_NON_UNIT
         with cp.cuda.Device(stream.device):
@@ -850,6 +854,7 @@ class CupyDriver:
             for i in range(batch):
                 f(handle, side, self._fill(lower), op, diag, m, n, one.ctypes.data, P(a, i, isz, stride_a), lda,
                   P(b, i, isz, stride_b), ldb)
+
     def fft(self, kind, x, y, n, batch, forward, dtype, stream):
         cp = _cupy()
         from cupy.cuda import cufft

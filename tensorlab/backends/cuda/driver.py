@@ -27,6 +27,21 @@ from __future__ import annotations
 from typing import NamedTuple, Protocol
 
 
+# the compute types each operand dtype may ask for; "default" is the first
+GEMM_COMPUTE = {"float16": ("32F", "16F"), "bfloat16": ("32F",), "float32": ("32F", "32F_FAST_TF32"),
+                "float64": ("64F",), "complex64": ("32F", "32F_FAST_TF32"), "complex128": ("64F",)}
+
+
+def gemm_compute(dtype, compute):
+    """driver.gemm's compute argument checked against the operands' dtype ("default": the first)."""
+    allowed = GEMM_COMPUTE[dtype]
+    if compute == "default":
+        return allowed[0]
+    if compute not in allowed:
+        raise RuntimeError(f"cuBLAS gemm: compute type {compute!r} is not one of {allowed} for {dtype} operands")
+    return compute
+
+
 class Pointer(NamedTuple):
     """A ``T*`` kernel argument: a device buffer plus a byte offset into it."""
 
@@ -126,12 +141,18 @@ class Driver(Protocol):
     # -- vendor libraries (cuBLAS through CuPy; the emulation: NumPy stand-ins checking the arguments)
     def gemm(self, transa: bool, transb: bool, m: int, n: int, k: int, a: Pointer, lda: int, stride_a: int,
              b: Pointer, ldb: int, stride_b: int, c: Pointer, ldc: int, stride_c: int, batch: int, dtype: str,
-             stream) -> None:
-        """cuBLAS's strided batched GEMM in its column-major terms, alpha 1 and beta 0: for each of
-        `batch` matrices, C (m x n, leading dim ldc) = op(A) (m x k) @ op(B) (k x n), op a transpose
+             stream, *, compute: str = "default", reduced_reduction: bool = False, alpha=1.0,
+             beta=0.0) -> None:
+        """cuBLAS's strided batched GEMM in its column-major terms: for each of `batch` matrices,
+        C (m x n, leading dim ldc) = alpha op(A) (m x k) @ op(B) (k x n) + beta C, op a transpose
         where asked; strides in elements (0: the same matrix for every batch). `dtype` one of
-        "float16", "bfloat16" (float32 accumulation, tensor cores), "float32" (no TF32), "float64",
-        "complex64" (CUDA_C_32F), "complex128" (CUDA_C_64F)."""
+        "float16", "bfloat16" (float32 accumulation, tensor cores), "float32", "float64",
+        "complex64" (CUDA_C_32F), "complex128" (CUDA_C_64F). `compute`: cuBLAS's compute type,
+        "default" (32F for float/16-bit, 64F for double), "32F", "32F_FAST_TF32" (float32 and
+        complex64 inputs rounded to TF32 on tensor cores), "16F" (float16 accumulation, float16 only),
+        "64F"; `reduced_reduction`: whether split-K partial sums of 16-bit products may be reduced in
+        16 bits (cuBLAS's default math mode) or not (CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION).
+        alpha and beta are host scalars; C is rounded to `dtype` once, after beta C is added."""
         ...
 
     def fft(self, kind: str, x: Pointer, y: Pointer, n: tuple, batch: int, forward: bool, dtype: str,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import global_settings
 from ... import layout as L
 from ...layout import Layout, coalesce
 from . import launch as K
@@ -82,11 +83,12 @@ def _ld(rows, cols, sr, sc):
     return None
 
 
-def _vendor_gemm(c, a, b, strides):
+def _vendor_gemm(c, a, b, strides, beta=0.0):
     """C = A @ B through driver.gemm (cuBLAS's column-major strided batched GEMM) when every operand
     is a (batch of) matrix with one unit stride and the batch dims merge into one; False otherwise
     (the caller launches our kernel). Row-major C is column-major C^T = B^T A^T: cuBLAS's first
-    operand is B, its second A."""
+    operand is B, its second A. The compute type and math mode follow torch's matmul switches
+    (global_settings.cuda_gemm_mode); beta 1 adds C's values before the one rounding."""
     if not VENDOR_GEMM or c.dtype.name not in _VENDOR_DTYPES:
         return False
     shape = tuple(c.layout.shape)
@@ -107,10 +109,12 @@ def _vendor_gemm(c, a, b, strides):
         K._faults.hit("launch")
     device = c.buffer.device
     stream = K.driver.current_stream(device)
+    compute, reduced = global_settings.cuda_gemm_mode(c.dtype.name)
     K.driver.gemm(lb[0] == "col", la[0] == "col", n, m, k,
                   Pointer(b.buffer, b.layout.offset * isz), lb[1], sb_,
                   Pointer(a.buffer, a.layout.offset * isz), la[1], sa_,
-                  Pointer(c.buffer, c.layout.offset * isz), lc[1], sc_, nb, c.dtype.name, stream)
+                  Pointer(c.buffer, c.layout.offset * isz), lc[1], sc_, nb, c.dtype.name, stream,
+                  compute=compute, reduced_reduction=reduced, beta=beta)
     if K._faults.observers:  # tl.benchmark.Timer's warm-up: which streams got work
         K._faults.launched(device, stream)
     GEMM_CALLS[c.dtype.name] = GEMM_CALLS.get(c.dtype.name, 0) + 1
@@ -184,10 +188,12 @@ def _complex_gemm_contiguous(c, a, b):
             retire(t.buffer)
 
 
-def matmul(out, a, b):
-    """out[..., n, m] = a[..., n, k] @ b[..., k, m]; the batch dims of out, a and b are equal
-    (broadcast ones have stride 0). A result of another dtype (an out= of a wider type) or one
-    overlapping an operand is computed into a scratch matrix first, then copied."""
+def matmul(out, a, b, accumulate=False):
+    """out[..., n, m] = a[..., n, k] @ b[..., k, m]; with `accumulate`, out += a @ b (cuBLAS's beta 1:
+    one rounding after the addition; on our kernels the product is rounded, then added). The batch
+    dims of out, a and b are equal (broadcast ones have stride 0). A result of another dtype (an out=
+    of a wider type) or one overlapping an operand is computed into a scratch matrix first, then
+    copied."""
     o, x, y = K.operand(out), K.operand(a), K.operand(b)
     for op in (x, y):
         if op.buffer.device != o.buffer.device:
@@ -196,12 +202,26 @@ def matmul(out, a, b):
     if 0 in tuple(o.layout.shape):
         return
     if 0 in tuple(x.layout.shape):  # k == 0: an empty sum
-        fill(o, 0)
+        if not accumulate:
+            fill(o, 0)
         return
-    if o.dtype is not x.dtype or _shares_bytes(o, x) or _shares_bytes(o, y):
+    if accumulate and o.dtype is x.dtype and not (_shares_bytes(o, x) or _shares_bytes(o, y)):
+        ops = (o, x, y)
+        strides = [_matrix_strides(op) for op in ops]
+        for op in ops:
+            K.check_bounds(op, sum((s - 1) * st for s, st in zip(op.layout.shape, op.layout.stride)))
+        if _vendor_gemm(o, x, y, strides, beta=1.0):
+            return
+    if accumulate or o.dtype is not x.dtype or _shares_bytes(o, x) or _shares_bytes(o, y):
         tmp = temp(o.layout.shape, x.dtype, o.buffer.device)
         _gemm(tmp, x, y)
-        copy(o, tmp)
+        if accumulate:
+            from ... import dtypes
+            from .elementwise import binary
+            half = o.dtype in (dtypes.float16, dtypes.bfloat16)
+            binary(o, "add", o, tmp, dtypes.float32 if half else o.dtype)
+        else:
+            copy(o, tmp)
         retire(tmp.buffer)
         return
     _gemm(o, x, y)

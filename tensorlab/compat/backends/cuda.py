@@ -1,30 +1,38 @@
-"""torch.backends.cuda: accepted settings; tensorlab never uses TF32 or reduced-precision reductions."""
+"""torch.backends.cuda: the matmul switches choose cuBLAS's compute type for CUDA products
+(tensorlab.global_settings.cuda_gemm_mode); the attention switches are accepted and read back."""
 
 from ... import cuda as _cuda
+from ... import global_settings as _settings
 from . import _flags
 
 
 class _Matmul:
-    """torch.backends.cuda.matmul: its attributes only, each checked as torch checks it."""
+    """torch.backends.cuda.matmul: its attributes, each checked as torch checks it and kept in
+    tensorlab.global_settings (allow_tf32 is the float32 matmul precision seen as a bool, as torch's
+    legacy switch is)."""
 
     _BOOLS = {"allow_tf32": "set_allow_tf32_cublas",
               "allow_fp16_reduced_precision_reduction": "set_allow_fp16_reduction_cublas",
               "allow_bf16_reduced_precision_reduction": "set_allow_bf16_reduction_cublas",
               "allow_fp16_accumulation": "set_allow_fp16_accumulation_cublas"}
+    _KEYS = {"allow_tf32": "allow_tf32", "allow_fp16_reduced_precision_reduction": "fp16_reduction",
+             "allow_bf16_reduced_precision_reduction": "bf16_reduction",
+             "allow_fp16_accumulation": "fp16_accumulation", "fp32_precision": "fp32_precision"}
 
-    def __init__(self):
-        d = self.__dict__
-        d.update(allow_tf32=False, allow_fp16_reduced_precision_reduction=True,
-                 allow_bf16_reduced_precision_reduction=True, allow_fp16_accumulation=False, fp32_precision="none")
+    def __getattr__(self, name):
+        key = self._KEYS.get(name)
+        if key is None:
+            raise AttributeError(f"Unknown attribute {name}")
+        return _settings.matmul_switch(key)
 
     def __setattr__(self, name, value):
         if name in self._BOOLS:
             _flags.check_bool(self._BOOLS[name], value)
         elif name == "fp32_precision":
             _flags.check_precision(value)
-        elif name not in self.__dict__:
+        else:
             raise AttributeError(f"Unknown attribute {name}")
-        self.__dict__[name] = value
+        _settings.set_matmul_switch(self._KEYS[name], value)
 
 
 matmul = _Matmul()

@@ -16,13 +16,24 @@ import weakref
 import ml_dtypes
 import numpy as np
 
-from ..driver import OutOfMemory, Pointer
+from ..driver import OutOfMemory, Pointer, gemm_compute
 from . import build
 
 DEVICES_ENV = "TENSORLAB_CUDA_EMULATION_DEVICES"
 MEMORY_ENV = "TENSORLAB_CUDA_EMULATION_MEMORY"  # bytes per emulated device (default 4 GiB)
 FREED_BYTE = 0xFB  # what free() leaves in the bytes (a real pool reuses them at once)
 BLOCK = 512  # the statistics count whole blocks, as CuPy's pool and torch's allocator do (seen on an H200)
+
+
+def _tf32(x):
+    """float32 values as a tensor core reads them in TF32 mode: the mantissa rounded to 10 bits, to
+    nearest with ties away from zero (PTX's cvt.rna.tf32.f32); complex parts each."""
+    if np.iscomplexobj(x):
+        return _tf32(x.real) + 1j * _tf32(x.imag)
+    bits = np.ascontiguousarray(x, np.float32).view(np.uint32)
+    finite = (bits & 0x7F800000) != 0x7F800000
+    rounded = np.where(finite, (bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000), bits)
+    return rounded.view(np.float32).reshape(x.shape)
 
 
 def _block(nbytes):
@@ -360,9 +371,15 @@ class EmulationDriver:
         return np.lib.stride_tricks.as_strided(flat, (batch, rows, cols), (stride * isz, isz, ld * isz))
 
     def gemm(self, transa, transb, m, n, k, a, lda, stride_a, b, ldb, stride_b, c, ldc, stride_c, batch, dtype,
-             stream):
+             stream, *, compute="default", reduced_reduction=False, alpha=1.0, beta=0.0):
         if dtype not in self._GEMM_TYPES:
             raise RuntimeError(f"cuBLAS (emulated) gemm: dtype {dtype!r} is not one of {sorted(self._GEMM_TYPES)}")
+        kind = gemm_compute(dtype, compute)
+        if type(reduced_reduction) is not bool:
+            raise RuntimeError(f"cuBLAS (emulated) gemm: reduced_reduction={reduced_reduction!r} is not a bool")
+        for name, v in (("alpha", alpha), ("beta", beta)):
+            if not isinstance(v, (int, float, complex)) or isinstance(v, bool):
+                raise RuntimeError(f"cuBLAS (emulated) gemm: {name}={v!r} is not a host number")
         t, acc = self._GEMM_TYPES[dtype]
         A = self._matrix(a, *((k, m) if transa else (m, k)), lda, stride_a, batch, t, "A")
         B = self._matrix(b, *((n, k) if transb else (k, n)), ldb, stride_b, batch, t, "B")
@@ -371,7 +388,20 @@ class EmulationDriver:
             raise RuntimeError("cuBLAS (emulated) gemm: stride_c 0 with batch > 1 writes one C from every batch")
         A = A.astype(acc).transpose(0, 2, 1) if transa else A.astype(acc)
         B = B.astype(acc).transpose(0, 2, 1) if transb else B.astype(acc)
-        C[...] = np.matmul(A, B).astype(t)
+        if kind == "32F_FAST_TF32":  # tensor cores read float32 as TF32: 10 mantissa bits, rounded
+            A, B = _tf32(A), _tf32(B)
+        if kind == "16F":  # float16 accumulation: one rounding per multiply-add along k
+            prod = np.zeros((batch, m, n), np.float16)
+            for i in range(k):
+                prod = (prod + A[:, :, i:i + 1].astype(np.float16) * B[:, i:i + 1, :].astype(np.float16))
+            prod = prod.astype(np.float32)
+        else:
+            prod = np.matmul(A, B)
+        scale = np.dtype(acc).type
+        res = prod * scale(alpha) if alpha != 1 else prod
+        if beta != 0:  # beta 0: C is not read (its NaNs included), as cuBLAS
+            res = res + C.astype(acc) * scale(beta)
+        C[...] = res.astype(t)
 
     # cuSOLVER / cuBLAS trsm stand-ins: SciPy's LAPACK on column-major NumPy views of the buffers,
     # with the library's argument contract checked first (types, ld >= max(1, rows), bounds of the

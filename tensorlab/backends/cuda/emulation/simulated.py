@@ -215,10 +215,10 @@ class SimulatedDriver(EmulationDriver):
         self._address(dst, nbytes, "memset")
         self._enqueue(stream.device, lambda: parent(dst, value, nbytes, stream))
 
-    def gemm(self, *args):
+    def gemm(self, *args, **kw):
         parent = super().gemm
         stream = args[-1]
-        self._enqueue(stream.device, lambda: parent(*args))
+        self._enqueue(stream.device, lambda: parent(*args, **kw))
 
     def csrmm(self, *args):
         parent = super().csrmm
