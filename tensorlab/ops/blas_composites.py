@@ -1,12 +1,26 @@
 """BLAS-shaped composites: addmm, addmv, addr, baddbmm, addbmm (beta * input + alpha * product) with
 their methods and in-place forms, over matmul (so CUDA float products go to cuBLAS) and autograd.
-torch's rule that beta = 0 ignores input (its NaN and inf included) is kept."""
+torch's rule that beta = 0 ignores input (its NaN and inf included) is kept. float16/bfloat16 are
+computed as torch's BLAS does: the product accumulated in float32, scaled and added to the scaled input
+in float32, rounded once (addbmm: once per matrix of the batch, as torch's loop of addmm_; addr: torch
+rounds the outer product first, and so does this). addmm and baddbmm with alpha = beta = 1 and no gradient to record go to one
+backend product onto a copy of the input (matmul(..., accumulate=True): cuBLAS's beta 1 on CUDA, tensor
+cores for 16-bit); the rest through the differentiable composite."""
 from __future__ import annotations
 
 from .. import dtypes
+from ..autograd import grad_mode
 from ..tensor import Tensor
-from ._common import check_cast
+from ._common import check_cast, empty_tensor
 from ._composite import overwrite
+
+_HALVES = (dtypes.float16, dtypes.bfloat16)
+_FUSED = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
+
+
+def _wide(x):
+    """x as the product computes it: 16-bit floats in float32 (exact), anything else as it is."""
+    return x.float() if x.dtype in _HALVES else x
 
 
 def _tensor(x, op, name, pos):
@@ -23,9 +37,12 @@ def _scalars(op, dt, beta, alpha):
     return beta, alpha
 
 
-def _combine(op, input, product, beta, alpha, out):
+def _combine(op, input, product, beta, alpha, out, dtype=None):
+    """beta * input + alpha * product, in the product's dtype (float32 for 16-bit operands, then rounded
+    once to `dtype`, the operands' dtype)."""
     from ..layout import broadcast_shapes
-    beta, alpha = _scalars(op, product.dtype, beta, alpha)
+    dtype = product.dtype if dtype is None else dtype
+    beta, alpha = _scalars(op, dtype, beta, alpha)
     try:
         shape = broadcast_shapes(tuple(input.shape), tuple(product.shape))
     except RuntimeError:
@@ -37,13 +54,44 @@ def _combine(op, input, product, beta, alpha, out):
     if beta == 0:  # input ignored, its NaN and inf included
         r = scaled if scaled is not product else product.clone()
     else:
-        r = (input if beta == 1 else input * beta) + scaled
-    if r.dtype is not product.dtype:
-        r = r.to(product.dtype)
+        wide = input.float() if product.dtype is not dtype and input.dtype in _HALVES else input
+        r = (wide if beta == 1 else wide * beta) + scaled
+    if r.dtype is not dtype:
+        r = r.to(dtype)
     if out is not None:
         check_cast(r.dtype, out.dtype, op)
         out.resize_(r.shape)
         return out.copy_(r)
+    return r
+
+
+def _fused(input, a, b, beta, alpha, out):
+    """input + a @ b as one backend product onto a copy of the broadcast input (BLAS's beta 1), or None
+    where the composite must run: alpha or beta not 1, a gradient to record, out=, mixed dtypes or
+    devices, an input that does not broadcast (the composite raises torch's error)."""
+    if beta != 1 or alpha != 1 or out is not None or type(beta) is bool or type(alpha) is bool:
+        return None
+    dt = a._dtype
+    if dt not in _FUSED or b._dtype is not dt or input._dtype is not dt:
+        return None
+    if grad_mode.is_grad_enabled() and (input.requires_grad or a.requires_grad or b.requires_grad):
+        return None
+    dev = a.device
+    if b.device != dev or input.device != dev:
+        return None
+    shape = tuple(a.shape[:-1]) + (b.shape[-1],)
+    if tuple(input.shape) != shape:
+        from ..layout import broadcast_shapes
+        try:
+            if broadcast_shapes(tuple(input.shape), shape) != shape:
+                return None
+        except RuntimeError:
+            return None
+    r = empty_tensor(shape, dt, dev)
+    be = a._backend
+    be.copy(r, input.expand(shape))
+    if a.shape[-1]:
+        be.matmul(r, a, b, accumulate=True)
     return r
 
 
@@ -61,13 +109,20 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
         raise RuntimeError(f"{'mat1' if mat1.dim() != 2 else 'mat2'} must be a matrix, got "
                            f"{(mat1 if mat1.dim() != 2 else mat2).dim()}-D tensor")
     _same_dtype("addmm", mat1, mat2)
-    return _combine("addmm", input, mat1 @ mat2, beta, alpha, out)
+    if mat1.shape[1] != mat2.shape[0]:
+        mat1 @ mat2  # torch's shape error
+    r = _fused(input, mat1, mat2, beta, alpha, out)
+    if r is not None:
+        return r
+    return _combine("addmm", input, _wide(mat1) @ _wide(mat2), beta, alpha, out, mat1.dtype)
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
     _tensor(input, "addmv", "input", 1), _tensor(mat, "addmv", "mat", 2), _tensor(vec, "addmv", "vec", 3)
     if mat.dim() != 2 or vec.dim() != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {mat.dim()}, {vec.dim()}")
+    if mat.dtype in _HALVES and vec.dtype is mat.dtype:
+        return _combine("addmv", input, _wide(mat) @ _wide(vec), beta, alpha, out, mat.dtype)
     return _combine("addmv", input, mat @ vec, beta, alpha, out)
 
 
@@ -89,7 +144,12 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     _tensor(batch2, "baddbmm", "batch2", 3)
     if batch1.dim() != 3 or batch2.dim() != 3:
         raise RuntimeError(f"batch1 must be a 3D tensor" if batch1.dim() != 3 else "batch2 must be a 3D tensor")
-    return _combine("baddbmm", input, batch1.bmm(batch2), beta, alpha, out)
+    if batch1.dtype is not batch2.dtype or batch1.shape[0] != batch2.shape[0] or batch1.shape[2] != batch2.shape[1]:
+        batch1.bmm(batch2)  # torch's error
+    r = _fused(input, batch1, batch2, beta, alpha, out)
+    if r is not None:
+        return r
+    return _combine("baddbmm", input, _wide(batch1).bmm(_wide(batch2)), beta, alpha, out, batch1.dtype)
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
@@ -97,6 +157,22 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     _tensor(batch2, "addbmm", "batch2", 3)
     if batch1.dim() != 3 or batch2.dim() != 3:
         raise RuntimeError(f"batch1 must be a 3D tensor" if batch1.dim() != 3 else "batch2 must be a 3D tensor")
+    if batch1.dtype in _HALVES and batch2.dtype is batch1.dtype and batch1.shape[0] and \
+            batch1.shape[0] == batch2.shape[0] and batch1.shape[2] == batch2.shape[1]:
+        # torch's order for 16-bit: the scaled input, then one addmm per matrix of the batch (each product
+        # added in float32 and rounded)
+        import tensorlab as tl
+        dt = batch1.dtype
+        zeros = tl.zeros((batch1.shape[1], batch2.shape[2]), dtype=dt, device=batch1.device)
+        r = _combine("addbmm", input, zeros, beta, 1, None)  # beta * input, broadcast (torch's checks)
+        for i in range(batch1.shape[0]):
+            prod = _wide(batch1[i]) @ _wide(batch2[i])
+            r = (r.float() + (prod if alpha == 1 else prod * alpha)).to(dt)
+        if out is not None:
+            check_cast(r.dtype, out.dtype, "addbmm")
+            out.resize_(r.shape)
+            return out.copy_(r)
+        return r
     return _combine("addbmm", input, batch1.bmm(batch2).sum(0), beta, alpha, out)
 
 
