@@ -1,7 +1,7 @@
 """Tensor attributes torch's Tensor has that scripts test and never need in a tensorlab run: the
 device-kind flags of backends tensorlab does not have (is_xpu, is_mps, ...: always False, as
 torch's are for a CPU or CUDA tensor) and the small predicates (is_nonzero, is_same_size,
-is_set_to, is_neg, is_distributed, is_shared). Installed on Tensor once by tensor.py."""
+is_set_to, is_neg, is_distributed, is_shared, share_memory_). Installed on Tensor once by tensor.py."""
 from __future__ import annotations
 
 # torch.Tensor's device-kind properties for devices tensorlab has no backend for
@@ -45,9 +45,22 @@ def is_distributed(self):
 
 
 def is_shared(self):
-    """Whether the storage can be shared with other processes without a copy: CUDA memory is (as
-    torch reports); tensorlab's CPU storages are private process memory."""
-    return self.device.type == "cuda"
+    """Whether other processes can see this tensor's memory: CUDA memory is (as torch reports), a CPU
+    storage once share_memory_() moved it into shared memory (tensorlab/shared_memory.py)."""
+    if self.device.type == "cuda":
+        return True
+    from .shared_memory import is_shared as _in_segment
+    return _in_segment(self._meta.storage._buf)
+
+
+def share_memory_(self):
+    """Move the CPU storage into shared memory (a no-op when it is there already, and for CUDA
+    tensors): pickled to another process (multiprocessing's spawn, queues), the tensor then maps the
+    same memory instead of carrying a copy. Returns self."""
+    if self.device.type == "cpu":
+        from .shared_memory import share
+        share(self._meta.storage)
+    return self
 
 
 # torch's alias names of existing ops (torch.absolute is torch.abs, ...): method and in-place method
@@ -68,6 +81,6 @@ def install(tensor_cls):
     for name in OTHER_DEVICE_FLAGS:
         if name not in tensor_cls.__dict__:
             setattr(tensor_cls, name, property(_false, doc=f"False: tensorlab has no {name[3:]} backend."))
-    for fn in (is_nonzero, is_same_size, is_set_to, is_neg, is_distributed, is_shared):
+    for fn in (is_nonzero, is_same_size, is_set_to, is_neg, is_distributed, is_shared, share_memory_):
         if fn.__name__ not in tensor_cls.__dict__:
             setattr(tensor_cls, fn.__name__, fn)

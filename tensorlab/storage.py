@@ -107,6 +107,21 @@ class UntypedStorage:
     def tolist(self):
         return self._backend.buffer_tolist(self._buf)
 
+    def share_memory_(self):
+        """Move a CPU storage's bytes into shared memory (tensorlab/shared_memory.py); it is then no
+        longer resizable. CUDA storages are left as they are. Returns self."""
+        if self.device.type == "cpu":
+            from .shared_memory import share
+            share(self)
+            self._resizable = False
+        return self
+
+    def is_shared(self):
+        if self.device.type == "cuda":
+            return True
+        from .shared_memory import is_shared
+        return is_shared(self._buf)
+
     def __repr__(self):
         return f"tensorlab.UntypedStorage(nbytes={self.nbytes()}, device='{self.device}', resizable={self._resizable})"
 

@@ -339,6 +339,15 @@ class Tensor:
         return object.__format__(self, spec) if spec else repr(self)
 
     def __reduce_ex__(self, proto):
+        meta = self._meta
+        if meta.storage.device.type == "cpu":
+            from . import shared_memory
+            name = shared_memory.segment_name(meta.storage._buf)
+            if name is not None:  # shared memory: the receiver maps the same bytes
+                lay = meta.layout
+                return (shared_memory.rebuild_shared, (name, meta.storage._buf.nbytes, tuple(lay.shape),
+                                                       tuple(lay.stride), lay.offset, self._dtype.name,
+                                                       self._requires_grad))
         from .ops.creation import rebuild_tensor
         return (rebuild_tensor, (self.detach().cpu().numpy().copy(), self._dtype.name, str(self.device),
                            self._requires_grad))

@@ -80,6 +80,15 @@ def _read_only_numpy(device):
     assert a.tolist() == [0.0, 1.0, 2.0] and t._version == 0
 
 
+def _shared_storage_resize(device):
+    x = tl.arange(4.0, device=device).share_memory_()
+    if device == "cpu" or getattr(device, "type", None) == "cpu":
+        assert not x.untyped_storage().resizable()
+        with pytest.raises(RuntimeError, match="not resizable"):
+            x.resize_(100)
+        assert x.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
 def _negative_stride_tensor(device):
     t = tl.tensor(np.arange(4)[::-1], device=device)
     assert t.tolist() == [3, 2, 1, 0] and t.stride() == (1,)
@@ -676,6 +685,11 @@ DIVERGENCES = (
     Divergence("distributed.optim.ZeroRedundancyOptimizer", "overlap_with_ddp=True", "steps inside DDP's "
                "communication hook", "refused", "tensorlab's DDP has no communication hooks", DELIBERATE,
                _zero_refuses_overlap),
+    Divergence("resize_, set_ (growing)", "a tensor whose CPU storage share_memory_() moved into shared memory",
+               "resizable() says True; resize_(100) crashes the interpreter (segmentation fault)",
+               "resizable() is False; RuntimeError 'Trying to resize storage that is not resizable', nothing changed",
+               "a shared-memory segment has a fixed size; nothing a user passes may crash the interpreter",
+               DELIBERATE, _shared_storage_resize),
     Divergence("nn.functional.multi_margin_loss", "an empty batch, reduction='mean'", "uninitialized memory",
                "NaN (0/0)", "a mean over nothing", DELIBERATE, _multi_margin_empty_mean_nan),
 )

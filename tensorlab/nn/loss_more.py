@@ -22,6 +22,8 @@ class SmoothL1Loss(_Loss):
 class HuberLoss(_Loss):
     def __init__(self, reduction="mean", delta=1.0):
         super().__init__(reduction=reduction)
+        if not isinstance(delta, (int, float)):  # bool is an int, as torch takes it
+            raise TypeError(f"delta must be a float or int, got: {type(delta)}")
         self.delta = delta
 
     def forward(self, input, target):

@@ -426,6 +426,11 @@ class Module:
     def cpu(self):
         return self._apply(lambda t: t.cpu())
 
+    def share_memory(self):
+        """Every parameter, gradient and buffer moved into shared memory (Tensor.share_memory_), so
+        processes given this module (multiprocessing, Hogwild training) update the same tensors."""
+        return self._apply(lambda t: t.share_memory_())
+
     # -- state_dict -----------------------------------------------------------------------------
     def _local_state(self):
         """This module's own parameters and persistent buffers, in state_dict order."""
