@@ -61,6 +61,9 @@ from .serialization import load, save  # noqa: E402
 from ._version import __version__  # noqa: E402
 
 from . import accelerator  # noqa: E402
+from . import library  # noqa: E402  (torch.library: Python operators; torch.ops is op_namespaces)
+from ._checks import (_assert, _check, _check_index, _check_is_size, _check_not_implemented,  # noqa: E402,F401
+                      _check_type, _check_value, _check_with)
 from ._compile import compile  # noqa: E402,A004
 from .global_settings import (are_deterministic_algorithms_enabled, get_float32_matmul_precision,  # noqa: E402
                               is_deterministic_algorithms_warn_only_enabled, set_float32_matmul_precision,

@@ -33,6 +33,52 @@ def _torch_home():
                                         os.path.join(os.getenv(ENV_XDG_CACHE_HOME, DEFAULT_CACHE_DIR), "torch")))
 
 
+_get_torch_home = _torch_home  # torch's private name, which torchvision imports
+
+
+try:  # torch.hub.tqdm: the tqdm package's progress bar when it is installed, else a plain one
+    from tqdm import tqdm
+except ImportError:
+    class tqdm:  # noqa: N801 - torch's name
+        """A text progress bar on stderr with the part of tqdm's interface torch.hub's users call:
+        update(n), close(), a context manager; total=None shows the count only."""
+
+        def __init__(self, iterable=None, total=None, disable=False, unit="it", unit_scale=False, unit_divisor=1000,
+                     desc=None, file=None, **kwargs):
+            self.iterable, self.total, self.disable, self.unit = iterable, total, disable, unit
+            self.desc, self.file, self.n = desc, file, 0
+
+        def __iter__(self):
+            for x in self.iterable:
+                yield x
+                self.update(1)
+            self.close()
+
+        def update(self, n=1):
+            self.n += n
+            if self.disable:
+                return
+            out = self.file or sys.stderr
+            head = f"{self.desc}: " if self.desc else ""
+            if self.total:
+                out.write(f"\r{head}{100.0 * self.n / self.total:.1f}%")
+            else:
+                out.write(f"\r{head}{self.n} {self.unit}")
+            out.flush()
+
+        def close(self):
+            if not self.disable:
+                (self.file or sys.stderr).write("\n")
+            self.disable = True
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.close()
+            return False
+
+
 def get_dir():
     """The hub cache directory: set_dir()'s, else $TORCH_HOME/hub."""
     if _hub_dir is not None:

@@ -246,7 +246,8 @@ def test_alias_reports_missing_modules_but_not_broken_ones(monkeypatch):
     assert _alias._find("tensorlab.nn.functional") is not None
     assert _alias._find("tensorlab.utils.mobile_optimizer") is None and _alias._find("tensorlab.utils_nope.data") is None
     assert _alias._tensorlab_name("torch.backends.cudnn") == "tensorlab.compat.backends.cudnn"
-    assert _alias._tensorlab_name("torch.ops.aten") is None and _alias._tensorlab_name("torch.nn") == "tensorlab.nn"
+    assert _alias._tensorlab_name("torch.sync") is None and _alias._tensorlab_name("torch.nn") == "tensorlab.nn"
+    assert _alias._tensorlab_name("torch.ops") == "tensorlab.op_namespaces"  # tensorlab.ops: the op front ends
     assert _alias._torch_name("tensorlab.compat.version") == "torch.version"
 
     def broken(name):  # a tensorlab module whose own import fails on a missing dependency

@@ -24,9 +24,10 @@ import types
 OVERRIDES = {
     "torch.backends": "tensorlab.compat.backends",
     "torch.version": "tensorlab.compat.version",
+    "torch.ops": "tensorlab.op_namespaces",  # tensorlab.ops is the package of op front ends
 }
 # tensorlab modules that are not what torch's module of the same name is
-HIDDEN = {"torch.ops", "torch.layout", "torch.compat", "torch.memo", "torch.sync", "torch.cache_dirs",
+HIDDEN = {"torch.op_namespaces", "torch.layout", "torch.compat", "torch.memo", "torch.sync", "torch.cache_dirs",
           "torch.kernel_table", "torch.kernels_path", "torch.printing", "torch.errors", "torch.gpu_check",
           "torch.bench", "torch.dtypes", "torch.autograd_hooks"}
 

@@ -109,3 +109,17 @@ def fork(func, *args, **kwargs):
 def wait(future):
     """The result of a fork()."""
     return future.wait()
+
+
+def _script_if_tracing(fn):
+    """torch scripts fn when a trace reaches it; tensorlab never traces, so fn runs as written."""
+    return fn
+
+
+def _overload(fn):
+    """An overload declaration for the script compiler: eagerly the definition that follows is called, so the
+    declaration is returned unchanged (never called: its body is `...`)."""
+    return fn
+
+
+_overload_method = _overload

@@ -13,11 +13,14 @@ import os
 import threading
 import warnings
 
-from . import errors
+from . import errors, symbolic_helper, symbolic_opset11  # noqa: F401  (torch.onnx's submodules)
+from .custom_symbolics import (TensorProtoDataType, register_custom_op_symbolic,  # noqa: F401
+                               unregister_custom_op_symbolic)
 from .errors import OnnxExporterError, UnsupportedOperatorError  # noqa: F401  (torch.onnx's names)
 
-__all__ = ["OnnxExporterError", "OperatorExportTypes", "TrainingMode", "errors", "export", "is_in_onnx_export",
-           "producer_name", "producer_version", "select_model_mode_for_export", "supported_ops"]
+__all__ = ["OnnxExporterError", "OperatorExportTypes", "TensorProtoDataType", "TrainingMode", "errors", "export",
+           "is_in_onnx_export", "producer_name", "producer_version", "register_custom_op_symbolic",
+           "select_model_mode_for_export", "supported_ops", "unregister_custom_op_symbolic"]
 
 producer_name = "tensorlab"
 _export_lock = threading.Lock()  # one export at a time: the op listener is process-wide
@@ -287,6 +290,8 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
         else contextlib.nullcontext()
     with _export_lock, ctx, no_grad():
         tracer.install(S.leaf_functions(), S.leaf_methods())
+        from . import custom_symbolics
+        custom_symbolics.install(tracer)
         _state["exporting"] = True
         try:
             if probe_axes:

@@ -46,7 +46,7 @@ for probe, kind, text in [
         (lambda: torch.definitely_missing_fn, AttributeError, "tensorlab does not implement torch.definitely_missing_fn yet"),
         (lambda: nn.functional.definitely_missing_fn, AttributeError,
          "tensorlab does not implement torch.nn.functional.definitely_missing_fn yet"),
-        (lambda: torch.ops, AttributeError, "tensorlab does not implement torch.ops yet")]:
+        (lambda: torch.sync, AttributeError, "tensorlab does not implement torch.sync yet")]:
     try:
         probe()
     except kind as e:

@@ -1,0 +1,1 @@
+"""tl.ao (torch.ao): the quantization stubs float models carry (ao/quantization)."""
