@@ -79,3 +79,12 @@ def test_front_ends_hold_their_ops():
             if not (declared or own):
                 empty.append(f"{row[0]}: {path}")
     assert not empty, f"front ends with no ops of their own: {empty}"
+
+
+def test_onnx_families_map_disjoint_ops():
+    """onnx/_symbolic.py merges one HOOK table per family file: no op may be mapped by two of them."""
+    from tensorlab.onnx import (_symbolic, _symbolic_elementwise, _symbolic_linalg, _symbolic_reduction,
+                                _symbolic_shape)
+
+    tables = [m.HOOK for m in (_symbolic_elementwise, _symbolic_shape, _symbolic_reduction, _symbolic_linalg)]
+    assert sum(len(t) for t in tables) == len(_symbolic.HOOK)
