@@ -1,7 +1,9 @@
 """tensorlab.autograd: reverse-mode automatic differentiation with torch's semantics.
 
 - graph.py: nodes (grad_fn), saved tensors with version checks, recording from every op
-- derivatives.py: the derivative of every differentiable op, in one table
+- derivatives.py: the derivative table (op name -> Derivative) and its helpers; the rows live in one
+  file per op family, derivatives_<family>.py (elementwise, reduction, shape, linalg, views, indexing,
+  copy, nn, special), each named for the ops/ front end it differentiates
 - engine.py: backward / grad
 - grad_mode.py: no_grad, enable_grad, set_grad_enabled, inference_mode (per thread)
 - anomaly.py: detect_anomaly (NaN/Inf provenance in the forward and backward passes)
@@ -14,7 +16,12 @@ from ..tensor import Tensor as _Tensor
 from . import derivatives as _derivatives
 
 _derivatives.bind_ops()
-from . import derivatives_special as _derivatives_special  # noqa: E402,F401  (registers its rows)
+from . import (derivatives_elementwise, derivatives_reduction, derivatives_shape, derivatives_linalg,  # noqa: E402
+               derivatives_views, derivatives_indexing, derivatives_copy, derivatives_nn, derivatives_special)
+
+# each family's rows, registered into derivatives.DERIVATIVES when its file is imported (no two files define a row)
+_DERIVATIVE_FAMILIES = (derivatives_elementwise, derivatives_reduction, derivatives_shape, derivatives_linalg,
+                        derivatives_views, derivatives_indexing, derivatives_copy, derivatives_nn, derivatives_special)
 
 from . import graph  # noqa: E402
 from .anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly  # noqa: E402

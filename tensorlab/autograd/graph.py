@@ -4,7 +4,7 @@ record_inplace / created).
 
 A node has one output (every op records one differentiable result; custom Functions may have
 several) and one edge per input: (node, output_nr) or (None, 0). A node is also the `ctx` its
-derivative (tensorlab/autograd/derivatives.py) reads: saved inputs and result, input metadata,
+derivative (tensorlab/autograd/derivatives_<family>.py) reads: saved inputs and result, input metadata,
 the op's info kwargs."""
 from __future__ import annotations
 
@@ -159,14 +159,14 @@ class Node:
         s = self._saved[i] if self._saved is not None else None
         if s is None:
             raise RuntimeError(f"internal error: {self.name()} reads input {i}, which its derivative entry does not "
-                               f"save (tensorlab/autograd/derivatives.py)")
+                               f"save (tensorlab/autograd/derivatives_<family>.py)")
         return s.unpack(self)
 
     def result(self):
         self._check_live()
         if self._result is None:
             raise RuntimeError(f"internal error: {self.name()} reads its result, which its derivative entry does not "
-                               f"save (tensorlab/autograd/derivatives.py)")
+                               f"save (tensorlab/autograd/derivatives_<family>.py)")
         return self._result.unpack(self)
 
     def result_unchanged(self):
@@ -230,7 +230,7 @@ class Node:
         d = self._d
         if d is None:
             raise RuntimeError(f"the derivative for '{self._op}' is not implemented in tensorlab "
-                               f"(add it to tensorlab/autograd/derivatives.py)")
+                               f"(add a row to its family's tensorlab/autograd/derivatives_<family>.py)")
         res = d.backward(self, grads[0])
         if not isinstance(res, (tuple, list)):
             res = (res,)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import importlib
 
 FAMILIES = ("creation", "copy", "resize", "views", "indexing", "random",
-            "elementwise", "reduction", "linalg", "shape", "transfer",
+            # elementwise.py: the generic machinery; the ops, by family (unary, binary, ternary, fills, operators)
+            "elementwise", "elementwise_unary", "elementwise_binary", "elementwise_ternary", "fill", "operators",
+            "reduction", "linalg", "shape", "transfer",
             # tensor functions (composites, plus the CPU LAPACK primitive)
             "constructors", "repeats", "closeness", "index_ops", "combinatorics", "einsum", "distance", "lapack",
             "linalg_legacy", "tensor_algebra", "stacking", "math_composites", "copy_variants", "blas_composites",

@@ -1,8 +1,8 @@
 """GELU's gradient as one elementwise kernel: the "gelu_backward" kernel of the generic `binary`
 primitive (backends/cpu/elementwise.py; kernels/tensorlab/functors.cuh's GeluBackward on CUDA),
 torch's GeluBackward formulas; on the CPU, "gelu_backward_out" of `ternary` reads Phi(x) off the
-forward's kept result instead of evaluating erfc again. autograd/derivatives.py uses it when no create_graph is asked for
-(the composite formula there stays for differentiable gradients)."""
+forward's kept result instead of evaluating erfc again. autograd/derivatives_elementwise.py uses it when
+no create_graph is asked for (the composite formula there stays for differentiable gradients)."""
 from __future__ import annotations
 
 from .. import dtypes

@@ -1,20 +1,27 @@
-"""Elementwise ops: unary, binary (tensor or Python number on either side, broadcasting) and the
-ternary family (where, clamp, lerp, addcmul, addcdiv, masked_fill), with their in-place forms,
-out= and the Python operators.
+"""The elementwise machinery every elementwise op runs through: the _Op record of a table row,
+operand handling (tensors, Python numbers, 0-dim tensors), promotion, and one generic path per
+arity (`_unary`, `_binary`/`_binary_`, `_ternary`/`_ternary_`) with their fast paths, plus the
+generators that turn a row into its public function and in-place form.
 
-Every op is one row of the tables below. One generic path per arity turns a row into the public
-function, its in-place form and methods: check operands, promote (torch's result_type and the
-row's promotion kind), broadcast, allocate (or validate the out=/in-place target), record
-autograd, then call ONE backend primitive (`unary`/`binary`/`ternary`) with the row's kernel
-name and the dtype to compute in (float16/bfloat16 compute in float32 and round once).
-Everything that can fail is checked before anything is written.
+Each path: check operands, promote (torch's result_type and the row's promotion kind), broadcast,
+allocate (or validate the out=/in-place target), record autograd, then call ONE backend primitive
+(`unary`/`binary`/`ternary`) with the row's kernel name and the dtype to compute in
+(float16/bfloat16 compute in float32 and round once). Everything that can fail is checked before
+anything is written.
+
+The ops themselves live in one file per family, each with its table rows, public functions,
+FUNCTIONS and METHODS:
+- elementwise_unary.py: neg, abs, exp, log, sin, ..., isnan, bitwise_not; round, nan_to_num, gelu, silu, positive
+- elementwise_binary.py: add, sub, rsub, mul, div, pow, remainder, comparisons, logical and bitwise ops
+- elementwise_ternary.py: where, clamp/clip, lerp, addcmul, addcdiv, masked_fill
+- fill.py: fill_, zero_; operators.py: the Python operators (+, -, ==, ~, ...)
+Their names stay importable from here (`from tensorlab.ops.elementwise import where`): see __getattr__.
 """
 from __future__ import annotations
 
 import math
 import numbers
 
-from .. import _warn
 from .. import autograd_hooks, backends, dtypes, layout as L
 from ..tensor import Tensor
 from ..tensor import _new as _new_tensor
@@ -34,19 +41,6 @@ _DEF, _KEEP, _I2F, _ALWAYS_BOOL = R.DEFAULT, R.KEEP, R.INT_TO_FLOAT, R.ALWAYS_BO
 
 # which common dtypes an op accepts
 ANY, NO_BOOL, INTEGRAL, FLOATING = "any", "no_bool", "integral", "floating"
-
-_NEG_BOOL = ("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
-             "use the `~` or `logical_not()` operator instead.")
-_SUB_BOOLS = ("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
-              "`logical_xor()` operator instead.")
-_SUB_BOOL = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a "
-             "mask, use the `~` or `logical_not()` operator instead.")
-_POS_BOOL = "The `+` operator, on a bool tensor is not supported."
-_ADDCDIV_INT = ("Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform "
-                "a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as "
-                "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
-                "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the "
-                "latter implementation: (input + value * tensor1 / tensor2), for all dtypes.")
 
 
 class _Op:
@@ -658,48 +652,7 @@ def _binary_(d, self, other, params=_NO_PARAMS, check=None):
     return _run_inplace(d, common, self, t, (t, b), shape, dev, params, (self,), ())
 
 
-# -- op-specific checks (they run in the meta step, before anything is allocated) ---------------
-
-def _dt_of(x):
-    return x._dtype if isinstance(x, Tensor) else _BOOL if type(x) is bool else None
-
-
-def _alpha(op, common, params):
-    if "alpha" not in params:
-        return _NO_PARAMS
-    alpha = _scalar_arg(params["alpha"], op, "alpha")
-    if common.category != 3 and isinstance(alpha, complex):
-        raise RuntimeError(f"{op}: For non-complex input tensors, argument alpha must not be a complex number.")
-    if not (common.is_floating_point or common.category == 3) and isinstance(alpha, float):
-        raise RuntimeError(f"{op}: For integral input tensors, argument alpha must not be a floating point number.")
-    if common is not _BOOL and type(alpha) is bool:
-        raise RuntimeError(f"{op}: Boolean alpha only supported for Boolean results.")
-    return {"alpha": _checked(alpha, common, op)}
-
-
-def _check_add(common, a, b, params):
-    return _alpha("add", common, params)
-
-
-def _check_sub(common, a, b, params, op="sub"):
-    da, db = _dt_of(a), _dt_of(b)
-    if da is _BOOL and db is _BOOL:
-        raise RuntimeError(_SUB_BOOLS)
-    if da is _BOOL or db is _BOOL:
-        raise RuntimeError(_SUB_BOOL)
-    return _alpha(op, common, params)
-
-
-def _check_pow(common, a, b, params):
-    if not common.is_floating_point and type(b) is int:
-        if b < 0:
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
-        if isinstance(a, Tensor) and common is not _BOOL:
-            _checked(b, common, "pow")  # torch: an integral exponent must fit the tensor's dtype
-    return params
-
-
-# -- ternary: each op has its own meta step, then the shared execution --------------------------
+# -- ternary: each op has its own meta step (elementwise_ternary.py), then the shared execution -----
 
 def _tensor_arg(x, op, arg, pos):
     if not isinstance(x, Tensor):
@@ -714,88 +667,6 @@ def _shape_of(*xs):
         if s != first:
             return L.broadcast_shapes(*shapes)
     return first
-
-
-def _where_meta(condition, input, other):
-    op = "where"
-    cond = _tensor_arg(condition, op, "condition", 1)
-    if cond._dtype is not _BOOL:
-        if cond._dtype is not dtypes.uint8:
-            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-                               f"{cond._dtype.torch_name}")
-        _warn.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed in "
-                   "a future version. Use a boolean condition instead.", UserWarning)
-    x = _operand(op, input, 2, "input", True)
-    y = _operand(op, other, 3, "other", True)
-    common = _promote(x, y)
-    if not isinstance(x, Tensor):
-        x = _checked(x, common, op)
-    if not isinstance(y, Tensor):
-        y = _checked(y, common, op)
-    return (cond, x, y), common, _NO_PARAMS
-
-
-def _clamp_meta(input, min, max):
-    op = "clamp"
-    x = _tensor_arg(input, op, "input", 1)
-    if min is None and max is None:
-        raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
-    lo = None if min is None else _operand(op, min, 2, "min", True)
-    hi = None if max is None else _operand(op, max, 3, "max", True)
-    common = _promote(x, lo, hi)
-    if lo is not None and not isinstance(lo, Tensor):
-        lo = _checked(lo, common, op)
-    if hi is not None and not isinstance(hi, Tensor):
-        hi = _checked(hi, common, op)
-    return (x, lo, hi), common, _NO_PARAMS
-
-
-def _lerp_meta(input, end, weight):
-    op = "lerp"
-    x = _tensor_arg(input, op, "input", 1)
-    end = _tensor_arg(end, op, "end", 2)
-    dt = x._dtype
-    if end._dtype is not dt:
-        raise RuntimeError(f"lerp: expected dtype {dt.name} for `end` but got dtype {end._dtype.name}")
-    if isinstance(weight, Tensor):
-        if weight._dtype is not dt and weight.dim() > 0:
-            raise RuntimeError(f"lerp: expected dtype {dt.name} for `weight` but got dtype {weight._dtype.name}")
-    else:  # (an integral dtype is refused by the kernel table after this, with torch's NotImplementedError)
-        weight = _operand(op, weight, 3, "weight", True)
-        weight = _checked(weight, dt, op) if dt.is_floating_point else weight
-    return (x, end, weight), dt, _NO_PARAMS
-
-
-def _addc_meta(d, input, tensor1, tensor2, value):
-    op = d.name
-    x = _tensor_arg(input, op, "input", 1)
-    t1 = _tensor_arg(tensor1, op, "tensor1", 2)
-    t2 = _tensor_arg(tensor2, op, "tensor2", 3)
-    if d is ADDCDIV and not (t1._dtype.is_floating_point or t1._dtype.category == 3) and \
-            not (t2._dtype.is_floating_point or t2._dtype.category == 3):
-        raise RuntimeError(_ADDCDIV_INT)
-    common = _promote(x, t1, t2)
-    if isinstance(value, Tensor):
-        value = value.item()
-    value = _scalar_arg(value, op, "value")
-    params = _NO_PARAMS if value == 1 and type(value) is not bool else {"value": _checked(value, common, op)}
-    return (x, t1, t2), common, params
-
-
-def _masked_fill_meta(input, mask, value):
-    op = "masked_fill"
-    x = _tensor_arg(input, op, "input", 1)
-    mask = _tensor_arg(mask, op, "mask", 2)
-    if mask._dtype is not _BOOL:
-        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{mask._dtype.torch_name}")
-    if isinstance(value, Tensor):
-        if value.dim() != 0:
-            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
-                               f"{value.dim()} dimension(s).")
-    else:
-        value = _checked(_operand(op, value, 3, "value", True), x._dtype, op)
-    return (x, mask, value), x._dtype, _NO_PARAMS
 
 
 def _pins(args, first=None, pin=None):
@@ -841,97 +712,10 @@ def _ternary_(d, meta, self, args):
                         pins)
 
 
-# -- the op table -------------------------------------------------------------------------------
-# unary: name, promotion, accepted dtypes, extra _Op settings. Every unary op has an in-place form
-# (name_) and a Tensor method unless listed in _NO_METHOD / _NO_INPLACE.
-UNARY = (
-    ("neg", _KEEP, NO_BOOL, {"bool_error": _NEG_BOOL}),
-    ("abs", _KEEP, NO_BOOL, {}),
-    ("sign", _KEEP, ANY, {}),
-    ("exp", _I2F, ANY, {}), ("exp2", _I2F, ANY, {}), ("expm1", _I2F, ANY, {}),
-    ("log", _I2F, ANY, {}), ("log2", _I2F, ANY, {}), ("log10", _I2F, ANY, {}), ("log1p", _I2F, ANY, {}),
-    ("sqrt", _I2F, ANY, {}), ("rsqrt", _I2F, ANY, {}),
-    ("square", _DEF, ANY, {"bool_to": _I64}),  # torch: pow(x, 2), so bool -> int64
-    ("reciprocal", _I2F, ANY, {}),
-    ("sin", _I2F, ANY, {}), ("cos", _I2F, ANY, {}), ("tan", _I2F, ANY, {}), ("tanh", _I2F, ANY, {}),
-    ("sigmoid", _I2F, ANY, {}), ("erf", _I2F, ANY, {}),
-    ("relu", _KEEP, NO_BOOL, {"bool_error": "Boolean inputs not supported for relu"}),
-    ("gelu", _KEEP, FLOATING, {}), ("silu", _KEEP, FLOATING, {}),
-    ("floor", _KEEP, NO_BOOL, {}), ("ceil", _KEEP, NO_BOOL, {}), ("round", _KEEP, NO_BOOL, {}),
-    ("trunc", _KEEP, NO_BOOL, {}),
-    ("isnan", _ALWAYS_BOOL, ANY, {}), ("isinf", _ALWAYS_BOOL, ANY, {}), ("isfinite", _ALWAYS_BOOL, ANY, {}),
-    ("logical_not", _ALWAYS_BOOL, ANY, {}),
-    ("bitwise_not", _KEEP, INTEGRAL, {}),
-    ("nan_to_num", _KEEP, ANY, {}),
-)
-_NO_INPLACE = {"isnan", "isinf", "isfinite", "gelu", "silu"}
-_NO_METHOD = {"gelu", "silu"}
-_NOT_DIFFERENTIABLE = {"sign", "floor", "ceil", "round", "trunc", "isnan", "isinf", "isfinite", "logical_not",
-                       "bitwise_not", "floor_divide", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
-                       "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor"}
-
-# binary: name, kernels, promotion, accepted dtypes, extra _Op settings
-_SCALAR_FIRST = {"scalar_input": True}
-_TENSORS_ONLY = {"scalar_other": False}
-BINARY = (
-    ("add", ("add",), _DEF, ANY, _SCALAR_FIRST),
-    ("sub", ("sub",), _DEF, ANY, _SCALAR_FIRST),
-    ("rsub", ("sub",), _DEF, ANY, {}),
-    ("mul", ("mul",), _DEF, ANY, _SCALAR_FIRST),
-    ("div", ("div_true", "div_trunc", "div_floor"), _I2F, ANY, _SCALAR_FIRST),
-    ("true_divide", ("div_true",), _I2F, ANY, _SCALAR_FIRST),
-    ("floor_divide", ("div_floor",), _DEF, NO_BOOL, _SCALAR_FIRST),
-    ("remainder", ("remainder",), _DEF, NO_BOOL, _SCALAR_FIRST),
-    ("fmod", ("fmod",), _DEF, NO_BOOL, {}),
-    ("pow", ("pow",), _DEF, NO_BOOL, _SCALAR_FIRST),
-    ("maximum", ("maximum",), _DEF, ANY, _TENSORS_ONLY),
-    ("minimum", ("minimum",), _DEF, ANY, _TENSORS_ONLY),
-    ("atan2", ("atan2",), _I2F, ANY, _TENSORS_ONLY),
-    ("eq", ("eq",), _ALWAYS_BOOL, ANY, {}), ("ne", ("ne",), _ALWAYS_BOOL, ANY, {}),
-    ("lt", ("lt",), _ALWAYS_BOOL, ANY, {}), ("le", ("le",), _ALWAYS_BOOL, ANY, {}),
-    ("gt", ("gt",), _ALWAYS_BOOL, ANY, {}), ("ge", ("ge",), _ALWAYS_BOOL, ANY, {}),
-    ("logical_and", ("logical_and",), _ALWAYS_BOOL, ANY, _TENSORS_ONLY),
-    ("logical_or", ("logical_or",), _ALWAYS_BOOL, ANY, _TENSORS_ONLY),
-    ("logical_xor", ("logical_xor",), _ALWAYS_BOOL, ANY, _TENSORS_ONLY),
-    ("bitwise_and", ("bitwise_and",), _DEF, INTEGRAL, _SCALAR_FIRST),
-    ("bitwise_or", ("bitwise_or",), _DEF, INTEGRAL, _SCALAR_FIRST),
-    ("bitwise_xor", ("bitwise_xor",), _DEF, INTEGRAL, _SCALAR_FIRST),
-)
-_NO_BINARY_INPLACE = {"rsub", "maximum", "minimum"}
-
-# ternary: name, kernel, promotion, accepted dtypes, in-place form
-TERNARY = (
-    ("where", "where", _DEF, ANY, False),
-    ("clamp", "clamp", _DEF, NO_BOOL, True),
-    ("lerp", "lerp", _KEEP, FLOATING, True),
-    ("addcmul", "addcmul", _DEF, NO_BOOL, True),
-    ("addcdiv", "addcdiv", _DEF, ANY, True),
-    ("masked_fill", "masked_fill", _KEEP, ANY, True),
-)
-
-ROWS = R.register(
-    *(R.OpDef(n, "elementwise", "unary", p, n not in _NOT_DIFFERENTIABLE, n not in _NO_INPLACE, (n,))
-      for n, p, _, _ in UNARY),
-    *(R.OpDef(n, "elementwise", "binary", p, n not in _NOT_DIFFERENTIABLE, n not in _NO_BINARY_INPLACE, k)
-      for n, k, p, _, _ in BINARY),
-    *(R.OpDef(n, "elementwise", "ternary", p, True, ip, (k,)) for n, k, p, _, ip in TERNARY),
-    R.OpDef("clip", "elementwise", "ternary", _DEF, True, True, ("clamp",)),
-    R.OpDef("fill_", "elementwise", "fill", R.NONE, True, True),
-    R.OpDef("zero_", "elementwise", "fill", R.NONE, True, True),
-)
-
-_OPS = {n: _Op(n, n, "unary", p, acc, **kw) for n, p, acc, kw in UNARY}
-_OPS.update({n: _Op(n, k[0], "binary", p, acc, **kw) for n, k, p, acc, kw in BINARY})
-_OPS.update({n: _Op(n, k, "ternary", p, acc) for n, k, p, acc, _ in TERNARY})
-_POW_BOOL_EXPONENT = _Op("pow", "pow", "binary", _DEF, ANY, **_SCALAR_FIRST)  # torch: x ** True = x, x ** False = 1
-_DIV_TRUNC = _Op("div", "div_trunc", "binary", _DEF, NO_BOOL, **_SCALAR_FIRST)
-_DIV_FLOOR = _Op("div", "div_floor", "binary", _DEF, NO_BOOL, **_SCALAR_FIRST)
-WHERE, CLAMP, LERP, ADDCMUL, ADDCDIV, MASKED_FILL = (_OPS[n] for n in ("where", "clamp", "lerp", "addcmul",
-                                                                       "addcdiv", "masked_fill"))
-ADD, SUB, RSUB, DIV, POW = (_OPS[n] for n in ("add", "sub", "rsub", "div", "pow"))
-
-
-# -- public functions, generated from the table -------------------------------------------------
+# -- the rows by name, and public functions generated from a row ----------------------------------
+# every family file adds its rows to _OPS and its generated functions to _GENERATED
+_OPS = {}
+_GENERATED = {}
 
 _NO_OUT = {"relu", "isnan", "isinf", "isfinite"}  # torch has no out= for these: TypeError, as Python words it
 
@@ -966,381 +750,22 @@ def _make_binary(d, doc=None):
     return fn, fn_
 
 
-_GENERATED = {}
-for _n, *_ in UNARY:
-    if _n not in ("round", "nan_to_num", "gelu", "silu"):
-        _GENERATED[_n], _GENERATED[_n + "_"] = _make_unary(_OPS[_n])
-for _n, *_ in BINARY:
-    if _n not in ("add", "sub", "rsub", "div", "pow"):
-        _GENERATED[_n], _GENERATED[_n + "_"] = _make_binary(_OPS[_n])
-globals().update(_GENERATED)
-
-
-# ops with options: thin signatures over the same generic paths
-
-def _round_check(common, params):
-    if params and not common.is_floating_point:
-        raise NotImplementedError(f'"round" not implemented for \'{common.torch_name}\' with decimals != 0 '
-                                  f'(tensorlab.{common.name}); round integer tensors without decimals')
-    return params
-
-
-def _round_params(decimals):
-    decimals = int(decimals)
-    return {"decimals": decimals} if decimals else _NO_PARAMS
-
-
-def round(input, *, decimals=0, out=None):  # noqa: A001
-    return _unary(_OPS["round"], input, out, _round_params(decimals), _round_check)
-
-
-def round_(input, *, decimals=0):
-    return _unary(_OPS["round"], input, None, _round_params(decimals), _round_check, inplace=True)
-
-
-def _nan_to_num_check(nan, posinf, neginf):
-    def check(common, params):
-        if not common.is_floating_point:
-            return _NO_PARAMS  # integers and bools have no NaN or infinity: a copy
-        big = dtypes.finfo(common).max  # defaults: the input dtype's extremes, as torch
-        return {"nan": float(_scalar_arg(nan, "nan_to_num", "nan")),
-                "posinf": big if posinf is None else float(_scalar_arg(posinf, "nan_to_num", "posinf")),
-                "neginf": -big if neginf is None else float(_scalar_arg(neginf, "nan_to_num", "neginf"))}
-    return check
-
-
-def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
-    return _unary(_OPS["nan_to_num"], input, out, _NO_PARAMS, _nan_to_num_check(nan, posinf, neginf))
-
-
-def nan_to_num_(input, nan=0.0, posinf=None, neginf=None):
-    return _unary(_OPS["nan_to_num"], input, None, _NO_PARAMS, _nan_to_num_check(nan, posinf, neginf), inplace=True)
-
-
-def gelu(input, approximate="none", *, out=None):
-    """torch.nn.functional.gelu: x * Phi(x), or its tanh approximation."""
-    if approximate not in ("none", "tanh"):
-        raise RuntimeError(f"gelu: approximate argument must be either none or tanh, got {approximate!r}.")
-    params = {"approximate": approximate} if approximate == "tanh" else _NO_PARAMS
-    return _unary(_OPS["gelu"], input, out, params)
-
-
-def silu(input, inplace=False, *, out=None):
-    """torch.nn.functional.silu: x * sigmoid(x)."""
-    return _unary(_OPS["silu"], input, out, inplace=bool(inplace))
-
-
-def _alpha_kw(alpha):
-    return _NO_PARAMS if type(alpha) is int and alpha == 1 else {"alpha": alpha}
-
-
-def add(input, other, *, alpha=1, out=None):
-    if type(alpha) is int and alpha == 1:
-        return _binary(ADD, input, other, out)
-    return _binary(ADD, input, other, out, {"alpha": alpha}, _check_add)
-
-
-def add_(self, other, *, alpha=1):
-    if type(alpha) is int and alpha == 1:
-        return _binary_(ADD, self, other)
-    return _binary_(ADD, self, other, {"alpha": alpha}, _check_add)
-
-
-def sub(input, other, *, alpha=1, out=None):
-    return _binary(SUB, input, other, out, _alpha_kw(alpha), _check_sub)
-
-
-def sub_(self, other, *, alpha=1):
-    return _binary_(SUB, self, other, _alpha_kw(alpha), _check_sub)
-
-
-def _check_rsub(common, a, b, params):
-    return _check_sub(common, a, b, params, "rsub")
-
-
-def rsub(input, other, *, alpha=1, out=None):
-    """other - alpha * input."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"rsub(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    return _binary(RSUB, other, input, out, _alpha_kw(alpha), _check_rsub, reflected=True)
-
-
-_DIV_MODES = {None: DIV, "trunc": _DIV_TRUNC, "floor": _DIV_FLOOR}
-
-
-def _div_op(rounding_mode):
-    d = _DIV_MODES.get(rounding_mode) if isinstance(rounding_mode, (str, type(None))) else None
-    if d is None:
-        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
-                           f"{rounding_mode!r}")
-    return d
-
-
-def div(input, other, *, rounding_mode=None, out=None):
-    return _binary(_div_op(rounding_mode), input, other, out)
-
-
-def div_(self, other, *, rounding_mode=None):
-    return _binary_(_div_op(rounding_mode), self, other)
-
-
-def _pow_op(exponent):
-    return _POW_BOOL_EXPONENT if type(exponent) is bool else POW
-
-
-def pow(input, exponent, *, out=None):  # noqa: A001
-    return _binary(_pow_op(exponent), input, exponent, out, _NO_PARAMS, _check_pow)
-
-
-def pow_(self, exponent):
-    return _binary_(_pow_op(exponent), self, exponent, _NO_PARAMS, _check_pow)
-
-
-_MISSING = object()
-
-
-def where(condition, input=_MISSING, other=_MISSING, *, out=None):
-    """torch.where(condition, input, other); torch.where(condition) is nonzero(as_tuple=True)."""
-    if input is _MISSING and other is _MISSING and out is None:
-        from .shape import nonzero  # a data-dependent shape: not an elementwise op
-        return nonzero(condition, as_tuple=True)
-    if input is _MISSING or other is _MISSING:
-        raise TypeError("where() takes a condition alone, or a condition, input and other")
-    return _ternary(WHERE, _where_meta, (condition, input, other), out)
-
-
-def _clamp_overload(op, input, lo, hi):
-    """torch's two clamp overloads: (Tensor, Number?, Number?) and (Tensor, Tensor?, Tensor?). A
-    mix is its argument parser's TypeError; a bool input with one tensor bound is clamp_min/clamp_max
-    (maximum/minimum, which bool has), the other bool forms have no kernel."""
-    if (isinstance(lo, Tensor) and hi is not None and not isinstance(hi, Tensor)) or \
-            (isinstance(hi, Tensor) and lo is not None and not isinstance(lo, Tensor)):
-        kinds = ", ".join(type(v).__name__ if not isinstance(v, Tensor) else "Tensor" for v in (input, lo, hi))
-        raise TypeError(f"{op}() received an invalid combination of arguments - got ({kinds}), but expected one of:"
-                        f" (Tensor input, Number min = None, Number max = None) or (Tensor input, Tensor min = None, "
-                        f"Tensor max = None); pass both bounds as numbers or both as tensors")
-    if isinstance(input, Tensor) and input._dtype is _BOOL and (lo is None) != (hi is None) \
-            and isinstance(lo if hi is None else hi, Tensor):
-        return _GENERATED["maximum" if hi is None else "minimum"], lo if hi is None else hi
-    return None
-
-
-def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
-    one = _clamp_overload("clamp", input, min, max)
-    if one is not None:
-        return one[0](input, one[1], out=out)
-    return _ternary(CLAMP, _clamp_meta, (input, min, max), out)
-
-
-def clamp_(input, min=None, max=None):  # noqa: A002
-    one = _clamp_overload("clamp_", input, min, max)
-    if one is not None:
-        r = one[0](input, one[1])
-        if r._dtype is not input._dtype:
-            check_cast(r._dtype, input._dtype, "clamp_")
-        if r.shape != input.shape:
-            raise RuntimeError(f"clamp_: output with shape {list(input.shape)} doesn't match the broadcast shape "
-                               f"{list(r.shape)}")
-        return input.copy_(r)
-    return _ternary_(CLAMP, _clamp_meta, input, (min, max))
-
-
-clip, clip_ = clamp, clamp_
-
-
-def lerp(input, end, weight, *, out=None):
-    return _ternary(LERP, _lerp_meta, (input, end, weight), out)
-
-
-def lerp_(self, end, weight):
-    return _ternary_(LERP, _lerp_meta, self, (end, weight))
-
-
-def _addcmul_meta(x, t1, t2, value):
-    return _addc_meta(ADDCMUL, x, t1, t2, value)
-
-
-def _addcdiv_meta(x, t1, t2, value):
-    return _addc_meta(ADDCDIV, x, t1, t2, value)
-
-
-def addcmul(input, tensor1, tensor2, *, value=1, out=None):
-    return _ternary(ADDCMUL, _addcmul_meta, (input, tensor1, tensor2, value), out)
-
-
-def addcmul_(self, tensor1, tensor2, *, value=1):
-    return _ternary_(ADDCMUL, _addcmul_meta, self, (tensor1, tensor2, value))
-
-
-def addcdiv(input, tensor1, tensor2, *, value=1, out=None):
-    return _ternary(ADDCDIV, _addcdiv_meta, (input, tensor1, tensor2, value), out)
-
-
-def addcdiv_(self, tensor1, tensor2, *, value=1):
-    return _ternary_(ADDCDIV, _addcdiv_meta, self, (tensor1, tensor2, value))
-
-
-def masked_fill(input, mask, value, *, out=None):
-    return _ternary(MASKED_FILL, _masked_fill_meta, (input, mask, value), out)
-
-
-def masked_fill_(self, mask, value):
-    return _ternary_(MASKED_FILL, _masked_fill_meta, self, (mask, value))
-
-
-def _tensor_where(self, condition, other):
-    return where(condition, self, other)
-
-
-def positive(input):
-    """torch.positive: the input itself (not a copy); refused for bool tensors."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"positive(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    if input._dtype is _BOOL:
-        raise RuntimeError(_POS_BOOL)
-    return input
-
-
-def _fill_target(self, op, inputs=()):
-    """self pinned, after the checks every fill runs: a tensor, writable (aliased elements allowed,
-    as torch: every one gets the same value), allowed by autograd."""
-    if not isinstance(self, Tensor):
-        raise TypeError(f"{op}(): argument 'self' must be Tensor, not {type(self).__name__}")
-    t = pinned(self)
-    check_writable(t, op, overlap_ok=True)
-    autograd_hooks.check_inplace(self, op, inputs)
-    return t
-
-
-def fill_(input, value):
-    """Every element of self set to `value` (a number, or a 0-dim tensor whose value is cast)."""
-    t = _fill_target(input, "fill_", (value,) if isinstance(value, Tensor) else ())
-    if isinstance(value, Tensor):
-        if value.dim() != 0:
-            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} "
-                               "dimensions.")
-        same_device("fill_", t, value)
-        if value._meta.storage is t._meta.storage:
-            value = value.clone()  # the value is one of self's elements: read it before writing
-        if t.numel():
-            from .copy import copy_into
-            copy_into(t, value)
-        inputs = (input, value)
-    else:
-        v = _checked(_scalar_arg(value, "fill_", "value"), t._dtype, "fill_")
-        if t.numel():
-            t._backend.fill(t, v)
-        inputs = (input,)
-    input._vc.bump()
-    autograd_hooks.record_inplace(input, "fill_", inputs)
-    return input
-
-
-def zero_(input):
-    t = _fill_target(input, "zero_")
-    if t.numel():
-        t._backend.fill(t, False if t._dtype is _BOOL else 0)
-    input._vc.bump()
-    autograd_hooks.record_inplace(input, "zero_", (input,))
-    return input
-
-
-# -- Python operators ---------------------------------------------------------------------------
-
-def _operator(fn, reflected=False):
-    """A dunder: NotImplemented for operands that are neither tensors nor numbers, so Python
-    tries the other side (and `t == None` is False, as in torch)."""
-    if reflected:
-        def dunder(self, other):
-            if not isinstance(other, Tensor) and _number(other) is None:
-                return NotImplemented
-            return fn(other, self)
-    else:
-        def dunder(self, other):
-            if type(other) not in _PY and not isinstance(other, Tensor) and _number(other) is None:
-                return NotImplemented
-            return fn(self, other)
-    return dunder
-
-
-def _reflected_binary(d):
-    def fn(a, b):
-        return _binary(d, a, b, None, reflected=True)
-    return fn
-
-
-def _invert(self):
-    if self._dtype.is_floating_point:
-        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
-    return _GENERATED["bitwise_not"](self)
-
-
-def _add_operator(self, other):
-    # `a + b` is the commonest call of all: one Python frame less than _operator(add)
-    if isinstance(other, Tensor) or type(other) in _PY or _number(other) is not None:
-        return _binary(ADD, self, other, None)
-    return NotImplemented
-
-
-def _binary_operator(d, check=None):
-    """A dunder calling the generic binary path directly (what _operator(fn) does through the
-    public function, one Python frame and its keyword defaults less); `check` as the function's."""
-    def dunder(self, other):
-        if isinstance(other, Tensor) or type(other) in _PY or _number(other) is not None:
-            return _binary(d, self, other, None, _NO_PARAMS, check)
-        return NotImplemented
-    return dunder
-
-
-def _binary_inplace_operator(d, check=None):
-    def dunder(self, other):
-        if type(other) not in _PY and not isinstance(other, Tensor) and _number(other) is None:
-            return NotImplemented
-        return _binary_(d, self, other, _NO_PARAMS, check)
-    return dunder
-
-
-_G = _GENERATED
-_DUNDERS = {
-    "__add__": _add_operator, "__radd__": _add_operator, "__iadd__": _binary_inplace_operator(ADD),
-    "__sub__": _binary_operator(SUB, _check_sub), "__rsub__": _operator(sub, reflected=True),
-    "__isub__": _binary_inplace_operator(SUB, _check_sub),
-    "__mul__": _binary_operator(_OPS["mul"]), "__rmul__": _binary_operator(_OPS["mul"]),
-    "__imul__": _binary_inplace_operator(_OPS["mul"]),
-    "__truediv__": _binary_operator(DIV), "__rtruediv__": _operator(div, reflected=True),
-    "__itruediv__": _binary_inplace_operator(DIV),
-    "__floordiv__": _operator(_G["floor_divide"]), "__ifloordiv__": _operator(_G["floor_divide_"]),
-    "__rfloordiv__": _operator(_reflected_binary(_OPS["floor_divide"]), reflected=True),
-    "__mod__": _operator(_G["remainder"]), "__imod__": _operator(_G["remainder_"]),
-    "__rmod__": _operator(_reflected_binary(_OPS["remainder"]), reflected=True),
-    "__pow__": _operator(pow), "__ipow__": _operator(pow_),
-    "__rpow__": _operator(lambda a, b: _binary(POW, a, b, None, _NO_PARAMS, _check_pow, reflected=True),
-                          reflected=True),
-    "__and__": _operator(_G["bitwise_and"]), "__rand__": _operator(_G["bitwise_and"]),
-    "__iand__": _operator(_G["bitwise_and_"]),
-    "__or__": _operator(_G["bitwise_or"]), "__ror__": _operator(_G["bitwise_or"]),
-    "__ior__": _operator(_G["bitwise_or_"]),
-    "__xor__": _operator(_G["bitwise_xor"]), "__rxor__": _operator(_G["bitwise_xor"]),
-    "__ixor__": _operator(_G["bitwise_xor_"]),
-    "__eq__": _binary_operator(_OPS["eq"]), "__ne__": _binary_operator(_OPS["ne"]),
-    "__lt__": _binary_operator(_OPS["lt"]), "__le__": _binary_operator(_OPS["le"]),
-    "__gt__": _binary_operator(_OPS["gt"]), "__ge__": _binary_operator(_OPS["ge"]),
-    "__neg__": _G["neg"], "__abs__": _G["abs"], "__invert__": _invert, "__pos__": positive,
-}
-
-_INPLACE_FUNCTIONS = ("abs_", "ceil_", "clamp_", "clip_", "cos_", "erf_", "exp2_", "exp_", "expm1_", "fill_", "floor_",
-                      "log10_", "log1p_", "log2_", "log_", "nan_to_num_", "neg_", "reciprocal_", "relu_", "round_",
-                      "rsqrt_", "sigmoid_", "sin_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "zero_")
-
-_PUBLIC = tuple(n for n, *_ in UNARY) + tuple(n for n, *_ in BINARY) + tuple(n for n, *_ in TERNARY) + (
-    "clip", "positive")
-FUNCTIONS = _PUBLIC + _INPLACE_FUNCTIONS
-
-METHODS = {n: globals()[n] for n in _PUBLIC if n not in _NO_METHOD and n != "rsub"}
-METHODS.update({n + "_": globals()[n + "_"] for n, *_ in UNARY if n not in _NO_INPLACE})
-METHODS.update({n + "_": globals()[n + "_"] for n, *_ in BINARY if n not in _NO_BINARY_INPLACE})
-METHODS.update({n + "_": globals()[n + "_"] for n, *_, ip in TERNARY if ip})
-METHODS.update({"clip_": clip_, "fill_": fill_, "zero_": zero_,
-                "where": _tensor_where, "__array_priority__": 1000})  # NumPy defers `ndarray + tensor` to us
-METHODS.update(_DUNDERS)
-del _n
+# the op families, in the order their rows are registered; a name defined there is found here too
+_FAMILIES = ("elementwise_unary", "elementwise_binary", "elementwise_ternary", "fill", "operators")
+_NOT_FORWARDED = frozenset(("FUNCTIONS", "METHODS", "ROWS"))  # each family's own, installed by ops/__init__.py
+
+
+def __getattr__(name):
+    """`elementwise.where`, `from .elementwise import add`: the op families' names, found in their files
+    (the ops moved out of this file keep their old import path; the result is remembered)."""
+    if name.startswith("__") or name in _NOT_FORWARDED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    package = __name__.rpartition(".")[0]
+    for family in _FAMILIES:
+        module = importlib.import_module(f"{package}.{family}")
+        if name in module.__dict__:
+            value = module.__dict__[name]
+            globals()[name] = value
+            return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,7 +2,7 @@
 output, the bias then added in place into that output (float16/bfloat16: the bias copied into the output
 first and the product accumulated onto it in float32, one rounding, as BLAS's beta 1) (no broadcast add into a new tensor, no
 transposed-weight node in the graph). Recorded as "linear"; its derivative
-(autograd/derivatives.py) computes grad_input = g W and grad_weight = g^T x as matrix products
+(autograd/derivatives_nn.py) computes grad_input = g W and grad_weight = g^T x as matrix products
 on transposed views (BLAS reads them as they are: no copies) and grad_bias = g.sum(0). Those are
 ordinary tensor ops, so create_graph (double backward) works through them.
 
@@ -109,7 +109,7 @@ def _product(a, b, a_t=False):
 
 def backward(g2, x2, w, needs_x, needs_w):
     """(g2 @ w, g2^T @ x2) of linear's backward as direct products (no graph: create_graph goes
-    through the ops in autograd/derivatives.py instead)."""
+    through the ops in autograd/derivatives_nn.py instead)."""
     gx = _product(g2, w) if needs_x else None
     gw = _product(g2, x2, a_t=True) if needs_w else None
     return gx, gw

@@ -2,7 +2,7 @@
 one autograd node, as torch's NllLossBackward0: the loss is computed from the detached
 log-probabilities by a few untracked ops (gather of the targets' entries, a sum, a division),
 then recorded as "nll_loss" with the target indices and per-row coefficients in its info. Its
-derivative (autograd/derivatives.py) scatters grad * coefficient into a zero [N, C] gradient:
+derivative (autograd/derivatives_nn.py) scatters grad * coefficient into a zero [N, C] gradient:
 two ops, where the composite's graph (where, gather, squeeze, neg, where, sum, div) took
 seven nodes and their backward ops.
 

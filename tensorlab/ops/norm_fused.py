@@ -8,7 +8,7 @@ nn/functional_norm.py stay the reference and the fallback (float64, mixed dtypes
 
 - layer_norm(x, weight, bias, eps, rms, n_norm): one pass over each row for the statistics
   (Welford, float32), y written with the float32 mean and rstd kept for the backward. Recorded as
-  "native_layer_norm" (or "native_rms_norm"): its derivative (autograd/derivatives.py) runs
+  "native_layer_norm" (or "native_rms_norm"): its derivative (autograd/derivatives_nn.py) runs
   layer_norm_backward (dx from the saved statistics; dweight/dbias as per-block partial sums and a
   fixed-order second pass: deterministic) unless create_graph is asked for; then it computes the
   same gradients from composites so that they are themselves differentiable.

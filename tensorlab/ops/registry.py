@@ -1,4 +1,4 @@
-"""The op table: one OpDef per public op. Each family module (elementwise.py, reduction.py, ...)
+"""The op table: one OpDef per public op. Each family module (elementwise_unary.py, reduction.py, ...)
 declares its rows and registers them at import; the backends implement `primitive` under the
 same name on CPU and CUDA, and tests iterate this table (parity, sample inputs, gradients)."""
 from __future__ import annotations
