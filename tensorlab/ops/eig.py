@@ -111,7 +111,7 @@ def _solve_h(V, Y):
 def eig_backward(gL, gV, w, V, real_input):
     """gA from the gradients of the eigenvalues gL and eigenvectors gV (either may be None)."""
     n = w.shape[-1]
-    eye = creation.eye(n, dtype=V.dtype, device=V.device)
+    eye = creation.eye(n, dtype=V.dtype.to_real(), device=V.device)  # real: promotes where it meets complex
     Vh = V.mT.conj()  # (Tensor.mH does not conjugate yet: reported)
     if gV is None:
         G = gL.diag_embed() if gL is not None else creation.zeros(tuple(V.shape), dtype=V.dtype, device=V.device)
