@@ -165,9 +165,22 @@ def _needs_grad(A):
     return A.requires_grad and grad_mode.is_grad_enabled()
 
 
+def _check_out(out, A, name, count):
+    """out= checked before anything is computed (torch's message names the op and the dtypes)."""
+    if out is None:
+        return
+    from ._common import _check_out as check
+    outs = (out,) if count == 1 else tuple(out) if isinstance(out, (tuple, list)) else None
+    if outs is None or len(outs) != count:
+        raise TypeError(f"{name}(): argument 'out' must be a tuple of {count} Tensors")
+    for t in outs:
+        check(t, _complex_of(A.dtype), A.device, name)
+
+
 def eig(A, *, out=None):
     """torch.linalg.eig: (eigenvalues, eigenvectors), complex, A = V diag(w) V^-1; see the module's doc."""
     _check(A, "linalg.eig")
+    _check_out(out, A, "linalg.eig", 2)
     w, V = _function().apply(A, "linalg.eig") if _needs_grad(A) else _geev(A, "linalg.eig", True)
     return _out(linalg_eig(w, V), out)
 
@@ -175,6 +188,7 @@ def eig(A, *, out=None):
 def eigvals(A, *, out=None):
     """torch.linalg.eigvals: the eigenvalues of linalg.eig (the vectors are computed only for a gradient)."""
     _check(A, "linalg.eigvals")
+    _check_out(out, A, "linalg.eigvals", 1)
     if _needs_grad(A):
         w = _function().apply(A, "linalg.eigvals")[0]
     else:
