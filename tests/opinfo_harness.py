@@ -42,7 +42,11 @@ TOLERANCES = {"float32": {"rtol": 1e-5, "atol": 1e-5}, "float64": {"rtol": 1e-7,
               "float16": {"rtol": 1e-3, "atol": 1e-3}, "bfloat16": {"rtol": 1.6e-2, "atol": 1e-2}}
 # decompositions whose vectors are unique only up to sign: each column (last dim: V's rows for Vh)
 # is flipped so its largest entry is positive before comparing
-SIGN_FREE = {"svd": {0: "cols", 2: "cols"}, "linalg.svd": {0: "cols", 2: "rows"}, "linalg.eigh": {1: "cols"}}
+# ("phase": a general matrix's eigenvectors are unique only up to a unit complex factor per column, which
+# LAPACK builds choose differently on the same input: both sides' columns are turned so that the entry
+# where torch's column is largest is real and positive)
+SIGN_FREE = {"svd": {0: "cols", 2: "cols"}, "linalg.svd": {0: "cols", 2: "rows"}, "linalg.eigh": {1: "cols"},
+             "linalg.eig": {1: "phase"}}
 ERROR_KINDS = (IndexError, TypeError, ValueError, NotImplementedError, RuntimeError)
 PASS, MISMATCH, OURS_RAISED, TORCH_RAISED, BOTH_RAISED, SKIPPED = (
     "pass", "mismatch", "tensorlab raised", "torch raised", "both raised", "skipped")
@@ -261,11 +265,28 @@ def _sign_fixed(t, rows):
     return t * sign
 
 
-def _canonical(ts, sign_free):
-    """Sign-fixed vectors, only the first k (the count of values: output 1 for svd, 0 for eigh)."""
+def _phase_fixed(t, ref):
+    """t's columns each times the unit factor that makes its entry where ref's column is largest in
+    magnitude real and positive (ref's index for both sides: no ties decided differently)."""
+    torch = _torch()
+    if t.dim() < 2 or t.numel() == 0 or t.shape != ref.shape:
+        return t
+    idx = ref.abs().argmax(dim=-2, keepdim=True)
+    p = torch.gather(t, -2, idx)
+    mag = p.abs()
+    return t * torch.where(mag == 0, torch.ones_like(p), mag / torch.where(mag == 0, torch.ones_like(p), p))
+
+
+def _canonical(ts, sign_free, ref=None):
+    """Sign-fixed vectors, only the first k (the count of values: output 1 for svd, 0 for eigh);
+    "phase" outputs turned by _phase_fixed against ref's (torch's) output."""
     k = ts[1].shape[-1] if len(ts) == 3 else ts[0].shape[-1]
     out = list(ts)
     for i, how in sign_free.items():
+        if how == "phase":
+            if isinstance(out[i], _torch().Tensor) and ref is not None:
+                out[i] = _phase_fixed(out[i], ref[i])
+            continue
         t = out[i]
         if not isinstance(t, _torch().Tensor):
             continue
@@ -292,7 +313,7 @@ def compare(got, want, values=True, sign_free=()):
     if isinstance(want, tuple) and any(isinstance(w, (list, tuple)) for w in want):  # (hist, (edges, ...))
         want, g = _flat(want), _flat(g)
     if sign_free and isinstance(want, tuple) and isinstance(g, tuple) and len(g) == len(want):
-        g, want = _canonical(g, sign_free), _canonical(want, sign_free)
+        g, want = _canonical(g, sign_free, want), _canonical(want, sign_free, want)
     if isinstance(want, torch.Tensor) or (isinstance(want, (list, tuple)) and want and
                                           all(isinstance(w, torch.Tensor) for w in want)):
         ws = [want] if isinstance(want, torch.Tensor) else list(want)
