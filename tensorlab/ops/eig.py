@@ -21,15 +21,12 @@ the gauge, left at 0). Its adjoint for real losses (gradients as torch's conjuga
 The loss must not depend on the phases: Im diag(M) == 0, checked as torch checks it."""
 from __future__ import annotations
 
-from collections import namedtuple
-
 from .. import dtypes
 from ..tensor import Tensor
 from . import creation
-from .lapack import LinAlgError, _host_info, _out, _run
+from .lapack import LinAlgError, _host_info, _named, _out, _run
 
-linalg_eig = namedtuple("linalg_eig", ("eigenvalues", "eigenvectors"))
-linalg_eig.__module__ = "tensorlab.return_types"
+linalg_eig = _named("linalg_eig", ("eigenvalues", "eigenvectors"))
 
 
 def _check(A, name):
