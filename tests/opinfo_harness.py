@@ -193,16 +193,42 @@ def _our_name(op):
     return found
 
 
+def _dunder(name):
+    return name.startswith("__") and name.endswith("__")
+
+
+def _aten(fn):
+    """tensorlab's counterpart of a torch.ops.aten operator (aten.slice.Tensor, aten._softmax_backward_data):
+    tensorlab.compat.aten.<name>, or None."""
+    from tensorlab.compat import aten
+    return getattr(aten, getattr(fn, "__name__", "").split(".")[0], None)
+
+
+def _torch_private(fn):
+    """tl.<name> for one of torch's own functions with a private name (torch._chunk_cat,
+    torch._unsafe_masked_index, torch.segment_reduce for _segment_reduce), or None."""
+    name = getattr(fn, "__name__", "")
+    if not name or getattr(_torch(), name, None) is not fn:
+        return None
+    return getattr(tl, name, None)
+
+
 def variants(op):
     """{variant: (torch callable, tensorlab callable or None)} for the variants torch defines."""
     out = {}
     fn = op.op
-    if type(fn).__name__ == "method_descriptor":  # a Tensor method as the op (cfloat, cdouble): tl.Tensor's
+    if _dunder(op.name):
+        # a Tensor operator as the op (__rsub__, __getitem__): tl.Tensor's function of that name, called
+        # unbound as torch's reference inputs call torch's (Tensor.__rsub__(2.0, t) is t's rsub of 2.0)
+        out["function"] = (fn, getattr(tl.Tensor, op.name, None))
+    elif type(fn).__name__ in ("OpOverload", "OpOverloadPacket"):  # torch.ops.aten.X
+        out["function"] = (fn, _aten(fn))
+    elif type(fn).__name__ == "method_descriptor":  # a Tensor method as the op (cfloat, cdouble): tl.Tensor's
         name = fn.__name__
         out["function"] = (fn, (lambda *a, _n=name, **k: _method(a[0], _n)(*a[1:], **k))
                            if getattr(tl.Tensor, name, None) is not None else None)
     elif getattr(fn, "__name__", "<lambda>") != "<lambda>":
-        out["function"] = (fn, _resolve_path(tl, op.name) if not op.name.startswith("_") else None)
+        out["function"] = (fn, _resolve_path(tl, op.name) if not op.name.startswith("_") else _torch_private(fn))
     else:  # a lambda around torch's names: the same code with torch -> tensorlab, where the name exists
         out["function"] = (fn, _retarget(fn) if _our_name(op) is not None else None)
     for v, attr in (("method", "method_variant"), ("inplace", "inplace_variant")):
@@ -211,6 +237,8 @@ def variants(op):
             name = m.__name__
             ours = getattr(tl.Tensor, name, None)
             out[v] = (m, (lambda *a, _n=name, **k: _method(a[0], _n)(*a[1:], **k)) if ours is not None else None)
+    if _dunder(op.name) and "method" in out:
+        out["method"] = (out["method"][0], out["function"][1])
     ov = getattr(op, "operator_variant", None)
     if ov is not None and ov in vars(operator).values():
         out["operator"] = (ov, ov)
@@ -597,7 +625,7 @@ def main(argv=None):
         dtypes = [torch.complex64, torch.complex128] if args.full else [torch.complex64]
     results = {}
     for op in ops:
-        if public(op) and exists(op):
+        if (public(op) or args.ops) and exists(op):  # private OpInfos (__rsub__, _chunk_cat) when named
             results[key(op)] = run_op(op, dtypes, args.device, reference=False, every=args.every)
             if args.grad:
                 results[key(op)] += run_grads(op, args.device, args.grad_every)
