@@ -217,12 +217,13 @@ def variants(op):
     """{variant: (torch callable, tensorlab callable or None)} for the variants torch defines."""
     out = {}
     fn = op.op
-    if _dunder(op.name):
+    dunder = _dunder(op.name) and getattr(fn, "__name__", "<lambda>") != "<lambda>"
+    if dunder:
         # a Tensor operator as the op (__rsub__, __getitem__): tl.Tensor's function of that name, called
         # unbound as torch's reference inputs call torch's (Tensor.__rsub__(2.0, t) is t's rsub of 2.0)
         out["function"] = (fn, getattr(tl.Tensor, op.name, None))
     elif type(fn).__name__ in ("OpOverload", "OpOverloadPacket"):  # torch.ops.aten.X
-        out["function"] = (fn, _aten(fn))
+        out["function"] = (fn, _aten(fn) or (_resolve_path(tl, op.name) if not op.name.startswith("_") else None))
     elif type(fn).__name__ == "method_descriptor":  # a Tensor method as the op (cfloat, cdouble): tl.Tensor's
         name = fn.__name__
         out["function"] = (fn, (lambda *a, _n=name, **k: _method(a[0], _n)(*a[1:], **k))
@@ -237,7 +238,7 @@ def variants(op):
             name = m.__name__
             ours = getattr(tl.Tensor, name, None)
             out[v] = (m, (lambda *a, _n=name, **k: _method(a[0], _n)(*a[1:], **k)) if ours is not None else None)
-    if _dunder(op.name) and "method" in out:
+    if dunder and "method" in out:
         out["method"] = (out["method"][0], out["function"][1])
     ov = getattr(op, "operator_variant", None)
     if ov is not None and ov in vars(operator).values():

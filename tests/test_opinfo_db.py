@@ -54,7 +54,8 @@ def test_opinfo_db(device):
     agree = counts.get(H.PASS, 0) + counts.get(H.BOTH_RAISED, 0)
     total = sum(1 for op in H.op_db() if H.public(op))
     have = sum(1 for op in ops if H.public(op))
-    print(f"\nOpInfo coverage on {device}: {have} / {total} public OpInfos exist ({len(ops) - have} private ones run too); {agree} / {ran} samples agree "
+    print(f"\nOpInfo coverage on {device}: {have} / {total} public OpInfos exist ({len(ops) - have} private ones "
+          f"run too); {agree} / {ran} samples agree "
           f"({100.0 * agree / max(ran, 1):.2f}%); {counts}")
     fixed = sorted(k for k in known if k.startswith(device + "|") and k not in found)
     if fixed:
