@@ -187,8 +187,15 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     need = _LINEAR.get(mode)
     if need is not None and nd != need:
         raise NotImplementedError(f"Got {nd}D input, but {mode} mode needs {need}D input")
+    sizes, scales = _output_size(input, nd - 2, size, scale_factor, recompute_scale_factor)
+    return resample(input, mode, sizes, scales, align_corners, antialias)
+
+
+def resample(input, mode, sizes, scales, align_corners, antialias):
+    """interpolate after its argument checks: the output's spatial sizes and the scales that map its
+    coordinates (None: in / out), given apart as aten's upsample operators take them."""
+    nd = input.dim()
     nsp = nd - 2
-    sizes, scales = _output_size(input, nsp, size, scale_factor, recompute_scale_factor)
     if any(s <= 0 for s in sizes) and input.numel():
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({', '.join(str(n) for n in input.shape[2:])}) "
                            f"output ({', '.join(map(str, sizes))})")
