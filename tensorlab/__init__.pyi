@@ -652,6 +652,12 @@ def searchsorted(sorted_sequence, input, *, out_int32=..., right=..., side=..., 
     right=True / side='right'); sorter= gives the indices that sort an unsorted sequence.
     """
 def seed(): """Seed every default generator from the OS's entropy; returns the seed."""
+def segment_reduce(data, reduce, *, lengths=..., indices=..., offsets=..., axis=..., unsafe=..., initial=...): """torch.segment_reduce: `reduce` over consecutive segments of data along axis, the segments given by
+    lengths (batch..., S) or offsets (batch..., S + 1) with batch = data.shape[:axis]; an empty segment
+    gives `initial` (or the reduction's identity: -inf, inf, 0, NaN for mean, 1), and initial also takes
+    part in every other segment's reduction. Each element's segment comes from a searchsorted over the
+    offsets, then one scatter_reduce: no host loop, any device, autograd through scatter_reduce.
+    """
 def select(input, dim, index): """A view of index along dim, without that dimension."""
 def select_scatter(input, src, dim, index): """input with input.select(dim, index) replaced by src."""
 def set_anomaly_enabled(enabled, check_nan=...): """torch.set_anomaly_enabled (the switch autograd.set_detect_anomaly sets)."""
