@@ -116,12 +116,13 @@ def eig_backward(gL, gV, w, V, real_input):
         M = Vh @ gV
         d = M.diagonal(dim1=-2, dim2=-1)
         if M.numel():
-            worst = d.imag.abs().amax()
-            if float(worst._host("linalg.eig backward: checking the loss does not depend on the phases")) > 1e-2:
+            worst = float(d.imag.abs().amax()._host("linalg.eig backward: checking the loss does not depend on "
+                                                    "the phases"))
+            if worst > 1e-2:
                 raise RuntimeError(
                     "linalg_eig_backward: The eigenvectors in the complex case are specified up to multiplication "
                     "by e^{i phi}. The specified loss function depends on this quantity, so it is ill-defined "
-                    f"(max |Im diag(V^H gV)| = {float(worst.item()):.3g}); use a loss of |V|, of w or of "
+                    f"(max |Im diag(V^H gV)| = {worst:.3g}); use a loss of |V|, of w or of "
                     "products invariant to each column's phase.")
         G = M - (Vh @ V) * d.real.unsqueeze(-2)
         E = w.unsqueeze(-2) - w.unsqueeze(-1)  # E_ij = w_j - w_i
