@@ -28,6 +28,7 @@ from . import jit as jit
 from . import layout as layout
 from . import layouts as layouts
 from . import legacy_tensors as legacy_tensors
+from . import library as library
 from . import linalg as linalg
 from . import masked as masked
 from . import memo as memo
@@ -652,6 +653,12 @@ def searchsorted(sorted_sequence, input, *, out_int32=..., right=..., side=..., 
     right=True / side='right'); sorter= gives the indices that sort an unsorted sequence.
     """
 def seed(): """Seed every default generator from the OS's entropy; returns the seed."""
+def segment_reduce(data, reduce, *, lengths=..., indices=..., offsets=..., axis=..., unsafe=..., initial=...): """torch.segment_reduce: `reduce` over consecutive segments of data along axis, the segments given by
+    lengths (batch..., S) or offsets (batch..., S + 1) with batch = data.shape[:axis]; an empty segment
+    gives `initial` (or the reduction's identity: -inf, inf, 0, NaN for mean, 1), and initial also takes
+    part in every other segment's reduction. Each element's segment comes from a searchsorted over the
+    offsets, then one scatter_reduce: no host loop, any device, autograd through scatter_reduce.
+    """
 def select(input, dim, index): """A view of index along dim, without that dimension."""
 def select_scatter(input, src, dim, index): """input with input.select(dim, index) replaced by src."""
 def set_anomaly_enabled(enabled, check_nan=...): """torch.set_anomaly_enabled (the switch autograd.set_detect_anomaly sets)."""
@@ -663,8 +670,9 @@ def set_default_tensor_type(t): """torch.set_default_tensor_type (deprecated in 
     the default dtype (and, for torch.cuda.*Tensor, the default device).
     """
 def set_deterministic_debug_mode(debug_mode): """torch's alias over use_deterministic_algorithms: 'default'/0 off, 'warn'/1 warn only, 'error'/2 on."""
-def set_float32_matmul_precision(precision): """'highest', 'high' or 'medium'. Accepted and reported by get_float32_matmul_precision();
-    tensorlab's float32 matmuls always compute in float32 (what 'highest' asks for).
+def set_float32_matmul_precision(precision): """'highest', 'high' or 'medium'. On CUDA 'high' and 'medium' let float32 products run on TF32
+    tensor cores (cuBLAS's CUBLAS_COMPUTE_32F_FAST_TF32, as torch does for both); 'highest' keeps them
+    in float32. The CPU computes float32 in float32 whatever the setting.
     """
 def set_flush_denormal(mode): """Whether flushing denormals to zero is supported and was set: False (NumPy computes with
     denormals; the CPU's FTZ/DAZ flags are not changed).

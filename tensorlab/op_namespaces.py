@@ -1,6 +1,7 @@
 """torch.ops under tensorlab.compat (tensorlab.ops is the package of op front ends, so torch's name maps
 here): `torch.ops.<ns>.<name>` calls an operator defined through torch.library (tensorlab/library.py),
-`torch.ops.aten.<name>` tensorlab's function of that name (its overloads, `.default`, `.Tensor`,
+`torch.ops.aten.<name>` tensorlab's function of that name (compat/aten.py's for aten-only operators such as
+slice and _safe_softmax; its overloads, `.default`, `.Tensor`,
 `.Scalar`, `.out`, ..., all name the same function: tensorlab's functions take every form), and
 `torch.ops.load_library(path)` refuses a C++ operator library: it is built against libtorch, which
 tensorlab does not provide (OSError, as torch raises for a library it cannot load)."""
@@ -68,8 +69,9 @@ class OpOverloadPacket:
 
 def _aten(name):
     import tensorlab as tl
+    from tensorlab.compat import aten as aten_only
     from tensorlab.nn import functional as F
-    for owner in (tl, F, tl.linalg, tl.special, tl.fft):
+    for owner in (aten_only, tl, F, tl.linalg, tl.special, tl.fft):
         fn = getattr(owner, name, None)
         if callable(fn) and not isinstance(fn, type):
             return fn

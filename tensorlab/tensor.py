@@ -237,6 +237,10 @@ class Tensor:
         return backends.cpu if dev.type == "cpu" else backends.get(dev)
 
     # -- Python protocol ----------------------------------------------------------------------
+    def __rdiv__(self, other):
+        """torch's Tensor.__rdiv__ (Python 2's name, kept by torch): other / self."""
+        return self.__rtruediv__(other)
+
     def __len__(self):
         shape = self._meta.layout.shape
         if not shape:

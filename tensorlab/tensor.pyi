@@ -73,6 +73,7 @@ class Tensor:
     def __pow__(self, other): ...
     def __radd__(self, other): ...
     def __rand__(self, other): ...
+    def __rdiv__(self, other): """torch's Tensor.__rdiv__ (Python 2's name, kept by torch): other / self."""
     def __reduce__(self, /): """Helper for pickle."""
     def __reduce_ex__(self, proto): """Helper for pickle."""
     def __repr__(self): """Return repr(self)."""
@@ -405,8 +406,8 @@ class Tensor:
     is_quantized: Any
     def is_same_size(self, other): """Whether `other` has this tensor's shape."""
     def is_set_to(self, tensor): """Whether both tensors view the same storage with the same offset, shape and strides."""
-    def is_shared(self): """Whether the storage can be shared with other processes without a copy: CUDA memory is (as
-        torch reports); tensorlab's CPU storages are private process memory.
+    def is_shared(self): """Whether other processes can see this tensor's memory: CUDA memory is (as torch reports), a CPU
+        storage once share_memory_() moved it into shared memory (tensorlab/shared_memory.py).
         """
     def is_signed(self): """Whether the dtype is signed."""
     is_sparse: Any
@@ -668,6 +669,10 @@ class Tensor:
     def sgn_(self): """In-place form of sgn: the result is written into self, which is returned (torch's Tensor.sgn_)."""
     @property
     def shape(self) -> Any: """The tensor's size, a tl.Size."""
+    def share_memory_(self): """Move the CPU storage into shared memory (a no-op when it is there already, and for CUDA
+        tensors): pickled to another process (multiprocessing's spawn, queues), the tensor then maps the
+        same memory instead of carrying a copy. Returns self.
+        """
     def short(self, memory_format=...): """The tensor as int16."""
     def sigmoid(input, *, out=...): """Elementwise sigmoid (torch.sigmoid); promotion: int_to_float."""
     def sigmoid_(input): """In-place sigmoid."""

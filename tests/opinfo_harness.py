@@ -42,7 +42,11 @@ TOLERANCES = {"float32": {"rtol": 1e-5, "atol": 1e-5}, "float64": {"rtol": 1e-7,
               "float16": {"rtol": 1e-3, "atol": 1e-3}, "bfloat16": {"rtol": 1.6e-2, "atol": 1e-2}}
 # decompositions whose vectors are unique only up to sign: each column (last dim: V's rows for Vh)
 # is flipped so its largest entry is positive before comparing
-SIGN_FREE = {"svd": {0: "cols", 2: "cols"}, "linalg.svd": {0: "cols", 2: "rows"}, "linalg.eigh": {1: "cols"}}
+# ("phase": a general matrix's eigenvectors are unique only up to a unit complex factor per column, which
+# LAPACK builds choose differently on the same input: both sides' columns are turned so that the entry
+# where torch's column is largest is real and positive)
+SIGN_FREE = {"svd": {0: "cols", 2: "cols"}, "linalg.svd": {0: "cols", 2: "rows"}, "linalg.eigh": {1: "cols"},
+             "linalg.eig": {1: "phase"}}
 ERROR_KINDS = (IndexError, TypeError, ValueError, NotImplementedError, RuntimeError)
 PASS, MISMATCH, OURS_RAISED, TORCH_RAISED, BOTH_RAISED, SKIPPED = (
     "pass", "mismatch", "tensorlab raised", "torch raised", "both raised", "skipped")
@@ -189,16 +193,43 @@ def _our_name(op):
     return found
 
 
+def _dunder(name):
+    return name.startswith("__") and name.endswith("__")
+
+
+def _aten(fn):
+    """tensorlab's counterpart of a torch.ops.aten operator (aten.slice.Tensor, aten._softmax_backward_data):
+    tensorlab.compat.aten.<name>, or None."""
+    from tensorlab.compat import aten
+    return getattr(aten, getattr(fn, "__name__", "").split(".")[0], None)
+
+
+def _torch_private(fn):
+    """tl.<name> for one of torch's own functions with a private name (torch._chunk_cat,
+    torch._unsafe_masked_index, torch.segment_reduce for _segment_reduce), or None."""
+    name = getattr(fn, "__name__", "")
+    if not name or getattr(_torch(), name, None) is not fn:
+        return None
+    return getattr(tl, name, None)
+
+
 def variants(op):
     """{variant: (torch callable, tensorlab callable or None)} for the variants torch defines."""
     out = {}
     fn = op.op
-    if type(fn).__name__ == "method_descriptor":  # a Tensor method as the op (cfloat, cdouble): tl.Tensor's
+    dunder = _dunder(op.name) and getattr(fn, "__name__", "<lambda>") != "<lambda>"
+    if dunder:
+        # a Tensor operator as the op (__rsub__, __getitem__): tl.Tensor's function of that name, called
+        # unbound as torch's reference inputs call torch's (Tensor.__rsub__(2.0, t) is t's rsub of 2.0)
+        out["function"] = (fn, getattr(tl.Tensor, op.name, None))
+    elif type(fn).__name__ in ("OpOverload", "OpOverloadPacket"):  # torch.ops.aten.X
+        out["function"] = (fn, _aten(fn) or (_resolve_path(tl, op.name) if not op.name.startswith("_") else None))
+    elif type(fn).__name__ == "method_descriptor":  # a Tensor method as the op (cfloat, cdouble): tl.Tensor's
         name = fn.__name__
         out["function"] = (fn, (lambda *a, _n=name, **k: _method(a[0], _n)(*a[1:], **k))
                            if getattr(tl.Tensor, name, None) is not None else None)
     elif getattr(fn, "__name__", "<lambda>") != "<lambda>":
-        out["function"] = (fn, _resolve_path(tl, op.name) if not op.name.startswith("_") else None)
+        out["function"] = (fn, _resolve_path(tl, op.name) if not op.name.startswith("_") else _torch_private(fn))
     else:  # a lambda around torch's names: the same code with torch -> tensorlab, where the name exists
         out["function"] = (fn, _retarget(fn) if _our_name(op) is not None else None)
     for v, attr in (("method", "method_variant"), ("inplace", "inplace_variant")):
@@ -207,6 +238,8 @@ def variants(op):
             name = m.__name__
             ours = getattr(tl.Tensor, name, None)
             out[v] = (m, (lambda *a, _n=name, **k: _method(a[0], _n)(*a[1:], **k)) if ours is not None else None)
+    if dunder and "method" in out:
+        out["method"] = (out["method"][0], out["function"][1])
     ov = getattr(op, "operator_variant", None)
     if ov is not None and ov in vars(operator).values():
         out["operator"] = (ov, ov)
@@ -261,11 +294,28 @@ def _sign_fixed(t, rows):
     return t * sign
 
 
-def _canonical(ts, sign_free):
-    """Sign-fixed vectors, only the first k (the count of values: output 1 for svd, 0 for eigh)."""
+def _phase_fixed(t, ref):
+    """t's columns each times the unit factor that makes its entry where ref's column is largest in
+    magnitude real and positive (ref's index for both sides: no ties decided differently)."""
+    torch = _torch()
+    if t.dim() < 2 or t.numel() == 0 or t.shape != ref.shape:
+        return t
+    idx = ref.abs().argmax(dim=-2, keepdim=True)
+    p = torch.gather(t, -2, idx)
+    mag = p.abs()
+    return t * torch.where(mag == 0, torch.ones_like(p), mag / torch.where(mag == 0, torch.ones_like(p), p))
+
+
+def _canonical(ts, sign_free, ref=None):
+    """Sign-fixed vectors, only the first k (the count of values: output 1 for svd, 0 for eigh);
+    "phase" outputs turned by _phase_fixed against ref's (torch's) output."""
     k = ts[1].shape[-1] if len(ts) == 3 else ts[0].shape[-1]
     out = list(ts)
     for i, how in sign_free.items():
+        if how == "phase":
+            if isinstance(out[i], _torch().Tensor) and ref is not None:
+                out[i] = _phase_fixed(out[i], ref[i])
+            continue
         t = out[i]
         if not isinstance(t, _torch().Tensor):
             continue
@@ -292,7 +342,7 @@ def compare(got, want, values=True, sign_free=()):
     if isinstance(want, tuple) and any(isinstance(w, (list, tuple)) for w in want):  # (hist, (edges, ...))
         want, g = _flat(want), _flat(g)
     if sign_free and isinstance(want, tuple) and isinstance(g, tuple) and len(g) == len(want):
-        g, want = _canonical(g, sign_free), _canonical(want, sign_free)
+        g, want = _canonical(g, sign_free, want), _canonical(want, sign_free, want)
     if isinstance(want, torch.Tensor) or (isinstance(want, (list, tuple)) and want and
                                           all(isinstance(w, torch.Tensor) for w in want)):
         ws = [want] if isinstance(want, torch.Tensor) else list(want)
@@ -576,7 +626,7 @@ def main(argv=None):
         dtypes = [torch.complex64, torch.complex128] if args.full else [torch.complex64]
     results = {}
     for op in ops:
-        if public(op) and exists(op):
+        if (public(op) or args.ops) and exists(op):  # private OpInfos (__rsub__, _chunk_cat) when named
             results[key(op)] = run_op(op, dtypes, args.device, reference=False, every=args.every)
             if args.grad:
                 results[key(op)] += run_grads(op, args.device, args.grad_every)

@@ -145,6 +145,7 @@ def test_aten_namespace_names_tensorlab_functions(device):
     assert ops.aten.relu.default(x).tolist() == [[1, 0], [3, 4]]
     assert ops.aten.sum(x).item() == 6.0
     assert ops.aten.softmax(x, 1).shape == (2, 2)
+    assert ops.aten.slice.Tensor(x, 1, 1, 2).tolist() == [[-2], [4]]  # an aten-only operator (compat/aten.py)
     with pytest.raises(AttributeError, match="'torch.ops.aten' object has no attribute 'no_such_op'"):
         ops.aten.no_such_op
 

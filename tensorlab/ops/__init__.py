@@ -47,3 +47,4 @@ FAMILIES += ("lu_family",)
 FAMILIES += ("special_functions",)
 FAMILIES += ("complex_ops", "spectral")
 FAMILIES += ("random_samplers",)
+FAMILIES += ("private_ops",)  # torch._chunk_cat, segment_reduce, _unsafe_masked_index, ...

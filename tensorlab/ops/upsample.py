@@ -102,23 +102,29 @@ def _aa_filter(mode):
     return cubic
 
 
-def _antialias_matrix(mode, n_in, n_out, scale, align_corners):
-    """torch's _compute_weights_aa: a filter widened by the downscale factor, each row normalized."""
-    s = _scale(n_in, n_out, scale, align_corners)
+def _antialias_matrix(mode, n_in, n_out, scale, align_corners, single=False):
+    """torch's _compute_weights_aa: a filter widened by the downscale factor, each row normalized;
+    `single`: every step rounded to float32, as torch's kernel computes them for float32 input."""
+    import numpy as np
+    r = np.float32 if single else float
+    s = r(_scale(n_in, n_out, scale, align_corners))
     interp = _AA_TAPS[mode]
-    support = interp * 0.5 * s if s >= 1.0 else interp * 0.5
-    invscale = 1.0 / s if s >= 1.0 else 1.0
+    support = r(interp * r(0.5) * s) if s >= 1.0 else r(interp * 0.5)
+    invscale = r(r(1.0) / s) if s >= 1.0 else r(1.0)
     f = _aa_filter(mode)
+    half = r(0.5)
     rows = []
     for i in range(n_out):
-        center = s * (i + 0.5)
-        xmin = max(int(center - support + 0.5), 0)
-        xsize = min(int(center + support + 0.5), n_in) - xmin
-        ws = [f((j + xmin - center + 0.5) * invscale) for j in range(xsize)]
-        total = sum(ws)
+        center = r(s * r(i + half))
+        xmin = max(int(center - support + half), 0)
+        xsize = min(int(center + support + half), n_in) - xmin
+        ws = [r(f(r(r(r(j + xmin) - center + half) * invscale))) for j in range(xsize)]
+        total = r(0.0)
+        for w in ws:
+            total = r(total + w)
         row = [0.0] * n_in
         for j, w in enumerate(ws):
-            row[xmin + j] = w / total if total != 0.0 else w
+            row[xmin + j] = float(r(w / total)) if total != 0.0 else float(w)
         rows.append(row)
     return rows
 
@@ -187,8 +193,15 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     need = _LINEAR.get(mode)
     if need is not None and nd != need:
         raise NotImplementedError(f"Got {nd}D input, but {mode} mode needs {need}D input")
+    sizes, scales = _output_size(input, nd - 2, size, scale_factor, recompute_scale_factor)
+    return resample(input, mode, sizes, scales, align_corners, antialias)
+
+
+def resample(input, mode, sizes, scales, align_corners, antialias):
+    """interpolate after its argument checks: the output's spatial sizes and the scales that map its
+    coordinates (None: in / out), given apart as aten's upsample operators take them."""
+    nd = input.dim()
     nsp = nd - 2
-    sizes, scales = _output_size(input, nsp, size, scale_factor, recompute_scale_factor)
     if any(s <= 0 for s in sizes) and input.numel():
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({', '.join(str(n) for n in input.shape[2:])}) "
                            f"output ({', '.join(map(str, sizes))})")
@@ -245,8 +258,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             y = _taps.apply(y, d, ti, tw)
             continue
         _bounds.check_bytes_fit(n_out * n_in * 8, None, f"interpolate ({mode}, antialias)")
-        m = geometry_tensor(("resample", mode, n_in, n_out, sc, align_corners, antialias), acc, dev,
-                            lambda: _antialias_matrix(mode, n_in, n_out, sc, align_corners) if antialias else
+        m = geometry_tensor(("resample", mode, n_in, n_out, sc, align_corners, antialias, acc.name), acc, dev,
+                            lambda: _antialias_matrix(mode, n_in, n_out, sc, align_corners, acc is dtypes.float32)
+                            if antialias else
                             _weight_matrix(mode, n_in, n_out, sc, align_corners, acc is dtypes.float32))
         m = m.reshape(n_out, n_in)
         y = y.movedim(d, -1).matmul(m.t()).movedim(-1, d)

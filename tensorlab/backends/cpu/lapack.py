@@ -251,6 +251,36 @@ def _ldl_solve(xs, os, params):
     return []
 
 
+def _geev(xs, os, params):
+    """The general eigensolver, LAPACK's own output: outs [w (complex, batch x n), and with vectors
+    vr in A's dtype]; for a real A, vr holds geev's packed form (a conjugate pair's vectors as the
+    real and imaginary columns j, j+1, the one with Im w > 0 first), unpacked by the front end
+    (ops/eig.py) as it unpacks cuSOLVER's Xgeev. info: geev's (i > 0: QR did not converge)."""
+    from scipy.linalg import lapack as L
+    a = xs[0]
+    n = a.shape[-1]
+    flat = _batch(a)
+    w = os[0].reshape((flat.shape[0], n))
+    vr = _batch(os[1]) if len(os) > 1 else None
+    cplx = np.iscomplexobj(a)
+    f = getattr(L, {np.float32: "s", np.float64: "d", np.complex64: "c", np.complex128: "z"}[a.dtype.type] + "geev")
+    info = []
+    for i in range(flat.shape[0]):
+        if not n:
+            info.append(0)
+            continue
+        res = f(flat[i], compute_vl=0, compute_vr=int(vr is not None), lwork=max(1, 34 * n))
+        if cplx:
+            w[i], v, code = res[0], res[2], res[3]
+        else:
+            w[i] = res[0] + 1j * res[1]
+            v, code = res[3], res[4]
+        if vr is not None:
+            vr[i] = v
+        info.append(int(code))
+    return info
+
+
 def _trsm(xs, os, params):
     from scipy.linalg import blas
     a, b = xs
@@ -264,4 +294,4 @@ def _trsm(xs, os, params):
 
 
 _SCIPY_OPS = {"potrs": _potrs, "lu_factor": _lu_factor, "lu_solve": _lu_solve, "geqrf": _geqrf, "orgqr": _orgqr, "ormqr": _ormqr,
-              "ldl_factor": _ldl_factor, "ldl_solve": _ldl_solve, "trsm": _trsm}
+              "ldl_factor": _ldl_factor, "ldl_solve": _ldl_solve, "trsm": _trsm, "geev": _geev}

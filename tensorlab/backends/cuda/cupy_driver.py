@@ -840,6 +840,47 @@ class CupyDriver:
                 f(h, self._fill(lower), n, P(a, i, isz, stride_a), lda, P(ipiv, i, 4, stride_ipiv), P(work), lwork,
                   P(info, i, 4, 1))
 
+    # cusolverDnXgeev (the 64-bit API): cudaDataType values of A / VR (A's type) and W (complex)
+    _CUDA_DATA_TYPE = {"float32": 0, "float64": 1, "complex64": 4, "complex128": 5}  # CUDA_R_32F, _R_64F, _C_32F, _C_64F
+    _GEEV_W = {"float32": "complex64", "float64": "complex128", "complex64": "complex64", "complex128": "complex128"}
+    _ITEMSIZE = {"float32": 4, "float64": 8, "complex64": 8, "complex128": 16}
+
+    def _geev_args(self, lib, vectors, dtype):
+        ta, tw = self._CUDA_DATA_TYPE[dtype], self._CUDA_DATA_TYPE[self._GEEV_W[dtype]]
+        jobvr = lib.CUSOLVER_EIG_MODE_VECTOR if vectors else lib.CUSOLVER_EIG_MODE_NOVECTOR
+        return ta, tw, lib.CUSOLVER_EIG_MODE_NOVECTOR, jobvr
+
+    def geev_buffer_size(self, vectors, n, a, lda, w, vr, ldvr, dtype, stream):
+        P = self._p
+        with _cupy().cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            ta, tw, jobvl, jobvr = self._geev_args(lib, vectors, dtype)
+            params = lib.createParams()
+            try:
+                d, hb = lib.xgeev_bufferSize(h, params, jobvl, jobvr, n, ta, P(a), lda, tw, P(w), ta, 0, 1, ta, P(vr),
+                                             ldvr, ta)
+            finally:
+                lib.destroyParams(params)
+            return int(d), int(hb)
+
+    def geev(self, vectors, n, a, lda, stride_a, w, stride_w, vr, ldvr, stride_vr, info, batch, work, work_bytes,
+             host_bytes, dtype, stream):
+        P = self._p
+        isz, wsz = self._ITEMSIZE[dtype], self._ITEMSIZE[self._GEEV_W[dtype]]
+        host = np.empty(max(int(host_bytes), 1), np.uint8)
+        with _cupy().cuda.Device(stream.device):
+            lib, h = self._solver(stream)
+            ta, tw, jobvl, jobvr = self._geev_args(lib, vectors, dtype)
+            params = lib.createParams()
+            try:
+                for i in range(batch):
+                    lib.xgeev(h, params, jobvl, jobvr, n, ta, P(a, i, isz, stride_a), lda, tw, P(w, i, wsz, stride_w),
+                              ta, 0, 1, ta, P(vr, i, isz, stride_vr), ldvr, ta, P(work), work_bytes, host.ctypes.data,
+                              host_bytes, P(info, i, 4, 1))
+            finally:
+                lib.destroyParams(params)
+        self._keep_until_done(stream, host)
+
     def trsm(self, left, lower, trans, unit, m, n, a, lda, stride_a, b, ldb, stride_b, batch, dtype, stream):
         cp = _cupy()
         from cupy_backends.cuda.libs import cublas

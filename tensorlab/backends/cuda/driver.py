@@ -227,6 +227,16 @@ class Driver(Protocol):
     def sytrf(self, lower: bool, n: int, a: Pointer, lda: int, stride_a: int, ipiv: Pointer, stride_ipiv: int,
               info: Pointer, batch: int, work: Pointer, lwork: int, dtype: str, stream) -> None:
         """Bunch-Kaufman LDL^T in place, LAPACK's ipiv (negative entries: 2x2 blocks)."""
+    def geev_buffer_size(self, vectors: bool, n: int, a: Pointer, lda: int, w: Pointer, vr, ldvr: int, dtype: str,
+                         stream) -> tuple:
+        """(device bytes, host bytes) of geev's two workspaces; dtype here may also be "complex64" or
+        "complex128" (A's; W is always the complex type of A's precision, VR has A's type)."""
+    def geev(self, vectors: bool, n: int, a: Pointer, lda: int, stride_a: int, w: Pointer, stride_w: int, vr,
+             ldvr: int, stride_vr: int, info: Pointer, batch: int, work: Pointer, work_bytes: int, host_bytes: int,
+             dtype: str, stream) -> None:
+        """General eigensolver (cusolverDnXgeev; right vectors only, or none): W the n complex eigenvalues,
+        VR (vectors) the unit-norm right eigenvectors, for a real A in LAPACK's packed real form; a is
+        destroyed. The driver owns the host workspace of host_bytes (kept until the stream is done)."""
     def trsm(self, left: bool, lower: bool, trans: bool, unit: bool, m: int, n: int, a: Pointer, lda: int,
              stride_a: int, b: Pointer, ldb: int, stride_b: int, batch: int, dtype: str, stream) -> None:
         """cuBLAS triangular solve, alpha 1: B (m x n) <- op(A)^-1 B (left) or B op(A)^-1."""

@@ -1,6 +1,6 @@
 """The CUDA side of the `lapack` primitive (backends/cpu/lapack.py): dense factorizations through
 cuSOLVER (and cuBLAS's trsm), called by the driver (driver.getrf, potrf, geqrf, orgqr, ormqr,
-gesvd, syevd, sytrf, getrs, trsm; NumPy/SciPy stand-ins under the emulation).
+gesvd, syevd, sytrf, getrs, trsm, geev; NumPy/SciPy stand-ins under the emulation).
 
 Each op copies its (any-strided, row-major) inputs into fresh column-major scratch batches, so
 the library sees A itself (not A^T) with lda = max(1, rows) and batch stride rows * cols, runs the
@@ -416,6 +416,31 @@ def _op_eigh(s, outs, ins, params, drv, stream):
         copy(outs[1], W)
 
 
+# -- general eigensolver: Xgeev (right vectors; real A: LAPACK's packed real vectors, the front end unpacks)
+def _op_geev(s, outs, ins, params, drv, stream):
+    A = ins[0]
+    batch, nb = _batch(A)
+    n = A.shape[-1]
+    dt = A.dtype
+    wdt = outs[0].dtype
+    vectors = len(outs) > 1
+    W = s.cm(batch, n, n, dt, A)
+    w = s.vec(nb, max(n, 1), wdt)
+    VR = s.cm(batch, n, n, dt) if vectors else None
+    info = _info_of(params, nb, s, dt)
+    if not (nb and n):
+        return
+    vr = _ptr(VR) if vectors else None
+    dbytes, hbytes = drv.geev_buffer_size(vectors, n, _ptr(W), n, _ptr(w), vr, n, dt.name, stream)
+    work = Pointer(s.buf(max(int(dbytes), 1)))
+    _count("geev")
+    drv.geev(vectors, n, _ptr(W), n, n * n, _ptr(w), n, vr, n, n * n, _ptr(info), nb, work, int(dbytes), int(hbytes),
+             dt.name, stream)
+    copy(outs[0], _view(w, tuple(batch) + (n,), tuple(c * n for c in contiguous_strides(tuple(batch))) + (1,)))
+    if vectors:
+        copy(outs[1], VR)
+
+
 # -- LDL^T: sytrf -------------------------------------------------------------------------------------
 def _op_ldl_factor(s, outs, ins, params, drv, stream):
     A = ins[0]
@@ -466,4 +491,5 @@ _OPS = {
     "eigh": _op_eigh,
     "ldl_factor": _op_ldl_factor,
     "trsm": _op_trsm,
+    "geev": _op_geev,
 }

@@ -678,6 +678,51 @@ class EmulationDriver:
             ldu, piv, code = self._lapack("sytrf", t)(np.array(A[i]), lower=int(bool(lower)))
             A[i], P[i], inf[i] = ldu, piv, code
 
+    # cusolverDnXgeev: A's type real or complex, W complex of its precision, VR A's type (packed real
+    # vectors for a real A, as LAPACK's); two workspaces in bytes, the host one the driver's own
+    _GEEV_TYPES = {"float32": (np.float32, np.complex64), "float64": (np.float64, np.complex128),
+                   "complex64": (np.complex64, np.complex64), "complex128": (np.complex128, np.complex128)}
+
+    def _geev_types(self, dtype):
+        t = self._GEEV_TYPES.get(dtype)
+        if t is None:
+            raise RuntimeError(f"cuSOLVER (emulated) geev: dtype {dtype!r} is not one of {sorted(self._GEEV_TYPES)}")
+        return t
+
+    def geev_buffer_size(self, vectors, n, a, lda, w, vr, ldvr, dtype, stream):
+        t, _ = self._geev_types(dtype)
+        return self._lwork(n) * np.dtype(t).itemsize, 8 * max(n, 1)
+
+    def geev(self, vectors, n, a, lda, stride_a, w, stride_w, vr, ldvr, stride_vr, info, batch, work, work_bytes,
+             host_bytes, dtype, stream):
+        t, tw = self._geev_types(dtype)
+        need, need_host = self.geev_buffer_size(vectors, n, a, lda, w, vr, ldvr, dtype, stream)
+        self._swork("geev", work, work_bytes, need, np.uint8)
+        if type(host_bytes) is not int or host_bytes < need_host:
+            raise RuntimeError(f"cuSOLVER (emulated) geev: CUSOLVER_STATUS_INVALID_VALUE: host workspace "
+                               f"{host_bytes!r} bytes < the {need_host} the query returned")
+        A = self._smat("geev", a, n, n, lda, stride_a, batch, t, "A")
+        W = self._svec("geev", w, n, stride_w, batch, tw, "W")
+        if vectors and vr is None:
+            raise RuntimeError("cuSOLVER (emulated) geev: CUSOLVER_STATUS_INVALID_VALUE: jobvr VECTOR with VR NULL")
+        V = self._smat("geev", vr, n, n, ldvr, stride_vr, batch, t, "VR") if vectors else None
+        inf = self._sinfo("geev", info, batch)
+        from scipy.linalg import lapack
+        f = getattr(lapack, {np.float32: "s", np.float64: "d", np.complex64: "c", np.complex128: "z"}[t] + "geev")
+        for i in range(batch):
+            inf[i] = 0
+            if not n:
+                continue
+            res = f(np.array(A[i]), compute_vl=0, compute_vr=int(bool(vectors)))
+            if t in (np.complex64, np.complex128):
+                ww, vv, code = res[0], res[2], res[3]
+            else:
+                ww, vv, code = res[0] + 1j * res[1], res[3], res[4]
+            W[i], inf[i] = ww, code
+            if vectors:
+                V[i] = vv
+            A[i] = np.nan  # cuSOLVER destroys A
+
     def trsm(self, left, lower, trans, unit, m, n, a, lda, stride_a, b, ldb, stride_b, batch, dtype, stream):
         t = self._stype(dtype, "trsm")
         r = m if left else n
