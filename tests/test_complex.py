@@ -314,3 +314,21 @@ def test_complex_gradients_without_touching_complex_ops_first():
             "print(x.grad.tolist())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == str([(2 + 2j), (4 - 2j)])
+
+
+@pytest.mark.torch_oracle
+def test_conjugate_transposes_conjugate(device, torch):
+    """mH, H and adjoint() conjugate complex matrices (values and gradients as torch's); real ones are views."""
+    v = np.array([[1 + 2j, 3j], [1, 2 - 1j]], dtype=np.complex64)
+    for name in ("mH", "H", "adjoint"):
+        x = tl.tensor(v, device=device, requires_grad=True)
+        tx = torch.tensor(v, requires_grad=True)
+        y = getattr(x, name)
+        ty = getattr(tx, name)
+        y, ty = (y(), ty()) if callable(y) else (y, ty)
+        np.testing.assert_array_equal(y.detach().cpu().numpy(), ty.detach().resolve_conj().numpy())
+        y.abs().sum().backward()
+        ty.abs().sum().backward()
+        np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), rtol=1e-6)
+    r = tl.ones(2, 3, device=device)
+    assert r.mH._base is r and r.adjoint().shape == (3, 2)

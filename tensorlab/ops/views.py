@@ -270,11 +270,19 @@ def _mT(self):
     return transpose(self, -2, -1)
 
 
+def _conj(x):
+    """x's conjugate for the conjugate transposes: complex values conjugated (eagerly, a new tensor:
+    tensorlab has no lazy conjugate bit), real tensors as they are."""
+    if x.dtype.is_complex:
+        from .complex_ops import conj
+        return conj(x)
+    return x
+
+
 def _H(self):
-    # real dtypes only, so the conjugate transpose is the transpose
     if self.dim() not in (0, 2):
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.dim()}-D tensor.")
-    return t(self)
+    return t(_conj(self))
 
 
 def _mH(self):
@@ -283,14 +291,14 @@ def _mH(self):
     if self.dim() < 2:
         raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
                            f"Got {self.dim()}-D tensor.")
-    return transpose(self, -2, -1)
+    return transpose(_conj(self), -2, -1)
 
 
 def adjoint(input):
     if input.dim() < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of matrices. "
                            f"Got {input.dim()}-D tensor.")
-    return transpose(input, -2, -1)
+    return transpose(_conj(input), -2, -1)
 
 
 def _dim_list(x, ndim, op, what):
