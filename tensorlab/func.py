@@ -14,41 +14,14 @@ import functools
 
 from .autograd.grad_mode import enable_grad
 from .tensor import Tensor
+from .utils import _pytree
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap", "functional_call"]
 
 
-# -- pytrees (tuple, list, dict of tensors and leaves) ---------------------------------------------
-def _flatten(tree):
-    if isinstance(tree, (tuple, list)):
-        leaves, specs = [], []
-        for t in tree:
-            l, s = _flatten(t)
-            leaves += l
-            specs.append(s)
-        return leaves, (type(tree), specs)
-    if isinstance(tree, dict):
-        leaves, specs = [], []
-        for k in tree:
-            l, s = _flatten(tree[k])
-            leaves += l
-            specs.append((k, s))
-        return leaves, (dict, specs)
-    return [tree], None
-
-
-def _unflatten(leaves, spec):
-    it = iter(leaves)
-
-    def build(spec):
-        if spec is None:
-            return next(it)
-        kind, specs = spec
-        if kind is dict:
-            return {k: build(s) for k, s in specs}
-        items = [build(s) for s in specs]
-        return kind(*items) if hasattr(kind, "_fields") else kind(items)
-    return build(spec)
+# -- pytrees: torch.utils._pytree's (tuple, list, dict, namedtuple, ... of tensors and leaves) --------
+_flatten = _pytree.tree_flatten
+_unflatten = _pytree.tree_unflatten
 
 
 def _check_argnums(argnums, nargs, fn):
