@@ -6,9 +6,9 @@ import os
 from typing import IO, Sequence, Union
 
 from .device import Device as _device_cls
-from .dtypes import DType as _dtype
+from .dtypes import DType as _dtype  # noqa: F401  (torch.types._dtype)
 from .layout import Size
-from .layouts import TensorLayout as _layout
+from .layouts import TensorLayout as _layout  # noqa: F401  (torch.types._layout)
 from .storage import UntypedStorage as Storage
 from .tensor import Tensor
 

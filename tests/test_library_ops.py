@@ -9,7 +9,6 @@ from __future__ import annotations
 import itertools
 from typing import List, Optional
 
-import numpy as np
 import pytest
 
 import tensorlab as tl
