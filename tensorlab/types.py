@@ -12,7 +12,7 @@ from .layouts import TensorLayout as _layout  # noqa: F401  (torch.types._layout
 from .storage import UntypedStorage as Storage
 from .tensor import Tensor
 
-__all__ = ["Device", "Number", "FileLike", "Storage", "Tensor", "Size"]
+__all__ = ["Device", "Number", "FileLike", "Storage", "Tensor", "Size", "_device", "_dtype", "_layout", "_size"]
 
 _device = _device_cls
 _size = Union[Size, Sequence[int]]
