@@ -314,13 +314,9 @@ def _recipe(prim, op, o, tensors, operands, compute, scalars_c, row):
     ix = p.index
     codes = [_SCALAR_CODE] * len(operands)
     odt = o.dtype
-    vec = row[2].get(compute) if p.contiguous and ix == "int" else None  # (expression, out dtype, operand dtypes)
-    if vec is not None and odt is not vec[1]:
-        vec = None
+    vec = _vec_row(row, compute, c, odt, tensors) if p.contiguous and ix == "int" else None
     for k, t in tensors:
         codes[k] = _CODE[t.dtype]
-        if vec is not None and t.dtype is not vec[2][k]:
-            vec = None
     zero = _ZERO_C[c] if scalars_c is _C_NP[c] else scalars_c(0)
     reaches = []
     for op_ in p.operands:
@@ -352,6 +348,31 @@ def _recipe(prim, op, o, tensors, operands, compute, scalars_c, row):
     else:
         all_codes = (_CODE[odt], *codes, cc)
     return (p.n, expr, False, tuple(reaches), all_codes, zero, None, tuple(lays), p.count, None)
+
+
+def _vec_row(row, compute, c, odt, tensors):
+    """(expression, out dtype, operand dtypes) of the *_vec instantiation that computes exactly what
+    the generic kernel would, or None. Its storage type T is the output's dtype (a predicate's: its
+    first tensor operand's); float16/bfloat16 tensors under a float32 compute dtype (torch's upcast)
+    take T's row, which computes in float as well. Integer and bool T must be the compute dtype
+    itself: the generic kernel narrows every load to it."""
+    vecs = row[2]
+    t = odt
+    if odt is dtypes.bool_ and compute is not dtypes.bool_:
+        t = None
+        for _, x in tensors:
+            if x.dtype is not dtypes.bool_:
+                t = x.dtype
+                break
+        if t is None:
+            t = compute
+    v = vecs.get(t)
+    if v is None or v[1] is not odt or (t is not compute and (not t.is_floating_point or _C[t] != c)):
+        return None
+    for k, x in tensors:
+        if x.dtype is not v[2][k]:
+            return None
+    return v
 
 
 def _c_arg(v, compute, c):
