@@ -125,10 +125,26 @@ def _dtype_pairs():
             yield pytest.param(s, d, id=f"{s.name}-{d.name}")
 
 
+@pytest.mark.parametrize("wide", [False, True], ids=["int32", "int64"])
 @pytest.mark.parametrize("src,dst", list(_dtype_pairs()))
-def test_every_cast_pair_contiguous_and_strided(src, dst):
+def test_every_cast_pair_contiguous_and_strided(src, dst, wide):
+    from tensorlab.backends.cuda import launch as K
+    with K.wide_indexing() if wide else _null():
+        _cast_pair(src, dst, (17, 131) if wide else (1, 15, 16, 17, 131, 1030))
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def _cast_pair(src, dst, lengths):
     rng = np.random.default_rng(5)
-    for n in (1, 15, 16, 17, 131, 1030):  # below, at and past one pack; several unrolled steps plus a tail
+    assert tl.empty(3, device="cuda").data_ptr() % 16 == 0  # fresh buffers take the packed path
+    for n in lengths:  # below, at and past one pack; several unrolled steps plus a tail
         arr = _values(src, (n,), rng)
         if src.is_floating_point and not dst.is_floating_point:
             arr = _finite(arr)  # NaN/inf -> int is undefined
