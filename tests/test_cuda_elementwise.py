@@ -1,7 +1,7 @@
 """CUDA elementwise primitives against the CPU backend's, called directly: every kernel of
 kernel_table.ELEMENTWISE in each compute type it is instantiated for, through each kernel variant
-(vectorized same-dtype, generic dense with mixed dtypes and scalars, generic strided/broadcast),
-with 32-bit and 64-bit indexing; plus the integer division-by-zero check and the vector path's
+(the type-resolved contiguous *_vec, generic dense with mixed dtypes and scalars, generic
+strided/broadcast), with 32-bit and 64-bit indexing; plus the integer division-by-zero check and the vector path's
 alignment and tail handling. Runs where CUDA (or the emulation driver) is available."""
 from __future__ import annotations
 
