@@ -8,6 +8,8 @@
 
 namespace tl {
 constexpr int kCopyUnroll = 4;
+template <typename A, typename B> struct SameType { static constexpr bool value = false; };
+template <typename A> struct SameType<A, A> { static constexpr bool value = true; };
 }
 
 // Both operands dense and in the same order: element i of one is element i of the other. Packs of
@@ -26,10 +28,14 @@ __global__ void copy_cast_contiguous(Dst* __restrict__ dst, const Src* __restric
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (k0 + u * stride < packs) {
-        tl::Pack<Dst, N> r;
+        if constexpr (tl::SameType<Src, Dst>::value) {  // the bytes as they are (a bool holds 0 or 1)
+          tl::store_pack<N>(dst, k0 + u * stride, x[u]);
+        } else {
+          tl::Pack<Dst, N> r;
 #pragma unroll
-        for (int j = 0; j < N; ++j) r.v[j] = tl::cast<Dst>(x[u].v[j]);
-        tl::store_pack<N>(dst, k0 + u * stride, r);
+          for (int j = 0; j < N; ++j) r.v[j] = tl::cast<Dst>(x[u].v[j]);
+          tl::store_pack<N>(dst, k0 + u * stride, r);
+        }
       }
     }
   }
