@@ -6,25 +6,15 @@
 //   Python scalar passed by value in C (its layout is unused). The tensor operands' layouts share
 //   the output's (coalesced) shape, so one walk over an element's coordinates gives every offset;
 //   an output layout with ndim 0 marks all operands dense in one order (element i at offset i: the
-//   strided arithmetic is skipped).
-// *_vec: the fast path: every tensor operand and the output are contiguous and of one storage type
-//   T; 16-byte loads and stores when every pointer is 16-byte aligned, element loop for the rest.
+//   strided arithmetic is skipped). The fallback for strided layouts and mixed operand dtypes.
+// *_vec<Op, T, Index[, O[, A, B, D]]>: the contiguous path with every type fixed at compile time: T
+//   the compute dtype's storage type (C = Compute<T>), O the output's, A/B/D the operands' (default
+//   T; where's condition and masked_fill's mask are bool). kernel_table.py generates one row per
+//   (op, compute dtype) from ELEMENTWISE. Each step moves one pack (pack.cuh: 16 bytes of the widest
+//   operand) of every tensor operand; `packs` (0 when the launcher found a pointer not aligned to its
+//   pack width) packs first, then the elements past them one by one, with the same types.
 #include "tensorlab/functors.cuh"
-
-namespace tl {
-
-template <typename T>
-struct alignas(16) Pack {
-  static constexpr int N = 16 / sizeof(T);
-  T v[N];
-};
-
-template <typename T>
-__device__ __forceinline__ bool aligned16(const T* p) {
-  return (reinterpret_cast<unsigned long long>(p) & 15ULL) == 0;
-}
-
-}  // namespace tl
+#include "tensorlab/pack.cuh"
 
 // -- generic (mixed dtypes, strided, scalars) ----------------------------------------------------
 
@@ -91,60 +81,87 @@ __global__ void ternary_kernel(void* out, const void* a, const void* b, const vo
   }
 }
 
-// -- contiguous, one storage type ----------------------------------------------------------------
+// -- contiguous, types fixed at compile time -----------------------------------------------------
 
-template <typename Op, typename T, typename Index>
-__global__ void unary_vec(T* out, const T* a, typename tl::Compute<T>::type p0,
-                          typename tl::Compute<T>::type p1, typename tl::Compute<T>::type p2, Index n) {
+template <typename Op, typename T, typename Index, typename O = T>
+__global__ void unary_vec(O* out, const T* a, typename tl::Compute<T>::type p0,
+                          typename tl::Compute<T>::type p1, typename tl::Compute<T>::type p2, Index n, Index packs) {
   using C = typename tl::Compute<T>::type;
-  using P = tl::Pack<T>;
+  constexpr int N = tl::Lanes<T, O>::value;
   const tl::Params<C> p{p0, p1, p2};
-  Index done = 0;
-  if (tl::aligned16(out) && tl::aligned16(a)) {
-    const Index packs = n / P::N;
-    for (Index k = tl::global_thread<Index>(); k < packs; k += tl::grid_stride<Index>()) {
-      P x = reinterpret_cast<const P*>(a)[k], r;
+  for (Index k = tl::global_thread<Index>(); k < packs; k += tl::grid_stride<Index>()) {
+    const tl::Pack<T, N> x = tl::load_pack<N>(a, k);
+    tl::Pack<O, N> r;
 #pragma unroll
-      for (int j = 0; j < P::N; ++j) r.v[j] = tl::cast<T>(Op::f(tl::cast<C>(x.v[j]), p));
-      reinterpret_cast<P*>(out)[k] = r;
-    }
-    done = packs * P::N;
+    for (int j = 0; j < N; ++j) r.v[j] = tl::cast<O>(Op::f(tl::cast<C>(x.v[j]), p));
+    tl::store_pack<N>(out, k, r);
   }
-  for (Index i = done + tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
-    out[i] = tl::cast<T>(Op::f(tl::cast<C>(a[i]), p));
+  for (Index i = packs * N + tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
+    out[i] = tl::cast<O>(Op::f(tl::cast<C>(a[i]), p));
   }
 }
 
 // scalar_mask: bit 0 set when `a` is the scalar sa, bit 1 when `b` is sb (its pointer is then unused)
-template <typename Op, typename T, typename Index>
-__global__ void binary_vec(T* out, const T* a, const T* b, typename tl::Compute<T>::type sa,
-                           typename tl::Compute<T>::type sb, int scalar_mask, typename tl::Compute<T>::type p0,
-                           Index n) {
+template <typename Op, typename T, typename Index, typename O = T>
+__global__ void binary_vec(O* out, const T* a, const T* b,
+                           typename tl::Compute<T>::type sa, typename tl::Compute<T>::type sb, int scalar_mask,
+                           typename tl::Compute<T>::type p0, Index n, Index packs) {
   using C = typename tl::Compute<T>::type;
-  using P = tl::Pack<T>;
+  constexpr int N = tl::Lanes<T, O>::value;
   const tl::Params<C> p{p0, C(0), C(0)};
   const bool a_scalar = scalar_mask & 1, b_scalar = scalar_mask & 2;
-  Index done = 0;
-  if (tl::aligned16(out) && (a_scalar || tl::aligned16(a)) && (b_scalar || tl::aligned16(b))) {
-    const Index packs = n / P::N;
-    for (Index k = tl::global_thread<Index>(); k < packs; k += tl::grid_stride<Index>()) {
-      P x, y, r;
-      if (!a_scalar) x = reinterpret_cast<const P*>(a)[k];
-      if (!b_scalar) y = reinterpret_cast<const P*>(b)[k];
+  for (Index k = tl::global_thread<Index>(); k < packs; k += tl::grid_stride<Index>()) {
+    tl::Pack<T, N> x, y;
+    if (!a_scalar) x = tl::load_pack<N>(a, k);
+    if (!b_scalar) y = tl::load_pack<N>(b, k);
+    tl::Pack<O, N> r;
 #pragma unroll
-      for (int j = 0; j < P::N; ++j) {
-        C u = a_scalar ? sa : tl::cast<C>(x.v[j]);
-        C v = b_scalar ? sb : tl::cast<C>(y.v[j]);
-        r.v[j] = tl::cast<T>(Op::f(u, v, p));
-      }
-      reinterpret_cast<P*>(out)[k] = r;
+    for (int j = 0; j < N; ++j) {
+      const C u = a_scalar ? sa : tl::cast<C>(x.v[j]);
+      const C v = b_scalar ? sb : tl::cast<C>(y.v[j]);
+      r.v[j] = tl::cast<O>(Op::f(u, v, p));
     }
-    done = packs * P::N;
+    tl::store_pack<N>(out, k, r);
   }
-  for (Index i = done + tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
-    C u = a_scalar ? sa : tl::cast<C>(a[i]);
-    C v = b_scalar ? sb : tl::cast<C>(b[i]);
-    out[i] = tl::cast<T>(Op::f(u, v, p));
+  for (Index i = packs * N + tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
+    const C u = a_scalar ? sa : tl::cast<C>(a[i]);
+    const C v = b_scalar ? sb : tl::cast<C>(b[i]);
+    out[i] = tl::cast<O>(Op::f(u, v, p));
+  }
+}
+
+// scalar_mask: bit k set when operand k (a, b, c) is its scalar
+template <typename Op, typename T, typename Index, typename O = T, typename A = T, typename B = T, typename D = T>
+__global__ void ternary_vec(O* out, const A* a, const B* b,
+                            const D* c, typename tl::Compute<T>::type sa,
+                            typename tl::Compute<T>::type sb, typename tl::Compute<T>::type sc, int scalar_mask,
+                            typename tl::Compute<T>::type p0, Index n, Index packs) {
+  using C = typename tl::Compute<T>::type;
+  constexpr int N = tl::Lanes<O, A, B, D>::value;
+  const tl::Params<C> p{p0, C(0), C(0)};
+  const bool a_scalar = scalar_mask & 1, b_scalar = scalar_mask & 2, c_scalar = scalar_mask & 4;
+  for (Index k = tl::global_thread<Index>(); k < packs; k += tl::grid_stride<Index>()) {
+    tl::Pack<A, N> x;
+    tl::Pack<B, N> y;
+    tl::Pack<D, N> z;
+    if (!a_scalar) x = tl::load_pack<N>(a, k);
+    if (!b_scalar) y = tl::load_pack<N>(b, k);
+    if (!c_scalar) z = tl::load_pack<N>(c, k);
+    tl::Pack<O, N> r;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      const C u = a_scalar ? sa : tl::cast<C>(x.v[j]);
+      const C v = b_scalar ? sb : tl::cast<C>(y.v[j]);
+      const C w = c_scalar ? sc : tl::cast<C>(z.v[j]);
+      r.v[j] = tl::cast<O>(Op::f(u, v, w, p));
+    }
+    tl::store_pack<N>(out, k, r);
+  }
+  for (Index i = packs * N + tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
+    const C u = a_scalar ? sa : tl::cast<C>(a[i]);
+    const C v = b_scalar ? sb : tl::cast<C>(b[i]);
+    const C w = c_scalar ? sc : tl::cast<C>(c[i]);
+    out[i] = tl::cast<O>(Op::f(u, v, w, p));
   }
 }
 

@@ -59,8 +59,8 @@ def _scan_rows():
 
 # elementwise.cu: per primitive, kernel name -> (functor of kernels/tensorlab/functors.cuh, compute
 # types as letters: B bool, I long long (every integer dtype), F float (float16/bfloat16/float32),
-# D double). backends/cuda/elementwise.py launches from this table. Ops with a non-bool result get
-# the vectorized same-dtype kernels too, for the storage types ELEMENTWISE_VEC_TYPES.
+# D double). backends/cuda/elementwise.py launches from this table: the generic *_kernel per compute
+# type, and the contiguous *_vec per compute dtype of those letters (elementwise_vec_expr).
 ELEMENTWISE = {
     "unary": {
         "neg": ("Neg", "IFD"), "abs": ("Abs", "IFD"), "sign": ("Sign", "BIFD"), "exp": ("Exp", "FD"),
@@ -109,13 +109,49 @@ ELEMENTWISE["binary"].update({
 })
 ELEMENTWISE_BOOL_RESULT = frozenset(("isnan", "isinf", "isfinite", "logical_not", "eq", "ne", "lt", "le", "gt", "ge",
                                      "logical_and", "logical_or", "logical_xor"))
-ELEMENTWISE_VEC_TYPES = ("float", "double")
 ELEMENTWISE_COMPUTE = {"B": "bool", "I": "long long", "F": "float", "D": "double"}
+# The compute dtypes of each compute-type letter: the *_vec kernels are instantiated per compute dtype
+# (its storage type T, computing in Compute<T>: the letter's C type)
+ELEMENTWISE_KIND_DTYPES = {"B": (dtypes.bool_,), "I": dtypes.INTEGRAL,
+                           "F": (dtypes.float16, dtypes.bfloat16, dtypes.float32), "D": (dtypes.float64,)}
+# operand positions that are bool whatever the compute dtype (where's condition, masked_fill's mask)
+ELEMENTWISE_BOOL_OPERAND = {("ternary", "where"): 0, ("ternary", "masked_fill"): 1}
+_ARITY = {"unary": 1, "binary": 2, "ternary": 3}
+
+
+def elementwise_vec_types(prim, name, t):
+    """(output dtype, operand dtypes) of kernel `name`'s *_vec instantiation for compute dtype `t`."""
+    out = dtypes.bool_ if name in ELEMENTWISE_BOOL_RESULT else t
+    ops = [t] * _ARITY[prim]
+    k = ELEMENTWISE_BOOL_OPERAND.get((prim, name))
+    if k is not None:
+        ops[k] = dtypes.bool_
+    return out, tuple(ops)
+
+
+def elementwise_vec_expr(prim, name, t):
+    """The *_vec name expression for compute dtype `t` (32-bit index: tensors of 2**31 elements or
+    more take the generic kernel): <Op, T, int[, O[, A, B, D]]>, trailing defaults (T) left out."""
+    out, ops = elementwise_vec_types(prim, name, t)
+    extra = [out] + list(ops) if prim == "ternary" else [out]
+    while extra and extra[-1] is t:
+        extra.pop()
+    args = ", ".join([t.ctype, "int"] + [d.ctype for d in extra])
+    return f"{prim}_vec<tl::op::{ELEMENTWISE[prim][name][0]}, {args}>"
+
+
+def elementwise_vec_dtypes(prim, name):
+    """The compute dtypes kernel `name` of `prim` has *_vec instantiations for."""
+    return tuple(t for k in ELEMENTWISE[prim][name][1] for t in ELEMENTWISE_KIND_DTYPES[k])
 
 
 def elementwise_vectorized(prim, name):
-    """Whether kernel `name` of `prim` has the *_vec instantiations (a floating result of the input type)."""
-    return prim != "ternary" and name not in ELEMENTWISE_BOOL_RESULT and "F" in ELEMENTWISE[prim][name][1]
+    """Whether kernel `name` of `prim` has a same-type float32 *_vec instantiation,
+    `{prim}_vec<tl::op::Functor, float, int>` (output and every operand float)."""
+    if "F" not in ELEMENTWISE[prim][name][1]:
+        return False
+    out, ops = elementwise_vec_types(prim, name, dtypes.float32)
+    return out is dtypes.float32 and all(d is dtypes.float32 for d in ops)
 
 
 def _elementwise():
@@ -124,9 +160,7 @@ def _elementwise():
         for name, (functor, kinds) in ops.items():
             for k in kinds:
                 exprs += [f"{prim}_kernel<tl::op::{functor}, {ELEMENTWISE_COMPUTE[k]}, {ix}>" for ix in INDEX_TYPES]
-            if elementwise_vectorized(prim, name):
-                exprs += [f"{prim}_vec<tl::op::{functor}, {t}, {ix}>" for t in ELEMENTWISE_VEC_TYPES
-                          for ix in INDEX_TYPES]
+            exprs += [elementwise_vec_expr(prim, name, t) for t in elementwise_vec_dtypes(prim, name)]
     return tuple(exprs) + tuple(f"any_zero_divisor<{ix}>" for ix in INDEX_TYPES)
 
 KERNELS = {

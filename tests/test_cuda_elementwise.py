@@ -1,7 +1,7 @@
 """CUDA elementwise primitives against the CPU backend's, called directly: every kernel of
 kernel_table.ELEMENTWISE in each compute type it is instantiated for, through each kernel variant
-(vectorized same-dtype, generic dense with mixed dtypes and scalars, generic strided/broadcast),
-with 32-bit and 64-bit indexing; plus the integer division-by-zero check and the vector path's
+(the type-resolved contiguous *_vec, generic dense with mixed dtypes and scalars, generic
+strided/broadcast), with 32-bit and 64-bit indexing; plus the integer division-by-zero check and the vector path's
 alignment and tail handling. Runs where CUDA (or the emulation driver) is available."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import tensorlab as tl
 from tensorlab import backends
 from tensorlab.device import Device
-from tensorlab.kernel_table import ELEMENTWISE, ELEMENTWISE_BOOL_RESULT, elementwise_vectorized
+from tensorlab.kernel_table import ELEMENTWISE, ELEMENTWISE_BOOL_RESULT, elementwise_vec_types
 
 pytestmark = pytest.mark.cuda
 
@@ -100,6 +100,17 @@ class _Case:
             return tuple(t[1:].view(*shape) for t in pair)
         return _both(arr, dt)
 
+    def one_row(self):
+        """Whether out and the tensor operands have the dtypes of the op's *_vec row for the compute
+        dtype (or, computing in float32, for float16/bfloat16 storage: torch's upcast)."""
+        rows = [self.compute] + ([tl.float16, tl.bfloat16] if self.compute is tl.float32 else [])
+        for t in rows:
+            out, ops = elementwise_vec_types(self.prim, self.op, t)
+            if self.out_dtype is out and all(x[0]._dtype is d for x, d in zip(self.operands, ops)
+                                             if isinstance(x, tuple)):
+                return True
+        return False
+
     def prim_divisor(self):
         return 2 if self.op == "addcdiv" else 1
 
@@ -149,13 +160,9 @@ def _kernels():
 def test_every_instantiation_matches_the_cpu_backend(prim, op, letters, wide):
     rng = np.random.default_rng(7)
     from tensorlab.backends.cuda import launch as K
-    variants = ["dense", "strided", "broadcast"]
-    if elementwise_vectorized(prim, op):
-        variants.append("vec")
+    variants = ["dense", "strided", "broadcast", "vec"]
     for letter in letters:
         for variant in variants:
-            if variant == "vec" and letter not in "FD":
-                continue
             case = _Case(prim, op, letter, variant, rng)
             want = case.run(0)
             with (K.wide_indexing() if wide else _null()):
@@ -164,9 +171,12 @@ def test_every_instantiation_matches_the_cpu_backend(prim, op, letters, wide):
                 launched = {k for k, v in K.LAUNCHES.items() if v != before.get(k, 0) and k[0] == "elementwise.cu"}
             desc = f"{prim} {op} compute={case.compute.name} variant={variant} wide={wide}"
             _compare(got, want, case.out_dtype, desc)
-            kind = "_vec<" if variant == "vec" else "_kernel<"
-            ix = "long long>" if wide else "int>"
-            assert any(kind in e and e.endswith(ix) for _, e in launched), f"{desc}: launched {launched}"
+            # the *_vec kernels: contiguous, 32-bit indexed, the dtypes of the op's row (else generic)
+            if case.one_row() and variant in ("vec", "dense") and not wide:
+                assert any("_vec<" in e for _, e in launched), f"{desc}: launched {launched}"
+            else:
+                ix = "long long>" if wide else "int>"
+                assert any("_kernel<" in e and e.endswith(ix) for _, e in launched), f"{desc}: launched {launched}"
 
 
 class _null:

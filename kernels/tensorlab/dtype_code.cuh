@@ -74,9 +74,15 @@ __device__ __forceinline__ Index at(Index i, const StridedLayout<Index>& l) {
   return l.ndim ? offset_of(i, l) : i;
 }
 
-// The compute type of a storage type (vectorized same-dtype kernels).
+// The compute type of a storage type (the *_vec kernels, whose compute dtype is a storage type T):
+// what the runtime codes above give, so both paths compute alike. Integers compute in long long
+// and their results are narrowed by the store's cast (a static_cast: narrow()'s wrap).
 template <typename T> struct Compute { using type = T; };
 template <> struct Compute<__half> { using type = float; };
 template <> struct Compute<__nv_bfloat16> { using type = float; };
+template <> struct Compute<unsigned char> { using type = long long; };
+template <> struct Compute<signed char> { using type = long long; };
+template <> struct Compute<short> { using type = long long; };
+template <> struct Compute<int> { using type = long long; };
 
 }  // namespace tl

@@ -88,7 +88,8 @@ def parser():
                         f"first-step losses are checked): {','.join(model_bench.MODELS)} (default: all)")
     p.add_argument("--no-plot", action="store_true", help="write the JSON only")
     p.add_argument("--dtype", type=_name_list(list(suite.LOW_DTYPES)), default=[],
-                   help="also run add, add_bcast, sum, softmax and matmul on these 16-bit dtypes (float16,bfloat16); "
+                   help="also run add, add_bcast, sum, softmax, matmul, where and lt on these 16-bit dtypes "
+                        "(float16,bfloat16); "
                         "rows named add_f16, matmul_bf16, ... (CuPy has no bfloat16 rows)")
     p.add_argument("--compare", metavar="OLD.json", help="a regression table against an earlier run's JSON "
                    "(the same measurements, old and new medians, slower/faster/same beyond the rows' noise)")

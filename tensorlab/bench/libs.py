@@ -54,6 +54,12 @@ class Lib:
         self.xp.copyto(dst, src, casting="unsafe")
         return dst
 
+    def where(self, m, a, b):
+        return self.xp.where(m, a, b)
+
+    def lt(self, a, b):
+        return a < b
+
     def t(self, x):
         return x.T
 

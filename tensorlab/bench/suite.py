@@ -83,6 +83,26 @@ def _copy_reference(h):
     return src.astype(h["dst_dtype"])
 
 
+def _prep_where(lib, h):
+    m, a, b = lib.put(h["m"]), lib.put(h["a"]), lib.put(h["b"])
+    return lambda: lib.where(m, a, b)
+
+
+def _prep_lt(lib, h):
+    a, b = lib.put(h["a"]), lib.put(h["b"])
+    return lambda: lib.lt(a, b)
+
+
+def _cast_workload(name, src, dst):
+    """dst_dtype.copy_(src_dtype), contiguous: the packed copy_cast kernel, read against the device copy."""
+    return Workload(name, f"cast dst.copy_(src), {src} -> {dst}, contiguous", "GB/s",
+                    lambda n, rng: {"src": _normal(rng, n).astype(LOW_DTYPES.get(src, F32)), "transpose": False,
+                                    "dst_dtype": LOW_DTYPES.get(dst, F32), "want_shape": (n,)},
+                    _prep_copy, _copy_reference,
+                    lambda h: h["src"].nbytes + h["src"].size * np.dtype(h["dst_dtype"]).itemsize, EXACT,
+                    lambda h: f"{h['src'].shape[0]}", f"{src}->{dst}")
+
+
 def _prep_unary(method):
     def prepare(lib, h):
         x = lib.put(h["x"])
@@ -149,7 +169,19 @@ WORKLOADS = {w.name: w for w in [
 # -- 16-bit variants (--dtype): the same workloads on float16 / bfloat16 data ---------------------------
 LOW_DTYPES = {"float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
 LOW_SUFFIX = {"float16": "f16", "bfloat16": "bf16"}
-DTYPE_WORKLOADS = ("add", "add_bcast", "sum", "softmax", "matmul")
+DTYPE_WORKLOADS = ("add", "add_bcast", "sum", "softmax", "matmul", "where", "lt")
+# elementwise shapes measured in 16-bit only (the float32 set stays what the GPU check runs): a ternary
+# with a bool mask and a comparison with a bool result, both on the type-resolved contiguous kernels
+_LOW_ONLY = {w.name: w for w in [
+    Workload("where", "c = where(m, a, b), bool mask m, contiguous float32", "GB/s",
+             lambda n, rng: {"m": rng.random(n) < 0.5, "a": _normal(rng, n), "b": _normal(rng, n)},
+             _prep_where, lambda h: np.where(h["m"], h["a"], h["b"]),
+             lambda h: h["m"].nbytes + 3 * h["a"].nbytes, EXACT, lambda h: f"{h['a'].shape[0]}"),
+    Workload("lt", "m = a < b, contiguous float32 -> bool", "GB/s",
+             lambda n, rng: {"a": _normal(rng, n), "b": _normal(rng, n)},
+             _prep_lt, lambda h: h["a"] < h["b"], lambda h: 2 * h["a"].nbytes + h["a"].size, EXACT,
+             lambda h: f"{h['a'].shape[0]}"),
+]}
 
 
 def with_dtype(w, dtype):
@@ -172,7 +204,12 @@ def with_dtype(w, dtype):
                       reference=lambda h: w.reference(cast(h, np.float64)), tol=tol, dtype=dtype)
 
 
-WORKLOADS.update({v.name: v for v in (with_dtype(WORKLOADS[n], d) for d in LOW_DTYPES for n in DTYPE_WORKLOADS)})
+WORKLOADS.update({v.name: v for v in (with_dtype(WORKLOADS.get(n) or _LOW_ONLY[n], d) for d in LOW_DTYPES
+                                       for n in DTYPE_WORKLOADS)})
+# casts to and from the 16-bit types (--workloads): GB/s against the same run's device-to-device copy
+WORKLOADS.update({w.name: w for w in (_cast_workload("cast_f16_f32", "float16", "float32"),
+                                      _cast_workload("cast_f32_bf16", "float32", "bfloat16"),
+                                      _cast_workload("cast_bf16_f32", "bfloat16", "float32"))})
 BASE_WORKLOADS = tuple(n for n in WORKLOADS if WORKLOADS[n].dtype == "float32" or n == "cast_f16")
 
 
@@ -305,7 +342,7 @@ def plan(devices, workloads, s, baselines=None):
         all_libs = libraries(device, baselines)
         for w in workloads:
             # CuPy has no bfloat16 arrays: its rows are left out of the bfloat16 workloads
-            libs = [lib for lib in all_libs if not (lib.name == "cupy" and WORKLOADS[w].dtype == "bfloat16")]
+            libs = [lib for lib in all_libs if not (lib.name == "cupy" and "bfloat16" in WORKLOADS[w].dtype)]
             for size in sizes_for(w, device, s):
                 variants = [("default", None)]
                 if s.thread_variants and device == "cpu" and is_large(w, size):

@@ -2,11 +2,16 @@
 `binary`, `ternary` run the functor of kernel_table.ELEMENTWISE named by `op` (kernels/elementwise.cu).
 
 Inputs are broadcast here to the output's shape (stride 0), then one kernel runs over out and the
-tensor operands: the vectorized `*_vec` kernel when everything is contiguous and of one floating
-storage type (the common case: x + y, x * 2.0, exp(x)), else the generic kernel, which reads each
-operand through its runtime dtype code (mixed dtypes, strides, Python scalars) with one
-instantiation per (op, compute type). Integer dtypes all compute in long long and are narrowed to
-the compute dtype after each load and before each store (kernels/tensorlab/dtype_code.cuh).
+tensor operands: the `*_vec` kernel, whose types are template arguments, when everything is
+contiguous, 32-bit indexed, and the output and tensor operands have the dtypes of the op's
+instantiation for the compute dtype (kernel_table.elementwise_vec_types: the compute dtype, bool
+for predicates' results, where's condition and masked_fill's mask; Python scalars go by value):
+x + y, x * 2.0, exp(x), x < y, where(m, x, y) in any one dtype. It moves 16-byte packs when every
+pointer is aligned to its pack width, which is checked here on each call (`packs` = 0 otherwise:
+the kernel's element loop, still with fixed types). Anything else (mixed tensor dtypes, strides,
+broadcasts) takes the generic kernel, which reads each operand through its runtime dtype code with
+one instantiation per (op, compute type). Integer dtypes all compute in long long and are narrowed
+to the compute dtype after each load and before each store (kernels/tensorlab/dtype_code.cuh).
 
 Integer division by zero (div trunc/floor, remainder, fmod) raises RuntimeError("ZeroDivisionError")
 before anything is written, as on the CPU (torch raises only on the CPU; on CUDA it returns garbage):
@@ -19,7 +24,8 @@ import numpy as np
 
 from ... import dtypes
 from ...device import Device
-from ...kernel_table import ELEMENTWISE, ELEMENTWISE_COMPUTE, ELEMENTWISE_VEC_TYPES, elementwise_vectorized
+from ...kernel_table import ELEMENTWISE, ELEMENTWISE_COMPUTE, elementwise_vec_dtypes, elementwise_vec_expr, \
+    elementwise_vec_types
 from ...layout import Layout, expand_strides
 from ...sync import host_wait
 from . import complex as _cx
@@ -38,14 +44,16 @@ _SCALAR_CODE = np.int32(-1)
 _C = {dtypes.bool_: "bool", dtypes.float16: "float", dtypes.bfloat16: "float", dtypes.float32: "float",
       dtypes.float64: "double", **{d: "long long" for d in dtypes.INTEGRAL}}
 _C_NP = {"bool": np.bool_, "long long": np.int64, "float": np.float32, "double": np.float64}
-_VEC_C = {"float": "float", "double": "double", "__half": "float", "__nv_bfloat16": "float"}
 _INT_DIVISION = frozenset(("div_trunc", "div_floor", "remainder", "fmod"))
 _ZERO = np.zeros(1, np.int32)
 
 
 def _table(prim):
-    """kernel name -> (functor, {compute type}, vectorized?) for one primitive."""
-    return {name: (f, {ELEMENTWISE_COMPUTE[k] for k in kinds}, elementwise_vectorized(prim, name))
+    """kernel name -> (functor, {compute type}, {compute dtype: (*_vec expression, output dtype,
+    operand dtypes)}) for one primitive."""
+    return {name: (f, {ELEMENTWISE_COMPUTE[k] for k in kinds},
+                   {t: (elementwise_vec_expr(prim, name, t), *elementwise_vec_types(prim, name, t))
+                    for t in elementwise_vec_dtypes(prim, name)})
             for name, (f, kinds) in ELEMENTWISE[prim].items()}
 
 
@@ -54,16 +62,16 @@ _EMPTY = {ix: K.strided_layout((), (), ix) for ix in ("int", "long long")}  # nd
 _EXPR = {}
 
 
-def _expr(prim, op, c, ix, vec):
-    key = (prim, op, c, ix, vec)
+def _expr(prim, op, c, ix):
+    """The generic kernel's name expression."""
+    key = (prim, op, c, ix)
     e = _EXPR.get(key)
     if e is None:
         functor, kinds, _ = _OPS[prim][op]
         if c not in kinds:
             raise RuntimeError(f"CUDA {prim} kernel {op!r} has no instantiation computing in {c}; it computes in "
                                f"{sorted(kinds)} (kernel_table.ELEMENTWISE)")
-        kind = "vec" if vec else "kernel"
-        e = _EXPR[key] = f"{prim}_{kind}<tl::op::{functor}, {vec or c}, {ix}>"
+        e = _EXPR[key] = f"{prim}_kernel<tl::op::{functor}, {c}, {ix}>"
     return e
 
 
@@ -181,19 +189,43 @@ def _run(prim, op, out, operands, compute, scalars_c, params, row=None):
             K.check_bounds(_expanded(tb, m[1], operands[k]._dtype, olay.shape), reaches[j])  # raises
         ptrs[k] = _tuple_new(Pointer, (tb, off * isz))
         j += 1
-    if vec and j == 3 and len(operands) == 2:  # binary's commonest launch: two tensors, the vectorized kernel
-        args = (p_out, ptrs[0], ptrs[1], zero, zero, mask, *params, count)
+    if vec:
+        packs = _packs(tail, p_out, ptrs, metas)
+        if j == 3 and len(operands) == 2:  # binary's commonest launch: two tensors, the vectorized kernel
+            args = (p_out, ptrs[0], ptrs[1], zero, zero, mask, *params, count, packs)
+        else:
+            args = _args(prim, p_out, ptrs, operands, zero, vec, mask, params, count, codes, lays, packs)
     else:
         args = _args(prim, p_out, ptrs, operands, zero, vec, mask, params, count, codes, lays)
     K.launch_function(hit[1], hit[4], dev, hit[2], hit[3], args)
 
 
-def _args(prim, p_out, ptrs, operands, zero, vec, mask, params, count, codes, lays):
+def _packs(tail, p_out, ptrs, metas):
+    """The *_vec kernel's `packs`: n // lanes when out and every tensor operand's address is a
+    multiple of its pack width (pack.cuh), else 0 (the kernel's element loop does everything)."""
+    packs, widths = tail
+    b = p_out.buffer
+    if (b.ptr + p_out.offset) % widths[0]:
+        return _NO_PACKS
+    j = 1
+    for k, m in enumerate(metas):
+        if m is not None:
+            p = ptrs[k]
+            if (p.buffer.ptr + p.offset) % widths[j]:
+                return _NO_PACKS
+            j += 1
+    return packs
+
+
+_NO_PACKS = np.int32(0)
+
+
+def _args(prim, p_out, ptrs, operands, zero, vec, mask, params, count, codes, lays, packs=None):
     scal = [x if isinstance(x, np.generic) else zero for x in operands]
     if vec:
         if prim == "unary":
-            return (p_out, ptrs[0], *params, count)
-        return (p_out, *ptrs, *scal, mask, *params, count)
+            return (p_out, ptrs[0], *params, count, packs)
+        return (p_out, *ptrs, *scal, mask, *params, count, packs)
     if prim == "unary":
         return (p_out, ptrs[0], *codes, *params, count, *lays)
     return (p_out, *ptrs, *codes, *scal, *params, count, *lays)
@@ -256,7 +288,9 @@ def _run_operands(prim, op, o, operands, compute, scalars_c, params, row):
             K.check_bounds(t, reach)  # raises
         ptrs[k] = _tuple_new(Pointer, (tb, t.layout.offset * isz))
         j += 1
-    K.launch(_SRC, expr, dev, _args(prim, p_out, ptrs, operands, zero, vec, mask, params, count, codes, lays), n=n)
+    packs = _packs(tail, p_out, ptrs, [None if isinstance(x, np.generic) else x for x in ops]) if vec else None
+    K.launch(_SRC, expr, dev, _args(prim, p_out, ptrs, operands, zero, vec, mask, params, count, codes, lays, packs),
+             n=n)
 
 
 _FAST = {}  # _run's identity key -> (recipe, driver function, grid, block, launch key, the Layouts keyed by id)
@@ -268,7 +302,8 @@ _tuple_new = tuple.__new__
 def _recipe(prim, op, o, tensors, operands, compute, scalars_c, row):
     """(n, name expression, vectorized?, reach per planned operand (out first), dtype codes (out,
     each operand, compute), zero scalar for a tensor's scalar slot, scalar mask, packed layouts,
-    count, None): what _run launches with besides pointers, scalars and params. K.Plan checks the
+    count, vec's (packs when aligned, pack width in bytes per planned operand) or None): what _run
+    launches with besides pointers, scalars and params. K.Plan checks the
     shapes, bounds and devices of this first call."""
     if row is None:
         row = _kernel(prim, op)
@@ -278,12 +313,10 @@ def _recipe(prim, op, o, tensors, operands, compute, scalars_c, row):
         return (0, None, False, (), (), None, None, (), None, None)
     ix = p.index
     codes = [_SCALAR_CODE] * len(operands)
-    same_dtype = True
     odt = o.dtype
+    vec = _vec_row(row, compute, c, odt, tensors) if p.contiguous and ix == "int" else None
     for k, t in tensors:
         codes[k] = _CODE[t.dtype]
-        if t.dtype is not odt:
-            same_dtype = False
     zero = _ZERO_C[c] if scalars_c is _C_NP[c] else scalars_c(0)
     reaches = []
     for op_ in p.operands:
@@ -291,15 +324,16 @@ def _recipe(prim, op, o, tensors, operands, compute, scalars_c, row):
         for n, st in zip(op_.layout.shape, op_.layout.stride):
             r += (n - 1) * st
         reaches.append(r)
-    t_out = odt.ctype
-    if row[2] and p.contiguous and same_dtype and t_out in ELEMENTWISE_VEC_TYPES and _VEC_C[t_out] == c:
-        expr = _EXPR.get((prim, op, c, ix, t_out)) or _expr(prim, op, c, ix, t_out)
+    if vec is not None:
         mask = 0
         for k, x in enumerate(operands):
             if isinstance(x, np.generic):
                 mask |= 1 << k
-        return (p.n, expr, True, tuple(reaches), (), zero, _MASK[mask], (), p.count, None)
-    expr = _EXPR.get((prim, op, c, ix, None)) or _expr(prim, op, c, ix, None)
+        sizes = [odt.itemsize] + [t.dtype.itemsize for _, t in tensors]
+        lanes = 16 // max([odt.itemsize] + [d.itemsize for d in vec[2]])  # tl::lanes of the kernel's types
+        tail = (np.int32(p.n // lanes), tuple(lanes * s for s in sizes))
+        return (p.n, vec[0], True, tuple(reaches), (), zero, _MASK[mask], (), p.count, tail)
+    expr = _EXPR.get((prim, op, c, ix)) or _expr(prim, op, c, ix)
     empty = _EMPTY[ix]
     if p.contiguous:
         lays = [empty] * (len(operands) + 1)
@@ -314,6 +348,31 @@ def _recipe(prim, op, o, tensors, operands, compute, scalars_c, row):
     else:
         all_codes = (_CODE[odt], *codes, cc)
     return (p.n, expr, False, tuple(reaches), all_codes, zero, None, tuple(lays), p.count, None)
+
+
+def _vec_row(row, compute, c, odt, tensors):
+    """(expression, out dtype, operand dtypes) of the *_vec instantiation that computes exactly what
+    the generic kernel would, or None. Its storage type T is the output's dtype (a predicate's: its
+    first tensor operand's); float16/bfloat16 tensors under a float32 compute dtype (torch's upcast)
+    take T's row, which computes in float as well. Integer and bool T must be the compute dtype
+    itself: the generic kernel narrows every load to it."""
+    vecs = row[2]
+    t = odt
+    if odt is dtypes.bool_ and compute is not dtypes.bool_:
+        t = None
+        for _, x in tensors:
+            if x.dtype is not dtypes.bool_:
+                t = x.dtype
+                break
+        if t is None:
+            t = compute
+    v = vecs.get(t)
+    if v is None or v[1] is not odt or (t is not compute and (not t.is_floating_point or _C[t] != c)):
+        return None
+    for k, x in tensors:
+        if x.dtype is not v[2][k]:
+            return None
+    return v
 
 
 def _c_arg(v, compute, c):

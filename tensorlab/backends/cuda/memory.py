@@ -92,14 +92,25 @@ def copy_kernel(dst, src):
     p = K.Plan((dst, src))
     if not p.n:
         return
-    s, d = p.operands[1].dtype.ctype, p.operands[0].dtype.ctype
+    sd, dd = p.operands[1].dtype, p.operands[0].dtype
+    s, d = sd.ctype, dd.ctype
     if p.contiguous:
-        K.launch("copy.cu", _expr("copy_cast_contiguous", s, d, p.index), p.device, (p.ptrs[0], p.ptrs[1], p.count),
-                 n=p.n, fault="copy")
+        K.launch("copy.cu", _expr("copy_cast_contiguous", s, d, p.index), p.device,
+                 (p.ptrs[0], p.ptrs[1], p.count, _copy_packs(p, dd.itemsize, sd.itemsize)), n=p.n, fault="copy")
     else:
         lay = p.layouts
         K.launch("copy.cu", _expr("copy_cast_strided", s, d, p.index), p.device,
                  (p.ptrs[0], p.ptrs[1], p.count, lay[0], lay[1]), n=p.n, fault="copy")
+
+
+def _copy_packs(p, dst_size, src_size):
+    """copy_cast_contiguous's `packs` (as its Index): n // lanes when both addresses are multiples of
+    their pack widths (kernels/tensorlab/pack.cuh: 16 bytes of the wider type), else 0."""
+    lanes = 16 // max(dst_size, src_size)
+    dst, src = p.ptrs
+    if (dst.buffer.ptr + dst.offset) % (lanes * dst_size) or (src.buffer.ptr + src.offset) % (lanes * src_size):
+        return K.index_scalar(0, p.index)
+    return K.index_scalar(p.n // lanes, p.index)
 
 
 def byte_range(op):
