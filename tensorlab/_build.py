@@ -14,10 +14,13 @@ even where the compiled modules exist, so the fallback can be tested from the sa
 this module is imported first by tensorlab/__init__.py and puts a finder ahead of the extension
 finder for exactly these module names.
 
-`compiled` is True when every hot-path module that is imported runs compiled, `modules()` says
+A compiled module older than its .py source (the checkout edited after the build) is not loaded:
+the source is, and `describe()` says so (rebuild: `pip install -e .` or `python setup.py build_ext
+--inplace`). `compiled` is True when every hot-path module that is imported runs compiled, `modules()` says
 module by module; `describe()` is the line the benchmark header prints."""
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -38,17 +41,28 @@ _PURE = frozenset(n for n in _ENV_VALUE.split(",") if n in HOT_PATH) if "tensorl
 
 class _SourceFirst:
     """A meta-path finder that answers for the hot-path modules with their .py source (the
-    default finders try extension modules before sources)."""
+    default finders try extension modules before sources): for the modules TENSORLAB_PURE_PYTHON
+    names, and for any whose compiled module is older than its source (a checkout edited after
+    `pip install -e .` or `setup.py build_ext --inplace`: the stale build must not run)."""
 
     @staticmethod
     def find_spec(name, path=None, target=None):
-        if name not in _PURE or not path:
+        if name not in _NAMES or not path:
             return None
-        leaf = name.rpartition(".")[2] + ".py"
+        leaf = name.rpartition(".")[2]
         for entry in path:
-            source = os.path.join(entry, leaf)
-            if os.path.isfile(source):
-                return importlib.util.spec_from_file_location(name, source)
+            source = os.path.join(entry, leaf + ".py")
+            if not os.path.isfile(source):
+                continue
+            if name not in _PURE:
+                if not _CHECKOUT:  # an installed wheel: its files' times are the install's, not the build's
+                    return None
+                built = [os.path.join(entry, leaf + s) for s in importlib.machinery.EXTENSION_SUFFIXES]
+                built = [b for b in built if os.path.isfile(b)]
+                if not built or os.path.getmtime(built[0]) >= os.path.getmtime(source):
+                    return None  # the default finders load the compiled module
+                STALE.add(name)
+            return importlib.util.spec_from_file_location(name, source)
         return None
 
     @staticmethod
@@ -56,7 +70,11 @@ class _SourceFirst:
         pass
 
 
-if _PURE and not any(isinstance(f, _SourceFirst) for f in sys.meta_path):
+_NAMES = frozenset(HOT_PATH)
+# running from a checkout (setup.py beside the package), where an edit can postdate the in-place build
+_CHECKOUT = os.path.isfile(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "setup.py"))
+STALE = set()  # hot-path modules loaded from source because their compiled module is older
+if not any(isinstance(f, _SourceFirst) for f in sys.meta_path):
     sys.meta_path.insert(0, _SourceFirst())
 
 
@@ -83,6 +101,8 @@ def describe():
     n = sum(m.values())
     if m and n == len(m):
         return f"compiled hot path ({n} modules, Cython)"
+    if STALE:
+        return f"mixed hot path ({', '.join(sorted(STALE))} loaded from source: older compiled build, rebuild it)"
     if n == 0:
         return f"pure-Python hot path ({ENV}=1)" if PURE_REQUESTED else "pure-Python hot path (compiled modules not built)"
     return f"mixed hot path ({n} of {len(m)} modules compiled: {', '.join(k for k, v in m.items() if not v)} not)"
