@@ -22,7 +22,7 @@ from .registry import DEFAULT, KEEP, NONE, OpDef
 _F = "shape"
 registry.register(
     OpDef("cat", _F, "cat", DEFAULT),
-    OpDef("stack", _F, "cat", DEFAULT),
+    OpDef("stack", _F, "stack", DEFAULT),
     OpDef("flip", _F, "flip", KEEP),
     OpDef("roll", _F, "roll", KEEP),
     OpDef("gather", _F, "gather", KEEP),
