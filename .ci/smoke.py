@@ -37,6 +37,15 @@ from tensorlab.backends import diagnosis  # noqa: E402
 # install hints name the wheel pip installed (its PEP 610 provenance), never a package on the index
 assert diagnosis.DIST.endswith(".whl") and Path(diagnosis.DIST).is_file(), diagnosis.DIST
 assert "tensorlab-rt[" not in (reason or ""), reason
-print(f"smoke: tensorlab {tl.__version__} from {pkg}; "
+# the wheel carries the compiled hot path (setup.py, CI has Cython and a compiler) and its .py sources,
+# which TENSORLAB_PURE_PYTHON=1 loads instead
+from tensorlab import _build  # noqa: E402
+assert _build.compiled, _build.modules()
+assert all((pkg.parent / (m.replace(".", "/") + ".py")).is_file() for m in _build.HOT_PATH), "sources not shipped"
+import os, subprocess  # noqa: E401,E402
+pure = subprocess.run([sys.executable, "-c", "import tensorlab, tensorlab._build as b; print(b.compiled, b.modules())"],
+                      env={**os.environ, "TENSORLAB_PURE_PYTHON": "1"}, capture_output=True, text=True, check=True)
+assert pure.stdout.startswith("False"), pure.stdout
+print(f"smoke: tensorlab {tl.__version__} from {pkg} ({_build.describe()}); "
       f"{len(kernels)} kernel sources and {len(emulation)} emulation sources shipped in the wheel and the sdist; "
       f"CUDA: {reason or 'available'}")

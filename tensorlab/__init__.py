@@ -2,6 +2,7 @@
 kernels on NVIDIA GPUs. This module only re-exports."""
 from __future__ import annotations
 
+from . import _build  # first: TENSORLAB_PURE_PYTHON=1 must act before the hot-path modules import
 from . import dtypes as _dtypes
 from .device import Device, device
 from .dtypes import (DType, bfloat16, bool_ as bool, can_cast, double, finfo, float, float16, float32, float64,  # noqa: A004

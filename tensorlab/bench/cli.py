@@ -19,6 +19,7 @@ from tensorlab.backends.cpu import parallel as _par
 
 from . import models as model_bench
 from . import overhead, report, stability, suite
+from .. import _build
 from . import threads as thread_counts
 from .libs import BASELINES, torch_has_cuda, torch_module
 
@@ -230,6 +231,7 @@ def main(argv=None):
     print(f"tensorlab-bench {tl.__version__} ({mode}; tensorlab {tl_text}): {platform.platform()}, Python "
           f"{platform.python_version()}, numpy {versions['numpy']}{blas_text}, {torch_text}"
           + (f", cupy {versions['cupy']}" if versions["cupy"] else ""))
+    print(f"build: {_build.describe()}")  # compiled or pure-Python hot path (tensorlab/_build.py)
     load = stability.load_check()
     print(stability.load_text(load))
     for line in cuda_lines:
@@ -261,7 +263,7 @@ def main(argv=None):
     doc = {"tool": "tensorlab-bench", "version": tl.__version__, "created": suite.timestamp(), "mode": mode,
            "argv": list(sys.argv[1:] if argv is None else argv), "elapsed_s": elapsed,
            "settings": s._asdict(), "machine": _machine(), "libraries": versions, "cuda": cuda_info,
-           "devices": devices, "workloads": workloads, "peaks": peaks, "results": results, "overhead": over,
+           "build": _build.describe(), "devices": devices, "workloads": workloads, "peaks": peaks, "results": results, "overhead": over,
            "models": trained, "no_plot": args.no_plot, "load": load}
     if old_doc is not None:
         rows = stability.compare(old_doc, doc)

@@ -210,7 +210,7 @@ def same_device(op, *tensors):
         d = t._meta.storage.device
         if dev is None:
             dev = d
-        elif d != dev:
+        elif d is not dev and d != dev:  # Device objects are not interned: identity first, then equality
             if d.type == "cpu" and t.dim() == 0:
                 continue
             if dev.type == "cpu" and not any(isinstance(x, Tensor) and x.dim() > 0 and x.device == dev

@@ -13,7 +13,7 @@ from . import registry
 from ._common import (check_no_partial_overlap, check_writable, empty_like_layout, empty_tensor, output, outputs,
                       pinned, same_device)
 from .creation import full
-from .elementwise import where
+from .elementwise import _pin, where
 from .reduction import (check_nonempty, check_out_dtype, check_tensor, out_pair, reduced_shape, refuse_out_grad,
                         wrap_dims)
 from .views import reshape
@@ -22,7 +22,7 @@ from .registry import DEFAULT, KEEP, NONE, OpDef
 _F = "shape"
 registry.register(
     OpDef("cat", _F, "cat", DEFAULT),
-    OpDef("stack", _F, "cat", DEFAULT),
+    OpDef("stack", _F, "stack", DEFAULT),
     OpDef("flip", _F, "flip", KEEP),
     OpDef("roll", _F, "roll", KEEP),
     OpDef("gather", _F, "gather", KEEP),
@@ -45,6 +45,7 @@ registry.register(
 )
 
 _INDEX_DTYPES = (dtypes.int32, dtypes.int64)
+_tuple_item = tuple.__getitem__
 
 
 def _restride(t, shape, stride, offset=None, meta=None):
@@ -89,16 +90,19 @@ def _tensor_list(tensors, op):
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
                         f"{type(tensors).__name__}")
-    for i, t in enumerate(tensors):
+    out = []
+    for t in tensors:  # each tensor's remembered pin (elementwise's _pin): many small inputs, no new pin each
         if not isinstance(t, Tensor):
-            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
-    return [pinned(t) for t in tensors]
+            raise TypeError(f"expected Tensor as element {len(out)} in argument 0, but got {type(t).__name__}")
+        out.append(_pin(t))
+    return out
 
 
 def _promote_all(ts):
     dt = ts[0]._dtype
-    for t in ts[1:]:
-        dt = dtypes.promote_types(dt, t._dtype)
+    for t in ts:
+        if t._dtype is not dt:
+            dt = dtypes.promote_types(dt, t._dtype)
     return dt
 
 
@@ -123,20 +127,25 @@ def cat(tensors, dim=0, *, out=None):
     refuse_out_grad("cat", out, *tensors)
     if not ts:
         raise ValueError("cat(): expected a non-empty list of Tensors")
-    for i, t in enumerate(ts):
-        if t.dim() == 0:
+    lays = [t._meta[1] for t in ts]  # the pins' records: read once
+    for i, lay in enumerate(lays):
+        if not lay.shape:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated; use stack, or "
                                f"unsqueeze it first")
-    skip = [t._meta.layout.shape == (0,) for t in ts]
-    parts = [t for t, s in zip(ts, skip) if not s]
+    skip = [lay.shape == (0,) for lay in lays]
+    parts = [t for t, s in zip(ts, skip) if not s] if True in skip else ts
     ref = parts[0] if parts else ts[0]
-    rshape = ref._meta.layout.shape
+    reflay = ref._meta[1]
+    rshape = reflay.shape
     d = L.wrap_dim(dim, len(rshape))
     total = 0
-    for i, t in enumerate(ts):
+    for i, lay in enumerate(lays):
+        shape = lay.shape
+        if lay is reflay or shape == rshape:  # the common case: inputs of one layout or one shape
+            total += _tuple_item(shape, d)  # a Size's own __getitem__ is Python code
+            continue
         if parts and skip[i]:
             continue
-        shape = t._meta.layout.shape
         if len(shape) != len(rshape):
             raise RuntimeError(f"Tensors must have same number of dimensions: got {len(rshape)} and {len(shape)}")
         for j, (a, b) in enumerate(zip(rshape, shape)):
@@ -153,14 +162,23 @@ def stack(tensors, dim=0, *, out=None):
     refuse_out_grad("stack", out, *tensors)
     if not ts:
         raise RuntimeError("stack expects a non-empty TensorList")
-    shape0 = ts[0]._meta.layout.shape
+    lay0 = ts[0]._meta[1]
+    shape0 = lay0.shape
     for i, t in enumerate(ts):
-        if t._meta.layout.shape != shape0:
+        lay = t._meta[1]
+        if lay is not lay0 and lay.shape != shape0:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape0)} at entry 0 and "
                                f"{list(t.shape)} at entry {i}")
     d = L.wrap_dim(dim, len(shape0) + 1)
-    parts = [_unsqueeze(t, d) for t in ts]
-    return _concat("stack", tensors, ts, parts, d, shape0[:d] + (len(ts),) + shape0[d:], out)
+    # one primitive call over the inputs themselves (no unsqueezed view per input): stack = cat along a new dim
+    dt = _promote_all(ts)
+    if isinstance(out, Tensor) and not dtypes.can_cast(dt, out._dtype):
+        raise TypeError(f"stack(): input types can't be cast to the desired output type {out._dtype.torch_name}")
+    dev = same_device("stack", *ts)
+    o = output(out, shape0[:d] + (len(ts),) + shape0[d:], dt, dev, "stack", ts)
+    if o.tensor.numel():
+        o.tensor._backend.stack(o.tensor, ts, d)
+    return autograd_hooks.record(o.finish(), "stack", tuple(tensors), dim=d)
 
 
 # -- flip, roll ----------------------------------------------------------------------------------

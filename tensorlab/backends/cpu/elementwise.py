@@ -605,6 +605,21 @@ _SQRT1_2 = 0.70710678118654752440
 _SQRT_2_PI = 0.79788456080286535588
 
 
+# Up to this many elements float32 GELU is x/2 erfc(-x / sqrt 2) through SciPy's erfc ufunc (relative error
+# ~4e-6, as the polynomial's): 8 elements 2.7 us against 15 us, even at ~1500; above, the polynomial's
+# cache-blocked passes win (SciPy's float32 erfc computes in float64: 1M elements 3.8x slower).
+_GELU_SCIPY_MAX = 1024
+_NEG_SQRT1_2_F32 = np.float32(-0.70710678118654752440)
+
+
+def _gelu_small_f32(o, x):
+    from .special_math import _s  # scipy.special, imported on first use
+    with np.errstate(all="ignore"):
+        t = _s().erfc(np.multiply(x, _NEG_SQRT1_2_F32, dtype=np.float32))
+        t *= x
+        np.multiply(t, np.float32(0.5), out=o, casting=_U)
+
+
 def _gelu(o, a, dt, approximate="none"):
     x = np.asarray(a, dtype=dt)
     if approximate == "tanh":  # torch's order: 0.5 x (1 + tanh(beta (x + kappa x^3))), beta = sqrt(2/pi)
@@ -614,7 +629,10 @@ def _gelu(o, a, dt, approximate="none"):
         inner *= dt.type(_SQRT_2_PI)
         t = np.tanh(inner)
     elif dt == np.float32:
-        _blocked(_gelu_f32, o, x)
+        if x.size <= _GELU_SCIPY_MAX:  # small: one SciPy erfc call beats the polynomial's dozen passes
+            _gelu_small_f32(o, x)
+        else:
+            _blocked(_gelu_f32, o, x)
         return
     else:  # 0.5 x (1 + erf(x / sqrt 2))
         t = _erf64(x * dt.type(_SQRT1_2)).astype(dt)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import dtypes
+from ... import dtypes, layout as L
 from ...device import Device
 from ...layout import coalesce, contiguous_strides
 from ...errors import index_out_of_range
@@ -19,8 +19,23 @@ from .indexing import (PUT_ADD, PUT_MAX, PUT_MIN, PUT_MUL, PUT_SET, Rows, Scan, 
                        put_rows, relayout, rowmajor_layouts, staged, write_coords)
 from .memory import copy_kernel, temp, allocate, buffer_ptr, retire
 
-__all__ = ("cat", "flip", "roll", "gather", "scatter", "index_select", "index_fill", "masked_select", "nonzero",
+__all__ = ("cat", "stack", "flip", "roll", "gather", "scatter", "index_select", "index_fill", "masked_select", "nonzero",
            "sort", "topk", "triangle")
+
+
+def stack(out, tensors, dim):
+    """cat along `dim` of the tensors (all of one shape) with a size-1 dim inserted there: the same
+    one launch, over operands whose layouts gain that dim (one new layout per distinct input layout)."""
+    unsqueezed = {}
+    parts = []
+    for t in tensors:
+        storage, lay = t._meta
+        u = unsqueezed.get(lay)
+        if u is None:
+            u = unsqueezed[lay] = L.Layout(L.Size(lay.shape[:dim] + (1,) + lay.shape[dim:]),
+                                           lay.stride[:dim] + (0,) + lay.stride[dim:], lay.offset)
+        parts.append(K._operand_of(storage._buf, u, t._dtype))
+    cat(out, parts, dim)
 
 
 def _range_error(op, dim, size):
