@@ -5,10 +5,11 @@
 // by other threads of the block). The gradient with respect to the log-probabilities is the one
 // ATen's ctc_loss_backward defines (the gradient through the log_softmax that produced them):
 //   grad[t, n, c] = exp(lp[t, n, c]) - exp(lse_{s: l'_s = c}(alpha[t, s] + beta[t, s]) + nll[n] - lp[t, n, c])
-// for t < T_n, zero past T_n. ctc_grad_fill writes the first term everywhere (and the zeros),
-// ctc_beta then overwrites the entries of the classes its sample's labels name, walking for each
-// class the chain of states that carry it (links precomputed once per sample), so the work is
-// O(T L_n) per sample whatever the number of classes. A target outside [0, C) is an impossible label
+// for t < T_n, zero past T_n. ctc_grad_fill writes the formula with no state of the class everywhere
+// (and the zeros), ctc_beta runs the beta recursion and links each state to the next of its class,
+// ctc_grad_labels then overwrites the entries of the classes the labels name, one thread per (sample,
+// step, class) walking the class's chain of states, so the work is O(T L_n) per sample whatever the
+// number of classes. A target outside [0, C) is an impossible label
 // (log-probability -inf): never read out of bounds. Layouts (all contiguous): lp (T, N, C), alpha and
 // beta (N, T, Lx) with Lx = 2 max(S_n) + 1, targets int64 read at target_offsets[n] + j, lengths int64.
 #include "tensorlab/reduce.cuh"
@@ -47,7 +48,7 @@ __device__ __forceinline__ bool can_skip(const long long* tg, long long s, long 
 // alpha (N, T, Lx) for t < T_n (the rest untouched) and nll[n] = -log p(l | x_n): 0 for an empty
 // input with an empty target, inf for an empty input with a target.
 template <typename T, typename Index>
-__global__ void __launch_bounds__(256) ctc_alpha(T* __restrict__ alpha, T* __restrict__ nll, const T* __restrict__ lp,
+__global__ void __launch_bounds__(256, 1) ctc_alpha(T* __restrict__ alpha, T* __restrict__ nll, const T* __restrict__ lp,
                                                  const long long* __restrict__ targets,
                                                  const long long* __restrict__ target_offsets,
                                                  const long long* __restrict__ input_lengths,
@@ -102,12 +103,10 @@ __global__ void ctc_grad_fill(T* __restrict__ grad, const T* __restrict__ lp, co
   }
 }
 
-// beta (N, T, Lx) for t < T_n, then the label classes' entries of grad (after ctc_grad_fill).
-// links (N, 2, Lx) int scratch: [0] the next state of the same class (-1: none), [1] 1 where the state
-// is its class's first.
+// beta (N, T, Lx) for t < T_n, and links (N, 2, Lx): [0] the next state of the same class (-1: none),
+// [1] 1 where the state is its class's first (for ctc_grad_labels).
 template <typename T, typename Index>
-__global__ void __launch_bounds__(256) ctc_beta(T* __restrict__ grad, T* __restrict__ beta, int* __restrict__ links,
-                                                const T* __restrict__ alpha, const T* __restrict__ nll,
+__global__ void __launch_bounds__(256, 1) ctc_beta(T* __restrict__ beta, int* __restrict__ links, const T* __restrict__ nll,
                                                 const T* __restrict__ lp, const long long* __restrict__ targets,
                                                 const long long* __restrict__ target_offsets,
                                                 const long long* __restrict__ input_lengths,
@@ -117,10 +116,8 @@ __global__ void __launch_bounds__(256) ctc_beta(T* __restrict__ grad, T* __restr
   const Index Tn = static_cast<Index>(input_lengths[n]);
   const Index Ln = 2 * static_cast<Index>(target_lengths[n]) + 1;
   const long long* tg = targets + target_offsets[n];
-  const T loss = nll[n];
-  if (Tn == 0 || (zero_infinity && loss == -neg_inf<T>())) return;  // grad_fill wrote the zeros
+  if (Tn == 0 || (zero_infinity && nll[n] == -neg_inf<T>())) return;  // grad_fill wrote the zeros
   T* b = beta + n * T_max * Lx;
-  const T* a = alpha + n * T_max * Lx;
   int* next = links + n * 2 * Lx;
   int* first = next + Lx;
   for (Index s = threadIdx.x; s < Ln; s += blockDim.x) {
@@ -149,25 +146,38 @@ __global__ void __launch_bounds__(256) ctc_beta(T* __restrict__ grad, T* __restr
       cur[s] = l == neg_inf<T>() ? l : l + log_prob(lp, t, n, N, C, ext_label(tg, s, blank));
     }
   }
-  __syncthreads();
-  // one thread per (t, first state of a class): lse over the class's states of alpha + beta
-  const Index pairs = Tn * Ln;
-  for (Index e = threadIdx.x; e < pairs; e += blockDim.x) {
-    const Index t = tl::index_div(e, Ln), s = e - t * Ln;
-    if (!first[s]) continue;
-    const long long c = ext_label(tg, s, blank);
+}
+
+// the label classes' entries of grad (after ctc_grad_fill and ctc_beta): one thread per (n, t, s)
+// where s is its class's first state, a logsumexp over the class's chain of states
+template <typename T, typename Index>
+__global__ void ctc_grad_labels(T* __restrict__ grad, const T* __restrict__ alpha, const T* __restrict__ beta,
+                                const int* __restrict__ links, const T* __restrict__ nll, const T* __restrict__ lp,
+                                const long long* __restrict__ targets, const long long* __restrict__ target_offsets,
+                                const long long* __restrict__ input_lengths,
+                                const long long* __restrict__ target_lengths, Index T_max, Index N, Index C, Index Lx,
+                                long long blank, int zero_infinity) {
+  const Index per_sample = T_max * Lx, total = N * per_sample;
+  for (Index e = tl::global_thread<Index>(); e < total; e += tl::grid_stride<Index>()) {
+    const Index n = tl::index_div(e, per_sample), ts = e - n * per_sample, t = tl::index_div(ts, Lx), s = ts - t * Lx;
+    const T loss = nll[n];
+    if (t >= static_cast<Index>(input_lengths[n]) || s >= 2 * static_cast<Index>(target_lengths[n]) + 1 ||
+        (zero_infinity && loss == -neg_inf<T>()))
+      continue;
+    const int* next = links + n * 2 * Lx;
+    if (!next[Lx + s]) continue;
+    const long long c = ext_label(targets + target_offsets[n], s, blank);
     if (c < 0 || c >= C) continue;
-    T m = neg_inf<T>(), acc = T(0);
-    for (int r = static_cast<int>(s); r >= 0; r = next[r]) {  // online logsumexp along the chain
-      const T v = a[t * Lx + r] + b[t * Lx + r];
-      if (v == neg_inf<T>()) continue;
-      if (v > m) {
-        acc = acc * tl::m_exp(m - v) + T(1);
-        m = v;
-      } else {
-        acc += tl::m_exp(v - m);
-      }
+    const T* a = alpha + n * per_sample + t * Lx;
+    const T* b = beta + n * per_sample + t * Lx;
+    T m = neg_inf<T>();  // logsumexp along the class's chain of states: the max, then the sum
+    for (int r = static_cast<int>(s); r >= 0; r = next[r]) {
+      const T v = a[r] + b[r];
+      m = v > m ? v : m;
     }
+    T acc = T(0);
+    if (m != neg_inf<T>())
+      for (int r = static_cast<int>(s); r >= 0; r = next[r]) acc += tl::m_exp(a[r] + b[r] - m);
     const T lcab = m == neg_inf<T>() ? m : m + tl::m_log(acc);
     const Index at = (t * N + n) * C + static_cast<Index>(c);
     const T l = lp[at];

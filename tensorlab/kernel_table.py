@@ -185,9 +185,9 @@ KERNELS["norm.cu"] = _per_dtype("layer_norm_fwd", "layer_norm_bwd", "layer_norm_
                                 among=(dtypes.float16, dtypes.bfloat16, dtypes.float32))
 # embedding.cu: embedding's weight gradient as a segmented sum over the sorted indices, the floating dtypes
 KERNELS["embedding.cu"] = _per_dtype("embedding_bwd", among=dtypes.FLOATING)
-# ctc.cu: the CTC loss recursions (alpha; beta with the gradient) and the gradient's dense part, for
+# ctc.cu: the CTC loss recursions (alpha, beta) and the gradient (its dense part, the labels' entries), for
 # float32/float64 (the dtypes torch's ctc_loss takes)
-KERNELS["ctc.cu"] = _per_dtype("ctc_alpha", "ctc_grad_fill", "ctc_beta", among=(dtypes.float32, dtypes.float64))
+KERNELS["ctc.cu"] = _per_dtype("ctc_alpha", "ctc_grad_fill", "ctc_beta", "ctc_grad_labels", among=(dtypes.float32, dtypes.float64))
 # attention.cu: the fused scaled_dot_product_attention forward and its backward (delta, dK/dV per key
 # block, dQ per query block) for the floating dtypes (float accumulation; double for double); 64-bit
 # offsets throughout

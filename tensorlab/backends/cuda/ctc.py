@@ -1,7 +1,7 @@
 """CTC loss as two primitives over kernels/ctc.cu (backends/cpu/ctc.py has the same names and
 results): ctc_loss_fwd runs the alpha recursion, one block per batch element with the time loop
-inside (one launch for the whole sequence); ctc_loss_bwd fills the gradient's dense part, then runs
-the beta recursion and writes the labels' entries (two launches). Lengths and target offsets are
+inside (one launch for the whole sequence); ctc_loss_bwd fills the gradient's dense part, runs the
+beta recursion (one block per batch element), then writes the labels' entries (three launches). Lengths and target offsets are
 int64 device tensors: nothing here waits for the device."""
 from __future__ import annotations
 
@@ -57,9 +57,13 @@ def ctc_loss_bwd(grad, log_probs, alpha, nll, targets, target_offsets, input_len
     links = temp((N, 2, Lx), dtypes.int32, dev)
     try:
         K.launch("ctc.cu", f"ctc_beta<{ct}, {it}>", dev,
-                 (_ptr(go), _ptr(beta), _ptr(links), _ptr(ao), _ptr(no), _ptr(lo), _ptr(to), _ptr(oo), _ptr(io),
-                  _ptr(so), i(T, it), i(N, it), i(C, it), i(Lx, it), np.int64(blank), np.int32(bool(zero_infinity))),
+                 (_ptr(beta), _ptr(links), _ptr(no), _ptr(lo), _ptr(to), _ptr(oo), _ptr(io), _ptr(so), i(T, it),
+                  i(N, it), i(C, it), i(Lx, it), np.int64(blank), np.int32(bool(zero_infinity))),
                  grid=(N,), block=_block(Lx))
+        K.launch("ctc.cu", f"ctc_grad_labels<{ct}, {it}>", dev,
+                 (_ptr(go), _ptr(ao), _ptr(beta), _ptr(links), _ptr(no), _ptr(lo), _ptr(to), _ptr(oo), _ptr(io),
+                  _ptr(so), i(T, it), i(N, it), i(C, it), i(Lx, it), np.int64(blank), np.int32(bool(zero_infinity))),
+                 n=N * T * Lx)
     finally:
         retire(beta.buffer)
         retire(links.buffer)
