@@ -191,7 +191,8 @@ KERNELS["embedding.cu"] = _per_dtype("embedding_bwd", among=dtypes.FLOATING)
 # floating dtypes, ND = 2 or 3 coordinates
 KERNELS["grid_sample.cu"] = tuple(f"grid_sample_{k}<{d.ctype}, {ix}, {nd}>" for k in ("fwd", "bwd")
                                   for d in dtypes.FLOATING for ix in INDEX_TYPES for nd in (2, 3))
-KERNELS["ctc.cu"] = _per_dtype("ctc_alpha", "ctc_grad_fill", "ctc_beta", "ctc_grad_labels", among=(dtypes.float32, dtypes.float64))
+KERNELS["ctc.cu"] = _per_dtype("ctc_alpha", "ctc_grad_fill", "ctc_beta", "ctc_grad_labels",
+                               among=(dtypes.float32, dtypes.float64))
 # attention.cu: the fused scaled_dot_product_attention forward and its backward (delta, dK/dV per key
 # block, dQ per query block) for the floating dtypes (float accumulation; double for double); 64-bit
 # offsets throughout

@@ -5,8 +5,8 @@ ATen's GridSampler.h formulas over whole tensors: each grid coordinate is unnorm
 read at the neighbouring integer positions by a `gather` on the flattened spatial dims, weighted
 (bilinear / trilinear: the products of the per-dim distances, nearest: the round-half-even
 position, bicubic: Keys' cubic convolution with A = -0.75 over a 4 x 4 neighbourhood, each tap's
-position padded on its own). A position outside the input reads zero. grid_sampler runs the grid_sampler_fwd / grid_sampler_bwd
-primitives (backends/cpu/grid_sample.py, kernels/grid_sample.cu: one kernel each way); the same
+position padded on its own). A position outside the input reads zero. grid_sampler runs the
+grid_sampler_fwd / grid_sampler_bwd primitives (backends/cpu/grid_sample.py, kernels/grid_sample.cu: one kernel each way); the same
 formulas as differentiable ops (`_sample`) give the backward of the backward (create_graph)."""
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """CTC loss as two primitives over kernels/ctc.cu (backends/cpu/ctc.py has the same names and
 results): ctc_loss_fwd runs the alpha recursion, one block per batch element with the time loop
 inside (one launch for the whole sequence); ctc_loss_bwd fills the gradient's dense part, runs the
-beta recursion (one block per batch element), then writes the labels' entries (three launches). Lengths and target offsets are
-int64 device tensors: nothing here waits for the device."""
+beta recursion (one block per batch element), then writes the labels' entries (three launches).
+Lengths and target offsets are int64 device tensors: nothing here waits for the device."""
 from __future__ import annotations
 
 import numpy as np
