@@ -219,6 +219,14 @@ KERNELS["norm.cu"] = _per_dtype("layer_norm_fwd", "layer_norm_bwd", "layer_norm_
                                 among=(dtypes.float16, dtypes.bfloat16, dtypes.float32))
 # embedding.cu: embedding's weight gradient as a segmented sum over the sorted indices, the floating dtypes
 KERNELS["embedding.cu"] = _per_dtype("embedding_bwd", among=dtypes.FLOATING)
+# ctc.cu: the CTC loss recursions (alpha, beta) and the gradient (its dense part, the labels' entries), for
+# float32/float64 (the dtypes torch's ctc_loss takes)
+# grid_sample.cu: grid_sampler_2d/3d forward and backward (every mode and padding in one kernel each way) for the
+# floating dtypes, ND = 2 or 3 coordinates
+KERNELS["grid_sample.cu"] = tuple(f"grid_sample_{k}<{d.ctype}, {ix}, {nd}>" for k in ("fwd", "bwd")
+                                  for d in dtypes.FLOATING for ix in INDEX_TYPES for nd in (2, 3))
+KERNELS["ctc.cu"] = _per_dtype("ctc_alpha", "ctc_grad_fill", "ctc_beta", "ctc_grad_labels",
+                               among=(dtypes.float32, dtypes.float64))
 # attention.cu: the fused scaled_dot_product_attention forward and its backward (delta, dK/dV per key
 # block, dQ per query block) for the floating dtypes (float accumulation; double for double); 64-bit
 # offsets throughout

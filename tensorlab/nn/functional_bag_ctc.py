@@ -7,16 +7,17 @@ width, the longest bag, is read on the host: a named wait, as torch's CPU kernel
 and takes each column's first maximum. Rows at padding_idx take no part (nor in a mean's count).
 
 ctc_loss: the log-space alpha / beta recursions of Graves et al. over the extended label
-sequence (blanks around every target), vectorized over the batch and the states, one step a
-time step; the gradient is torch's (exp(log_probs) - the states' posterior, as ATen's
-ctc_loss_backward: the gradient through a log_softmax that produced log_probs), in a custom
-autograd Function."""
+sequence (blanks around every target) as two backend primitives, ctc_loss_fwd and ctc_loss_bwd
+(NumPy on the CPU; kernels/ctc.cu on CUDA, one block per batch element with the time loop inside);
+the gradient is torch's (exp(log_probs) - the states' posterior, as ATen's ctc_loss_backward: the
+gradient through a log_softmax that produced log_probs), in a custom autograd Function."""
 from __future__ import annotations
 
 from .. import _warn, dtypes, sync
 from ..autograd.function import Function
 from ..ops import conv as _conv
 from ..ops.combinatorics import searchsorted
+from ..ops._common import empty_tensor
 from ..ops.creation import arange, full, zeros
 from ..tensor import Tensor
 
@@ -136,139 +137,48 @@ def _lengths(v, name, N):
     return v
 
 
-def _lse(*terms):
-    from ..ops.shape import stack
-    return stack(terms).logsumexp(0)
-
-
 class _CTC(Function):
-    """Per-sample negative log likelihoods; backward: torch's ctc_loss_backward formula."""
+    """Per-sample negative log likelihoods (the ctc_loss_fwd primitive, which also keeps alpha);
+    backward: the ctc_loss_bwd primitive (torch's ctc_loss_backward formula) times the incoming grad."""
 
     @staticmethod
     def forward(ctx, log_probs, targets, in_lens, tgt_lens, blank, zero_infinity):
-        nll, grad = _ctc_forward(log_probs, targets, in_lens, tgt_lens, blank, zero_infinity)
-        ctx.save_for_backward(grad)
+        lp = log_probs.detach().contiguous()
+        flat, offs, il, sl, Lx = _ctc_operands(lp, targets.detach(), in_lens, tgt_lens)
+        T, N, _ = lp.shape
+        nll = empty_tensor((N,), lp._dtype, lp.device)
+        alpha = empty_tensor((N, T, Lx), lp._dtype, lp.device)
+        lp._backend.ctc_loss_fwd(nll, alpha, lp, flat, offs, il, sl, blank)
+        ctx.save_for_backward(lp, alpha, nll, flat, offs, il, sl)
+        ctx.blank, ctx.zero_infinity = blank, zero_infinity
+        if zero_infinity:
+            nll = nll.where(nll != float("inf"), zeros((), dtype=nll.dtype, device=nll.device))
         return nll
 
     @staticmethod
     def backward(ctx, g):
-        (grad,) = ctx.saved_tensors
+        lp, alpha, nll, flat, offs, il, sl = ctx.saved_tensors
+        grad = empty_tensor(tuple(lp.shape), lp._dtype, lp.device)
+        lp._backend.ctc_loss_bwd(grad, lp, alpha, nll, flat, offs, il, sl, ctx.blank, ctx.zero_infinity)
         return grad * g.reshape(1, -1, 1), None, None, None, None, None
 
 
-def _ctc_forward(lp, targets, in_lens, tgt_lens, blank, zero_infinity):
-    T, N, C = lp.shape
-    dt, dev = lp._dtype, lp.device
-    S = max(tgt_lens) if tgt_lens else 0
-    Lx = 2 * S + 1
-    # extended labels (N, Lx): blank, t1, blank, t2, ..., blank; past a sample's own 2 * S_n + 1: blank
+def _ctc_operands(lp, targets, in_lens, tgt_lens):
+    """The primitives' int64 operands: the targets flattened, each sample's first target's position in
+    them, the lengths (constant tensors per length tuple: uploaded once), and the states Lx."""
+    N, dev = lp.shape[1], lp.device
+    flat = targets.long().contiguous().reshape(-1)
     if targets.dim() == 2:
-        tg = targets.long().narrow(1, 0, S) if S else zeros((N, 0), dtype=dtypes.int64, device=dev)
+        width = targets.shape[1]
+        starts = [i * width for i in range(N)]
     else:
         starts = [0]
         for n in tgt_lens[:-1]:
             starts.append(starts[-1] + n)
-        top = max(sum(tgt_lens) - 1, 0)  # a padding position (masked below) reads any target
-        pos = [[min(starts[i] + min(j, max(tgt_lens[i] - 1, 0)), top) for j in range(S)] for i in range(N)]
-        flat = targets.long().reshape(-1)
-        if S and flat.numel():
-            tg = flat.index_select(0, _conv.geometry_tensor(("ctc_pos", tuple(tgt_lens)), dtypes.int64, dev,
-                                                            lambda: [p for r in pos for p in r])).reshape(N, S)
-        else:
-            tg = zeros((N, S), dtype=dtypes.int64, device=dev)
-    valid_t = [[j < tgt_lens[i] for j in range(S)] for i in range(N)]
-    vmask = _conv.geometry_tensor(("ctc_valid", tuple(tgt_lens), S), dtypes.bool_, dev, lambda: valid_t) \
-        if S else None
-    blank_t = full((), blank, dtype=dtypes.int64, device=dev)
-    tg = tg.where(vmask, blank_t) if S else tg
-    ext = full((N, Lx), blank, dtype=dtypes.int64, device=dev)
-    if S:
-        ext[:, 1::2] = tg
-    neg = full((), float("-inf"), dtype=dt, device=dev)
-    state_ok = _conv.geometry_tensor(("ctc_states", tuple(tgt_lens), Lx), dtypes.bool_, dev,
-                                     lambda: [[s < 2 * tgt_lens[i] + 1 for s in range(Lx)] for i in range(N)])
-    # skip (s - 2 -> s) allowed where l'_s is not blank and differs from l'_{s-2}
-    if Lx > 2:
-        skip = (ext.narrow(1, 2, Lx - 2) != blank) & (ext.narrow(1, 2, Lx - 2) != ext.narrow(1, 0, Lx - 2))
-    else:
-        skip = None
-    lpe = lp.gather(2, ext.unsqueeze(0).expand(T, N, Lx))  # (T, N, Lx)
-
-    def shift(a, k):  # a[:, s - k], -inf for s < k
-        if k >= Lx:
-            return neg.expand(N, Lx)
-        from ..ops.shape import cat
-        return cat([neg.expand(N, k), a.narrow(1, 0, Lx - k)], 1)
-
-    def shift_back(a, k):  # a[:, s + k], -inf past the end
-        if k >= Lx:
-            return neg.expand(N, Lx)
-        from ..ops.shape import cat
-        return cat([a.narrow(1, k, Lx - k), neg.expand(N, k)], 1)
-
-    init = [[0 if s == 0 or (s == 1 and tgt_lens[i] > 0) else 1 for s in range(Lx)] for i in range(N)]
-    init_ok = _conv.geometry_tensor(("ctc_init", tuple(tgt_lens), Lx), dtypes.bool_, dev,
-                                    lambda: [[v == 0 for v in r] for r in init])
-    alphas = []
-    a = None
-    for t in range(T):
-        if t == 0:
-            a = lpe[0].where(init_ok, neg)
-        else:
-            s2 = shift(a, 2)
-            if skip is not None:
-                from ..ops.shape import cat
-                s2 = s2.where(cat([skip.new_zeros((N, 2)), skip], 1), neg)
-            a = lpe[t] + _lse(a, shift(a, 1), s2)
-            a = a.where(state_ok, neg)
-        alphas.append(a)
-    # beta from each sample's own last step backwards
-    last = [[s == 2 * tgt_lens[i] or s == 2 * tgt_lens[i] - 1 for s in range(Lx)] for i in range(N)]
-    last_ok = _conv.geometry_tensor(("ctc_last", tuple(tgt_lens), Lx), dtypes.bool_, dev, lambda: last)
-    if skip is not None:
-        from ..ops.shape import cat
-        skip_b = cat([skip, skip.new_zeros((N, 2))], 1)  # s -> s + 2 allowed where skip at s + 2
-    betas = [None] * T
-    b = neg.expand(N, Lx)
-    lens_t = _conv.geometry_tensor(("ctc_in", tuple(in_lens)), dtypes.int64, dev, lambda: [[v] for v in in_lens])
-    for t in range(T - 1, -1, -1):
-        s2 = shift_back(b, 2)
-        if skip is not None:
-            s2 = s2.where(skip_b, neg)
-        rec = (lpe[t] + _lse(b, shift_back(b, 1), s2)).where(state_ok, neg)
-        start = lpe[t].where(last_ok, neg)
-        b = start.where(lens_t == t + 1, rec.where(lens_t > t + 1, neg))
-        betas[t] = b
-    from ..ops.shape import stack
-    alpha = stack(alphas)  # (T, N, Lx)
-    beta = stack(betas)
-    # nll_n = -log(alpha_{T_n - 1}(2 S_n) + alpha_{T_n - 1}(2 S_n - 1)); T_n = 0: 0 if S_n = 0 else inf
-    tl_idx = _conv.geometry_tensor(("ctc_tn", tuple(in_lens)), dtypes.int64, dev,
-                                   lambda: [max(v - 1, 0) for v in in_lens])
-    at = alpha.gather(0, tl_idx.reshape(1, N, 1).expand(1, N, Lx)).squeeze(0).where(last_ok, neg)
-    nll = -at.logsumexp(1)
-    empty_in = _conv.geometry_tensor(("ctc_empty", tuple(in_lens), tuple(tgt_lens)), dt, dev,
-                                     lambda: [0.0 if v > 0 else (0.0 if s == 0 else float("inf"))
-                                              for v, s in zip(in_lens, tgt_lens)])
-    has_in = _conv.geometry_tensor(("ctc_has_in", tuple(in_lens)), dtypes.bool_, dev, lambda: [v > 0 for v in in_lens])
-    nll = nll.where(has_in, empty_in)
-    # torch's gradient: exp(lp) - exp(logsumexp_{s: l'_s = c}(alpha + beta) + nll - lp), zero past T_n
-    lcab = alpha + beta
-    m = lcab.amax(2, keepdim=True)
-    m = m.where(m != float("-inf"), zeros((), dtype=dt, device=dev))
-    onehot = (ext.unsqueeze(2) == arange(C, dtype=dtypes.int64, device=dev)).to(dt)  # (N, Lx, C)
-    summed = (lcab - m).exp().permute(1, 0, 2).matmul(onehot).permute(1, 0, 2)  # (T, N, C)
-    lsum = summed.log() + m
-    grad = lp.exp() - (lsum + nll.reshape(1, N, 1) - lp).exp()
-    tmask = _conv.geometry_tensor(("ctc_tmask", tuple(in_lens), T), dtypes.bool_, dev,
-                                  lambda: [[[t < v] for v in in_lens] for t in range(T)])
-    zero = zeros((), dtype=dt, device=dev)
-    grad = grad.where(tmask, zero)
-    if zero_infinity:
-        inf = nll == float("inf")
-        nll = nll.where(~inf, zero)
-        grad = grad.where(~inf.reshape(1, N, 1), zero)
-    return nll, grad
+    offs = _conv.geometry_tensor(("ctc_offsets", tuple(starts)), dtypes.int64, dev, lambda: starts)
+    il = _conv.geometry_tensor(("ctc_in", tuple(in_lens)), dtypes.int64, dev, lambda: list(in_lens))
+    sl = _conv.geometry_tensor(("ctc_tgt", tuple(tgt_lens)), dtypes.int64, dev, lambda: list(tgt_lens))
+    return flat, offs, il, sl, 2 * (max(tgt_lens) if tgt_lens else 0) + 1
 
 
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):

@@ -5,15 +5,18 @@ ATen's GridSampler.h formulas over whole tensors: each grid coordinate is unnorm
 read at the neighbouring integer positions by a `gather` on the flattened spatial dims, weighted
 (bilinear / trilinear: the products of the per-dim distances, nearest: the round-half-even
 position, bicubic: Keys' cubic convolution with A = -0.75 over a 4 x 4 neighbourhood, each tap's
-position padded on its own). A position outside the input reads zero. Every step is a
-differentiable op, so both gradients (input and grid, any order) and the CUDA path come from the
-ops it is made of."""
+position padded on its own). A position outside the input reads zero. grid_sampler runs the
+grid_sampler_fwd / grid_sampler_bwd primitives (backends/cpu/grid_sample.py, kernels/grid_sample.cu: one kernel each way); the same
+formulas as differentiable ops (`_sample`) give the backward of the backward (create_graph)."""
 from __future__ import annotations
 
 import itertools
 
 from .. import _warn, dtypes
+from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor
+from ._common import empty_tensor
 from .conv import type_name
 
 FUNCTIONS = ("grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator")
@@ -165,9 +168,43 @@ def _sample(input, grid, mode, padding, align):
     return out
 
 
+class _GridSampler(Function):
+    """The grid_sampler_fwd / grid_sampler_bwd primitives (one kernel each way on CUDA); a backward
+    that must itself be differentiable (create_graph) goes through the composite `_sample`."""
+
+    @staticmethod
+    def forward(ctx, input, grid, mode, padding, align):
+        x, g = input.detach().contiguous(), grid.detach().contiguous()
+        out = empty_tensor(tuple(x.shape[:2]) + tuple(g.shape[1:-1]), x._dtype, x.device)
+        x._backend.grid_sampler_fwd(out, x, g, mode, padding, align)
+        ctx.save_for_backward(input, grid)
+        ctx.mode, ctx.padding, ctx.align = mode, padding, align
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        input, grid = ctx.saved_tensors
+        want_x, want_g = ctx.needs_input_grad[:2]
+        if is_grad_enabled():  # create_graph: the gradients as differentiable ops
+            from ..autograd import grad as _grad
+            wrt = [t for t, w in ((input, want_x), (grid, want_g)) if w]
+            got = iter(_grad(_sample(input, grid, ctx.mode, ctx.padding, ctx.align), wrt, grad_out,
+                             create_graph=True, allow_unused=True))
+            return (next(got) if want_x else None), (next(got) if want_g else None), None, None, None
+        x, g = input.detach().contiguous(), grid.detach().contiguous()
+        go = grad_out.detach().contiguous()
+        acc = dtypes.float32 if x._dtype in (dtypes.float16, dtypes.bfloat16) else x._dtype
+        gx = empty_tensor(tuple(x.shape), acc, x.device) if want_x else None
+        gg = empty_tensor(tuple(g.shape), g._dtype, g.device) if want_g else None
+        x._backend.grid_sampler_bwd(gx, gg, go, x, g, ctx.mode, ctx.padding, ctx.align)
+        if gx is not None and acc is not x._dtype:
+            gx = gx.to(x._dtype)
+        return gx, gg, None, None, None
+
+
 def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
     _check(input, grid, interpolation_mode, padding_mode)
-    return _sample(input, grid, int(interpolation_mode), int(padding_mode), bool(align_corners))
+    return _GridSampler.apply(input, grid, int(interpolation_mode), int(padding_mode), bool(align_corners))
 
 
 def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):

@@ -15,6 +15,8 @@ from .norm import *  # noqa: F401,F403
 from .batch_norm import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
+from .ctc import *  # noqa: F401,F403
+from .grid_sample import *  # noqa: F401,F403
 from .fft import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
 from . import heap as _heap  # noqa: F401,E402  (glibc malloc settings: freed buffers reused, not re-faulted)

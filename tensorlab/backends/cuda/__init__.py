@@ -20,6 +20,8 @@ from .norm import *  # noqa: F401,F403
 from .batch_norm import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
+from .ctc import *  # noqa: F401,F403
+from .grid_sample import *  # noqa: F401,F403
 from .fft import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
 from .complex import split_complex_primitives as _split_complex  # noqa: E402
