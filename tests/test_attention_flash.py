@@ -39,13 +39,10 @@ def _launched(prefix):
 
 
 # -- the warp-level matrix multiply-accumulate ---------------------------------------------------------
-@pytest.mark.cuda
 @pytest.mark.parametrize("ctype,dtype", [("__half", tl.float16), ("__nv_bfloat16", tl.bfloat16)])
-def test_mma_fragments_multiply_as_numpy(ctype, dtype):
+def test_mma_fragments_multiply_as_numpy(cuda, ctype, dtype):
     """A B through both B loaders, and the accumulators fed back as an A fragment, equal NumPy's
     products of the same 16-bit values (products exact in float; only the summation order differs)."""
-    if not tl.cuda.is_available() and not _emulated():
-        pytest.skip("needs CUDA or the emulation driver")
     from tensorlab.backends.cuda.active import driver
     from tensorlab.backends.cuda.driver import Pointer
     mod = driver.load_module(PROBE, PROBE_NAMES, ("-std=c++17", f"-I{kernel_dir()}"), 0)
@@ -69,11 +66,6 @@ def test_mma_fragments_multiply_as_numpy(ctype, dtype):
     np.testing.assert_array_equal(got[0], got[1])
     d = _rounded(got[0], dtype).astype(np.float64)
     np.testing.assert_allclose(got[2], d @ b[:8] + d @ b[8:], rtol=1e-5, atol=1e-4)
-
-
-def _emulated():
-    import os
-    return os.environ.get("TENSORLAB_CUDA_EMULATION") == "1"
 
 
 # -- outputs and gradients ---------------------------------------------------------------------------
@@ -214,12 +206,10 @@ def test_dropout_matches_the_cpu_composite_with_the_same_seed(device, name, dtyp
     assert np.abs(_np(plain[0]) - _np(fused[0])).max() > 0.1
 
 
-@pytest.mark.cuda
 @pytest.mark.parametrize("dtype", [tl.float16, tl.float32])
-def test_dropout_primitives_cuda_equal_cpu(dtype):
+def test_dropout_primitives_cuda_equal_cpu(cuda, dtype):
     """The backends' attention_fwd / attention_bwd with the same (p, seed, offset): the CUDA kernels
     and the CPU's blocked NumPy primitives agree (a nonzero offset, keys over several CPU blocks)."""
-    from tensorlab.backends import cpu as cpu_backend, cuda as cuda_backend  # noqa: F401
     from tensorlab.ops._common import empty_tensor
     B, H, L, S, E = 1, 2, 21, 150, 32
     arrays = [_rounded(x, dtype) for x in (_rand((B, H, L, E), 0), _rand((B, H, S, E), 1), _rand((B, H, S, E), 2),
