@@ -1,27 +1,37 @@
 // Fused scaled-dot-product attention (flash-attention style): forward and backward.
 //
+// Two paths behind the same entry points: float / double (kHeadDim 0) run the scalar tiles below;
+// float16 / bfloat16 run the tensor-core tiles of tensorlab/flash_attention.cuh (mma.sync
+// m16n8k16, float accumulation), one instantiation per head-dim bucket kHeadDim (32, 64, 128; the
+// name expression without it means 128). Both read the mask and draw dropout the same way
+// (tensorlab/attention_args.cuh).
+//
 // Layout (the host makes every operand contiguous): q [BH, L, E], k [BHk, S, E], v [BHk, S, Ev],
 // out/dout [BH, L, Ev], lse/delta [BH, L] (float; double for double), with BH = batch * Hq and BHk = batch * Hk; the
 // query head h of batch b reads key/value head b * Hk + h / group (group = Hq / Hk: GQA). The
 // mask (mode 1 bool keeps True, 2 additive float of type T) is read through its broadcast strides:
 // `ml` is the layout of its leading (batch..., head) dims expanded to (batch..., Hq), ms_l and
-// ms_s the strides of its last two dims (0 where broadcast).
+// ms_s the strides of its last two dims (0 where broadcast). Dropout (dr.on) multiplies
+// probability (bh, i, j) by 0 or 1 / (1 - p), drawn from the Philox stream at element
+// (bh L + i) S + j exactly as the composite's bernoulli_ over the [BH, L, S] probabilities.
 //
-// The forward walks key blocks of kBN with an online softmax (running max m and sum l per row),
-// so no L x S matrix exists anywhere; it stores out and the row's log-sum-exp lse = m + log(l)
-// (-inf for a row whose every key is masked out: its output is 0, as the composite's
-// _safe_softmax gives). The backward recomputes P = exp(s - lse) per tile: attention_bwd_dkdv owns
-// one key block of one key/value head and loops over every query row of the group's heads
-// (dV = P^T dO, dK = scale dS^T Q with dS = P (dO V^T - delta), delta = rowsum(dO * out) from
-// attention_bwd_delta), attention_bwd_dq owns one query block (dQ = scale dS K). Each gradient
-// element is written by one thread after a fixed-order sum: deterministic, no atomics. With
-// want_dmask, attention_bwd_dkdv also stores dS (the float mask's gradient) per (row, key).
+// The forward walks key blocks with an online softmax (running max m and sum l per row), so no
+// L x S matrix exists anywhere; it stores out and the row's log-sum-exp lse = m + log(l) (-inf for
+// a row whose every key is masked out: its output is 0, as the composite's _safe_softmax gives;
+// l sums the probabilities before dropout). The backward recomputes P = exp(s - lse) per tile:
+// attention_bwd_dkdv owns one key block of one key/value head and loops over every query row of
+// the group's heads (dV = (P z)^T dO, dK = scale dS^T Q with dS = P (z dO V^T - delta),
+// delta = rowsum(dO * out) from attention_bwd_delta), attention_bwd_dq owns one query block
+// (dQ = scale dS K). Each gradient element is written by one thread after a fixed-order sum:
+// deterministic, no atomics. With want_dmask, attention_bwd_dkdv also stores dS (the float mask's
+// gradient) per (row, key).
 //
-// Geometry: 128 threads per block, tiles of kBM = 16 query rows by kBN = 16 keys, head dims up to
-// Acc<T>::kMaxE (128; 64 for double, whose tiles are twice as wide). Thread t works on row (or key)
-// t / 8 and on columns t % 8 + 8 i. Tiles are kept in the accumulation type A (float; double for
-// double) in static shared memory under 48 KB (rows padded by one element against bank conflicts),
-// accumulators in A registers.
+// Scalar geometry: 128 threads per block, tiles of kBM = 16 query rows by kBN = 16 keys, head dims
+// up to Acc<T>::kMaxE (128; 64 for double, whose tiles are twice as wide). Thread t works on row
+// (or key) t / 8 and on columns t % 8 + 8 i. Tiles are kept in the accumulation type A (float;
+// double for double) in static shared memory under 48 KB (rows padded by one element against bank
+// conflicts), accumulators in A registers. Tensor-core geometry: 128 threads, 64 query rows (or
+// keys) per block, see flash_attention.cuh.
 #include "tensorlab/attention_args.cuh"
 #include "tensorlab/flash_attention.cuh"
 
