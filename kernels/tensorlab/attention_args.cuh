@@ -64,10 +64,12 @@ struct DropArgs {
   int on;             // 0: no dropout (every other field unused)
 };
 
-__device__ __forceinline__ bool drop_keeps(const DropArgs& d, long long n) {
+// Not inlined: the kernels call it inside unrolled tile loops, where sixteen inlined copies of the
+// Philox rounds would cost registers (and occupancy) even with dropout off.
+__device__ __noinline__ bool drop_keeps(const DropArgs& d, long long n) {
   const tl::Philox4 w = tl::philox_block(d.seed, d.offset, static_cast<unsigned long long>(n) >> 1);
-  const int h = static_cast<int>(n & 1) * 2;
-  return (tl::word_pair(w.w[h], w.w[h + 1]) >> 11) < d.threshold;
+  const bool odd = n & 1;  // words 2, 3 (selected, not indexed: no local-memory array)
+  return (tl::word_pair(odd ? w.w[2] : w.w[0], odd ? w.w[3] : w.w[1]) >> 11) < d.threshold;
 }
 __device__ __forceinline__ float inv_keep(const DropArgs& d, float) { return d.inv_keep; }
 __device__ __forceinline__ double inv_keep(const DropArgs& d, double) { return d.inv_keep_d; }
