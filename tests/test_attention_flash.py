@@ -39,13 +39,16 @@ def _launched(prefix):
 
 
 # -- the warp-level matrix multiply-accumulate ---------------------------------------------------------
+@pytest.mark.parametrize("path", ["mma.sync", "shuffles"])
 @pytest.mark.parametrize("ctype,dtype", [("__half", tl.float16), ("__nv_bfloat16", tl.bfloat16)])
-def test_mma_fragments_multiply_as_numpy(cuda, ctype, dtype):
+def test_mma_fragments_multiply_as_numpy(cuda, ctype, dtype, path):
     """A B through both B loaders, and the accumulators fed back as an A fragment, equal NumPy's
-    products of the same 16-bit values (products exact in float; only the summation order differs)."""
+    products of the same 16-bit values (products exact in float; only the summation order differs);
+    also by the pre-sm_80 path that exchanges the fragments with warp shuffles."""
     from tensorlab.backends.cuda.active import driver
     from tensorlab.backends.cuda.driver import Pointer
-    mod = driver.load_module(PROBE, PROBE_NAMES, ("-std=c++17", f"-I{kernel_dir()}"), 0)
+    opts = ("-std=c++17", f"-I{kernel_dir()}") + (("-DTL_MMA_BY_SHUFFLES",) if path == "shuffles" else ())
+    mod = driver.load_module(PROBE, PROBE_NAMES, opts, 0)
     a, b = _rounded(_rand((16, 16), 1), dtype), _rounded(_rand((16, 8), 2), dtype)
     np_dt = tl.tensor([0.0], dtype=dtype).numpy().dtype
     stream = driver.current_stream(0)

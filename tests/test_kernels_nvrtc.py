@@ -130,3 +130,8 @@ def test_every_test_kernel_is_listed():
 @pytest.mark.parametrize("source", ["emulation_probe.cu", "philox_kat.cu", "mma_probe.cu"])
 def test_test_kernel_compiles_with_nvrtc(source):
     _compile(TEST_KERNELS / source, _test_kernel_names()[source], "80")
+
+
+def test_mma_falls_back_to_shuffles_before_sm_80():
+    """sm_75 has no mma.sync m16n8k16: kernels/tensorlab/mma.cuh's shuffle path compiles there."""
+    _compile(TEST_KERNELS / "mma_probe.cu", _test_kernel_names()["mma_probe.cu"], "75")

@@ -14,7 +14,8 @@
 //
 // The emulation driver (TL_EMULATION) runs the instruction as an exchange of the 32 lanes'
 // fragments at a warp barrier (include/tl_emu_mma.h); before sm_80, which lacks m16n8k16, the lanes
-// exchange the fragments with shuffles (same result, summed in another order).
+// exchange the fragments with shuffles (same result, summed in another order; TL_MMA_BY_SHUFFLES
+// selects that path anywhere, so the tests run it under the emulation).
 #pragma once
 #include "tensorlab/cast.cuh"
 
@@ -66,7 +67,8 @@ __device__ __forceinline__ FragA c_to_a(const FragC& lo, const FragC& hi) {
                 pack2f<T>(hi.x[2], hi.x[3])}};
 }
 
-#if !defined(TL_EMULATION) && __CUDA_ARCH__ < 800
+#if defined(TL_MMA_BY_SHUFFLES) || (!defined(TL_EMULATION) && __CUDA_ARCH__ < 800)
+#define TL_MMA_SHUFFLE_PATH 1
 // d += a b with the other lanes' fragments fetched by shuffles: lane 4r + q holds row r's columns
 // 2q, 2q+1 (x[0]) and 2q+8, 2q+9 (x[2]) of A (row r+8 in x[1], x[3]) and column r's k = 2q, 2q+1
 // (x[0]) and 2q+8, 2q+9 (x[1]) of B.
@@ -104,7 +106,9 @@ __device__ __forceinline__ void mma_by_shuffles(FragC& d, const FragA& a, const 
 // d += a b (every lane of the warp must take part).
 template <typename T>
 __device__ __forceinline__ void mma16816(FragC& d, const FragA& a, const FragB& b) {
-#if defined(TL_EMULATION)
+#if defined(TL_MMA_SHUFFLE_PATH)
+  mma_by_shuffles<T>(d, a, b);
+#elif defined(TL_EMULATION)
   tl_emu_mma_m16n8k16(d.x, a.x, b.x, Mma16<T>::kBf16);
 #elif __CUDA_ARCH__ >= 800
   if constexpr (Mma16<T>::kBf16) {
@@ -120,8 +124,6 @@ __device__ __forceinline__ void mma16816(FragC& d, const FragA& a, const FragB& 
         : "+f"(d.x[0]), "+f"(d.x[1]), "+f"(d.x[2]), "+f"(d.x[3])
         : "r"(a.x[0]), "r"(a.x[1]), "r"(a.x[2]), "r"(a.x[3]), "r"(b.x[0]), "r"(b.x[1]));
   }
-#else
-  mma_by_shuffles<T>(d, a, b);
 #endif
 }
 
