@@ -34,28 +34,30 @@ def _cuda_runs():
 CUDA_RUNS, CUDA_EMULATED = _cuda_runs()
 
 
-def _tensorlab(device, inputs, grad):
-    return [tl.tensor(a, device=device, requires_grad=True) for a in inputs], tl.tensor(grad, device=device), \
-        tl.nn.functional
+def _tensorlab(device, inputs, grad, dtype="float32"):
+    dt = getattr(tl, dtype)
+    return [tl.tensor(a, device=device).to(dt).requires_grad_() for a in inputs], \
+        tl.tensor(grad, device=device).to(dt), tl.nn.functional
 
 
-def _torch(device, inputs, grad):
+def _torch(device, inputs, grad, dtype="float32"):
     torch = pytest.importorskip("torch")
     if device != "cpu" and not torch.cuda.is_available():
         pytest.skip("torch has no CUDA here")
     dev = "cpu" if device == "cpu" else "cuda"
-    return [torch.tensor(a, device=dev, requires_grad=True) for a in inputs], torch.tensor(grad, device=dev), \
-        torch.nn.functional
+    dt = getattr(torch, dtype)
+    return [torch.tensor(a, device=dev).to(dt).requires_grad_() for a in inputs], \
+        torch.tensor(grad, device=dev).to(dt), torch.nn.functional
 
 
 IMPLS = {"tensorlab": _tensorlab, "torch": _torch}
 
 
-def fwd_bwd(impl, device, forward, inputs, grad):
+def fwd_bwd(impl, device, forward, inputs, grad, dtype="float32"):
     """run() for one round of `forward(F, *inputs)` (F: the library's nn.functional) and its backward
-    from `grad`, every input a leaf that requires grad (its .grad cleared each round); and to_np, the
-    forward result as a NumPy array."""
-    leaves, gt, functional = IMPLS[impl](device, inputs, grad)
+    from `grad`, every input a leaf of `dtype` that requires grad (its .grad cleared each round); and
+    to_np, the forward result as a float32 NumPy array."""
+    leaves, gt, functional = IMPLS[impl](device, inputs, grad, dtype)
 
     def run():
         for t in leaves:
@@ -63,7 +65,7 @@ def fwd_bwd(impl, device, forward, inputs, grad):
         y = forward(functional, *leaves)
         y.backward(gt)
         return y
-    return run, lambda y: y.detach().cpu().numpy()
+    return run, lambda y: y.detach().cpu().float().numpy()
 
 
 def cases(name, sizes):
@@ -84,12 +86,12 @@ def cases(name, sizes):
 
 
 def bench_fwd_bwd(benchmark, ratio_board, *, device, size, impl, name, forward, inputs, grad, reference, atol,
-                  shape, unit, work):
-    """Check `forward` of `impl` on `device` against `reference` (rtol 1e-4, `atol`), then time its
+                  shape, unit, work, dtype="float32", rtol=1e-4):
+    """Check `forward` of `impl` on `device` (inputs of `dtype`) against `reference` (`rtol`, `atol`), then time its
     forward + backward: group, extra_info (library, device, workload, shape, unit, work, emulated,
     throughput from the median in `unit`) and the ratio board's row."""
-    run, to_np = fwd_bwd(impl, device, forward, inputs, grad)
-    np.testing.assert_allclose(to_np(run()), reference, rtol=1e-4, atol=atol)
+    run, to_np = fwd_bwd(impl, device, forward, inputs, grad, dtype)
+    np.testing.assert_allclose(to_np(run()), reference, rtol=rtol, atol=atol)
     workload = f"{name}_fwd_bwd"
     emulated = device == "cuda" and CUDA_EMULATED
     where = device + (" (emulated)" if emulated else "")

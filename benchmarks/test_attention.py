@@ -1,6 +1,7 @@
 """Attention rows for pytest-benchmark, next to torch: F.scaled_dot_product_attention forward +
-backward (q, k and v gradients) of float32 (B, H, L, E) inputs, causal, on every available device
-(the fused kernels of kernels/attention.cu on CUDA, the composite on the CPU). Each implementation's
+backward (q, k and v gradients) of float32 and bfloat16 (B, H, L, E) inputs, causal, on every
+available device (the fused kernels of kernels/attention.cu on CUDA: the scalar ones for float32,
+the tensor-core ones for bfloat16; the composite on the CPU). Each implementation's
 forward result is checked against a NumPy reference (softmax in float64) before it is timed, so a
 wrong kernel cannot post a fast time. No assertions on time; the medians and ratios go to the same
 board as test_kernels.py (its terminal summary).
@@ -42,3 +43,18 @@ def test_attention_forward_backward(benchmark, ratio_board, device, size, impl):
     bench_fwd_bwd(benchmark, ratio_board, device=device, size=size, impl=impl, name="sdpa", forward=_sdpa,
                   inputs=(q, k, v), grad=g, reference=_reference(q, k, v), atol=1e-4,
                   shape=f"{b}x{h}x{n}x{e} causal", unit="TFLOP/s", work=flops)
+
+
+@pytest.mark.parametrize("device, size, impl", cases("sdpa_bf16", SIZES))
+def test_attention_forward_backward_bf16(benchmark, ratio_board, device, size, impl):
+    """bfloat16 operands (the tensor-core kernels on CUDA; torch's SDPA picks its flash kernel), the
+    reference from the same rounded inputs."""
+    import ml_dtypes
+    b, h, n, e = size
+    rng = np.random.default_rng(0)
+    q, k, v, g = (rng.standard_normal((b, h, n, e), dtype=np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
+                  for _ in range(4))
+    flops = 7 * b * h * n * n * e
+    bench_fwd_bwd(benchmark, ratio_board, device=device, size=size, impl=impl, name="sdpa_bf16", forward=_sdpa,
+                  inputs=(q, k, v), grad=g, reference=_reference(q, k, v), atol=2e-2, rtol=2e-2,
+                  shape=f"{b}x{h}x{n}x{e} causal bf16", unit="TFLOP/s", work=flops, dtype="bfloat16")

@@ -1,45 +1,49 @@
 // Fused scaled-dot-product attention (flash-attention style): forward and backward.
 //
+// Two paths behind the same entry points: float / double (kHeadDim 0) run the scalar tiles below;
+// float16 / bfloat16 run the tensor-core tiles of tensorlab/flash_attention.cuh (mma.sync
+// m16n8k16, float accumulation), one instantiation per head-dim bucket kHeadDim (32, 64, 128; the
+// name expression without it means 128). Both read the mask and draw dropout the same way
+// (tensorlab/attention_args.cuh).
+//
 // Layout (the host makes every operand contiguous): q [BH, L, E], k [BHk, S, E], v [BHk, S, Ev],
 // out/dout [BH, L, Ev], lse/delta [BH, L] (float; double for double), with BH = batch * Hq and BHk = batch * Hk; the
 // query head h of batch b reads key/value head b * Hk + h / group (group = Hq / Hk: GQA). The
 // mask (mode 1 bool keeps True, 2 additive float of type T) is read through its broadcast strides:
 // `ml` is the layout of its leading (batch..., head) dims expanded to (batch..., Hq), ms_l and
-// ms_s the strides of its last two dims (0 where broadcast).
+// ms_s the strides of its last two dims (0 where broadcast). Dropout (dr.on) multiplies
+// probability (bh, i, j) by 0 or 1 / (1 - p), drawn from the Philox stream at element
+// (bh L + i) S + j exactly as the composite's bernoulli_ over the [BH, L, S] probabilities.
 //
-// The forward walks key blocks of kBN with an online softmax (running max m and sum l per row),
-// so no L x S matrix exists anywhere; it stores out and the row's log-sum-exp lse = m + log(l)
-// (-inf for a row whose every key is masked out: its output is 0, as the composite's
-// _safe_softmax gives). The backward recomputes P = exp(s - lse) per tile: attention_bwd_dkdv owns
-// one key block of one key/value head and loops over every query row of the group's heads
-// (dV = P^T dO, dK = scale dS^T Q with dS = P (dO V^T - delta), delta = rowsum(dO * out) from
-// attention_bwd_delta), attention_bwd_dq owns one query block (dQ = scale dS K). Each gradient
-// element is written by one thread after a fixed-order sum: deterministic, no atomics. With
-// want_dmask, attention_bwd_dkdv also stores dS (the float mask's gradient) per (row, key).
+// The forward walks key blocks with an online softmax (running max m and sum l per row), so no
+// L x S matrix exists anywhere; it stores out and the row's log-sum-exp lse = m + log(l) (-inf for
+// a row whose every key is masked out: its output is 0, as the composite's _safe_softmax gives;
+// l sums the probabilities before dropout). The backward recomputes P = exp(s - lse) per tile:
+// attention_bwd_dkdv owns one key block of one key/value head and loops over every query row of
+// the group's heads (dV = (P z)^T dO, dK = scale dS^T Q with dS = P (z dO V^T - delta),
+// delta = rowsum(dO * out) from attention_bwd_delta), attention_bwd_dq owns one query block
+// (dQ = scale dS K). Each gradient element is written by one thread after a fixed-order sum:
+// deterministic, no atomics. With want_dmask, attention_bwd_dkdv also stores dS (the float mask's
+// gradient) per (row, key).
 //
-// Geometry: 128 threads per block, tiles of kBM = 16 query rows by kBN = 16 keys, head dims up to
-// Acc<T>::kMaxE (128; 64 for double, whose tiles are twice as wide). Thread t works on row (or key)
-// t / 8 and on columns t % 8 + 8 i. Tiles are kept in the accumulation type A (float; double for
-// double) in static shared memory under 48 KB (rows padded by one element against bank conflicts),
-// accumulators in A registers.
-#include "tensorlab/reduce.cuh"
+// Scalar geometry: 128 threads per block, tiles of kBM = 16 query rows by kBN = 16 keys, head dims
+// up to Acc<T>::kMaxE (128; 64 for double, whose tiles are twice as wide). Thread t works on row
+// (or key) t / 8 and on columns t % 8 + 8 i. Tiles are kept in the accumulation type A (float;
+// double for double) in static shared memory under 48 KB (rows padded by one element against bank
+// conflicts), accumulators in A registers. Tensor-core geometry: 128 threads, 64 query rows (or
+// keys) per block, see flash_attention.cuh.
+#include "tensorlab/attention_args.cuh"
+#include "tensorlab/flash_attention.cuh"
 
 namespace {
+using namespace tl_attn;
 constexpr int kThreads = 128;
 constexpr int kBM = 16;
 constexpr int kBN = 16;
 constexpr int kLanes = 8;                    // threads per row
 constexpr int kTile = kBM * kBN / kThreads;  // score-tile entries per thread
+static_assert(kThreads == kFlashThreads, "one block size for both paths");
 
-// Accumulation type and head-dim limit per element type; kLd is the tiles' padded row pitch.
-template <typename T> struct Acc {
-  using A = float;
-  static constexpr int kMaxE = 128;
-};
-template <> struct Acc<double> {
-  using A = double;
-  static constexpr int kMaxE = 64;
-};
 #define TL_ATTN_TYPES                        \
   using A = typename Acc<T>::A;              \
   constexpr int kMaxE = Acc<T>::kMaxE;       \
@@ -47,39 +51,17 @@ template <> struct Acc<double> {
   constexpr int kCols = kMaxE / kLanes;      \
   const A kNegInf = -tl::Bounds<A>::highest()
 
-template <typename T> using AccT = typename Acc<T>::A;
-
-template <typename A>
-__device__ __forceinline__ A neg_inf() { return -tl::Bounds<A>::highest(); }
-
-template <typename A>
-__device__ __forceinline__ A amax(A a, A b) { return b > a ? b : a; }
-
-struct MaskArgs {
-  int mode;        // 0 none, 1 bool (keep True), 2 additive float
-  int causal;      // keep key j <= query i (top-left aligned, as tril on (L, S))
-  long long ms_l;  // mask strides of the query and key dims
-  long long ms_s;
+// The head-dim bucket a name expression without one means: 0 (the scalar path) for float and
+// double, 128 (the tensor-core path) for float16 / bfloat16.
+template <typename T> struct HeadDim {
+  static constexpr int kDefault = 0;
 };
-
-// Offset of the mask's (batch..., head) `bh` in elements.
-__device__ __forceinline__ long long mask_base(long long bh, const tl::StridedLayout<long long>& ml) {
-  return tl::offset_of(bh, ml);
-}
-
-// The masked, scaled score of query i and key j (both in range), given the raw dot product.
-template <typename T, typename A>
-__device__ __forceinline__ A masked(A dot, A scale, long long i, long long j, MaskArgs m, const bool* bmask,
-                                    const T* fmask, long long mb) {
-  A s = dot * scale;
-  if (m.causal && j > i) return neg_inf<A>();
-  if (m.mode == 1) {
-    if (!bmask[mb + i * m.ms_l + j * m.ms_s]) return neg_inf<A>();
-  } else if (m.mode == 2) {
-    s += static_cast<A>(tl::widen(fmask[mb + i * m.ms_l + j * m.ms_s]));
-  }
-  return s;
-}
+template <> struct HeadDim<__half> {
+  static constexpr int kDefault = 128;
+};
+template <> struct HeadDim<__nv_bfloat16> {
+  static constexpr int kDefault = 128;
+};
 
 // rows x n elements of a contiguous [*, n] matrix starting at row r0 (rows past `limit` read 0)
 template <typename T, typename A, int kLd>
@@ -91,14 +73,13 @@ __device__ __forceinline__ void load_tile(A (*dst)[kLd], const T* src, long long
 }
 }  // namespace
 
-// grid (BH, ceil(L / kBM))
+// The scalar path (float, double): grid (BH, ceil(L / kBM))
 template <typename T>
-__global__ void __launch_bounds__(kThreads, 1) attention_fwd(T* __restrict__ out, AccT<T>* __restrict__ lse,
-                                                          const T* __restrict__ q, const T* __restrict__ k,
-                                                          const T* __restrict__ v, const bool* __restrict__ bmask,
-                                                          const T* __restrict__ fmask, long long L, long long S, int E,
-                                                          int Ev, int group, int Hq, AccT<T> scale, MaskArgs mk,
-                                                          tl::StridedLayout<long long> ml) {
+__device__ __forceinline__ void scalar_fwd(T* __restrict__ out, AccT<T>* __restrict__ lse, const T* __restrict__ q,
+                                           const T* __restrict__ k, const T* __restrict__ v,
+                                           const bool* __restrict__ bmask, const T* __restrict__ fmask, long long L,
+                                           long long S, int E, int Ev, int group, int Hq, AccT<T> scale, MaskArgs mk,
+                                           const tl::StridedLayout<long long>& ml, const DropArgs& dr) {
   TL_ATTN_TYPES;
   __shared__ A sq[kBM][kLd];
   __shared__ A sk[kBN][kLd];
@@ -149,6 +130,10 @@ __global__ void __launch_bounds__(kThreads, 1) attention_fwd(T* __restrict__ out
         psum += p[jj];
       }
       l = l * alpha + psum;
+      if (dr.on && i < L) {  // the output sums the dropped probabilities; l the kept-or-not ones
+#pragma unroll
+        for (int jj = 0; jj < kBN; ++jj) p[jj] *= drop_factor<A>(dr, (bh * L + i) * S + j0 + jj);
+      }
 #pragma unroll
       for (int x = 0; x < kCols; ++x) {
         const int d = c + kLanes * x;
@@ -194,7 +179,7 @@ __device__ __forceinline__ void probs_tile(A (*sp)[kBN], A (*sds)[kBN], const A 
                                            const A (*sv)[kLd], const A* slse, const A* sdelta,
                                            long long i0, long long j0, long long L, long long S, int E, int Ev,
                                            AccT<T> scale, MaskArgs mk, const bool* bmask, const T* fmask,
-                                           long long mb) {
+                                           long long mb, long long bh, const DropArgs& dr) {
   const A kNegInf = neg_inf<A>();
   const int t = threadIdx.x;
 #pragma unroll
@@ -210,7 +195,9 @@ __device__ __forceinline__ void probs_tile(A (*sp)[kBN], A (*sds)[kBN], const A 
         p = tl::m_exp(s - slse[ii]);
         A dp = A(0);
         for (int e = 0; e < Ev; ++e) dp += sdo[ii][e] * sv[jj][e];
-        ds = p * (dp - sdelta[ii]);
+        const A z = drop_factor<A>(dr, (bh * L + i) * S + j);
+        ds = p * (dp * z - sdelta[ii]);
+        p *= z;
       }
     }
     sp[ii][jj] = p;
@@ -221,12 +208,12 @@ __device__ __forceinline__ void probs_tile(A (*sp)[kBN], A (*sds)[kBN], const A 
 // grid (BHk, ceil(S / kBN)): dK and dV of one key block of one key/value head, summed over the
 // group's query heads and every query block in order. dmask (if want_dmask): contiguous [BH, L, S].
 template <typename T>
-__global__ void __launch_bounds__(kThreads, 1) attention_bwd_dkdv(
+__device__ __forceinline__ void scalar_bwd_dkdv(
     T* __restrict__ dk, T* __restrict__ dv, T* __restrict__ dmask, const T* __restrict__ q, const T* __restrict__ k,
     const T* __restrict__ v, const T* __restrict__ dout, const AccT<T>* __restrict__ lse,
     const AccT<T>* __restrict__ delta, const bool* __restrict__ bmask, const T* __restrict__ fmask, long long L,
-    long long S, int E, int Ev, int group, int Hq, AccT<T> scale, MaskArgs mk, tl::StridedLayout<long long> ml,
-    int want_dmask) {
+    long long S, int E, int Ev, int group, int Hq, AccT<T> scale, MaskArgs mk, const tl::StridedLayout<long long>& ml,
+    const DropArgs& dr, int want_dmask) {
   TL_ATTN_TYPES;
   __shared__ A sq[kBM][kLd];
   __shared__ A sdo[kBM][kLd];
@@ -257,7 +244,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_bwd_dkdv(
         sdelta[t] = i0 + t < L ? delta[bh * L + i0 + t] : A(0);
       }
       __syncthreads();
-      probs_tile(sp, sds, sq, sk, sdo, sv, slse, sdelta, i0, j0, L, S, E, Ev, scale, mk, bmask, fmask, mb);
+      probs_tile(sp, sds, sq, sk, sdo, sv, slse, sdelta, i0, j0, L, S, E, Ev, scale, mk, bmask, fmask, mb, bh, dr);
       __syncthreads();
       if (want_dmask) {
         for (int idx = t; idx < kBM * kBN; idx += kThreads) {
@@ -290,11 +277,11 @@ __global__ void __launch_bounds__(kThreads, 1) attention_bwd_dkdv(
 
 // grid (BH, ceil(L / kBM)): dQ of one query block, summed over the key blocks in order.
 template <typename T>
-__global__ void __launch_bounds__(kThreads, 1) attention_bwd_dq(
+__device__ __forceinline__ void scalar_bwd_dq(
     T* __restrict__ dq, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
     const T* __restrict__ dout, const AccT<T>* __restrict__ lse, const AccT<T>* __restrict__ delta,
     const bool* __restrict__ bmask, const T* __restrict__ fmask, long long L, long long S, int E, int Ev, int group,
-    int Hq, AccT<T> scale, MaskArgs mk, tl::StridedLayout<long long> ml) {
+    int Hq, AccT<T> scale, MaskArgs mk, const tl::StridedLayout<long long>& ml, const DropArgs& dr) {
   TL_ATTN_TYPES;
   __shared__ A sq[kBM][kLd];
   __shared__ A sdo[kBM][kLd];
@@ -322,7 +309,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_bwd_dq(
     load_tile(sk, k + kvh * S * E, j0, S, kBN, E);
     load_tile(sv, v + kvh * S * Ev, j0, S, kBN, Ev);
     __syncthreads();
-    probs_tile(sp, sds, sq, sk, sdo, sv, slse, sdelta, i0, j0, L, S, E, Ev, scale, mk, bmask, fmask, mb);
+    probs_tile(sp, sds, sq, sk, sdo, sv, slse, sdelta, i0, j0, L, S, E, Ev, scale, mk, bmask, fmask, mb, bh, dr);
     __syncthreads();
     for (int jj = 0; jj < kBN; ++jj) {
       const A ds = sds[r][jj];
@@ -341,4 +328,50 @@ __global__ void __launch_bounds__(kThreads, 1) attention_bwd_dq(
       if (d < E) dqb[d] = tl::cast<T>(adq[x] * scale);
     }
   }
+}
+
+// The entry points: the scalar path for float / double (kHeadDim 0), the tensor-core path of
+// tensorlab/flash_attention.cuh for float16 / bfloat16 per head-dim bucket (E and Ev <= kHeadDim).
+// grid (BH, ceil(L / 16)) scalar, (BH, ceil(L / 64)) tensor cores.
+template <typename T, int kHeadDim = HeadDim<T>::kDefault>
+__global__ void __launch_bounds__(kThreads, 1) attention_fwd(T* __restrict__ out, AccT<T>* __restrict__ lse,
+                                                          const T* __restrict__ q, const T* __restrict__ k,
+                                                          const T* __restrict__ v, const bool* __restrict__ bmask,
+                                                          const T* __restrict__ fmask, long long L, long long S, int E,
+                                                          int Ev, int group, int Hq, AccT<T> scale, MaskArgs mk,
+                                                          tl::StridedLayout<long long> ml, DropArgs dr) {
+  if constexpr (kHeadDim == 0)
+    scalar_fwd<T>(out, lse, q, k, v, bmask, fmask, L, S, E, Ev, group, Hq, scale, mk, ml, dr);
+  else
+    flash_fwd<T, kHeadDim>(out, lse, q, k, v, bmask, fmask, L, S, E, Ev, group, Hq, scale, mk, ml, dr);
+}
+
+// grid (BHk, ceil(S / 16)) scalar, (BHk, ceil(S / 64)) tensor cores.
+template <typename T, int kHeadDim = HeadDim<T>::kDefault>
+__global__ void __launch_bounds__(kThreads, 1) attention_bwd_dkdv(
+    T* __restrict__ dk, T* __restrict__ dv, T* __restrict__ dmask, const T* __restrict__ q, const T* __restrict__ k,
+    const T* __restrict__ v, const T* __restrict__ dout, const AccT<T>* __restrict__ lse,
+    const AccT<T>* __restrict__ delta, const bool* __restrict__ bmask, const T* __restrict__ fmask, long long L,
+    long long S, int E, int Ev, int group, int Hq, AccT<T> scale, MaskArgs mk, tl::StridedLayout<long long> ml,
+    DropArgs dr, int want_dmask) {
+  if constexpr (kHeadDim == 0)
+    scalar_bwd_dkdv<T>(dk, dv, dmask, q, k, v, dout, lse, delta, bmask, fmask, L, S, E, Ev, group, Hq, scale, mk, ml,
+                       dr, want_dmask);
+  else
+    flash_bwd_dkdv<T, kHeadDim>(dk, dv, dmask, q, k, v, dout, lse, delta, bmask, fmask, L, S, E, Ev, group, Hq,
+                                scale, mk, ml, dr, want_dmask);
+}
+
+// grid (BH, ceil(L / 16)) scalar, (BH, ceil(L / 64)) tensor cores.
+template <typename T, int kHeadDim = HeadDim<T>::kDefault>
+__global__ void __launch_bounds__(kThreads, 1) attention_bwd_dq(
+    T* __restrict__ dq, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+    const T* __restrict__ dout, const AccT<T>* __restrict__ lse, const AccT<T>* __restrict__ delta,
+    const bool* __restrict__ bmask, const T* __restrict__ fmask, long long L, long long S, int E, int Ev, int group,
+    int Hq, AccT<T> scale, MaskArgs mk, tl::StridedLayout<long long> ml, DropArgs dr) {
+  if constexpr (kHeadDim == 0)
+    scalar_bwd_dq<T>(dq, q, k, v, dout, lse, delta, bmask, fmask, L, S, E, Ev, group, Hq, scale, mk, ml, dr);
+  else
+    flash_bwd_dq<T, kHeadDim>(dq, q, k, v, dout, lse, delta, bmask, fmask, L, S, E, Ev, group, Hq, scale, mk, ml,
+                              dr);
 }

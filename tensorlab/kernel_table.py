@@ -229,10 +229,27 @@ KERNELS["ctc.cu"] = _per_dtype("ctc_alpha", "ctc_grad_fill", "ctc_beta", "ctc_gr
                                among=(dtypes.float32, dtypes.float64))
 # attention.cu: the fused scaled_dot_product_attention forward and its backward (delta, dK/dV per key
 # block, dQ per query block) for the floating dtypes (float accumulation; double for double); 64-bit
-# offsets throughout
-KERNELS["attention.cu"] = tuple(f"{k}<{d.ctype}>" for k in ("attention_fwd", "attention_bwd_delta",
-                                                             "attention_bwd_dkdv", "attention_bwd_dq")
-                                for d in dtypes.FLOATING)
+# offsets throughout. float / double: the scalar kernels; float16 / bfloat16: the tensor-core kernels
+# per head-dim bucket (ATTENTION_HEAD_DIMS; the name without a bucket is the default one, 128)
+ATTENTION_HEAD_DIMS = (32, 64, 128)
+ATTENTION_DEFAULT_HEAD_DIM = 128
+
+
+def attention_expr(kernel, ctype, head_dim=None):
+    """The name expression of an attention kernel: the tensor-core bucket `head_dim` (None: the scalar
+    kernel, or the default bucket, which is spelled without it)."""
+    if head_dim is None or head_dim == ATTENTION_DEFAULT_HEAD_DIM:
+        return f"{kernel}<{ctype}>"
+    return f"{kernel}<{ctype}, {head_dim}>"
+
+
+KERNELS["attention.cu"] = (tuple(attention_expr(k, d.ctype) for k in ("attention_fwd", "attention_bwd_delta",
+                                                                       "attention_bwd_dkdv", "attention_bwd_dq")
+                                 for d in dtypes.FLOATING)
+                           + tuple(attention_expr(k, d.ctype, hd) for k in ("attention_fwd", "attention_bwd_dkdv",
+                                                                             "attention_bwd_dq")
+                                   for d in (dtypes.float16, dtypes.bfloat16) for hd in ATTENTION_HEAD_DIMS
+                                   if hd != ATTENTION_DEFAULT_HEAD_DIM))
 # batch_norm.cu: fused batch norm (statistics, finalize, apply with the running-stat update; backward partial
 # sums, finalize, dx) for inputs T of float16/bfloat16/float32 with parameters and running statistics P of
 # T's dtype or float32 (torch's mixed form)

@@ -118,14 +118,20 @@ def _test_kernel_names():
     """Test-only kernels (tests/kernels/) are plain CUDA too: the emulation tests run them, and
     they must mean the same thing to NVRTC. (Checked here, outside the ASan-preloaded emulated
     run, where NVRTC's builtins cannot load.)"""
+    from test_attention_flash import PROBE as MMA_PROBE, PROBE_NAMES as MMA_NAMES
     from test_cuda_emulation import NAMES, PROBE
-    return {PROBE.name: NAMES, "philox_kat.cu": ("philox_kat",)}
+    return {PROBE.name: NAMES, "philox_kat.cu": ("philox_kat",), MMA_PROBE.name: MMA_NAMES}
 
 
 def test_every_test_kernel_is_listed():
     assert sorted(p.name for p in TEST_KERNELS.glob("*.cu")) == sorted(_test_kernel_names())
 
 
-@pytest.mark.parametrize("source", ["emulation_probe.cu", "philox_kat.cu"])
+@pytest.mark.parametrize("source", ["emulation_probe.cu", "philox_kat.cu", "mma_probe.cu"])
 def test_test_kernel_compiles_with_nvrtc(source):
     _compile(TEST_KERNELS / source, _test_kernel_names()[source], "80")
+
+
+def test_mma_falls_back_to_shuffles_before_sm_80():
+    """sm_75 has no mma.sync m16n8k16: kernels/tensorlab/mma.cuh's shuffle path compiles there."""
+    _compile(TEST_KERNELS / "mma_probe.cu", _test_kernel_names()["mma_probe.cu"], "75")

@@ -119,7 +119,8 @@ def _attention_fwd(ctx, g):
     i = ctx.info
     float_mask = i["float_mask"]  # the mask is input 3
     dq, dk, dv, dm = attention.attention_backward(g, ctx.saved(0), ctx.saved(1), ctx.saved(2), ctx.result(), i["lse"],
-                                                  i["mask"], i["is_causal"], i["scale"], float_mask and ctx.needs(3))
+                                                  i["mask"], i["is_causal"], i["scale"], float_mask and ctx.needs(3),
+                                                  i.get("dropout"))
     return (dq, dk, dv, dm) if float_mask else (dq, dk, dv)
 
 

@@ -77,7 +77,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         # batch dims against key's and value's
         return query.sum(-1, keepdim=True).expand(*query.shape[:-1], value.shape[-1]).clone()
     if _attn.fused_supported(query, key, value, attn_mask, dropout_p, enable_gqa):
-        return _attn.attention(query, key, value, attn_mask, is_causal, scale, enable_gqa)
+        return _attn.attention(query, key, value, attn_mask, is_causal, scale, enable_gqa, dropout_p)
     if enable_gqa and query.dim() >= 3 and key.dim() >= 3:
         hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
         if hq % hk or hq % hv:

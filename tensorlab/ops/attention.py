@@ -4,19 +4,25 @@ front end that prepares their operands, records the autograd node and runs the d
 
 nn/functional_attention.py's composite (matmul, softmax) stays the reference and the fallback:
 `fused_supported` says when the fused path applies (CUDA; float16/bfloat16/float32/float64; head
-dims 1..128, 1..64 for float64; no dropout; q/k/v with one batch shape; equal heads or enable_gqa
+dims 1..128, 1..64 for float64; dropout_p < 1; q/k/v with one batch shape; equal heads or enable_gqa
 with a multiple; a mask broadcastable to the scores without growing them); on the CPU it runs from
 CPU_BLOCKED_MIN_SCORES scores on, where the blocked NumPy primitives hold one key block of scores
 at a time instead of the composite's L x S matrices. The forward keeps the output and the per-row
 log-sum-exp (float32; float64 for float64), never the L x S probabilities; the backward recomputes
 them tile by tile. A float mask that requires grad gets dS, written once per (row, key) (its
 gradient is as large as the scores anyway). Under create_graph (double backward) the derivative
-is written with differentiable ops instead (the composite's memory, torch's math)."""
+is written with differentiable ops instead (the composite's memory, torch's math).
+
+Dropout draws the composite's mask (`bernoulli_(1 - p)` on the [*batch, Hq, L, S] probabilities,
+from the device's default generator, which advances by as many Philox blocks as that call would),
+inside the kernels: the backward draws it again from the saved (seed, offset), so the same seed
+gives the same result on the CPU composite, the CPU blocked primitives and the CUDA kernels."""
 from __future__ import annotations
 
 import math
 
 from .. import autograd_hooks, dtypes
+from . import random as _random
 from . import registry
 from ._common import empty_tensor
 from .elementwise import _grad_enabled
@@ -55,7 +61,7 @@ def fused_supported(query, key, value, attn_mask=None, dropout_p=0.0, enable_gqa
     if devices is None:
         devices = ("cuda", "cpu") if query.numel() // max(query.shape[-1], 1) * key.shape[-2] >= \
             CPU_BLOCKED_MIN_SCORES else ("cuda",)
-    if dropout_p > 0.0 or query.device.type not in devices:
+    if dropout_p >= 1.0 or query.device.type not in devices:
         return False
     if query.dtype not in FUSED_DTYPES or not (query.dtype == key.dtype == value.dtype):
         return False
@@ -81,9 +87,21 @@ def fused_supported(query, key, value, attn_mask=None, dropout_p=0.0, enable_gqa
     return True
 
 
-def attention(query, key, value, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
-    """softmax(q k^T scale + mask) v by the fused primitives (F.scaled_dot_product_attention's
-    arguments but dropout); the caller checked fused_supported."""
+def _draw_dropout(dropout_p, n, device):
+    """(p, seed, offset) for the kernels, advancing the device's default generator as the
+    composite's bernoulli_ over the n probabilities would (2 words each); None without dropout."""
+    if not dropout_p > 0.0 or n == 0:
+        return None
+    gen = _random._default_for(device)
+    with gen._lock:
+        seed, offset = gen._seed, gen._offset
+        gen._offset = (offset + (2 * n + 3) // 4) & ((1 << 64) - 1)
+    return (float(dropout_p), seed, offset)
+
+
+def attention(query, key, value, attn_mask=None, is_causal=False, scale=None, enable_gqa=False, dropout_p=0.0):
+    """softmax(q k^T scale + mask) v, dropout_p of the probabilities dropped, by the fused primitives
+    (F.scaled_dot_product_attention's arguments); the caller checked fused_supported."""
     batch, hq = _lead(query)
     _, hk = _lead(key)
     if hq != hk and not enable_gqa:
@@ -99,29 +117,38 @@ def attention(query, key, value, attn_mask=None, is_causal=False, scale=None, en
     out = empty_tensor((B, hq, L, Ev), query.dtype, query.device)
     lse = empty_tensor((B, hq, L), dtypes.float64 if query.dtype is dtypes.float64 else dtypes.float32,
                        query.device)
-    q._backend.attention_fwd(out, lse, q, k, v, mask, bool(is_causal), s)
+    drop = _draw_dropout(dropout_p, B * hq * L * S, query.device)
+    q._backend.attention_fwd(out, lse, q, k, v, mask, bool(is_causal), s, drop)
     float_mask = mask is not None and mask.dtype is not dtypes.bool
     inputs = (q, k, v, mask) if float_mask else (q, k, v)
     out = autograd_hooks.record(out, "attention_fwd", inputs, lse=lse, mask=mask, is_causal=bool(is_causal),
-                                scale=s, float_mask=float_mask)
+                                scale=s, float_mask=float_mask, dropout=drop)
     return out.reshape(*batch, hq, L, Ev) if len(query.shape) >= 3 else out.reshape(L, Ev)
 
 
-def attention_backward(grad, q, k, v, out, lse, mask, is_causal, scale, need_mask_grad):
+def attention_backward(grad, q, k, v, out, lse, mask, is_causal, scale, need_mask_grad, dropout=None):
     """(dq, dk, dv, dmask or None) of attention_fwd for the gradient `grad` of its output."""
     if _grad_enabled():  # create_graph: gradients that are themselves differentiable
-        return _differentiable_backward(grad, q, k, v, mask, is_causal, scale, need_mask_grad)
+        return _differentiable_backward(grad, q, k, v, mask, is_causal, scale, need_mask_grad, dropout)
     g = grad.contiguous()
     dq = empty_tensor(tuple(q.shape), q.dtype, q.device)
     dk = empty_tensor(tuple(k.shape), k.dtype, k.device)
     dv = empty_tensor(tuple(v.shape), v.dtype, v.device)
     B, hq, L, _ = q.shape
     dmask = empty_tensor((B, hq, L, k.shape[2]), q.dtype, q.device) if need_mask_grad else None
-    q._backend.attention_bwd(dq, dk, dv, dmask, g, q, k, v, out, lse, mask, is_causal, scale)
+    q._backend.attention_bwd(dq, dk, dv, dmask, g, q, k, v, out, lse, mask, is_causal, scale, dropout)
     return dq, dk, dv, (None if dmask is None else dmask.reshape(tuple(mask.shape)))
 
 
-def _differentiable_backward(g, q, k, v, mask, is_causal, scale, need_mask_grad):
+def _dropout_factors(dropout, shape, like):
+    """The forward's dropout factors as a tensor of the probabilities' shape: its mask drawn again
+    by bernoulli_ from a generator at the saved (seed, offset)."""
+    p, seed, offset = dropout
+    gen = _random._rebuild_generator(str(like.device), seed, offset)
+    return empty_tensor(tuple(shape), like.dtype, like.device).bernoulli_(1.0 - p, generator=gen).div_(1.0 - p)
+
+
+def _differentiable_backward(g, q, k, v, mask, is_causal, scale, need_mask_grad, dropout=None):
     import tensorlab as tl
     hq, hk = q.shape[1], k.shape[1]
     group = hq // hk
@@ -136,8 +163,11 @@ def _differentiable_backward(g, q, k, v, mask, is_causal, scale, need_mask_grad)
         s = s.masked_fill(m.logical_not(), float("-inf")) if mask.dtype is dtypes.bool else s + m
     dead = (s == float("-inf")).all(-1, keepdim=True)
     p = tl.where(dead, 0.0, s.softmax(-1))
-    dv = p.transpose(-2, -1).matmul(g)
+    z = None if dropout is None else _dropout_factors(dropout, s.shape, s)
+    dv = (p if z is None else p * z).transpose(-2, -1).matmul(g)
     dp = g.matmul(vr.transpose(-2, -1))
+    if z is not None:
+        dp = dp * z
     ds = p * (dp - (p * dp).sum(-1, keepdim=True))
     dq = ds.matmul(kr) * scale
     dk = ds.transpose(-2, -1).matmul(q) * scale

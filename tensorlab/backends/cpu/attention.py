@@ -5,7 +5,10 @@ held: each step holds one [B, Hq, L, block] tile. float16/bfloat16 accumulate in
 
 Operands as ops/attention.py prepares them: q [B, Hq, L, E], k [B, Hk, S, E], v [B, Hk, S, Ev],
 out / dout [B, Hq, L, Ev], lse [B, Hq, L] float32 (float64 for float64); `mask` None or a bool / float tensor of shape
-(*batch, Hq, L, S) with broadcast strides (read one key block at a time)."""
+(*batch, Hq, L, S) with broadcast strides (read one key block at a time); `dropout` None or (p, seed,
+offset): the probabilities [B, Hq, L, S] dropped as `bernoulli_(1 - p)` draws them at the generator
+state (seed, offset) (element n keeps when the 53-bit uniform of words 2 (n % 2), +1 of Philox block
+n / 2 is below 1 - p), the kept ones scaled by 1 / (1 - p): the CUDA kernels' mask, key block by key block."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,6 +16,7 @@ import numpy as np
 from ... import _faults
 from . import parallel as _par
 from .memory import array
+from .random import _LO, _S32, philox4x32_10
 from .reduction import _SHORT_ROW, HALF, _row_max
 
 __all__ = ("attention_fwd", "attention_bwd")
@@ -40,6 +44,23 @@ def _scores(q, kb, j0, mask, is_causal, scale, L, B, H):
         m = mask[..., j0:j0 + n].reshape(B, H, L, n)
         s = np.where(m, s, -np.inf) if m.dtype == np.bool_ else s + m.astype(s.dtype)
     return s
+
+
+def _drop_factors(dropout, B, H, L, S, j0, n, acc):
+    """The dropout factors (0 or 1 / (1 - p)) of keys j0 .. j0 + n of every row: [B, H, L, n]."""
+    p, seed, offset = dropout
+    idx = (np.arange(B * H * L, dtype=np.uint64)[:, None] * np.uint64(S)
+           + np.arange(j0, j0 + n, dtype=np.uint64)[None, :]).reshape(-1)
+    ctr = (idx >> np.uint64(1)) + np.uint64(offset & 0xFFFFFFFFFFFFFFFF)  # wraps mod 2^64
+    zero = np.zeros(ctr.shape, np.uint32)
+    w = philox4x32_10((ctr & _LO).astype(np.uint32), (ctr >> _S32).astype(np.uint32), zero, zero,
+                      seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF)
+    odd = (idx & np.uint64(1)).astype(bool)
+    lo = np.where(odd, w[2], w[0]).astype(np.uint64)
+    hi = np.where(odd, w[3], w[1]).astype(np.uint64)
+    u = ((lo | (hi << _S32)) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+    keep = 1.0 - p
+    return np.where(u < keep, acc.type(1.0 / keep), acc.type(0.0)).reshape(B, H, L, n)
 
 
 def _inputs(q, k, v, mask):
@@ -130,18 +151,18 @@ def _per_head(q, k):
     return qa.shape[-2] * qa.shape[-1] * ka.shape[-2]
 
 
-def attention_fwd(out, lse, q, k, v, mask, is_causal, scale):
+def attention_fwd(out, lse, q, k, v, mask, is_causal, scale, dropout=None):
     """Its products on OpenBLAS's threads or held at one thread (parallel.blas_product: the largest
     is a head's scores)."""
-    return _par.blas_product(_per_head(q, k), _attention_fwd, out, lse, q, k, v, mask, is_causal, scale)
+    return _par.blas_product(_per_head(q, k), _attention_fwd, out, lse, q, k, v, mask, is_causal, scale, dropout)
 
 
-def _attention_fwd(out, lse, q, k, v, mask, is_causal, scale):
+def _attention_fwd(out, lse, q, k, v, mask, is_causal, scale, dropout):
     _faults.hit("launch")
     qa, ka, va, m, acc = _inputs(q, k, v, mask)
     B, H, L, _ = qa.shape
     S = ka.shape[2]
-    if 0 < S <= BLOCK and array(k).shape[1] == H:
+    if 0 < S <= BLOCK and array(k).shape[1] == H and dropout is None:
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             _one_block_fwd(out, lse, qa, ka, va, m, is_causal, scale)
         return
@@ -156,6 +177,8 @@ def _attention_fwd(out, lse, q, k, v, mask, is_causal, scale):
             alpha = np.where(live & (mx != -np.inf), np.exp(mx - new), 0.0)
             p = np.where(live, np.exp(s - np.where(live, new, 0.0)), 0.0)
             sm = sm * alpha + p.sum(-1, keepdims=True)
+            if dropout is not None:
+                p = p * _drop_factors(dropout, B, H, L, S, j0, p.shape[-1], acc)
             o = o * alpha + np.matmul(p, va[:, :, j0:j0 + BLOCK])
             mx = np.where(live, new, mx)
     dead = sm == 0
@@ -165,21 +188,21 @@ def _attention_fwd(out, lse, q, k, v, mask, is_causal, scale):
                   .astype(array(lse).dtype))
 
 
-def attention_bwd(dq, dk, dv, dmask, dout, q, k, v, out, lse, mask, is_causal, scale):
+def attention_bwd(dq, dk, dv, dmask, dout, q, k, v, out, lse, mask, is_causal, scale, dropout=None):
     """Its products on OpenBLAS's threads or held at one thread (parallel.blas_product: the largest
     is a head's scores)."""
     return _par.blas_product(_per_head(q, k), _attention_bwd, dq, dk, dv, dmask, dout, q, k, v, out, lse, mask,
-                             is_causal, scale)
+                             is_causal, scale, dropout)
 
 
-def _attention_bwd(dq, dk, dv, dmask, dout, q, k, v, out, lse, mask, is_causal, scale):
+def _attention_bwd(dq, dk, dv, dmask, dout, q, k, v, out, lse, mask, is_causal, scale, dropout):
     _faults.hit("launch")
     qa, ka, va, m, acc = _inputs(q, k, v, mask)
     B, H, L, _ = qa.shape
     S = ka.shape[2]
     hk = array(k).shape[1]
     go = array(dout).astype(acc)
-    if 0 < S <= BLOCK and hk == H:  # every key in one block
+    if 0 < S <= BLOCK and hk == H and dropout is None:  # every key in one block
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             _one_block_bwd(dq, dk, dv, None if dmask is None else array(dmask), go, qa, ka, va,
                            array(out).astype(acc, copy=False), array(lse).astype(acc)[..., None], m, is_causal, scale)
@@ -197,7 +220,14 @@ def _attention_bwd(dq, dk, dv, dmask, dout, q, k, v, out, lse, mask, is_causal, 
             kb, vb = ka[:, :, j0:j0 + BLOCK], va[:, :, j0:j0 + BLOCK]
             s = _scores(qa, kb, j0, m, is_causal, scale, L, B, H)
             p = np.where(dead | (s == -np.inf), 0.0, np.exp(s - ls))
-            ds = p * (np.matmul(go, vb.swapaxes(-1, -2)) - delta)
+            dp = np.matmul(go, vb.swapaxes(-1, -2))
+            if dropout is not None:
+                z = _drop_factors(dropout, B, H, L, S, j0, p.shape[-1], acc)
+                dp *= z
+                ds = p * (dp - delta)
+                p = p * z
+            else:
+                ds = p * (dp - delta)
             gv[:, :, j0:j0 + BLOCK] = np.matmul(p.swapaxes(-1, -2), go)
             gk[:, :, j0:j0 + BLOCK] = np.matmul(ds.swapaxes(-1, -2), qa) * scale
             gq += np.matmul(ds, kb) * scale

@@ -398,3 +398,5 @@ inline float __double2float_rn(double x) { return float(x); }
 // 16-bit floats: included here, at global scope, so that a kernel's own #include of them (inside
 // the generated translation unit's anonymous namespace) is a no-op.
 #include "tl_emu_fp.h"
+// Tensor-core mma.sync (after the 16-bit types, whose bit conversions it uses).
+#include "tl_emu_mma.h"

@@ -1,0 +1,30 @@
+// Tensor-core matrix multiply-accumulate for the emulation: mma.sync.aligned.m16n8k16 with float
+// accumulators (kernels/tensorlab/mma.cuh calls it where the GPU runs the PTX instruction). The
+// warp's 32 lanes deposit their A and B fragments at a warp barrier, as a shuffle does
+// (tl_emu_warp_gather); each lane then rebuilds the 16x16 A and 16x8 B from the fragment layout
+// of the PTX ISA and computes its own four accumulators. Products of 16-bit values are exact in
+// float; the sum runs over k in order (the hardware's order is unspecified).
+#pragma once
+
+inline void tl_emu_mma_m16n8k16(float* d, const unsigned* a, const unsigned* b, bool bf16) {
+  unsigned all_a[32][4], all_b[32][4];
+  unsigned mine_b[4] = {b[0], b[1], 0u, 0u};
+  const unsigned ta = tl_emu_warp_gather(a, 16, 0xffffffffu, all_a);
+  const unsigned tb = tl_emu_warp_gather(mine_b, 16, 0xffffffffu, all_b);
+  if (ta != 0xffffffffu || tb != 0xffffffffu) tl_emu_trap("mma.sync.aligned called by a partial warp");
+  auto val = [bf16](unsigned reg, int half) {
+    const unsigned short bits = (unsigned short)((reg >> (16 * half)) & 0xffffu);
+    return bf16 ? tl_emu::b2f(bits) : tl_emu::h2f(bits);
+  };
+  const int lane = tl_emu_lane(), g = lane >> 2, c = 2 * (lane & 3);
+  // A[r][k]: lane 4 (r % 8) + (k % 8) / 2, register (r >= 8) + 2 (k >= 8), half k % 2
+  auto A = [&](int r, int k) { return val(all_a[4 * (r % 8) + (k % 8) / 2][(r >= 8) + 2 * (k >= 8)], k % 2); };
+  // B[k][n]: lane 4 n + (k % 8) / 2, register k >= 8, half k % 2
+  auto B = [&](int k, int n) { return val(all_b[4 * n + (k % 8) / 2][k >= 8], k % 2); };
+  for (int e = 0; e < 4; ++e) {
+    const int r = g + 8 * (e >> 1), n = c + (e & 1);
+    float s = 0.0f;
+    for (int k = 0; k < 16; ++k) s += A(r, k) * B(k, n);
+    d[e] += s;
+  }
+}
