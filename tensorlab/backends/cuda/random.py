@@ -1,7 +1,7 @@
 """CUDA random primitives (the names of backends/cpu/random.py): the kernels of kernels/random.cu,
 which implement the Philox4x32-10 word stream and value mappings specified in tensorlab/ops/random.py,
-so a (seed, offset) gives the CPU backend's values on the GPU (normal and exponential up to the
-last bit of log/sin/cos).
+so a (seed, offset) gives the CPU backend's values on the GPU (bit for bit for the float32/16-bit
+outputs; float64 normal and exponential up to the last bit of libm's log/sin/cos).
 
 Values go to the output's elements in logical (row-major) order whatever its strides: the dims are
 coalesced in that order only (launch.plan also sorts them by stride, which would change the order).
@@ -18,6 +18,7 @@ from . import graphs
 from . import launch as K
 from .active import driver
 from .driver import Pointer
+from ..random_params import compute_type, uniform_params
 from .memory import allocate, copy, retire
 
 __all__ = ("philox_uniform", "philox_normal", "philox_randint", "philox_bernoulli", "philox_exponential",
@@ -64,18 +65,22 @@ def _fill(kernel, out, seed, offset, *params, extra=""):
                  n=t.plan.n)
 
 
+def _param(out):
+    return compute_type(out.dtype.name)
+
+
 def philox_uniform(out, seed, offset, low, high):
     """out[i] = U_i * (high - low) + low rounded to out's dtype; a value rounded up to high becomes low."""
-    low, high = float(low), float(high)
-    _fill("philox_uniform", out, seed, offset, np.float64(low), np.float64(high - low), np.float64(high))
+    _fill("philox_uniform", out, seed, offset, *uniform_params(float(low), float(high), _param(out)))
 
 
 def philox_normal(out, seed, offset, mean, std):
-    _fill("philox_normal", out, seed, offset, np.float64(mean), np.float64(std))
+    p = _param(out)
+    _fill("philox_normal", out, seed, offset, p(mean), p(std))
 
 
 def philox_exponential(out, seed, offset, lambd):
-    _fill("philox_exponential", out, seed, offset, np.float64(lambd))
+    _fill("philox_exponential", out, seed, offset, _param(out)(lambd))
 
 
 def philox_randint(out, seed, offset, low, high):
