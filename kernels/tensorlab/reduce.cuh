@@ -309,4 +309,22 @@ __device__ __forceinline__ S group_merge(S s, S* smem, int tid, int lanes, int r
   return s;
 }
 
+// Visits load(i) for i = begin, begin + step, ... < end in that order, issuing U independent loads
+// before using any of them (U loads in flight per thread: Little's law, not one load per latency),
+// then f(value, i) for each in order, so results equal the one-at-a-time loop's bit for bit.
+// `end - (U - 1) * step` keeps the bound free of overflow near the top of a 32-bit Index.
+template <int U, typename Index, typename Load, typename F>
+__device__ __forceinline__ void for_each_loaded(Index begin, Index end, Index step, Load load, F f) {
+  using V = decltype(load(begin));
+  Index i = begin;
+  for (; i < end - (U - 1) * step; i += U * step) {
+    V v[U];
+#pragma unroll
+    for (int k = 0; k < U; ++k) v[k] = load(i + k * step);
+#pragma unroll
+    for (int k = 0; k < U; ++k) f(v[k], i + k * step);
+  }
+  for (; i < end; i += step) f(load(i), i);
+}
+
 }  // namespace tl
