@@ -36,9 +36,10 @@ tensor's logical row-major order, whatever its strides) reads:
 Every result is bit-identical across backends except float64 normal and exponential values, which
 agree to the rounding of libm's float64 log/sin/cos (almost always bit-identical). Since issue 37
 the float32/float16/bfloat16 samplers compute in float32 (no FP64 in their kernels): their normal
-and exponential values (and with them log_normal_, cauchy_ and geometric_ on those dtypes) differ
-from the earlier float64-math values for the same seed, uniform_(a, b) by at most an ulp where
-(a, b) != (0, 1); float64 streams, rand(), randint, bernoulli and randperm are unchanged.
+and exponential values differ from the earlier float64-math values for the same seed, uniform_(a, b)
+by at most an ulp where (a, b) != (0, 1); float64 streams, rand(), randint, bernoulli, randperm and
+random_fills (cauchy_, log_normal_, geometric_: float64 draws, so their transforms stay bit-identical
+across backends) are unchanged.
 """
 from __future__ import annotations
 

@@ -2,10 +2,8 @@
 
 Each draws from tensorlab's Philox4x32-10 stream (ops/random.py's samplers, so the CPU and CUDA
 backends give the same numbers from the same (seed, offset), and `generator=` works as for
-uniform_), into a scratch tensor on the target's device (float32 for float32/float16/bfloat16
-targets, so those draws and transforms run in float32 as torch's do; float64 otherwise), transforms
-it there with the elementwise ops, and writes the result with one copy_ (the target is untouched
-when a check fails):
+uniform_), into a float64 scratch tensor on the target's device, transforms it there with the
+elementwise ops, and writes the result with one copy_ (the target is untouched when a check fails):
 
     cauchy_(median, sigma):   median + sigma * tan(pi * (U - 1/2)),  U uniform in [0, 1)
     log_normal_(mean, std):   exp(N),  N normal(mean, std)
@@ -23,12 +21,11 @@ from . import random as R
 
 
 def _scratch(self):
-    wide = self.dtype is dtypes.float64 or not self.dtype.is_floating_point
-    return creation.empty(tuple(self.shape), dtype=dtypes.float64 if wide else dtypes.float32, device=self.device)
+    return creation.empty(tuple(self.shape), dtype=dtypes.float64, device=self.device)
 
 
 def _fill(self, op, gen, draw, transform):
-    """Draw into scratch, transform, publish with one copy (the in-place contract of random.py)."""
+    """Draw into float64 scratch, transform, publish with one copy (the in-place contract of random.py)."""
     R.check_writable(self, op)
     R.autograd_hooks.check_inplace(self, op)
     g = R._generator(gen, self.device, op)
