@@ -174,14 +174,22 @@ struct RandInt {
   }
 };
 
+// U < p for the 53-bit U = X / 2^53 (X = word pair >> 11) is X < ceil(p 2^53) on integers: `threshold`
+// arrives computed exactly on the host, so no kernel compares in float64.
 template <typename T>
 struct Bernoulli {
-  double p;
+  u64 threshold;
   __device__ __forceinline__ void operator()(const tl::Philox4& p4, T* v) const {
-    v[0] = tl::cast<T>(tl::uniform53(p4.w[0], p4.w[1]) < p);
-    v[1] = tl::cast<T>(tl::uniform53(p4.w[2], p4.w[3]) < p);
+    v[0] = tl::cast<T>((tl::word_pair(p4.w[0], p4.w[1]) >> 11) < threshold);
+    v[1] = tl::cast<T>((tl::word_pair(p4.w[2], p4.w[3]) >> 11) < threshold);
   }
 };
+
+// ceil(p 2^53) for one probability element (p in [0, 1] by the caller's check): p 2^53 is exact in
+// p's own type (a power-of-two scaling), and so is its ceiling, converted exactly to an integer; the
+// 16-bit types widen to float first (exact).
+__device__ __forceinline__ u64 bernoulli_threshold(double p) { return static_cast<u64>(ceil(p * 0x1p53)); }
+__device__ __forceinline__ u64 bernoulli_threshold(float p) { return static_cast<u64>(ceilf(p * 0x1p53f)); }
 
 // Bitonic compare-exchange of the (key, index) pairs at i and l (i < l): ascending puts the
 // smaller pair at i. Pairs are distinct (indices are), so the order is the stable order by key.
@@ -267,8 +275,8 @@ __global__ void philox_randint(T* __restrict__ out, Index n, tl::StridedLayout<I
 
 template <typename T, typename Index, bool Contiguous>
 __global__ void philox_bernoulli(T* __restrict__ out, Index n, tl::StridedLayout<Index> layout,
-                                 unsigned long long seed, unsigned long long offset, double p) {
-  tl_random::fill_blocks<2, Contiguous>(out, n, layout, seed, offset, tl_random::Bernoulli<T>{p});
+                                 unsigned long long seed, unsigned long long offset, unsigned long long threshold) {
+  tl_random::fill_blocks<2, Contiguous>(out, n, layout, seed, offset, tl_random::Bernoulli<T>{threshold});
 }
 
 // Tensor-valued p: mask[i] = U_i < p_i (mask contiguous in logical order, p through its layout);
@@ -284,9 +292,12 @@ __global__ void bernoulli_mask(bool* __restrict__ mask, const P* __restrict__ p,
     for (int j = 0; j < 2; ++j) {
       const Index i = 2 * b + j;
       if (i < n) {
-        const double pi = static_cast<double>(tl::widen(p[tl::offset_of(i, p_layout)]));
-        if (!(pi >= 0.0 && pi <= 1.0)) *bad = 1;
-        mask[i] = tl::uniform53(w.w[2 * j], w.w[2 * j + 1]) < pi;
+        const auto pi = tl::widen(p[tl::offset_of(i, p_layout)]);  // float or double
+        if (!(pi >= decltype(pi)(0) && pi <= decltype(pi)(1))) {
+          *bad = 1;
+          continue;
+        }
+        mask[i] = (tl::word_pair(w.w[2 * j], w.w[2 * j + 1]) >> 11) < tl_random::bernoulli_threshold(pi);
       }
     }
   }

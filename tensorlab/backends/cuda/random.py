@@ -9,6 +9,8 @@ randperm sorts (key, index) pairs with a bitonic sort in a scratch buffer (tiles
 memory, the longer merge steps over global memory): a stable sort by key, as the CPU's argsort."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ... import dtypes
@@ -96,7 +98,8 @@ def philox_bernoulli(out, seed, offset, p):
     before out is written: the kernel draws into a scratch mask and flags a bad probability, the
     host reads the flag (a sync, named "bernoulli"), then copies the mask into out."""
     if not hasattr(p, "_meta"):
-        _fill("philox_bernoulli", out, seed, offset, np.float64(p))
+        # U < p with U = X / 2^53 is X < ceil(p 2^53): p 2^53 is exact in float64 (p in [0, 1])
+        _fill("philox_bernoulli", out, seed, offset, np.uint64(math.ceil(float(p) * 2.0 ** 53)))
         return
     plan = K.plan(out, p)  # bounds, one device and one index type for both operands
     n, dev, ix, pop = plan.n, plan.device, plan.index, plan.operands[1]
