@@ -58,6 +58,54 @@ struct BnWalk {
   }
 };
 
+// Visits the walk's elements m = start, start + step, ... < hi in order, U loads (load(offset))
+// issued before any is used (independent loads in flight per thread): group(v) gets each full group
+// of U values, one(v) each value of the tail.
+template <int U, typename Index, typename Load, typename Group, typename One>
+__device__ __forceinline__ void bn_walk_loaded(BnWalk<Index> w, Index m, Index hi, Index step, Load load, Group group,
+                                               One one) {
+  using V = decltype(load(Index(0)));
+  for (; m < hi - (U - 1) * step; m += U * step) {
+    Index o[U];
+#pragma unroll
+    for (int k = 0; k < U; ++k) {
+      o[k] = w.offset();
+      w.next();
+    }
+    V v[U];
+#pragma unroll
+    for (int k = 0; k < U; ++k) v[k] = load(o[k]);
+    group(v);
+  }
+  for (; m < hi; m += step, w.next()) one(load(w.offset()));
+}
+
+// Folds values into a Welford state (n, mean, m2): one value (Welford's update), or a group of
+// four (its own mean and squared deviations merged with Chan's formula: one division per group,
+// where four updates would call the IEEE division subroutine four times and make ptxas spill).
+struct BnWelford {
+  float n = 0.f, mean = 0.f, m2 = 0.f;
+  __device__ __forceinline__ void one(float v) {
+    n += 1.f;
+    const float d = v - mean;
+    mean += d / n;
+    m2 += d * (v - mean);
+  }
+  __device__ __forceinline__ void four(const float* v) {
+    const float gm = ((v[0] + v[1]) + (v[2] + v[3])) * 0.25f;
+    const float e0 = v[0] - gm, e1 = v[1] - gm, e2 = v[2] - gm, e3 = v[3] - gm;
+    const float gm2 = (e0 * e0 + e1 * e1) + (e2 * e2 + e3 * e3);
+    const float nt = n + 4.f, f = 4.f / nt, d = gm - mean;
+    mean += d * f;
+    m2 += gm2 + d * d * n * f;
+    n = nt;
+  }
+};
+
+struct BnPair {
+  float a, b;
+};
+
 // The element range of chunk p (chunks of `chunk` elements) of M elements.
 template <typename Index>
 __device__ __forceinline__ void bn_chunk(Index M, Index chunk, int p, Index* lo, Index* hi) {
@@ -83,20 +131,16 @@ __global__ void __launch_bounds__(256) batch_norm_stats(float* __restrict__ part
     const Index c = Index(tile) * g.width + g.chan;
     Index lo, hi;
     bn_chunk(M, chunk, p, &lo, &hi);
-    float n = 0.f, mean = 0.f, m2 = 0.f;
+    BnWelford acc;
     if (c < C) {
       BnWalk<Index> w(lo + g.lane, dn, ds, c, C, S, cols);
-      for (Index m = lo + g.lane; m < hi; m += g.lanes, w.next()) {
-        const float v = static_cast<float>(tl::widen(x[w.offset()]));
-        n += 1.f;
-        const float d = v - mean;
-        mean += d / n;
-        m2 += d * (v - mean);
-      }
+      auto load = [=](Index o) { return static_cast<float>(tl::widen(x[o])); };
+      bn_walk_loaded<4>(w, lo + g.lane, hi, Index(g.lanes), load, [&](const float* v) { acc.four(v); },
+                        [&](float v) { acc.one(v); });
     }
-    s_n[tid] = n;
-    s_mean[tid] = mean;
-    s_m2[tid] = m2;
+    s_n[tid] = acc.n;
+    s_mean[tid] = acc.mean;
+    s_m2[tid] = acc.m2;
     __syncthreads();
     for (int st = g.lanes / 2; st > 0; st >>= 1) {  // fixed tree order over the lanes of each channel
       if (g.lane < st) {
@@ -207,12 +251,16 @@ __global__ void __launch_bounds__(256) batch_norm_bwd_reduce(float* __restrict__
     if (c < C) {
       const float mu = mean[c];
       BnWalk<Index> w(lo + g.lane, dn, ds, c, C, S, cols);
-      for (Index m = lo + g.lane; m < hi; m += g.lanes, w.next()) {
-        const Index o = w.offset();
-        const float gv = static_cast<float>(tl::widen(dy[o]));
-        a += gv;
-        bsum += gv * (static_cast<float>(tl::widen(x[o])) - mu);
-      }
+      auto load = [=](Index o) {
+        return BnPair{static_cast<float>(tl::widen(dy[o])), static_cast<float>(tl::widen(x[o]))};
+      };
+      auto add = [&](BnPair v) {
+        a += v.a;
+        bsum += v.a * (v.b - mu);
+      };
+      bn_walk_loaded<4>(w, lo + g.lane, hi, Index(g.lanes), load, [&](const BnPair* v) {
+        for (int k = 0; k < 4; ++k) add(v[k]);
+      }, add);
     }
     s_a[tid] = a;
     s_b[tid] = bsum;

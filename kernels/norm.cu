@@ -30,6 +30,12 @@ __device__ __forceinline__ void welford_block_merge(float* s_n, float* s_mean, f
   }
 }
 
+// Up to three row values of one element, loaded together (tl::for_each_loaded keeps 4 elements' loads
+// in flight per thread).
+struct Trio {
+  float a, b, c;
+};
+
 // Sums of (a, b) over the block in a fixed tree order; the results are in slot 0.
 __device__ __forceinline__ void pair_block_sum(float* s_a, float* s_b, int tid) {
   for (int st = kNormThreads / 2; st > 0; st >>= 1) {
@@ -52,14 +58,14 @@ __global__ void __launch_bounds__(256) layer_norm_fwd(T* __restrict__ y, float* 
   for (Index row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* src = x + row * len;
     float n = 0.f, mean = 0.f, m2 = 0.f;
-    for (Index i = tid; i < len; i += kNormThreads) {
-      float v = static_cast<float>(tl::widen(src[i]));
+    auto load_x = [=](Index i) { return static_cast<float>(tl::widen(src[i])); };
+    tl::for_each_loaded<4>(Index(tid), len, Index(kNormThreads), load_x, [&](float v, Index) {
       if (rms) v *= v;
       n += 1.f;
       const float d = v - mean;
       mean += d / n;
       m2 += d * (v - mean);
-    }
+    });
     s_n[tid] = n;
     s_mean[tid] = mean;
     s_m2[tid] = m2;
@@ -74,12 +80,16 @@ __global__ void __launch_bounds__(256) layer_norm_fwd(T* __restrict__ y, float* 
       rstd_out[row] = r;
     }
     T* dst = y + row * len;
-    for (Index i = tid; i < len; i += kNormThreads) {
-      float v = (static_cast<float>(tl::widen(src[i])) - mu) * r;
-      if (has_w) v *= static_cast<float>(tl::widen(w[i]));
-      if (has_b) v += static_cast<float>(tl::widen(b[i]));
+    auto load_xwb = [=](Index i) {
+      return Trio{static_cast<float>(tl::widen(src[i])), has_w ? static_cast<float>(tl::widen(w[i])) : 1.f,
+                  has_b ? static_cast<float>(tl::widen(b[i])) : 0.f};
+    };
+    tl::for_each_loaded<4>(Index(tid), len, Index(kNormThreads), load_xwb, [&](Trio t, Index i) {
+      float v = (t.a - mu) * r;
+      if (has_w) v *= t.b;
+      if (has_b) v += t.c;
       dst[i] = tl::cast<T>(v);
-    }
+    });
   }
 }
 
@@ -107,17 +117,21 @@ __global__ void __launch_bounds__(256) layer_norm_bwd(T* __restrict__ dx, float*
     const T* g_row = dy + row * len;
     const T* x_row = x + row * len;
     float a = 0.f, bs = 0.f;  // sum(dy * w), sum(dy * w * xhat)
-    for (Index i = tid; i < len; i += kNormThreads) {
-      const float g = static_cast<float>(tl::widen(g_row[i]));
-      const float xh = (static_cast<float>(tl::widen(x_row[i])) - mu) * r;
+    auto load_gxw = [=](Index i) {
+      return Trio{static_cast<float>(tl::widen(g_row[i])), static_cast<float>(tl::widen(x_row[i])),
+                  has_w ? static_cast<float>(tl::widen(w[i])) : 1.f};
+    };
+    tl::for_each_loaded<4>(Index(tid), len, Index(kNormThreads), load_gxw, [&](Trio t, Index i) {
+      const float g = t.a;
+      const float xh = (t.b - mu) * r;
       if (want_partials) {
         pw[i] += g * xh;
         pb[i] += g;
       }
-      const float gw = has_w ? g * static_cast<float>(tl::widen(w[i])) : g;
+      const float gw = has_w ? g * t.c : g;
       a += gw;
       bs += gw * xh;
-    }
+    });
     if (want_dx) {  // uniform over the grid: every thread reaches the barriers
       s_a[tid] = a;
       s_b[tid] = bs;
@@ -126,12 +140,11 @@ __global__ void __launch_bounds__(256) layer_norm_bwd(T* __restrict__ dx, float*
       const float ma = rms ? 0.f : s_a[0] * inv_len, mb = s_b[0] * inv_len;
       __syncthreads();
       T* d_row = dx + row * len;
-      for (Index i = tid; i < len; i += kNormThreads) {
-        const float g = static_cast<float>(tl::widen(g_row[i]));
-        const float xh = (static_cast<float>(tl::widen(x_row[i])) - mu) * r;
-        const float gw = has_w ? g * static_cast<float>(tl::widen(w[i])) : g;
+      tl::for_each_loaded<4>(Index(tid), len, Index(kNormThreads), load_gxw, [&](Trio t, Index i) {
+        const float xh = (t.b - mu) * r;
+        const float gw = has_w ? t.a * t.c : t.a;
         d_row[i] = tl::cast<T>(r * (gw - ma - xh * mb));
-      }
+      });
     }
   }
 }

@@ -1,55 +1,53 @@
 // Random numbers: the Philox4x32-10 word stream and the uint32 -> value mappings of
-// tensorlab/ops/random.py, so every value equals the CPU backend's (normal and exponential up to
-// the last bit of log/sin/cos). Each thread computes whole Philox blocks and writes the elements
-// they feed, in the output's logical (row-major) order: directly when it is contiguous, through
-// its coalesced strides otherwise. Arithmetic that must match the CPU bit for bit is written with
-// unfused, correctly rounded operations (__dmul_rn/__dadd_rn): NVRTC would otherwise contract
-// a * b + c into an FMA. Normal and exponential compute in float64 for every dtype (the CPU's
-// definition), trading some FP64 throughput for values that match across devices.
+// tensorlab/ops/random.py, so every value equals the CPU backend's. Each thread computes whole
+// Philox blocks and writes the elements they feed, in the output's logical (row-major) order:
+// directly when it is contiguous, through its coalesced strides otherwise. Arithmetic that must match
+// the CPU bit for bit is written with unfused, correctly rounded operations (__fmul_rn/__fadd_rn,
+// __dmul_rn/__dadd_rn): NVRTC would otherwise contract a * b + c into an FMA.
+// float16/bfloat16/float32 outputs compute in float32 only (Box-Muller and the logarithm from
+// tensorlab/random_math.cuh, which the CPU reproduces exactly); float64 computes in float64 (libm's
+// log/sin/cos, equal to the CPU's up to their last bit). The scalar parameters have the compute
+// type (Param<T>), so a float kernel holds no FP64 instruction.
 //
 // Template parameters: T the output element type, Index int or long long, Contiguous the fast
 // path (element i at out + i, stored as one vector when aligned), Words (randint) 1 or 2 words
 // per element.
 #include "tensorlab/cast.cuh"
 #include "tensorlab/philox.cuh"
+#include "tensorlab/random_math.cuh"
 
 namespace tl_random {
 
 typedef unsigned long long u64;
 
-// A float64 value stored into a floating dtype as the CPU backend stores it: 16-bit types round
-// through float32 (values.astype(float32) first), so twice.
-template <typename T>
-struct FloatStore;
-template <>
-struct FloatStore<double> {
-  __device__ __forceinline__ static double to(double v) { return v; }
-};
-template <>
-struct FloatStore<float> {
-  __device__ __forceinline__ static float to(double v) { return __double2float_rn(v); }
-};
-template <>
-struct FloatStore<__half> {
-  __device__ __forceinline__ static __half to(double v) { return __float2half_rn(__double2float_rn(v)); }
-};
-template <>
-struct FloatStore<__nv_bfloat16> {
-  __device__ __forceinline__ static __nv_bfloat16 to(double v) { return __float2bfloat16_rn(__double2float_rn(v)); }
-};
-
-template <typename T>
-__device__ __forceinline__ T store_float(double v) {
-  return FloatStore<T>::to(v);
-}
-
-template <typename T>
-__device__ __forceinline__ double as_double(T v) {
-  return static_cast<double>(tl::widen(v));
-}
-
 template <typename T>
 constexpr bool kIsDouble = sizeof(T) == 8;  // used with floating T only
+
+// The compute type of a floating output: double for double, float for the others.
+template <typename T>
+struct Param {
+  typedef float type;
+};
+template <>
+struct Param<double> {
+  typedef double type;
+};
+
+// A compute-type value stored into T as the CPU backend stores it (round to nearest even).
+template <typename T>
+__device__ __forceinline__ T store_float(typename Param<T>::type v) {
+  return tl::cast<T>(v);
+}
+
+template <typename T>
+__device__ __forceinline__ typename Param<T>::type widened(T v) {
+  return static_cast<typename Param<T>::type>(tl::widen(v));
+}
+
+// A uniform in [0, 1) from one word (24 bits, exact in float) in the compute type.
+__device__ __forceinline__ float uniform24f(unsigned int w) {
+  return __fmul_rn(static_cast<float>(w >> 8), 0x1p-24f);
+}
 
 // K elements of T as one aligned store.
 template <typename T, int K>
@@ -80,13 +78,21 @@ __device__ __forceinline__ void fill_blocks(T* __restrict__ out, Index n, const 
   }
 }
 
-// U * range + low rounded to T; a value rounded up to `high` becomes low (rounded).
+// U * range + low rounded to T; a value rounded up to `high` becomes low (rounded). For float
+// compute `high` arrives rounded up to float (the smallest float >= high), which keeps the
+// comparison exact.
 template <typename T>
 struct Uniform {
-  double low, range, high;
-  __device__ __forceinline__ T value(double u) const {
-    T r = store_float<T>(__dadd_rn(__dmul_rn(u, range), low));
-    return as_double(r) >= high ? store_float<T>(low) : r;
+  typedef typename Param<T>::type P;
+  P low, range, high;
+  __device__ __forceinline__ T value(P u) const {
+    T r;
+    if constexpr (kIsDouble<T>) {
+      r = store_float<T>(__dadd_rn(__dmul_rn(u, range), low));
+    } else {
+      r = store_float<T>(__fadd_rn(__fmul_rn(u, range), low));
+    }
+    return widened(r) >= high ? store_float<T>(low) : r;
   }
   __device__ __forceinline__ void operator()(const tl::Philox4& p, T* v) const {
     if constexpr (kIsDouble<T>) {
@@ -94,45 +100,55 @@ struct Uniform {
       v[1] = value(tl::uniform53(p.w[2], p.w[3]));
     } else {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) v[j] = value(tl::uniform24(p.w[j]));
+      for (int j = 0; j < 4; ++j) v[j] = value(uniform24f(p.w[j]));
     }
   }
 };
 
-// Box-Muller on the uniform pair (u0, u1): mean + std * r * (cos t, sin t), float64 throughout.
+// Box-Muller on a uniform pair: mean + std * r * (cos t, sin t); float64 with libm for double,
+// tl::rmath::box_muller (words 2k, 2k+1) for the float types.
 template <typename T>
 struct Normal {
-  double mean, std;
+  typedef typename Param<T>::type P;
+  P mean, std;
   __device__ __forceinline__ void pair(double u0, double u1, T* v) const {
     const double r = sqrt(__dmul_rn(-2.0, log(__dsub_rn(1.0, u0))));
     const double t = __dmul_rn(6.283185307179586, u1);  // 2 pi, as float64
     v[0] = store_float<T>(__dadd_rn(__dmul_rn(__dmul_rn(r, cos(t)), std), mean));
     v[1] = store_float<T>(__dadd_rn(__dmul_rn(__dmul_rn(r, sin(t)), std), mean));
   }
+  __device__ __forceinline__ void pairf(unsigned int w0, unsigned int w1, T* v) const {
+    float z0, z1;
+    tl::rmath::box_muller(w0, w1, z0, z1);
+    v[0] = store_float<T>(__fadd_rn(__fmul_rn(z0, std), mean));
+    v[1] = store_float<T>(__fadd_rn(__fmul_rn(z1, std), mean));
+  }
   __device__ __forceinline__ void operator()(const tl::Philox4& p, T* v) const {
     if constexpr (kIsDouble<T>) {
       pair(tl::uniform53(p.w[0], p.w[1]), tl::uniform53(p.w[2], p.w[3]), v);
     } else {
-      pair(tl::uniform24(p.w[0]), tl::uniform24(p.w[1]), v);
-      pair(tl::uniform24(p.w[2]), tl::uniform24(p.w[3]), v + 2);
+      pairf(p.w[0], p.w[1], v);
+      pairf(p.w[2], p.w[3], v + 2);
     }
   }
 };
 
-// -log(U + half an ulp of U's grid) / lambd: positive and finite.
+// -log(U + half an ulp of U's grid) / lambd: positive and finite. float64: U of 53 bits; the float
+// types: U of 23 bits (tl::rmath::neg_log_uniform), so the midpoint is exact in float.
 template <typename T>
 struct Exponential {
-  double lambd;
-  __device__ __forceinline__ T value(double u, double eps) const {
-    return store_float<T>(__ddiv_rn(-log(__dadd_rn(u, eps)), lambd));
-  }
+  typedef typename Param<T>::type P;
+  P lambd;
   __device__ __forceinline__ void operator()(const tl::Philox4& p, T* v) const {
     if constexpr (kIsDouble<T>) {
-      v[0] = value(tl::uniform53(p.w[0], p.w[1]), 0x1p-54);
-      v[1] = value(tl::uniform53(p.w[2], p.w[3]), 0x1p-54);
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const double u = __dadd_rn(tl::uniform53(p.w[2 * j], p.w[2 * j + 1]), 0x1p-54);
+        v[j] = store_float<T>(__ddiv_rn(-log(u), lambd));
+      }
     } else {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) v[j] = value(tl::uniform24(p.w[j]), 0x1p-25);
+      for (int j = 0; j < 4; ++j) v[j] = store_float<T>(__fdiv_rn(tl::rmath::neg_log_uniform(p.w[j]), lambd));
     }
   }
 };
@@ -158,14 +174,22 @@ struct RandInt {
   }
 };
 
+// U < p for the 53-bit U = X / 2^53 (X = word pair >> 11) is X < ceil(p 2^53) on integers: `threshold`
+// arrives computed exactly on the host, so no kernel compares in float64.
 template <typename T>
 struct Bernoulli {
-  double p;
+  u64 threshold;
   __device__ __forceinline__ void operator()(const tl::Philox4& p4, T* v) const {
-    v[0] = tl::cast<T>(tl::uniform53(p4.w[0], p4.w[1]) < p);
-    v[1] = tl::cast<T>(tl::uniform53(p4.w[2], p4.w[3]) < p);
+    v[0] = tl::cast<T>((tl::word_pair(p4.w[0], p4.w[1]) >> 11) < threshold);
+    v[1] = tl::cast<T>((tl::word_pair(p4.w[2], p4.w[3]) >> 11) < threshold);
   }
 };
+
+// ceil(p 2^53) for one probability element (p in [0, 1] by the caller's check): p 2^53 is exact in
+// p's own type (a power-of-two scaling), and so is its ceiling, converted exactly to an integer; the
+// 16-bit types widen to float first (exact).
+__device__ __forceinline__ u64 bernoulli_threshold(double p) { return static_cast<u64>(ceil(p * 0x1p53)); }
+__device__ __forceinline__ u64 bernoulli_threshold(float p) { return static_cast<u64>(ceilf(p * 0x1p53f)); }
 
 // Bitonic compare-exchange of the (key, index) pairs at i and l (i < l): ascending puts the
 // smaller pair at i. Pairs are distinct (indices are), so the order is the stable order by key.
@@ -219,21 +243,24 @@ __device__ __forceinline__ void per_tile(u64* keys, long long* idx, long long m,
 
 template <typename T, typename Index, bool Contiguous>
 __global__ void philox_uniform(T* __restrict__ out, Index n, tl::StridedLayout<Index> layout, unsigned long long seed,
-                               unsigned long long offset, double low, double range, double high) {
+                               unsigned long long offset, typename tl_random::Param<T>::type low,
+                               typename tl_random::Param<T>::type range, typename tl_random::Param<T>::type high) {
   constexpr int K = tl_random::kIsDouble<T> ? 2 : 4;
   tl_random::fill_blocks<K, Contiguous>(out, n, layout, seed, offset, tl_random::Uniform<T>{low, range, high});
 }
 
 template <typename T, typename Index, bool Contiguous>
 __global__ void philox_normal(T* __restrict__ out, Index n, tl::StridedLayout<Index> layout, unsigned long long seed,
-                              unsigned long long offset, double mean, double std) {
+                              unsigned long long offset, typename tl_random::Param<T>::type mean,
+                              typename tl_random::Param<T>::type std) {
   constexpr int K = tl_random::kIsDouble<T> ? 2 : 4;
   tl_random::fill_blocks<K, Contiguous>(out, n, layout, seed, offset, tl_random::Normal<T>{mean, std});
 }
 
 template <typename T, typename Index, bool Contiguous>
 __global__ void philox_exponential(T* __restrict__ out, Index n, tl::StridedLayout<Index> layout,
-                                   unsigned long long seed, unsigned long long offset, double lambd) {
+                                   unsigned long long seed, unsigned long long offset,
+                                   typename tl_random::Param<T>::type lambd) {
   constexpr int K = tl_random::kIsDouble<T> ? 2 : 4;
   tl_random::fill_blocks<K, Contiguous>(out, n, layout, seed, offset, tl_random::Exponential<T>{lambd});
 }
@@ -248,8 +275,8 @@ __global__ void philox_randint(T* __restrict__ out, Index n, tl::StridedLayout<I
 
 template <typename T, typename Index, bool Contiguous>
 __global__ void philox_bernoulli(T* __restrict__ out, Index n, tl::StridedLayout<Index> layout,
-                                 unsigned long long seed, unsigned long long offset, double p) {
-  tl_random::fill_blocks<2, Contiguous>(out, n, layout, seed, offset, tl_random::Bernoulli<T>{p});
+                                 unsigned long long seed, unsigned long long offset, unsigned long long threshold) {
+  tl_random::fill_blocks<2, Contiguous>(out, n, layout, seed, offset, tl_random::Bernoulli<T>{threshold});
 }
 
 // Tensor-valued p: mask[i] = U_i < p_i (mask contiguous in logical order, p through its layout);
@@ -265,9 +292,12 @@ __global__ void bernoulli_mask(bool* __restrict__ mask, const P* __restrict__ p,
     for (int j = 0; j < 2; ++j) {
       const Index i = 2 * b + j;
       if (i < n) {
-        const double pi = tl_random::as_double(p[tl::offset_of(i, p_layout)]);
-        if (!(pi >= 0.0 && pi <= 1.0)) *bad = 1;
-        mask[i] = tl::uniform53(w.w[2 * j], w.w[2 * j + 1]) < pi;
+        const auto pi = tl::widen(p[tl::offset_of(i, p_layout)]);  // float or double
+        if (!(pi >= decltype(pi)(0) && pi <= decltype(pi)(1))) {
+          *bad = 1;
+          continue;
+        }
+        mask[i] = (tl::word_pair(w.w[2 * j], w.w[2 * j + 1]) >> 11) < tl_random::bernoulli_threshold(pi);
       }
     }
   }

@@ -46,16 +46,18 @@ softmax_rows(T* out, const T* __restrict__ in, Index n_rows, Index len, tl::Stri
       });
     }
     const T* src = in + o_in;
+    auto load = [=](Index i) { return static_cast<A>(tl::widen(src[i * in_stride])); };
+    constexpr int U = 4;  // independent loads in flight per thread in each pass
     S m = MaxOp<A>::identity(0);
     if (valid)
-      for (Index i = r_lane; i < len; i += lanes) m.a = tl::max_nan(m.a, static_cast<A>(tl::widen(src[i * in_stride])));
+      tl::for_each_loaded<U>(Index(r_lane), len, Index(lanes), load, [&](A v, Index) { m.a = tl::max_nan(m.a, v); });
     m = tl::group_merge<MaxOp<A>>(m, smem, tid, lanes, 1, rpb, o_lane, r_lane, 0);
     if (r_lane == 0) row_max[o_lane] = m.a;
     __syncthreads();
     const A mx = row_max[o_lane];
     S s = SumOp<A>::identity(0);
     if (valid)
-      for (Index i = r_lane; i < len; i += lanes) s.a += tl::m_exp(static_cast<A>(tl::widen(src[i * in_stride])) - mx);
+      tl::for_each_loaded<U>(Index(r_lane), len, Index(lanes), load, [&](A v, Index) { s.a += tl::m_exp(v - mx); });
     s = tl::group_merge<SumOp<A>>(s, smem, tid, lanes, 1, rpb, o_lane, r_lane, 0);
     if (r_lane == 0) row_sum[o_lane] = s.a;
     __syncthreads();
@@ -64,11 +66,11 @@ softmax_rows(T* out, const T* __restrict__ in, Index n_rows, Index len, tl::Stri
       T* dst = out + o_out;
       if (log) {
         const A lsum = tl::m_log(sum);
-        for (Index i = r_lane; i < len; i += lanes)
-          dst[i * out_stride] = tl::cast<T>((static_cast<A>(tl::widen(src[i * in_stride])) - mx) - lsum);
+        tl::for_each_loaded<U>(Index(r_lane), len, Index(lanes), load,
+                               [&](A v, Index i) { dst[i * out_stride] = tl::cast<T>((v - mx) - lsum); });
       } else {
-        for (Index i = r_lane; i < len; i += lanes)
-          dst[i * out_stride] = tl::cast<T>(tl::m_exp(static_cast<A>(tl::widen(src[i * in_stride])) - mx) / sum);
+        tl::for_each_loaded<U>(Index(r_lane), len, Index(lanes), load,
+                               [&](A v, Index i) { dst[i * out_stride] = tl::cast<T>(tl::m_exp(v - mx) / sum); });
       }
     }
     __syncthreads();  // row_max/row_sum are reused by the next rows
@@ -90,13 +92,15 @@ __global__ void softmax_cols(T* out, const T* __restrict__ in, Index n_rows, Ind
     });
     const T* src = in + o_in;
     T* dst = out + o_out;
+    auto load = [=](Index i) { return static_cast<A>(tl::widen(src[i * in_stride])); };
+    constexpr int U = 4;  // independent loads in flight per thread in each pass
     A mx = tl::Bounds<A>::lowest(), sum = A(0);
-    for (Index i = 0; i < len; ++i) mx = tl::max_nan(mx, static_cast<A>(tl::widen(src[i * in_stride])));
-    for (Index i = 0; i < len; ++i) sum += tl::m_exp(static_cast<A>(tl::widen(src[i * in_stride])) - mx);
+    tl::for_each_loaded<U>(Index(0), len, Index(1), load, [&](A v, Index) { mx = tl::max_nan(mx, v); });
+    tl::for_each_loaded<U>(Index(0), len, Index(1), load, [&](A v, Index) { sum += tl::m_exp(v - mx); });
     const A lsum = tl::m_log(sum);
-    for (Index i = 0; i < len; ++i) {
-      A x = static_cast<A>(tl::widen(src[i * in_stride])) - mx;
+    tl::for_each_loaded<U>(Index(0), len, Index(1), load, [&](A v, Index i) {
+      const A x = v - mx;
       dst[i * out_stride] = tl::cast<T>(log ? x - lsum : tl::m_exp(x) / sum);
-    }
+    });
   }
 }

@@ -44,9 +44,14 @@ __device__ __forceinline__ float atan2(float a, float b) { return ::atan2f(a, b)
 __device__ __forceinline__ double atan2(double a, double b) { return ::atan2(a, b); }
 __device__ __forceinline__ float copysign(float a, float b) { return ::copysignf(a, b); }
 __device__ __forceinline__ double copysign(double a, double b) { return ::copysign(a, b); }
-// erf as the CPU backend computes it: in double for every floating dtype, rounded once.
-__device__ __forceinline__ float erf(float x) { return static_cast<float>(::erf(static_cast<double>(x))); }
+// erf in the compute type: CUDA's erff (max 2 ulp) for float16/bfloat16/float32, as torch's float
+// kernels; no FP64 instruction in a float kernel.
+__device__ __forceinline__ float erf(float x) { return ::erff(x); }
 __device__ __forceinline__ double erf(double x) { return ::erf(x); }
+// 1 + erf(x / sqrt 2) (twice the normal CDF) for GELU: float as erfc(-x / sqrt 2), which keeps its
+// relative accuracy in the negative tail where 1 + erf cancels; double as the CPU backend's 1 + erf.
+__device__ __forceinline__ float gelu_cdf2(float x) { return ::erfcf(x * -0.70710678118654752440f); }
+__device__ __forceinline__ double gelu_cdf2(double x) { return ::erf(x * 0.70710678118654752440) + 1.0; }
 __device__ __forceinline__ float inf(float) { return __int_as_float(0x7f800000); }
 __device__ __forceinline__ double inf(double) { return __longlong_as_double(0x7ff0000000000000LL); }
 // Products that feed a sum, rounded on their own (NVRTC would otherwise contract them into an FMA
@@ -158,7 +163,7 @@ __device__ __forceinline__ F gelu_(F x, const Params<F>& p) {
     inner = m::mul_rn(inner, F(0.044715)) + x;
     t = m::tanh(inner * F(0.79788456080286535588));
   } else {
-    t = m::erf(x * F(0.70710678118654752440));
+    return (x * F(0.5)) * m::gelu_cdf2(x);
   }
   return (x * F(0.5)) * (t + F(1));
 }
@@ -303,7 +308,7 @@ TL_BINARY(BitwiseOr, static_cast<C>(a | b))
 TL_BINARY(BitwiseXor, static_cast<C>(a ^ b))
 
 // gelu_backward: a = grad, b = x; p0 != 0 selects the tanh approximation; torch's GeluBackward
-// formulas, in C (erf rounded once from double, as m::erf everywhere)
+// formulas, in C (the normal CDF through m::gelu_cdf2, as the forward)
 template <typename F>
 __device__ __forceinline__ F gelu_backward_(F g, F x, const Params<F>& p) {
   if (p.p0 != F(0)) {
@@ -316,7 +321,7 @@ __device__ __forceinline__ F gelu_backward_(F g, F x, const Params<F>& p) {
                      F(1) + m::mul_rn(F(3) * kappa, x2));
     return g * (m::mul_rn(F(0.5), right) + rd);
   }
-  F cdf = F(0.5) * (F(1) + m::erf(x * F(0.70710678118654752440)));
+  F cdf = F(0.5) * m::gelu_cdf2(x);
   F pdf = m::exp(m::mul_rn(x, x) * F(-0.5)) * F(0.39894228040143267794);
   return g * (cdf + m::mul_rn(x, pdf));
 }

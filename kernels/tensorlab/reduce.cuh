@@ -24,8 +24,11 @@ template <> struct AccOf<__nv_bfloat16> { using type = float; };
 template <> struct AccOf<float> { using type = float; };
 template <> struct AccOf<double> { using type = double; };
 
-// norm, var and std accumulate float32 in double (torch's CPU accumulation type), so squares past
-// float32's range do not overflow a finite result: tensor([3e20]).norm() is 3e20
+// norm, var and std accumulate float32 in double (float16/bfloat16 in float): the CPU backend does the
+// same, so squares and squared deviations past float32's range give one finite answer on every device
+// (std([1e30, 1, 2, 3]) is 5e29, tensor([3e20, 1.]).norm() 3e20; torch's CUDA kernels give inf there, its
+// CPU var/std the finite value: docs/torch-divergences.md). The only FP64 in float32 kernels, by choice.
+// The double `arg` (p, correction) is converted to the accumulation type once.
 template <typename T> struct WideAccOf { using type = typename AccOf<T>::type; };
 template <> struct WideAccOf<float> { using type = double; };
 
@@ -168,25 +171,31 @@ template <typename In, typename Out>
 struct Norm {
   using Acc = typename WideAccOf<Out>::type;
   using State = Val<Acc>;
-  __device__ static State identity(double p) { return {p == -inf_value() ? Bounds<Acc>::highest() : Acc(0)}; }
-  __device__ static void push(State& s, In x, long long, double p) {
+  __device__ static State identity(double pd) {
+    const Acc p = static_cast<Acc>(pd);
+    return {p == Bounds<Acc>::lowest() ? Bounds<Acc>::highest() : Acc(0)};
+  }
+  __device__ static void push(State& s, In x, long long, double pd) {
+    const Acc p = static_cast<Acc>(pd), inf = Bounds<Acc>::highest();
     Acc v = m_abs(acc_load<Out>(x));
     if (p == 2) s.a += v * v;
     else if (p == 1) s.a += v;
-    else if (p == inf_value()) s.a = max_nan(s.a, v);
-    else if (p == -inf_value()) s.a = min_nan(s.a, v);
+    else if (p == inf) s.a = max_nan(s.a, v);
+    else if (p == -inf) s.a = min_nan(s.a, v);
     else if (p == 0) s.a += v != Acc(0) ? Acc(1) : Acc(0);
-    else s.a += m_pow(v, static_cast<Acc>(p));
+    else s.a += m_pow(v, p);
   }
-  __device__ static State combine(State a, State b, double p) {
-    if (p == inf_value()) return {max_nan(a.a, b.a)};
-    if (p == -inf_value()) return {min_nan(a.a, b.a)};
+  __device__ static State combine(State a, State b, double pd) {
+    const Acc p = static_cast<Acc>(pd), inf = Bounds<Acc>::highest();
+    if (p == inf) return {max_nan(a.a, b.a)};
+    if (p == -inf) return {min_nan(a.a, b.a)};
     return {a.a + b.a};
   }
-  __device__ static void store(State s, long long, double p, Out* out, long long*) {
+  __device__ static void store(State s, long long, double pd, Out* out, long long*) {
+    const Acc p = static_cast<Acc>(pd), inf = Bounds<Acc>::highest();
     Acc r = s.a;
     if (p == 2) r = m_sqrt(r);
-    else if (p != 1 && p != 0 && p != inf_value() && p != -inf_value()) r = m_pow(r, static_cast<Acc>(1.0 / p));
+    else if (p != 1 && p != 0 && p != inf && p != -inf) r = m_pow(r, Acc(1) / p);
     *out = cast<Out>(r);
   }
 };
@@ -213,8 +222,8 @@ struct Moments {
     return {a.a + d * nb, a.b + b.b + d * d * static_cast<Acc>(a.c) * nb, n};
   }
   __device__ static void store(State s, long long, double correction, Out* out, long long*) {
-    double dof = static_cast<double>(s.c) - correction;
-    Acc r = s.b / static_cast<Acc>(dof > 0 ? dof : 0.0);
+    const Acc dof = static_cast<Acc>(s.c) - static_cast<Acc>(correction);
+    Acc r = s.b / (dof > Acc(0) ? dof : Acc(0));
     *out = cast<Out>(Sqrt ? m_sqrt(r) : r);
   }
 };
@@ -302,6 +311,24 @@ __device__ __forceinline__ S group_merge(S s, S* smem, int tid, int lanes, int r
   }
   __syncthreads();
   return s;
+}
+
+// Visits load(i) for i = begin, begin + step, ... < end in that order, issuing U independent loads
+// before using any of them (U loads in flight per thread: Little's law, not one load per latency),
+// then f(value, i) for each in order, so results equal the one-at-a-time loop's bit for bit.
+// `end - (U - 1) * step` keeps the bound free of overflow near the top of a 32-bit Index.
+template <int U, typename Index, typename Load, typename F>
+__device__ __forceinline__ void for_each_loaded(Index begin, Index end, Index step, Load load, F f) {
+  using V = decltype(load(begin));
+  Index i = begin;
+  for (; i < end - (U - 1) * step; i += U * step) {
+    V v[U];
+#pragma unroll
+    for (int k = 0; k < U; ++k) v[k] = load(i + k * step);
+#pragma unroll
+    for (int k = 0; k < U; ++k) f(v[k], i + k * step);
+  }
+  for (; i < end; i += step) f(load(i), i);
 }
 
 }  // namespace tl

@@ -1,7 +1,9 @@
 // The special functions' device code (ops/special_functions.py), with the CPU backend's semantics
 // (backends/cpu/special_math.py: SciPy in double, torch's conventions at poles and edges).
-// Everything but the orthogonal polynomials is evaluated in double and rounded once for float, as the
-// CPU does; the polynomials run in the compute type, as torch's recurrences do.
+// lgamma, erfc, erfinv, erfcx, ndtr and log_ndtr run in the compute type (float for float16/bfloat16/
+// float32, CUDA's float math library, as torch's float kernels: no FP64 in those float kernels); the
+// rest is evaluated in double and rounded once for float, as the CPU does; the orthogonal polynomials
+// run in the compute type, as torch's recurrences do.
 // CUDA's math library where it has the function (lgamma, erfc, erfinv, erfcx, j0, j1, y0, y1); the rest
 // from the textbook methods: recurrence + asymptotic (Bernoulli) series for digamma, Euler-Maclaurin
 // summation for the Hurwitz zeta, power series / continued fraction (Lentz) for the incomplete gamma,
@@ -353,6 +355,24 @@ __device__ inline double log_ndtr_d(double x) {
   if (x < -1.0) return ::log(::erfcx(-t) * 0.5) - t * t;
   return ::log1p(-0.5 * ::erfc(t));
 }
+
+// float versions for float16/bfloat16/float32, as torch's float kernels compute them (no FP64 in a
+// float kernel): CUDA's float math library, the same case analysis as the double versions above.
+__device__ inline float lgamma_f(float x) {
+  return ::fabsf(x) == __int_as_float(0x7f800000) ? ::fabsf(x) : ::lgammaf(x);
+}
+__device__ inline float ndtr_f(float x) {
+  const float t = x * 0.70710678118654752440f, z = ::fabsf(t);
+  if (z < 0.70710678118654752440f) return 0.5f + 0.5f * ::erff(t);
+  const float y = 0.5f * ::erfcf(z);
+  return t > 0.f ? 1.f - y : y;
+}
+__device__ inline float log_ndtr_f(float x) {
+  const float t = x * 0.70710678118654752440f;
+  if (x < -1.f) return ::logf(::erfcxf(-t) * 0.5f) - t * t;
+  return ::log1pf(-0.5f * ::erfcf(t));
+}
+
 __device__ inline double ndtri_d(double p) {
   if (d_isnan(p) || p < 0.0 || p > 1.0) return d_nan();
   if (p == 0.0) return -d_inf();
@@ -484,7 +504,27 @@ __device__ inline C legendre(C x, long long n) {
 
 }  // namespace sm
 
+// The overload sets the float-capable functors call: float stays float, double stays double.
+__device__ inline float erfc_c(float x) { return ::erfcf(x); }
+__device__ inline double erfc_c(double x) { return ::erfc(x); }
+__device__ inline float erfinv_c(float x) { return ::erfinvf(x); }
+__device__ inline double erfinv_c(double x) { return ::erfinv(x); }
+__device__ inline float erfcx_c(float x) { return ::erfcxf(x); }
+__device__ inline double erfcx_c(double x) { return ::erfcx(x); }
+__device__ inline float lgamma_c(float x) { return sm::lgamma_f(x); }
+__device__ inline double lgamma_c(double x) { return sm::lgamma_d(x); }
+__device__ inline float ndtr_c(float x) { return sm::ndtr_f(x); }
+__device__ inline double ndtr_c(double x) { return sm::ndtr_d(x); }
+__device__ inline float log_ndtr_c(float x) { return sm::log_ndtr_f(x); }
+__device__ inline double log_ndtr_c(double x) { return sm::log_ndtr_d(x); }
+
 namespace op {
+// fn in the compute type (an overload set of float and double)
+#define TL_SM_UNARY_C(Name, fn)                                                                \
+  struct Name {                                                                                \
+    template <typename C>                                                                      \
+    __device__ __forceinline__ static C f(C a, const Params<C>&) { return fn(a); }            \
+  };
 #define TL_SM_UNARY(Name, fn)                                                                  \
   struct Name {                                                                                \
     template <typename C>                                                                      \
@@ -497,22 +537,22 @@ namespace op {
     template <typename C>                                                                      \
     __device__ __forceinline__ static C f(C a, C b, const Params<C>&) { return expr; }        \
   };
-TL_SM_UNARY(Lgamma, sm::lgamma_d)
+TL_SM_UNARY_C(Lgamma, lgamma_c)
 TL_SM_UNARY(Digamma, sm::digamma_d)
-TL_SM_UNARY(Erfc, ::erfc)
+TL_SM_UNARY_C(Erfc, erfc_c)
 struct Trigamma {
   template <typename C>
   __device__ __forceinline__ static C f(C a, const Params<C>&) { return static_cast<C>(sm::trigamma_d(a)); }
 };
-TL_SM_UNARY(Erfinv, ::erfinv)
+TL_SM_UNARY_C(Erfinv, erfinv_c)
 TL_SM_UNARY(I0, sm::i0_d)
 TL_SM_UNARY(I0e, sm::i0e_d)
 TL_SM_UNARY(I1, sm::i1_d)
 TL_SM_UNARY(I1e, sm::i1e_d)
-TL_SM_UNARY(Ndtr, sm::ndtr_d)
+TL_SM_UNARY_C(Ndtr, ndtr_c)
 TL_SM_UNARY(Ndtri, sm::ndtri_d)
-TL_SM_UNARY(LogNdtr, sm::log_ndtr_d)
-TL_SM_UNARY(Erfcx, ::erfcx)
+TL_SM_UNARY_C(LogNdtr, log_ndtr_c)
+TL_SM_UNARY_C(Erfcx, erfcx_c)
 TL_SM_UNARY(AiryAi, sm::airy_ai_d)
 TL_SM_UNARY(BesselJ0, sm::j0_d)
 TL_SM_UNARY(BesselJ1, sm::j1_d)

@@ -16,21 +16,30 @@ tensor's logical row-major order, whatever its strides) reads:
 
     uniform U_i  float64 output:  ((W[2i] | W[2i+1] << 32) >> 11) * 2^-53          (2 words)
                  other dtypes:    (W[i] >> 8) * 2^-24                             (1 word)
-    rand / uniform_(a, b): U_i * (b - a) + a in float64 (multiply, then add: no FMA), rounded to the
-                 dtype (16-bit floats through float32); a result >= b becomes a.
+    rand / uniform_(a, b): U_i * (b - a) + a (multiply, then add: no FMA) in the compute type
+                 (float64 for a float64 output, float32 for the others, a and b - a rounded to
+                 it once), rounded to the dtype; a result >= b becomes a.
     randn / normal_(m, s): Box-Muller on uniform pairs: r = sqrt(-2 log(1 - U_2k)),
-                 t = 2 pi U_2k+1, element 2k = m + s * r cos t, element 2k+1 = m + s * r sin t,
-                 in float64; an odd count still reads the last pair whole.
+                 t = 2 pi U_2k+1, element 2k = m + s * r cos t, element 2k+1 = m + s * r sin t;
+                 float64 output: in float64 (libm); other dtypes: in float32 with the log and
+                 sin/cos polynomials of kernels/tensorlab/random_math.cuh (correctly rounded float32
+                 operations only, reproduced by backends/cpu/random_math.py); an odd count still
+                 reads the last pair whole.
     randint / random_ over [low, high): range R = high - low; X_i = W[i] when R < 2^32, else
                  (W[2i] | W[2i+1] << 32); value = low + X_i % R modulo 2^64 (R = 2^64: low + X_i).
     bernoulli:   1 if U_i < p_i else 0, always with the 53-bit U_i (2 words), compared in float64.
-    exponential_(l): -log(U_i + 2^-25) / l, or + 2^-54 for float64, in float64.
+    exponential_(l): float64: -log(U_i + 2^-54) / l in float64; other dtypes: -log(V_i + 2^-24) / l
+                 in float32 (random_math.cuh's log), V_i = (W[i] >> 9) * 2^-23 (exact in float32).
     randperm(n): keys K_i = W[2i] | W[2i+1] << 32; out[j] = index of the j-th smallest key, ties
                  by index (a stable sort).
 
-Uniform, integer, bernoulli and permutation results are bit-identical across backends; normal and
-exponential values agree to float64 rounding of log/sin/cos (almost always bit-identical after
-rounding to the output dtype).
+Every result is bit-identical across backends except float64 normal and exponential values, which
+agree to the rounding of libm's float64 log/sin/cos (almost always bit-identical). Since issue 37
+the float32/float16/bfloat16 samplers compute in float32 (no FP64 in their kernels): their normal
+and exponential values differ from the earlier float64-math values for the same seed, uniform_(a, b)
+by at most an ulp where (a, b) != (0, 1); float64 streams, rand(), randint, bernoulli, randperm and
+random_fills (cauchy_, log_normal_, geometric_: float64 draws, so their transforms stay bit-identical
+across backends) are unchanged.
 """
 from __future__ import annotations
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from ... import _faults
+from ..random_params import uniform_params
 from .memory import array
+from .random_math import box_muller, neg_log_uniform
 
 __all__ = ("philox_uniform", "philox_normal", "philox_randint", "philox_bernoulli", "philox_exponential",
            "philox_randperm")
@@ -94,46 +96,59 @@ def _is_double(out):
 
 
 def _store(out, values):
-    """Write float64/int values (flat, logical order) into out. 16-bit floats round through float32,
-    as the CUDA kernels do (__float2half_rn(float(x)))."""
+    """Write float32/float64/int values (flat, logical order) into out. 16-bit floats round through
+    float32, as the CUDA kernels do (__float2half_rn(float(x)))."""
     if out.dtype.itemsize == 2 and out.dtype.is_floating_point:
         values = values.astype(np.float32)
     np.copyto(array(out), values.reshape(out.shape), casting="unsafe")
 
 
-def _rounded(out, values):
-    """values as they read back from out's dtype (float64)."""
-    name = out.dtype.name
-    if name == "float64":
+def _rounded32(out, values):
+    """float32 values as they read back from out's (float32 or 16-bit) dtype, as float32."""
+    if out.dtype.name == "float32":
         return values
-    f = values.astype(np.float32)
-    return (f if name == "float32" else f.astype(out.dtype.np)).astype(np.float64)
+    return values.astype(out.dtype.np).astype(np.float32)
 
 
 def philox_uniform(out, seed, offset, low, high):
-    """out[i] = U_i * (high - low) + low, rounded to out's dtype; a value rounded up to `high` becomes `low`."""
+    """out[i] = U_i * (high - low) + low, rounded to out's dtype; a value rounded up to `high` becomes `low`.
+    float64: 53-bit U in float64; the other dtypes: 24-bit U in float32 (random_params.uniform_params)."""
     _faults.hit("launch")
-    u = _uniforms(seed, offset, out.numel(), _is_double(out))
-    if low == 0 and high == 1 and out.dtype.itemsize >= 4:
-        v = u  # U_i is exact in float32 and float64 and below 1
-    else:
-        v = _rounded(out, u * (float(high) - float(low)) + float(low))
-        v[v >= high] = _rounded(out, np.array([float(low)]))[0]
+    if _is_double(out):
+        u = _uniforms(seed, offset, out.numel(), True)
+        if low == 0 and high == 1:
+            v = u  # U_i is exact and below 1
+        else:
+            v = u * (float(high) - float(low)) + float(low)
+            v[v >= high] = float(low)
+        _store(out, v)
+        return
+    lo, rng, hb = uniform_params(float(low), float(high), np.float32)
+    u = (philox_words(seed, offset, out.numel()) >> np.uint32(8)).astype(np.float32) * np.float32(2.0 ** -24)
+    with np.errstate(over="ignore"):
+        v = _rounded32(out, u * rng + lo)
+        v[v >= hb] = _rounded32(out, np.array([lo], np.float32))[0]
     _store(out, v)
 
 
 def philox_normal(out, seed, offset, mean, std):
     """Box-Muller on pairs of uniforms: r = sqrt(-2 log(1 - U_2k)), t = 2 pi U_2k+1;
-    element 2k gets mean + std * r cos t, element 2k+1 mean + std * r sin t (float64 math)."""
+    element 2k gets mean + std * r cos t, element 2k+1 mean + std * r sin t: in float64 (libm) for
+    float64, else in float32 with random_math.box_muller (the CUDA kernel's operations, bit for bit)."""
     _faults.hit("launch")
     n = out.numel()
     pairs = -(-n // 2)
-    u = _uniforms(seed, offset, 2 * pairs, _is_double(out))
-    r = np.sqrt(-2.0 * np.log(1.0 - u[0::2]))
-    t = (2.0 * np.pi) * u[1::2]
-    z = np.stack((r * np.cos(t), r * np.sin(t)), axis=1).reshape(-1)[:n]
-    with np.errstate(invalid="ignore", over="ignore"):  # a huge mean/std may overflow a 16-bit dtype
+    if _is_double(out):
+        u = _uniforms(seed, offset, 2 * pairs, True)
+        r = np.sqrt(-2.0 * np.log(1.0 - u[0::2]))
+        t = (2.0 * np.pi) * u[1::2]
+        z = np.stack((r * np.cos(t), r * np.sin(t)), axis=1).reshape(-1)[:n]
         _store(out, z * float(std) + float(mean))
+        return
+    w = philox_words(seed, offset, 2 * pairs)
+    z = np.stack(box_muller(w[0::2], w[1::2]), axis=1).reshape(-1)[:n]
+    with np.errstate(invalid="ignore", over="ignore"):  # a huge mean/std may overflow a 16-bit dtype
+        _store(out, z * np.float32(std) + np.float32(mean))
 
 
 def philox_randint(out, seed, offset, low, high):
@@ -165,14 +180,17 @@ def philox_bernoulli(out, seed, offset, p):
 
 
 def philox_exponential(out, seed, offset, lambd):
-    """out[i] = -log(U_i + 2^-25) / lambd (2^-54 for float64): the uniform's midpoint keeps the
-    logarithm's argument in (0, 1), so every value is positive and finite."""
+    """out[i] = -log(U_i + half a cell) / lambd: float64 with 53-bit U_i + 2^-54 (libm's log); the other
+    dtypes in float32 with 23-bit U_i + 2^-24 (random_math.neg_log_uniform, exact in float32). The
+    midpoint keeps the logarithm's argument in (0, 1), so every value is positive and finite."""
     _faults.hit("launch")
     n = out.numel()
-    double = _is_double(out)
-    v = _uniforms(seed, offset, n, double) + (2.0 ** -54 if double else 2.0 ** -25)
-    with np.errstate(over="ignore"):  # a tiny lambda may overflow a 16-bit dtype
+    if _is_double(out):
+        v = _uniforms(seed, offset, n, True) + 2.0 ** -54
         _store(out, -np.log(v) / float(lambd))
+        return
+    with np.errstate(over="ignore"):  # a tiny lambda may overflow a 16-bit dtype
+        _store(out, neg_log_uniform(philox_words(seed, offset, n)) / np.float32(lambd))
 
 
 def philox_randperm(out, seed, offset):

@@ -1,13 +1,15 @@
 """CUDA random primitives (the names of backends/cpu/random.py): the kernels of kernels/random.cu,
 which implement the Philox4x32-10 word stream and value mappings specified in tensorlab/ops/random.py,
-so a (seed, offset) gives the CPU backend's values on the GPU (normal and exponential up to the
-last bit of log/sin/cos).
+so a (seed, offset) gives the CPU backend's values on the GPU (bit for bit for the float32/16-bit
+outputs; float64 normal and exponential up to the last bit of libm's log/sin/cos).
 
 Values go to the output's elements in logical (row-major) order whatever its strides: the dims are
 coalesced in that order only (launch.plan also sorts them by stride, which would change the order).
 randperm sorts (key, index) pairs with a bitonic sort in a scratch buffer (tiles of 512 in shared
 memory, the longer merge steps over global memory): a stable sort by key, as the CPU's argsort."""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -18,6 +20,7 @@ from . import graphs
 from . import launch as K
 from .active import driver
 from .driver import Pointer
+from ..random_params import compute_type, uniform_params
 from .memory import allocate, copy, retire
 
 __all__ = ("philox_uniform", "philox_normal", "philox_randint", "philox_bernoulli", "philox_exponential",
@@ -64,18 +67,22 @@ def _fill(kernel, out, seed, offset, *params, extra=""):
                  n=t.plan.n)
 
 
+def _param(out):
+    return compute_type(out.dtype.name)
+
+
 def philox_uniform(out, seed, offset, low, high):
     """out[i] = U_i * (high - low) + low rounded to out's dtype; a value rounded up to high becomes low."""
-    low, high = float(low), float(high)
-    _fill("philox_uniform", out, seed, offset, np.float64(low), np.float64(high - low), np.float64(high))
+    _fill("philox_uniform", out, seed, offset, *uniform_params(float(low), float(high), _param(out)))
 
 
 def philox_normal(out, seed, offset, mean, std):
-    _fill("philox_normal", out, seed, offset, np.float64(mean), np.float64(std))
+    p = _param(out)
+    _fill("philox_normal", out, seed, offset, p(mean), p(std))
 
 
 def philox_exponential(out, seed, offset, lambd):
-    _fill("philox_exponential", out, seed, offset, np.float64(lambd))
+    _fill("philox_exponential", out, seed, offset, _param(out)(lambd))
 
 
 def philox_randint(out, seed, offset, low, high):
@@ -91,7 +98,8 @@ def philox_bernoulli(out, seed, offset, p):
     before out is written: the kernel draws into a scratch mask and flags a bad probability, the
     host reads the flag (a sync, named "bernoulli"), then copies the mask into out."""
     if not hasattr(p, "_meta"):
-        _fill("philox_bernoulli", out, seed, offset, np.float64(p))
+        # U < p with U = X / 2^53 is X < ceil(p 2^53): p 2^53 is exact in float64 (p in [0, 1])
+        _fill("philox_bernoulli", out, seed, offset, np.uint64(math.ceil(float(p) * 2.0 ** 53)))
         return
     plan = K.plan(out, p)  # bounds, one device and one index type for both operands
     n, dev, ix, pop = plan.n, plan.device, plan.index, plan.operands[1]
