@@ -9,6 +9,16 @@ from .derivatives import ALL, DERIVATIVES, Derivative, _grad_mode_on, zeros
 
 
 # -- convolution and pooling primitives (ops/conv.py): each one's derivative is the other ----------
+
+def _norm_grads(info, gi, gw, gb):
+    """A norm's input gradient, then its weight's and bias's where the op had them (its inputs' order)."""
+    out = [gi]
+    if info["has_weight"]:
+        out.append(gw)
+    if info["has_bias"]:
+        out.append(gb)
+    return tuple(out)
+
 def _im2col(ctx, g):
     from ..ops import conv
     i = ctx.info
@@ -88,12 +98,7 @@ def _native_norm(rms):
             gi, gw, gb = norm_fused.layer_norm_backward_composite(g, x, w, i["eps"], rms, i["n_norm"], needs)
         else:
             gi, gw, gb = norm_fused.layer_norm_backward(g, x, i["mean"], i["rstd"], w, rms, i["n_norm"], needs)
-        out = [gi]
-        if i["has_weight"]:
-            out.append(gw)
-        if i["has_bias"]:
-            out.append(gb)
-        return tuple(out)
+        return _norm_grads(i, gi, gw, gb)
     return backward
 
 
@@ -142,12 +147,7 @@ def _native_batch_norm(ctx, g):
                                                       i["eps"], needs)
     else:
         gi, gw, gb = bn.batch_norm_backward(g, x, i["save_mean"], i["save_invstd"], w, b, i["training"], needs)
-    out = [gi]
-    if i["has_weight"]:
-        out.append(gw)
-    if i["has_bias"]:
-        out.append(gb)
-    return tuple(out)
+    return _norm_grads(i, gi, gw, gb)
 
 
 DERIVATIVES["native_batch_norm"] = Derivative(_native_batch_norm, save=_norm_saves, name="NativeBatchNormBackward0")

@@ -10,25 +10,21 @@ from ...nn.module import Module
 __all__ = ["QuantStub", "DeQuantStub"]
 
 
-class QuantStub(Module):
+class _Stub(Module):
+    """An identity module with the optional qconfig torch's stubs carry."""
+
+    def __init__(self, qconfig=None):
+        super().__init__()
+        if qconfig is not None:
+            self.qconfig = qconfig
+
+    def forward(self, x):
+        return x
+
+
+class QuantStub(_Stub):
     """Where a quantized model would quantize its input: identity in a float model."""
 
-    def __init__(self, qconfig=None):
-        super().__init__()
-        if qconfig is not None:
-            self.qconfig = qconfig
 
-    def forward(self, x):
-        return x
-
-
-class DeQuantStub(Module):
+class DeQuantStub(_Stub):
     """Where a quantized model would dequantize: identity in a float model."""
-
-    def __init__(self, qconfig=None):
-        super().__init__()
-        if qconfig is not None:
-            self.qconfig = qconfig
-
-    def forward(self, x):
-        return x
