@@ -183,11 +183,18 @@ __device__ __forceinline__ void exchange(u64* keys, long long* idx, long long i,
 
 constexpr int kTile = 512;  // elements a block sorts in shared memory (blockDim.x == kTile / 2)
 
+// The lower element 2 j (t / j) + t % j of the t-th compared pair of a step of distance j (a power of
+// two): the division is a mask and a shift.
+template <typename I>
+__device__ __forceinline__ I pair_low(I t, I j) {
+  return ((t & ~(j - 1)) << 1) | (t & (j - 1));
+}
+
 // Bitonic steps j = j0, j0/2, ..., 1 of stage k on one tile held in shared memory.
 __device__ __forceinline__ void tile_steps(u64* keys, long long* idx, long long base, int tile, long long k, int j0) {
   for (int j = j0; j > 0; j >>= 1) {
     for (int t = threadIdx.x; t < tile / 2; t += blockDim.x) {
-      const int i = 2 * j * (t / j) + t % j;
+      const int i = pair_low(t, j);
       exchange(keys, idx, i, i + j, ((base + i) & k) == 0);
     }
     __syncthreads();
@@ -275,8 +282,8 @@ __global__ void bernoulli_mask(bool* __restrict__ mask, const P* __restrict__ p,
 
 // randperm: keys[i] = word pair i of the stream for i < n; m (a power of two >= 2) - n padding
 // pairs get the largest key and sort last (their indices exceed every real one). The sort kernels
-// are templates (instantiated for Index = long long) so that every translation unit the emulation
-// splits the table into may define them.
+// are templates (Index int when m fits, else long long), which also lets every translation unit the
+// emulation splits the table into define them.
 template <typename Index>
 __global__ void randperm_keys(unsigned long long* __restrict__ keys, long long* __restrict__ idx, Index n, Index m,
                               unsigned long long seed, unsigned long long offset) {
@@ -303,7 +310,7 @@ __global__ void bitonic_sort_tiles(unsigned long long* keys, long long* idx, Ind
 template <typename Index>
 __global__ void bitonic_merge_global(unsigned long long* keys, long long* idx, Index m, Index j, Index k) {
   for (Index t = tl::global_thread<Index>(); t < m / 2; t += tl::grid_stride<Index>()) {
-    const Index i = 2 * j * (t / j) + t % j;
+    const Index i = tl_random::pair_low(t, j);
     tl_random::exchange(keys, idx, i, i + j, (i & k) == 0);
   }
 }

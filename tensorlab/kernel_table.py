@@ -150,8 +150,8 @@ KERNELS = {
         + [f"bernoulli_mask<{d.ctype}, {ix}>" for d in dtypes.FLOATING for ix in INDEX_TYPES]
         + [f"randperm_store<{d.ctype}, {ix}, {c}>" for d in dtypes.ALL if d is not dtypes.bool_
            for ix in INDEX_TYPES for c in ("true", "false")]
-        + [f"{t}<long long>" for t in ("randperm_keys", "bitonic_sort_tiles", "bitonic_merge_global",
-                                         "bitonic_merge_tiles")]),
+        + [f"{t}<{ix}>" for t in ("randperm_keys", "bitonic_sort_tiles", "bitonic_merge_global",
+                                    "bitonic_merge_tiles") for ix in INDEX_TYPES]),
     # index.cu: index_put<S, A, Index, Mode>, A the accumulator (S; float for half/bfloat16, int for
     # bool/uint8/int8/int16: no atomics narrower than 32 bits), Mode 0 store, 1 add, 2 multiply, 3 max, 4 min
     "index.cu": tuple(

@@ -29,7 +29,9 @@ The pattern (backends/cuda/memory.py's `fill` is the shortest complete example):
 3. Arguments are packed with the parameter's exact C type: ``plan.ptrs[k]`` (a driver.Pointer to the
    operand's first element) for ``T*``, ``scalar(value, dtype)`` for an element value,
    ``plan.count`` / ``index_scalar(x, plan.index)`` for Index values, ``plan.layouts[k]`` (an aligned
-   NumPy structured scalar laid out as tl::StridedLayout<Index>) for the strided path, and
+   NumPy structured scalar laid out as tl::StridedLayout<Index>, with each size's division magic) for
+   the strided path, ``divisor(d, plan.index)`` (tl::Divisor<Index>) for an invariant divisor a kernel
+   splits an index by (no integer division on the device: kernels/tensorlab/common.cuh), and
    np.float64 / np.int64 ... for double / long long parameters. The emulation driver checks each
    argument's kind and size against the kernel's real parameter list and raises TypeError on a
    mismatch, so a packing mistake fails CI instead of reading garbage on a GPU.
