@@ -137,13 +137,23 @@ struct Exponential {
   }
 };
 
-// low + X % range modulo 2^64 (range 0 stands for 2^64: X whole); X one word or a word pair.
+// low + X % range modulo 2^64 (range 0 stands for 2^64: X whole); X one word or a word pair. The
+// remainder divides by multiply-high with the host's magic numbers for range (launch.divisor_magic with
+// 32 bits for one word, 64 for a pair), in forms exact over the whole word: one word sums in 64 bits,
+// a pair halves the sum first ((x - hi) / 2 + hi never wraps; shift >= 1 for every range >= 2).
 template <typename T, int Words>
 struct RandInt {
   u64 range;
   long long low;
+  u64 magic;
+  int shift;
   __device__ __forceinline__ T value(u64 x) const {
-    if (range) x %= range;
+    if (range > 1) {
+      const u64 hi = __umul64hi(x, magic);
+      x -= ((((x - hi) >> 1) + hi) >> (shift - 1)) * range;
+    } else if (range == 1) {
+      x = 0;
+    }
     return tl::cast<T>(static_cast<long long>(x + static_cast<u64>(low)));
   }
   __device__ __forceinline__ void operator()(const tl::Philox4& p, T* v) const {
@@ -151,9 +161,13 @@ struct RandInt {
       v[0] = value(tl::word_pair(p.w[0], p.w[1]));
       v[1] = value(tl::word_pair(p.w[2], p.w[3]));
     } else {
-      const unsigned int r = static_cast<unsigned int>(range);  // below 2^32: 32-bit remainders
+      const unsigned int r = static_cast<unsigned int>(range), m = static_cast<unsigned int>(magic);  // r < 2^32
 #pragma unroll
-      for (int j = 0; j < 4; ++j) v[j] = tl::cast<T>(static_cast<long long>((p.w[j] % r) + static_cast<u64>(low)));
+      for (int j = 0; j < 4; ++j) {
+        const unsigned int x = p.w[j];
+        const unsigned int q = static_cast<unsigned int>((static_cast<u64>(__umulhi(x, m)) + x) >> shift);
+        v[j] = tl::cast<T>(static_cast<long long>(static_cast<u64>(x - q * r) + static_cast<u64>(low)));
+      }
     }
   }
 };
@@ -248,9 +262,10 @@ __global__ void philox_exponential(T* __restrict__ out, Index n, tl::StridedLayo
 // range = high - low modulo 2^64 (0: the whole 64-bit range); Words = 2 when range >= 2^32.
 template <typename T, typename Index, bool Contiguous, int Words>
 __global__ void philox_randint(T* __restrict__ out, Index n, tl::StridedLayout<Index> layout, unsigned long long seed,
-                               unsigned long long offset, unsigned long long range, long long low) {
+                               unsigned long long offset, unsigned long long range, long long low,
+                               unsigned long long magic, int shift) {
   tl_random::fill_blocks<Words == 2 ? 2 : 4, Contiguous>(out, n, layout, seed, offset,
-                                                         tl_random::RandInt<T, Words>{range, low});
+                                                         tl_random::RandInt<T, Words>{range, low, magic, shift});
 }
 
 template <typename T, typename Index, bool Contiguous>

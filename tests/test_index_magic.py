@@ -144,3 +144,31 @@ def test_triangle_cat_roll_eye_on_awkward_shapes(device, wide):
             np.testing.assert_array_equal(_np(tl.cat([x, x[:, :5]], 1)), np.concatenate([ref, ref[:, :5]], 1))
             np.testing.assert_array_equal(_np(tl.roll(x, (5, -7), (1, 2))), np.roll(ref, (5, -7), (1, 2)))
             np.testing.assert_array_equal(_np(tl.eye(13, 257, dtype=dt, device=device)), np.eye(13, 257))
+
+
+def test_randint_remainders_over_whole_words():
+    """random.cu's RandInt: X % range by multiply-high for X over every 32-bit word (sum in 64 bits) and
+    every 64-bit word pair (the halved sum), as Python's %."""
+    rng = np.random.default_rng(7)
+    for r in [1, 2, 3, 6, 7, 10, 255, 1000, 2 ** 31 - 1, 2 ** 31, 2 ** 31 + 1, 2 ** 32 - 1] + \
+            [int(v) for v in rng.integers(1, 2 ** 32, 300)]:
+        magic, shift = divisor_magic(r, 32)
+        x = np.concatenate([rng.integers(0, 2 ** 32, 2000, dtype=np.uint64),
+                            np.array([0, 1, r - 1, r, 2 ** 32 - 1, 2 ** 32 - 2, (2 ** 32 - 1) // r * r], np.uint64)])
+        x = x[x < 2 ** 32]
+        q = (((x * np.uint64(magic)) >> np.uint64(32)) + x) >> np.uint64(shift)
+        np.testing.assert_array_equal(x - q * np.uint64(r), x % np.uint64(r), err_msg=f"range {r}")
+    top = 2 ** 64 - 1
+    wide = [2 ** 32, 2 ** 32 + 1, 2 ** 63, 2 ** 63 + 1, top, top - 1, 3 * 2 ** 40]
+    wide += [int(v) for v in rng.integers(2 ** 32, 2 ** 63, 200)]
+    wide += [2 ** 63 + int(v) for v in rng.integers(0, 2 ** 62, 50)]
+    for r in wide:
+        magic, shift = divisor_magic(r, 64)
+        assert 1 <= shift <= 64 and 0 <= magic < 2 ** 64
+        xs = [0, 1, r - 1, r % (top + 1), top, top - 1, top // r * r]
+        xs += [int(v) for v in rng.integers(0, 2 ** 63, 30)] + [int(v) + 2 ** 63 for v in rng.integers(0, 2 ** 63, 30)]
+        for x in xs:
+            x &= top
+            hi = (x * magic) >> 64
+            q = (((x - hi) >> 1) + hi) >> (shift - 1)
+            assert x - q * r == x % r, (r, x)

@@ -82,7 +82,9 @@ def philox_randint(out, seed, offset, low, high):
     """low + X_i % (high - low): X_i one word when the range is below 2^32, else a word pair."""
     rng = high - low
     low64 = np.uint64(low & 0xFFFFFFFFFFFFFFFF).view(np.int64)
-    _fill("philox_randint", out, seed, offset, np.uint64(rng & 0xFFFFFFFFFFFFFFFF), low64,
+    r = rng & 0xFFFFFFFFFFFFFFFF  # 0: 2**64, the whole pair
+    magic, shift = K.divisor_magic(r, 32 if rng < 2 ** 32 else 64)  # the remainder by multiply-high
+    _fill("philox_randint", out, seed, offset, np.uint64(r), low64, np.uint64(magic), np.int32(shift),
           extra=", 1" if rng < 2 ** 32 else ", 2")
 
 
