@@ -258,7 +258,8 @@ __global__ void batch_norm_bwd_finalize(P* __restrict__ dw, P* __restrict__ db, 
 template <typename T, typename P, typename Index>
 __global__ void batch_norm_bwd_dx(T* __restrict__ dx, const T* __restrict__ dy, const T* __restrict__ x,
                                   const float* __restrict__ mean, const float* __restrict__ invstd,
-                                  const float* __restrict__ sums, const P* __restrict__ w, Index N, tl::Divisor<Index> cd, tl::Divisor<Index> sd,
+                                  const float* __restrict__ sums, const P* __restrict__ w, Index N,
+                                  tl::Divisor<Index> cd, tl::Divisor<Index> sd,
                                   int cols, int has_w, int training) {
   const Index C = cd.d, S = sd.d, total = N * C * S;
   const float inv_m = 1.f / static_cast<float>(N * S);

@@ -75,7 +75,9 @@ scan_chunk_totals(typename tl::AccOf<Out>::type* totals, const In* in, Index n_i
     const In* src = in + tl::offset_of(row, outer_in);
     const Index start = c * chunk, end = min(start + chunk, len);
     A acc = A(prod ? 1 : 0);
-    for (Index i = start + tid; i < end; i += blockDim.x) acc = scan_op(acc, tl::acc_load<Out>(src[i * in_stride]), prod);
+    for (Index i = start + tid; i < end; i += blockDim.x) {
+      acc = scan_op(acc, tl::acc_load<Out>(src[i * in_stride]), prod);
+    }
     part[tid] = acc;
     __syncthreads();
     for (int st = blockDim.x / 2; st > 0; st >>= 1) {  // a fixed tree: the same totals on every run

@@ -79,8 +79,9 @@ _UNSIGNED_NP = {np.int32: np.uint32, np.int64: np.uint64}
 
 def _layout_dtype(np_index):
     return np.dtype({"names": ["shape", "stride", "magic", "shift", "ndim"],
-                     "formats": [(np_index, (MAX_DIMS,)), (np_index, (MAX_DIMS,)), (_UNSIGNED_NP[np_index], (MAX_DIMS,)),
-                                 (np.int32, (MAX_DIMS,)), np.int32]}, align=True)
+                     "formats": [(np_index, (MAX_DIMS,)), (np_index, (MAX_DIMS,)),
+                                 (_UNSIGNED_NP[np_index], (MAX_DIMS,)), (np.int32, (MAX_DIMS,)), np.int32]},
+                    align=True)
 
 
 def _divisor_dtype(np_index):

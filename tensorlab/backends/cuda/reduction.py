@@ -352,8 +352,8 @@ def _scan_chunked(oo, xo, names, n_rows, length, rshape, s_in, s_out, st_in, st_
     lay_in = K.strided_layout(rshape, s_in, ix)
     common = (i_(items), K.divisor(chunks, ix), i_(length), i_(SCAN_CHUNK))
     prod = np.int32(op == "prod")
-    K.launch("scan.cu", f"scan_chunk_totals<{names}>", dev, (_ptr(totals), _ptr(xo)) + common + (lay_in, i_(st_in), prod),
-             grid=grid)
+    K.launch("scan.cu", f"scan_chunk_totals<{names}>", dev,
+             (_ptr(totals), _ptr(xo)) + common + (lay_in, i_(st_in), prod), grid=grid)
     per_row = K.strided_layout((n_rows,), (chunks,), ix)
     acc_names = f"{acc.ctype}, {acc.ctype}, {ix}"
     K.launch("scan.cu", f"scan_rows<{acc_names}>", dev,
