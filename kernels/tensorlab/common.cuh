@@ -76,6 +76,15 @@ struct StridedLayout {
   }
 };
 
+// Shape and strides without the division magic, for a layout walked once per tile (matmul's batch
+// dims): the smaller argument keeps gemm_tiled's register allocation as tuned (no spills).
+template <typename Index>
+struct PlainLayout {
+  Index shape[kMaxDims];
+  Index stride[kMaxDims];
+  int ndim;
+};
+
 // a / b for the non-negative operands of index arithmetic where b varies at run time (not a per-launch
 // invariant). 64-bit indices divide in 32 bits when both operands fit (a few instructions); the 64-bit
 // division is a subroutine call.

@@ -92,6 +92,10 @@ def _divisor_dtype(np_index):
 # tl::StridedLayout<Index> as NumPy sees it: {Index shape[8]; Index stride[8]; UIndex magic[8]; int shift[8];
 # int ndim;} with C alignment; tl::Divisor<Index>: {Index d; UIndex magic; int shift;}
 LAYOUT_DTYPES = {"int": _layout_dtype(np.int32), "long long": _layout_dtype(np.int64)}
+# tl::PlainLayout<Index>: {Index shape[8]; Index stride[8]; int ndim;} (no division magic)
+PLAIN_LAYOUT_DTYPES = {ix: np.dtype({"names": ["shape", "stride", "ndim"],
+                                     "formats": [(t, (MAX_DIMS,)), (t, (MAX_DIMS,)), np.int32]}, align=True)
+                       for ix, t in (("int", np.int32), ("long long", np.int64))}
 DIVISOR_DTYPES = {"int": _divisor_dtype(np.int32), "long long": _divisor_dtype(np.int64)}
 _INDEX_BITS = {"int": 32, "long long": 64}
 _INDEX_NP = {"int": np.int32, "long long": np.int64}
@@ -201,6 +205,17 @@ def strided_layout(shape, stride, index):
         rec["magic"][k], rec["shift"][k] = divisor_magic(int(shape[k]), bits)
     rec["ndim"] = nd
     rec.setflags(write=False)  # shared by every launch with this layout: nobody may change it
+    return rec[()]
+
+
+@memoized
+def plain_layout(shape, stride, index):
+    """A tl::PlainLayout<index> argument (strided_layout without the division magic)."""
+    full = strided_layout(shape, stride, index)  # checks the dims
+    rec = np.zeros((), PLAIN_LAYOUT_DTYPES[index])
+    for f in ("shape", "stride", "ndim"):
+        rec[f] = full[f]
+    rec.setflags(write=False)
     return rec[()]
 
 
