@@ -203,9 +203,9 @@ template <typename T, typename P, typename Index>
 __global__ void batch_norm_apply(T* __restrict__ y, P* __restrict__ running_mean, P* __restrict__ running_var,
                                  const T* __restrict__ x, const float* __restrict__ mean,
                                  const float* __restrict__ invstd, const float* __restrict__ var_unbiased,
-                                 const P* __restrict__ w, const P* __restrict__ b, Index N, Index C, Index S,
-                                 float momentum, int cols, int has_w, int has_b, int update) {
-  const Index total = N * C * S;
+                                 const P* __restrict__ w, const P* __restrict__ b, Index N, tl::Divisor<Index> cd,
+                                 tl::Divisor<Index> sd, float momentum, int cols, int has_w, int has_b, int update) {
+  const Index C = cd.d, S = sd.d, total = N * C * S;
   const Index first = tl::global_thread<Index>();
   if (update) {
     for (Index c = first; c < C; c += tl::grid_stride<Index>()) {
@@ -221,7 +221,8 @@ __global__ void batch_norm_apply(T* __restrict__ y, P* __restrict__ running_mean
   }
   for (Index i = first; i < total; i += tl::grid_stride<Index>()) {
     // i runs over memory order; its channel follows from the layout
-    const Index c = cols ? i - tl::index_div(i, C) * C : tl::index_div(i, S) - tl::index_div(i, C * S) * C;
+    Index q = cols ? i : sd.div(i);
+    const Index c = cd.pop(q);
     float v = (static_cast<float>(tl::widen(x[i])) - mean[c]) * invstd[c];
     if (has_w) v *= static_cast<float>(tl::widen(w[c]));
     if (has_b) v += static_cast<float>(tl::widen(b[c]));
@@ -305,12 +306,14 @@ __global__ void batch_norm_bwd_finalize(P* __restrict__ dw, P* __restrict__ db, 
 template <typename T, typename P, typename Index>
 __global__ void batch_norm_bwd_dx(T* __restrict__ dx, const T* __restrict__ dy, const T* __restrict__ x,
                                   const float* __restrict__ mean, const float* __restrict__ invstd,
-                                  const float* __restrict__ sums, const P* __restrict__ w, Index N, Index C, Index S,
+                                  const float* __restrict__ sums, const P* __restrict__ w, Index N,
+                                  tl::Divisor<Index> cd, tl::Divisor<Index> sd,
                                   int cols, int has_w, int training) {
-  const Index total = N * C * S;
+  const Index C = cd.d, S = sd.d, total = N * C * S;
   const float inv_m = 1.f / static_cast<float>(N * S);
   for (Index i = tl::global_thread<Index>(); i < total; i += tl::grid_stride<Index>()) {
-    const Index c = cols ? i - tl::index_div(i, C) * C : tl::index_div(i, S) - tl::index_div(i, C * S) * C;
+    Index q = cols ? i : sd.div(i);
+    const Index c = cd.pop(q);
     const float r = invstd[c];
     const float scale = has_w ? r * static_cast<float>(tl::widen(w[c])) : r;
     float g = static_cast<float>(tl::widen(dy[i]));

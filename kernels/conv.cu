@@ -8,27 +8,20 @@
 namespace {
 template <typename T> struct Acc { using type = float; };  // float16, bfloat16, float32
 template <> struct Acc<double> { using type = double; };
-
-// The coordinate of the linear index r along an inner dim of size n; r becomes the index of the outer dims.
-template <typename Index>
-__device__ __forceinline__ Index pop_coord(Index& r, Index n) {
-  const Index q = tl::index_div(r, n), c = r - q * n;
-  r = q;
-  return c;
-}
 }  // namespace
 
 // out[i] for i over the contiguous (B, C, kh, kw, oh, ow) result; `xl` is x's (B, C, H, W) shape and
-// strides (not coalesced). Positions outside x read pad_value (0, or the lowest value for max pools).
+// strides (not coalesced), `ol` the result's shape (its sizes' division magic splits i). Positions
+// outside x read pad_value (0, or the lowest value for max pools).
 template <typename T, typename Index>
-__global__ void im2col(T* __restrict__ out, const T* __restrict__ x, Index n, tl::StridedLayout<Index> xl, Index kh,
-                       Index kw, Index oh, Index ow, Index dh, Index dw, Index ph, Index pw, Index sh, Index sw,
+__global__ void im2col(T* __restrict__ out, const T* __restrict__ x, Index n, tl::StridedLayout<Index> xl,
+                       tl::StridedLayout<Index> ol, Index dh, Index dw, Index ph, Index pw, Index sh, Index sw,
                        T pad_value) {
-  const Index C = xl.shape[1], H = xl.shape[2], W = xl.shape[3];
+  const Index H = xl.shape[2], W = xl.shape[3];
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
     Index r = i;
-    const Index z = pop_coord(r, ow), y = pop_coord(r, oh), j = pop_coord(r, kw), k = pop_coord(r, kh);
-    const Index c = pop_coord(r, C), b = r;
+    const Index z = ol.pop(r, 5), y = ol.pop(r, 4), j = ol.pop(r, 3), k = ol.pop(r, 2);
+    const Index c = ol.pop(r, 1), b = r;
     const Index h = y * sh - ph + k * dh, w = z * sw - pw + j * dw;
     out[i] = (h >= 0 && h < H && w >= 0 && w < W)
                  ? x[b * xl.stride[0] + c * xl.stride[1] + h * xl.stride[2] + w * xl.stride[3]]
@@ -37,28 +30,30 @@ __global__ void im2col(T* __restrict__ out, const T* __restrict__ x, Index n, tl
 }
 
 // out[i] for i over the contiguous (B, C, H, W) result: the sum of the column elements im2col would
-// have read from it. `cl` is the columns' (B, C, kh, kw, oh, ow) shape and strides (not coalesced).
+// have read from it. `cl` is the columns' (B, C, kh, kw, oh, ow) shape and strides (not coalesced),
+// `ol` the result's shape (its division magic splits i); sh / sw divide without a division instruction.
 // float16/bfloat16/float32 accumulate in float, double in double; the result is rounded once.
 template <typename T, typename Index>
-__global__ void col2im(T* __restrict__ out, const T* __restrict__ cols, Index n, tl::StridedLayout<Index> cl, Index H,
-                       Index W, Index dh, Index dw, Index ph, Index pw, Index sh, Index sw) {
+__global__ void col2im(T* __restrict__ out, const T* __restrict__ cols, Index n, tl::StridedLayout<Index> cl,
+                       tl::StridedLayout<Index> ol, Index dh, Index dw, Index ph, Index pw, tl::Divisor<Index> sh,
+                       tl::Divisor<Index> sw) {
   using A = typename Acc<T>::type;
-  const Index C = cl.shape[1], kh = cl.shape[2], kw = cl.shape[3], oh = cl.shape[4], ow = cl.shape[5];
+  const Index kh = cl.shape[2], kw = cl.shape[3], oh = cl.shape[4], ow = cl.shape[5];
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
     Index r = i;
-    const Index w = pop_coord(r, W), h = pop_coord(r, H), c = pop_coord(r, C), b = r;
+    const Index w = ol.pop(r, 3), h = ol.pop(r, 2), c = ol.pop(r, 1), b = r;
     const T* base = cols + b * cl.stride[0] + c * cl.stride[1];
     A sum = A(0);
     for (Index k = 0; k < kh; ++k) {
       const Index hp = h + ph - k * dh;  // y * sh for the window row y that reads h with kernel row k
       if (hp < 0) break;                 // only decreases with k
-      const Index y = tl::index_div(hp, sh);
-      if (y * sh != hp || y >= oh) continue;
+      const Index y = sh.div(hp);
+      if (y * sh.d != hp || y >= oh) continue;
       for (Index j = 0; j < kw; ++j) {
         const Index wp = w + pw - j * dw;
         if (wp < 0) break;
-        const Index z = tl::index_div(wp, sw);
-        if (z * sw != wp || z >= ow) continue;
+        const Index z = sw.div(wp);
+        if (z * sw.d != wp || z >= ow) continue;
         sum += static_cast<A>(tl::widen(base[k * cl.stride[2] + j * cl.stride[3] + y * cl.stride[4] + z * cl.stride[5]]));
       }
     }

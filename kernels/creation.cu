@@ -34,9 +34,10 @@ __global__ void linspace(T* __restrict__ out, double start, double end, double s
 
 // Identity matrix of `cols` columns written through strides (row_stride, col_stride) in elements.
 template <typename T, typename Index>
-__global__ void eye(T* __restrict__ out, Index cols, Index n, Index row_stride, Index col_stride) {
+__global__ void eye(T* __restrict__ out, tl::Divisor<Index> cols, Index n, Index row_stride, Index col_stride) {
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
-    Index r = i / cols, c = i % cols;
+    Index r = i;
+    const Index c = cols.pop(r);
     out[r * row_stride + c * col_stride] = tl::cast<T>(r == c ? 1 : 0);
   }
 }

@@ -11,11 +11,12 @@
 template <typename T, typename Index>
 __global__ void embedding_bwd(T* __restrict__ grad_weight, const T* __restrict__ grad,
                               const long long* __restrict__ sorted, const long long* __restrict__ order,
-                              Index num_weights, Index dim, Index n_idx, long long padding_idx, int scale) {
+                              Index num_weights, tl::Divisor<Index> dim_div, Index n_idx, long long padding_idx,
+                              int scale) {
   using A = typename tl::AccOf<T>::type;
-  const Index n = n_idx * dim;
+  const Index dim = dim_div.d, n = n_idx * dim;
   for (Index e = tl::global_thread<Index>(); e < n; e += tl::grid_stride<Index>()) {
-    const Index k = tl::index_div(e, dim), col = e - k * dim;
+    const Index k = dim_div.div(e), col = e - k * dim;
     const long long key = sorted[k];
     if ((k > 0 && sorted[k - 1] == key) || key == padding_idx || key < 0 || key >= num_weights) continue;
     A s = A(0);

@@ -14,12 +14,13 @@
 
 // Row k holding an index outside [0, size) (or [-size, size) with allow_negative) fails the check.
 template <typename Index>
-__global__ void index_check(const long long* __restrict__ idx, Index nb, Index n, tl::StridedLayout<Index> row,
-                            long long row_stride, tl::StridedLayout<long long> dims, bool allow_negative,
-                            long long* guard, long long serial, unsigned long long* sticky) {
+__global__ void index_check(const long long* __restrict__ idx, tl::Divisor<Index> nb, Index n,
+                            tl::StridedLayout<Index> row, long long row_stride, tl::StridedLayout<long long> dims,
+                            bool allow_negative, long long* guard, long long serial, unsigned long long* sticky) {
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
-    Index k = i / nb;
-    long long v = idx[k * row_stride + tl::offset_of(i - k * nb, row)];
+    Index k = i;
+    const Index b = nb.pop(k);
+    long long v = idx[k * row_stride + tl::offset_of(b, row)];
     long long size = dims.shape[k];
     if (v >= size || v < (allow_negative ? -size : 0)) {
       guard[0] = serial;

@@ -75,19 +75,30 @@ __device__ __forceinline__ TileAt<Index> tile_at(Index t, Index M, Index N) {
 }
 
 // Offsets of batch entry z in the three operands (the host coalesced their batch dims together).
+// Once per output tile: a PlainLayout and a division walk (StridedLayout's larger argument with the
+// division magic made gemm_tiled spill beside its register tile).
 template <typename Index>
 struct Bases {
   Index a, b, c;
 };
 template <typename Index>
-__device__ __forceinline__ Bases<Index> bases_of(Index z, const StridedLayout<Index>& la,
-                                                 const StridedLayout<Index>& lb, const StridedLayout<Index>& lc) {
+__device__ __forceinline__ Bases<Index> bases_of(Index z, const PlainLayout<Index>& la, const PlainLayout<Index>& lb,
+                                                 const PlainLayout<Index>& lc) {
   Bases<Index> o{0, 0, 0};
-  for_each_coord(z, la, [&](int d, Index x) {
+  const auto add = [&](int d, Index x) {
     o.a += x * la.stride[d];
     o.b += x * lb.stride[d];
     o.c += x * lc.stride[d];
-  });
+  };
+#pragma unroll
+  for (int d = kMaxDims - 1; d > 0; --d) {
+    if (d < la.ndim) {
+      const Index n = la.shape[d], q = index_div(z, n);
+      add(d, z - q * n);
+      z = q;
+    }
+  }
+  if (la.ndim > 0) add(0, z);
   return o;
 }
 
@@ -134,7 +145,7 @@ __device__ __forceinline__ void stage(A (*t)[P], const A (&r)[L], Share s) {
 #define TL_GEMM_PARAMS                                                                                  \
   T *__restrict__ c, const T *__restrict__ a, const T *__restrict__ b, Index M, Index N, Index K,      \
       Index sam, Index sak, Index sbk, Index sbn, Index scm, Index scn, Index batch,                   \
-      tl::StridedLayout<Index> batch_a, tl::StridedLayout<Index> batch_b, tl::StridedLayout<Index> batch_c, \
+      tl::PlainLayout<Index> batch_a, tl::PlainLayout<Index> batch_b, tl::PlainLayout<Index> batch_c,   \
       int a_kfast, int b_kfast
 
 template <typename T, typename Index>

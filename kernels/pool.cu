@@ -9,14 +9,6 @@ namespace {
 template <typename T> struct PoolAcc { using type = float; };  // float16, bfloat16, float32
 template <> struct PoolAcc<double> { using type = double; };
 
-// The coordinate of the linear index r along an inner dim of size n; r becomes the index of the outer dims.
-template <typename Index>
-__device__ __forceinline__ Index pop_coord(Index& r, Index n) {
-  const Index q = tl::index_div(r, n), c = r - q * n;
-  r = q;
-  return c;
-}
-
 // ATen's max over the window rows [hs, he) step dh x cols [ws, we) step dw of the plane `base`: the first
 // maximum in row-major order, or the last NaN; the window's first element where every one is the lowest value.
 template <typename T, typename Index>
@@ -58,15 +50,16 @@ __device__ __forceinline__ A gather_by_index(const T* g, const long long* ix, co
 }
 }  // namespace
 
-// out and indices: contiguous (N, C, OH, OW); xl: x's (N, C, H, W) shape and strides.
+// out and indices: contiguous (N, C, OH, OW) of shape `ol` (whose division magic splits i); xl: x's
+// (N, C, H, W) shape and strides.
 template <typename T, typename Index>
 __global__ void max_pool2d_fwd(T* __restrict__ out, long long* __restrict__ indices, const T* __restrict__ x, Index n,
-                               tl::StridedLayout<Index> xl, Index OH, Index OW, Index kh, Index kw, Index sh, Index sw,
-                               Index ph, Index pw, Index dh, Index dw) {
-  const Index C = xl.shape[1], H = xl.shape[2], W = xl.shape[3];
+                               tl::StridedLayout<Index> xl, tl::StridedLayout<Index> ol, Index kh, Index kw, Index sh,
+                               Index sw, Index ph, Index pw, Index dh, Index dw) {
+  const Index H = xl.shape[2], W = xl.shape[3];
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
     Index r = i;
-    const Index ow = pop_coord(r, OW), oh = pop_coord(r, OH), c = pop_coord(r, C), b = r;
+    const Index ow = ol.pop(r, 3), oh = ol.pop(r, 2), c = ol.pop(r, 1), b = r;
     Index hs = oh * sh - ph, ws = ow * sw - pw;
     const Index he = min(hs + (kh - 1) * dh + 1, H), we = min(ws + (kw - 1) * dw + 1, W);
     while (hs < 0) hs += dh;
@@ -76,22 +69,23 @@ __global__ void max_pool2d_fwd(T* __restrict__ out, long long* __restrict__ indi
   }
 }
 
-// grad_input: contiguous (N, C, H, W); gl / il: grad_output's and indices' (N, C, OH, OW) shapes and strides.
+// grad_input: contiguous (N, C, H, W) of shape `ol` (whose division magic splits i); gl / il: grad_output's
+// and indices' (N, C, OH, OW) shapes and strides; sh / sw divide by multiply-high.
 template <typename T, typename Index>
 __global__ void max_pool2d_bwd(T* __restrict__ grad_input, const T* __restrict__ grad_output,
                                const long long* __restrict__ indices, Index n, tl::StridedLayout<Index> gl,
-                               tl::StridedLayout<Index> il, Index H, Index W, Index kh, Index kw, Index sh, Index sw,
-                               Index ph, Index pw, Index dh, Index dw) {
+                               tl::StridedLayout<Index> il, tl::StridedLayout<Index> ol, Index kh, Index kw,
+                               tl::Divisor<Index> sh, tl::Divisor<Index> sw, Index ph, Index pw, Index dh, Index dw) {
   using A = typename PoolAcc<T>::type;
-  const Index C = gl.shape[1], OH = gl.shape[2], OW = gl.shape[3];
+  const Index OH = gl.shape[2], OW = gl.shape[3], W = ol.shape[3];
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
     Index r = i;
-    const Index w = pop_coord(r, W), h = pop_coord(r, H), c = pop_coord(r, C), b = r;
+    const Index w = ol.pop(r, 3), h = ol.pop(r, 2), c = ol.pop(r, 1), b = r;
     // the windows whose taps can reach (h, w): oh * sh - ph <= h <= oh * sh - ph + (kh - 1) * dh
     const Index lh = h + ph - (kh - 1) * dh, lw = w + pw - (kw - 1) * dw;
-    const Index oh0 = lh <= 0 ? 0 : tl::index_div(lh + sh - 1, sh);
-    const Index ow0 = lw <= 0 ? 0 : tl::index_div(lw + sw - 1, sw);
-    const Index oh1 = min(tl::index_div(h + ph, sh), OH - 1), ow1 = min(tl::index_div(w + pw, sw), OW - 1);
+    const Index oh0 = lh <= 0 ? 0 : sh.div(lh + sh.d - 1);
+    const Index ow0 = lw <= 0 ? 0 : sw.div(lw + sw.d - 1);
+    const Index oh1 = min(sh.div(h + ph), OH - 1), ow1 = min(sw.div(w + pw), OW - 1);
     const long long target = static_cast<long long>(h) * W + w;
     const T* g = grad_output + b * gl.stride[0] + c * gl.stride[1];
     const long long* ix = indices + b * il.stride[0] + c * il.stride[1];
@@ -103,13 +97,13 @@ __global__ void max_pool2d_bwd(T* __restrict__ grad_input, const T* __restrict__
 // w), in ATen's loop order and with its rule (first maximum, or the last NaN).
 template <typename T, typename Index>
 __global__ void adaptive_max_pool2d_fwd(T* __restrict__ out, long long* __restrict__ indices, const T* __restrict__ x,
-                                        Index n, tl::StridedLayout<Index> xl, Index OH, Index OW) {
-  const Index C = xl.shape[1], H = xl.shape[2], W = xl.shape[3];
+                                        Index n, tl::StridedLayout<Index> xl, tl::StridedLayout<Index> ol) {
+  const Index H = xl.shape[2], W = xl.shape[3], OH = ol.shape[2], OW = ol.shape[3];
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
     Index r = i;
-    const Index ow = pop_coord(r, OW), oh = pop_coord(r, OH), c = pop_coord(r, C), b = r;
-    const Index hs = tl::index_div(oh * H, OH), he = tl::index_div((oh + 1) * H + OH - 1, OH);
-    const Index ws = tl::index_div(ow * W, OW), we = tl::index_div((ow + 1) * W + OW - 1, OW);
+    const Index ow = ol.pop(r, 3), oh = ol.pop(r, 2), c = ol.pop(r, 1), b = r;
+    const Index hs = ol.div(oh * H, 2), he = ol.div((oh + 1) * H + OH - 1, 2);
+    const Index ws = ol.div(ow * W, 3), we = ol.div((ow + 1) * W + OW - 1, 3);
     const T* base = x + b * xl.stride[0] + c * xl.stride[1];
     window_max(base, xl.stride[2], xl.stride[3], W, hs, he, Index(1), ws, we, Index(1), out[i], indices[i]);
   }
@@ -120,14 +114,14 @@ __global__ void adaptive_max_pool2d_fwd(T* __restrict__ out, long long* __restri
 template <typename T, typename Index>
 __global__ void adaptive_max_pool2d_bwd(T* __restrict__ grad_input, const T* __restrict__ grad_output,
                                         const long long* __restrict__ indices, Index n, tl::StridedLayout<Index> gl,
-                                        tl::StridedLayout<Index> il, Index H, Index W) {
+                                        tl::StridedLayout<Index> il, tl::StridedLayout<Index> ol) {
   using A = typename PoolAcc<T>::type;
-  const Index C = gl.shape[1], OH = gl.shape[2], OW = gl.shape[3];
+  const Index OH = gl.shape[2], OW = gl.shape[3], H = ol.shape[2], W = ol.shape[3];
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
     Index r = i;
-    const Index w = pop_coord(r, W), h = pop_coord(r, H), c = pop_coord(r, C), b = r;
-    const Index oh0 = tl::index_div(h * OH, H), oh1 = tl::index_div((h + 1) * OH + H - 1, H);
-    const Index ow0 = tl::index_div(w * OW, W), ow1 = tl::index_div((w + 1) * OW + W - 1, W);
+    const Index w = ol.pop(r, 3), h = ol.pop(r, 2), c = ol.pop(r, 1), b = r;
+    const Index oh0 = ol.div(h * OH, 2), oh1 = ol.div((h + 1) * OH + H - 1, 2);
+    const Index ow0 = ol.div(w * OW, 3), ow1 = ol.div((w + 1) * OW + W - 1, 3);
     const long long target = static_cast<long long>(h) * W + w;
     const T* g = grad_output + b * gl.stride[0] + c * gl.stride[1];
     const long long* ix = indices + b * il.stride[0] + c * il.stride[1];

@@ -153,13 +153,23 @@ struct Exponential {
   }
 };
 
-// low + X % range modulo 2^64 (range 0 stands for 2^64: X whole); X one word or a word pair.
+// low + X % range modulo 2^64 (range 0 stands for 2^64: X whole); X one word or a word pair. The
+// remainder divides by multiply-high with the host's magic numbers for range (launch.divisor_magic with
+// 32 bits for one word, 64 for a pair), in forms exact over the whole word: one word sums in 64 bits,
+// a pair halves the sum first ((x - hi) / 2 + hi never wraps; shift >= 1 for every range >= 2).
 template <typename T, int Words>
 struct RandInt {
   u64 range;
   long long low;
+  u64 magic;
+  int shift;
   __device__ __forceinline__ T value(u64 x) const {
-    if (range) x %= range;
+    if (range > 1) {
+      const u64 hi = __umul64hi(x, magic);
+      x -= ((((x - hi) >> 1) + hi) >> (shift - 1)) * range;
+    } else if (range == 1) {
+      x = 0;
+    }
     return tl::cast<T>(static_cast<long long>(x + static_cast<u64>(low)));
   }
   __device__ __forceinline__ void operator()(const tl::Philox4& p, T* v) const {
@@ -167,9 +177,13 @@ struct RandInt {
       v[0] = value(tl::word_pair(p.w[0], p.w[1]));
       v[1] = value(tl::word_pair(p.w[2], p.w[3]));
     } else {
-      const unsigned int r = static_cast<unsigned int>(range);  // below 2^32: 32-bit remainders
+      const unsigned int r = static_cast<unsigned int>(range), m = static_cast<unsigned int>(magic);  // r < 2^32
 #pragma unroll
-      for (int j = 0; j < 4; ++j) v[j] = tl::cast<T>(static_cast<long long>((p.w[j] % r) + static_cast<u64>(low)));
+      for (int j = 0; j < 4; ++j) {
+        const unsigned int x = p.w[j];
+        const unsigned int q = static_cast<unsigned int>((static_cast<u64>(__umulhi(x, m)) + x) >> shift);
+        v[j] = tl::cast<T>(static_cast<long long>(static_cast<u64>(x - q * r) + static_cast<u64>(low)));
+      }
     }
   }
 };
@@ -207,11 +221,18 @@ __device__ __forceinline__ void exchange(u64* keys, long long* idx, long long i,
 
 constexpr int kTile = 512;  // elements a block sorts in shared memory (blockDim.x == kTile / 2)
 
+// The lower element 2 j (t / j) + t % j of the t-th compared pair of a step of distance j (a power of
+// two): the division is a mask and a shift.
+template <typename I>
+__device__ __forceinline__ I pair_low(I t, I j) {
+  return ((t & ~(j - 1)) << 1) | (t & (j - 1));
+}
+
 // Bitonic steps j = j0, j0/2, ..., 1 of stage k on one tile held in shared memory.
 __device__ __forceinline__ void tile_steps(u64* keys, long long* idx, long long base, int tile, long long k, int j0) {
   for (int j = j0; j > 0; j >>= 1) {
     for (int t = threadIdx.x; t < tile / 2; t += blockDim.x) {
-      const int i = 2 * j * (t / j) + t % j;
+      const int i = pair_low(t, j);
       exchange(keys, idx, i, i + j, ((base + i) & k) == 0);
     }
     __syncthreads();
@@ -268,9 +289,10 @@ __global__ void philox_exponential(T* __restrict__ out, Index n, tl::StridedLayo
 // range = high - low modulo 2^64 (0: the whole 64-bit range); Words = 2 when range >= 2^32.
 template <typename T, typename Index, bool Contiguous, int Words>
 __global__ void philox_randint(T* __restrict__ out, Index n, tl::StridedLayout<Index> layout, unsigned long long seed,
-                               unsigned long long offset, unsigned long long range, long long low) {
+                               unsigned long long offset, unsigned long long range, long long low,
+                               unsigned long long magic, int shift) {
   tl_random::fill_blocks<Words == 2 ? 2 : 4, Contiguous>(out, n, layout, seed, offset,
-                                                         tl_random::RandInt<T, Words>{range, low});
+                                                         tl_random::RandInt<T, Words>{range, low, magic, shift});
 }
 
 template <typename T, typename Index, bool Contiguous>
@@ -305,8 +327,8 @@ __global__ void bernoulli_mask(bool* __restrict__ mask, const P* __restrict__ p,
 
 // randperm: keys[i] = word pair i of the stream for i < n; m (a power of two >= 2) - n padding
 // pairs get the largest key and sort last (their indices exceed every real one). The sort kernels
-// are templates (instantiated for Index = long long) so that every translation unit the emulation
-// splits the table into may define them.
+// are templates (Index int when m fits, else long long), which also lets every translation unit the
+// emulation splits the table into define them.
 template <typename Index>
 __global__ void randperm_keys(unsigned long long* __restrict__ keys, long long* __restrict__ idx, Index n, Index m,
                               unsigned long long seed, unsigned long long offset) {
@@ -333,7 +355,7 @@ __global__ void bitonic_sort_tiles(unsigned long long* keys, long long* idx, Ind
 template <typename Index>
 __global__ void bitonic_merge_global(unsigned long long* keys, long long* idx, Index m, Index j, Index k) {
   for (Index t = tl::global_thread<Index>(); t < m / 2; t += tl::grid_stride<Index>()) {
-    const Index i = 2 * j * (t / j) + t % j;
+    const Index i = tl_random::pair_low(t, j);
     tl_random::exchange(keys, idx, i, i + j, (i & k) == 0);
   }
 }

@@ -36,11 +36,12 @@ __device__ __forceinline__ typename tl::AccOf<T>::type gate(const T* gx, const T
 
 template <typename T, typename Index>
 __global__ void lstm_cell_fwd(T* __restrict__ out, const T* __restrict__ gx, const T* __restrict__ gh,
-                              const T* __restrict__ c, const T* __restrict__ bias, Index B, Index H, int has_bias) {
+                              const T* __restrict__ c, const T* __restrict__ bias, Index B, tl::Divisor<Index> hd,
+                              int has_bias) {
   using A = typename tl::AccOf<T>::type;
-  const Index n = B * H;
+  const Index H = hd.d, n = B * H;
   for (Index e = tl::global_thread<Index>(); e < n; e += tl::grid_stride<Index>()) {
-    const Index b = tl::index_div(e, H), j = e - b * H;
+    const Index b = hd.div(e), j = e - b * H;
     const A i = rnn_sigmoid(gate(gx, gh, bias, b, j, Index(0), Index(4), H, has_bias));
     const A f = rnn_sigmoid(gate(gx, gh, bias, b, j, Index(1), Index(4), H, has_bias));
     const A g = rnn_tanh(gate(gx, gh, bias, b, j, Index(2), Index(4), H, has_bias));
@@ -54,11 +55,11 @@ __global__ void lstm_cell_fwd(T* __restrict__ out, const T* __restrict__ gx, con
 template <typename T, typename Index>
 __global__ void lstm_cell_bwd(T* __restrict__ d_gates, T* __restrict__ d_c, const T* __restrict__ grad,
                               const T* __restrict__ gx, const T* __restrict__ gh, const T* __restrict__ c,
-                              const T* __restrict__ bias, Index B, Index H, int has_bias) {
+                              const T* __restrict__ bias, Index B, tl::Divisor<Index> hd, int has_bias) {
   using A = typename tl::AccOf<T>::type;
-  const Index n = B * H;
+  const Index H = hd.d, n = B * H;
   for (Index e = tl::global_thread<Index>(); e < n; e += tl::grid_stride<Index>()) {
-    const Index b = tl::index_div(e, H), j = e - b * H;
+    const Index b = hd.div(e), j = e - b * H;
     const A i = rnn_sigmoid(gate(gx, gh, bias, b, j, Index(0), Index(4), H, has_bias));
     const A f = rnn_sigmoid(gate(gx, gh, bias, b, j, Index(1), Index(4), H, has_bias));
     const A g = rnn_tanh(gate(gx, gh, bias, b, j, Index(2), Index(4), H, has_bias));
@@ -78,11 +79,12 @@ __global__ void lstm_cell_bwd(T* __restrict__ d_gates, T* __restrict__ d_c, cons
 
 template <typename T, typename Index>
 __global__ void gru_cell_fwd(T* __restrict__ out, const T* __restrict__ gx, const T* __restrict__ gh,
-                             const T* __restrict__ h, const T* __restrict__ bias, Index B, Index H, int has_bias) {
+                             const T* __restrict__ h, const T* __restrict__ bias, Index B, tl::Divisor<Index> hd,
+                             int has_bias) {
   using A = typename tl::AccOf<T>::type;
-  const Index n = B * H;
+  const Index H = hd.d, n = B * H;
   for (Index e = tl::global_thread<Index>(); e < n; e += tl::grid_stride<Index>()) {
-    const Index b = tl::index_div(e, H), j = e - b * H;
+    const Index b = hd.div(e), j = e - b * H;
     const A r = rnn_sigmoid(gate(gx, gh, bias, b, j, Index(0), Index(3), H, has_bias));
     const A z = rnn_sigmoid(gate(gx, gh, bias, b, j, Index(1), Index(3), H, has_bias));
     const Index on = b * 3 * H + 2 * H + j;
@@ -96,11 +98,12 @@ __global__ void gru_cell_fwd(T* __restrict__ out, const T* __restrict__ gx, cons
 template <typename T, typename Index>
 __global__ void gru_cell_bwd(T* __restrict__ d_gx, T* __restrict__ d_gh, T* __restrict__ d_h,
                              const T* __restrict__ grad, const T* __restrict__ gx, const T* __restrict__ gh,
-                             const T* __restrict__ h, const T* __restrict__ bias, Index B, Index H, int has_bias) {
+                             const T* __restrict__ h, const T* __restrict__ bias, Index B, tl::Divisor<Index> hd,
+                             int has_bias) {
   using A = typename tl::AccOf<T>::type;
-  const Index n = B * H;
+  const Index H = hd.d, n = B * H;
   for (Index e = tl::global_thread<Index>(); e < n; e += tl::grid_stride<Index>()) {
-    const Index b = tl::index_div(e, H), j = e - b * H;
+    const Index b = hd.div(e), j = e - b * H;
     const A r = rnn_sigmoid(gate(gx, gh, bias, b, j, Index(0), Index(3), H, has_bias));
     const A z = rnn_sigmoid(gate(gx, gh, bias, b, j, Index(1), Index(3), H, has_bias));
     const Index base = b * 3 * H;
@@ -123,11 +126,11 @@ __global__ void gru_cell_bwd(T* __restrict__ d_gx, T* __restrict__ d_gh, T* __re
 
 template <typename T, typename Index>
 __global__ void rnn_act_cell_fwd(T* __restrict__ out, const T* __restrict__ gx, const T* __restrict__ gh,
-                             const T* __restrict__ bias, Index B, Index H, int has_bias, int relu) {
+                             const T* __restrict__ bias, Index B, tl::Divisor<Index> hd, int has_bias, int relu) {
   using A = typename tl::AccOf<T>::type;
-  const Index n = B * H;
+  const Index H = hd.d, n = B * H;
   for (Index e = tl::global_thread<Index>(); e < n; e += tl::grid_stride<Index>()) {
-    const Index b = tl::index_div(e, H), j = e - b * H;
+    const Index b = hd.div(e), j = e - b * H;
     const A v = gate(gx, gh, bias, b, j, Index(0), Index(1), H, has_bias);
     // relu as torch's: NaN stays NaN
     out[e] = tl::cast<T>(relu ? (v < A(0) ? A(0) : v) : rnn_tanh(v));

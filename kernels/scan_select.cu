@@ -62,7 +62,7 @@ __global__ void compact_coords(const T* __restrict__ x, Index n, tl::StridedLayo
         long long* row = out + (base + rank) * stride_j;
         long long rest = i;
         for (int d = shape.ndim - 1; d >= 0; --d) {
-          long long q = rest / shape.shape[d];
+          long long q = shape.div(rest, d);
           row[d * stride_d] = rest - q * shape.shape[d];
           rest = q;
         }

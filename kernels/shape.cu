@@ -18,7 +18,7 @@ __global__ void cat(T* __restrict__ out, Index n, tl::StridedLayout<Index> layou
     Index coord[tl::kMaxDims];
     Index rest = i, o = 0;
     for (int d = layout.ndim - 1; d >= 0; --d) {
-      Index q = rest / layout.shape[d];
+      Index q = layout.div(rest, d);
       coord[d] = rest - q * layout.shape[d];
       o += coord[d] * layout.stride[d];
       rest = q;
@@ -45,7 +45,7 @@ __global__ void roll(T* __restrict__ out, const T* __restrict__ src, Index n, tl
     Index rest = i, o = 0, s = 0;
     for (int d = out_layout.ndim - 1; d >= 0; --d) {
       Index size = out_layout.shape[d];
-      Index q = rest / size;
+      Index q = out_layout.div(rest, d);
       Index c = rest - q * size;
       Index sc = c - shifts.shape[d];
       o += c * out_layout.stride[d];
@@ -61,12 +61,13 @@ __global__ void roll(T* __restrict__ out, const T* __restrict__ src, Index n, tl
 template <typename T, typename Index>
 __global__ void triangle(T* out, const T* src, Index n, tl::StridedLayout<Index> out_layout,
                          tl::StridedLayout<Index> src_layout, long long diagonal, bool upper) {
-  Index cols = out_layout.shape[out_layout.ndim - 1], rows = out_layout.shape[out_layout.ndim - 2];
+  const int dc = out_layout.ndim - 1, dr = out_layout.ndim - 2;
+  const Index cols = out_layout.shape[dc], rows = out_layout.shape[dr];
   for (Index i = tl::global_thread<Index>(); i < n; i += tl::grid_stride<Index>()) {
     Index o, s;
     tl::offsets2(i, out_layout, src_layout, o, s);
-    Index q = i / cols;
-    long long diff = static_cast<long long>(i - q * cols) - static_cast<long long>(q % rows);
+    const Index q = out_layout.div(i, dc), row = q - out_layout.div(q, dr) * rows;
+    long long diff = static_cast<long long>(i - q * cols) - static_cast<long long>(row);
     bool keep = upper ? diff >= diagonal : diff <= diagonal;
     out[o] = keep ? src[s] : tl::cast<T>(0);
   }

@@ -81,13 +81,13 @@ __global__ void sort_segments(const T* __restrict__ x, T* values, long long* __r
 // Output: runs of 2 * width, through the output layouts (only positions below `limit`).
 template <typename T, typename Index>
 __global__ void sort_merge(const T* __restrict__ keys, const long long* __restrict__ ids, T* out_keys,
-                           long long* __restrict__ out_ids, bool has_values, Index rows, Index length, Index width,
-                           Index limit, bool descending, tl::StridedLayout<Index> v_rows, Index v_step,
-                           tl::StridedLayout<Index> i_rows, Index i_step) {
-  Index n = rows * length;
+                           long long* __restrict__ out_ids, bool has_values, Index rows, tl::Divisor<Index> len_div,
+                           tl::Divisor<Index> width_div, Index limit, bool descending, tl::StridedLayout<Index> v_rows,
+                           Index v_step, tl::StridedLayout<Index> i_rows, Index i_step) {
+  const Index length = len_div.d, width = width_div.d, n = rows * length;
   for (Index e = tl::global_thread<Index>(); e < n; e += tl::grid_stride<Index>()) {
-    Index r = e / length, p = e - r * length;
-    Index run = p / width;
+    Index r = len_div.div(e), p = e - r * length;
+    Index run = width_div.div(p);
     Index a0 = (run - (run & 1)) * width, b0 = a0 + width;
     Index end = b0 + width < length ? b0 + width : length;
     const T* rk = keys + r * length;

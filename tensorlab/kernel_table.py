@@ -52,7 +52,8 @@ def _reduce_rows():
 
 def _scan_rows():
     _, pairs = _reduction_pairs()
-    return tuple(f"{k}<{i.ctype}, {o.ctype}, {ix}>" for k in ("scan_rows", "scan_seq") for i, o in pairs
+    return tuple(f"{k}<{i.ctype}, {o.ctype}, {ix}>"
+                 for k in ("scan_rows", "scan_seq", "scan_chunk_totals", "scan_chunk_apply") for i, o in pairs
                  for ix in INDEX_TYPES)
 
 
@@ -183,8 +184,8 @@ KERNELS = {
         + [f"bernoulli_mask<{d.ctype}, {ix}>" for d in dtypes.FLOATING for ix in INDEX_TYPES]
         + [f"randperm_store<{d.ctype}, {ix}, {c}>" for d in dtypes.ALL if d is not dtypes.bool_
            for ix in INDEX_TYPES for c in ("true", "false")]
-        + [f"{t}<long long>" for t in ("randperm_keys", "bitonic_sort_tiles", "bitonic_merge_global",
-                                         "bitonic_merge_tiles")]),
+        + [f"{t}<{ix}>" for t in ("randperm_keys", "bitonic_sort_tiles", "bitonic_merge_global",
+                                    "bitonic_merge_tiles") for ix in INDEX_TYPES]),
     # index.cu: index_put<S, A, Index, Mode>, A the accumulator (S; float for half/bfloat16, int for
     # bool/uint8/int8/int16: no atomics narrower than 32 bits), Mode 0 store, 1 add, 2 multiply, 3 max, 4 min
     "index.cu": tuple(
@@ -270,7 +271,7 @@ KERNELS["rnn.cu"] += tuple(f"{k}<{d.ctype}, {m}>" for k in ("rnn_seq_fwd", "rnn_
                            for m in range(4))
 # complex.cu: elementwise ops over complex operands (backends/cuda/complex.py), per kernel name the
 # functor of kernels/tensorlab/complex.cuh's tl::cop and the result: C complex<T>, R T (abs), B bool;
-# T float (complex64) and double (complex128), 64-bit indexing
+# T float (complex64) and double (complex128), both index types
 COMPLEX_ELEMENTWISE = {
     "unary": {"neg": ("Neg", "C"), "abs": ("Abs", "R"), "exp": ("Exp", "C"), "exp2": ("Exp2", "C"),
               "expm1": ("Expm1", "C"), "log": ("Log", "C"), "log2": ("Log2", "C"), "log10": ("Log10", "C"),
@@ -284,12 +285,13 @@ COMPLEX_ELEMENTWISE = {
 }
 
 
-def complex_expr(prim, name, part):
-    """complex.cu's name expression for kernel `name` of `prim` over complex<part> (part "float"/"double")."""
+def complex_expr(prim, name, part, index):
+    """complex.cu's name expression for kernel `name` of `prim` over complex<part> (part "float"/"double")
+    with `index` ("int" / "long long") indexing."""
     functor, res = COMPLEX_ELEMENTWISE[prim][name]
     r = {"C": f"tl::complex<{part}>", "R": part, "B": "bool"}[res]
-    return f"complex_{prim}<tl::cop::{functor}, {part}, {r}, long long>"
+    return f"complex_{prim}<tl::cop::{functor}, {part}, {r}, {index}>"
 
 
-KERNELS["complex.cu"] = tuple(complex_expr(prim, name, part) for prim, ops in COMPLEX_ELEMENTWISE.items()
-                              for name in ops for part in ("float", "double"))
+KERNELS["complex.cu"] = tuple(complex_expr(prim, name, part, ix) for prim, ops in COMPLEX_ELEMENTWISE.items()
+                              for name in ops for part in ("float", "double") for ix in INDEX_TYPES)

@@ -148,7 +148,7 @@ def test_complex_polar_angle_conj_sgn(device, torch):
 
 
 @pytest.mark.parametrize("dt", [np.complex64, np.complex128])
-def test_every_complex_kernel_against_numpy(device, dt):
+def test_every_complex_kernel_against_numpy(device, dt, index):
     a, b = _c((3, 5), dt), _c((5,), dt)
     a[0, 0], b[0], b[1] = 0.0, 0.5 + 0.5j, 1.0  # 0 ** z with Re z > 0 is 0 (NumPy, torch)
     x, y = tl.tensor(a, device=device), tl.tensor(b, device=device)

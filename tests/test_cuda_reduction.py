@@ -143,6 +143,57 @@ def test_cumsum_inplace_long_rows(device, index):
     np.testing.assert_array_equal(x.cpu().numpy(), np.cumsum(arr, 1))
 
 
+def _scan_bound_check(got, arr, op, dtype):
+    """A long scan against NumPy's float64 one: floats within the dtype's tolerance of the running sum of
+    magnitudes (sums) or relatively (products of values near 1), integers exactly (int64 wraps alike)."""
+    g = np.asarray(got.cpu()).astype(np.float64) if got.dtype.is_floating_point else np.asarray(got.cpu())
+    if not dtype.is_floating_point:
+        fn = np.cumsum if op == "sum" else np.cumprod
+        np.testing.assert_array_equal(g, fn(arr.astype(np.int64), axis=-1))
+        return
+    a = arr.astype(np.float64)
+    tol = _TOL[got.dtype.name]
+    if op == "sum":
+        ref, scale = np.cumsum(a, -1), np.cumsum(np.abs(a), -1)
+        assert (np.abs(g - ref) <= tol * scale + tol).all(), np.abs(g - ref).max()
+    else:
+        ref = np.cumprod(a, -1)
+        np.testing.assert_allclose(g, ref, rtol=4 * tol, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=lambda d: d.name)
+def test_cumulative_long_rows_multi_block(device, index, dtype):
+    """Few rows longer than two scan chunks (backends/cuda/reduction.py's SCAN_CHUNK) scan on many blocks
+    (reduce, scan the chunk totals, rescan): contiguous, transposed (the scanned dim strided) and with an
+    expanded (stride 0) row dim, lengths that end inside a chunk and inside a tile."""
+    from tensorlab.backends.cuda.reduction import SCAN_CHUNK
+    length = 2 * SCAN_CHUNK + 4096 // 3
+    arr = values((3, length), dtype, seed=11, low=-2, high=3)
+    if dtype.is_floating_point:
+        arr = (1 + 0.002 * arr.astype(np.float32)).astype(dtype.np)
+    for layout in ("contiguous", "transposed", "expanded"):
+        if layout == "contiguous":
+            x = tl.tensor(arr, dtype=dtype, device=device)
+        elif layout == "transposed":
+            x = transposed(arr, device, dtype)
+        else:
+            x = tl.tensor(arr[:1], dtype=dtype, device=device).expand(3, length)
+        # the values as the dtype holds them (float16/bfloat16 rounded)
+        src = np.asarray(x.cpu()).astype(np.float64) if dtype.is_floating_point else np.broadcast_to(
+            arr[:1] if layout == "expanded" else arr, arr.shape)
+        for op in ("sum", "prod"):
+            _scan_bound_check(x.cumsum(1) if op == "sum" else x.cumprod(1), src, op, dtype)
+        if not dtype.is_floating_point:  # integral scans in their own dtype (wrapping): as the CPU backend
+            cpu = x.cpu()
+            same(x.cumsum(1, dtype=dtype), cpu.cumsum(1, dtype=dtype))
+            same(x.cumprod(1, dtype=dtype), cpu.cumprod(1, dtype=dtype))
+    y = tl.tensor(arr[0], dtype=dtype, device=device)  # one 1-D row, in place
+    want = np.asarray(y.cpu()).astype(np.float64) if dtype.is_floating_point else arr[0]
+    if dtype.is_floating_point or dtype is tl.int64:
+        y.cumsum_(0)
+        _scan_bound_check(y, want, "sum", dtype)
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
 def test_softmax_rows_and_columns_match_cpu(device, index, dtype):
     for shape, dim in (((3, 1500), 1), ((40, 7), 0), ((40, 7), 1), ((5, 60, 3), 1), ((), 0)):

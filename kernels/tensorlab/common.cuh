@@ -19,17 +19,75 @@ namespace tl {
 
 constexpr int kMaxDims = 8;
 
-// Shape and strides (in elements) of one operand after the host coalesced its dimensions.
-// Passed by value as a kernel argument; the host packs it with the same field order.
+// Index arithmetic without integer division: a / d for an invariant d > 0 is
+// (mul_high(a, magic) + a) >> shift, where magic = floor(2^(B+l) / d) + 1 - 2^B and shift = l =
+// ceil(log2 d) for the B-bit unsigned type of the Index (B = 32 for int, 64 for long long). The host
+// computes (magic, shift) once per divisor (launch.py's divisor_magic, tested against // there); the
+// quotient is exact for 0 <= a < 2^(B-1), i.e. every non-negative Index, and the sum cannot wrap
+// because mul_high(a, magic) < a.
+template <typename Index> struct UnsignedIndex;
+template <> struct UnsignedIndex<int> { using type = unsigned; };
+template <> struct UnsignedIndex<long long> { using type = unsigned long long; };
+
+__device__ __forceinline__ unsigned mul_high(unsigned a, unsigned b) { return __umulhi(a, b); }
+__device__ __forceinline__ unsigned long long mul_high(unsigned long long a, unsigned long long b) {
+  return __umul64hi(a, b);
+}
+
+template <typename Index>
+__device__ __forceinline__ Index magic_quotient(Index a, typename UnsignedIndex<Index>::type magic, int shift) {
+  using U = typename UnsignedIndex<Index>::type;
+  const U u = static_cast<U>(a);
+  return static_cast<Index>((mul_high(u, magic) + u) >> shift);
+}
+
+// One invariant divisor with its magic numbers, packed by the host (launch.divisor) for kernels that
+// split an index by sizes that are not a layout's shape (windows, matrix rows and columns).
+template <typename Index>
+struct Divisor {
+  Index d;
+  typename UnsignedIndex<Index>::type magic;
+  int shift;
+  __device__ __forceinline__ Index div(Index a) const { return magic_quotient(a, magic, shift); }
+  // a's remainder; a becomes the quotient (peels the innermost coordinate off a linear index)
+  __device__ __forceinline__ Index pop(Index& a) const {
+    const Index q = div(a), r = a - q * d;
+    a = q;
+    return r;
+  }
+};
+
+// Shape and strides (in elements) of one operand after the host coalesced its dimensions, and each
+// size's division magic (magic[d], shift[d] for shape[d], as in Divisor). Passed by value as a kernel
+// argument; the host packs it with the same field order (launch.strided_layout).
 template <typename Index>
 struct StridedLayout {
+  Index shape[kMaxDims];
+  Index stride[kMaxDims];
+  typename UnsignedIndex<Index>::type magic[kMaxDims];
+  int shift[kMaxDims];
+  int ndim;
+  __device__ __forceinline__ Index div(Index a, int d) const { return magic_quotient(a, magic[d], shift[d]); }
+  // a's coordinate along dim d; a becomes the linear index of the outer dims
+  __device__ __forceinline__ Index pop(Index& a, int d) const {
+    const Index q = div(a, d), r = a - q * shape[d];
+    a = q;
+    return r;
+  }
+};
+
+// Shape and strides without the division magic, for a layout walked once per tile (matmul's batch
+// dims): the smaller argument keeps gemm_tiled's register allocation as tuned (no spills).
+template <typename Index>
+struct PlainLayout {
   Index shape[kMaxDims];
   Index stride[kMaxDims];
   int ndim;
 };
 
-// a / b for the non-negative operands of index arithmetic. 64-bit indices divide in 32 bits when
-// both operands fit (the common case, a few instructions); the 64-bit division is a subroutine call.
+// a / b for the non-negative operands of index arithmetic where b varies at run time (not a per-launch
+// invariant). 64-bit indices divide in 32 bits when both operands fit (a few instructions); the 64-bit
+// division is a subroutine call.
 __device__ __forceinline__ int index_div(int a, int b) { return a / b; }
 __device__ __forceinline__ long long index_div(long long a, long long b) {
   if (((a | b) >> 32) == 0) return static_cast<long long>(static_cast<unsigned>(a) / static_cast<unsigned>(b));
@@ -44,8 +102,8 @@ __device__ __forceinline__ void for_each_coord(Index i, const StridedLayout<Inde
 #pragma unroll
   for (int d = kMaxDims - 1; d > 0; --d) {
     if (d < l.ndim) {
-      const Index n = l.shape[d], q = index_div(i, n);
-      f(d, i - q * n);
+      const Index q = l.div(i, d);
+      f(d, i - q * l.shape[d]);
       i = q;
     }
   }

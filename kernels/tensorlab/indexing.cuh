@@ -7,7 +7,7 @@
 namespace tl {
 
 // Element offsets of linear index i in three layouts that share one (coalesced) shape: one
-// division per dimension instead of three.
+// multiply-high quotient per dimension (a's division magic) instead of three.
 template <typename Index>
 __device__ __forceinline__ void offsets3(Index i, const StridedLayout<Index>& a, const StridedLayout<Index>& b,
                                          const StridedLayout<Index>& c, Index& oa, Index& ob, Index& oc) {
@@ -17,9 +17,7 @@ __device__ __forceinline__ void offsets3(Index i, const StridedLayout<Index>& a,
 #pragma unroll
   for (int d = kMaxDims - 1; d >= 0; --d) {
     if (d < a.ndim) {
-      Index n = a.shape[d];
-      Index q = i / n;
-      Index r = i - q * n;
+      const Index q = a.div(i, d), r = i - q * a.shape[d];
       oa += r * a.stride[d];
       ob += r * b.stride[d];
       oc += r * c.stride[d];
@@ -36,9 +34,7 @@ __device__ __forceinline__ void offsets2(Index i, const StridedLayout<Index>& a,
 #pragma unroll
   for (int d = kMaxDims - 1; d >= 0; --d) {
     if (d < a.ndim) {
-      Index n = a.shape[d];
-      Index q = i / n;
-      Index r = i - q * n;
+      const Index q = a.div(i, d), r = i - q * a.shape[d];
       oa += r * a.stride[d];
       ob += r * b.stride[d];
       i = q;

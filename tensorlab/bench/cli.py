@@ -62,7 +62,8 @@ def parser():
     p = argparse.ArgumentParser(
         prog="tensorlab-bench",
         description="Benchmark tensorlab against NumPy, CuPy and torch on every available device: elementwise "
-                    "(contiguous, broadcast), strided copy, cast, sum, softmax and matmul over a range of sizes. "
+                    "(contiguous, broadcast), strided copy, cast, sum, cumsum, softmax and matmul over a range of "
+                    "sizes. "
                     "Prints a table and writes a JSON file and a PNG plot.")
     p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions: the whole run in under a minute")
     p.add_argument("--tiny", action="store_true",

@@ -66,6 +66,9 @@ class Lib:
     def sum(self, x):
         return x.sum()
 
+    def cumsum(self, x):
+        return self.xp.cumsum(x, 0)  # NumPy's axis, torch's dim, positionally
+
     def softmax(self, x):
         return _softmax_composed(self.xp, x)
 

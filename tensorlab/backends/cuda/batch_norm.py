@@ -76,7 +76,8 @@ def batch_norm_fwd(y, save_mean, save_invstd, x, weight, bias, running_mean, run
         update = (1 if rmo is not None else 0) | (2 if rvo is not None else 0) if training else 0
         K.launch("batch_norm.cu", f"batch_norm_apply<{ct}, {pt}, {it}>", dev,
                  (_ptr(yo), _ptr(rmo or var_u), _ptr(rvo or var_u), _ptr(xo), _ptr(smo), _ptr(sio), _ptr(var_u),
-                  _ptr(wo or var_u), _ptr(bo or var_u), i(n, it), i(c, it), i(s, it), np.float32(momentum),
+                  _ptr(wo or var_u), _ptr(bo or var_u), i(n, it), K.divisor(c, it), K.divisor(s, it),
+                  np.float32(momentum),
                   np.int32(cols), np.int32(wo is not None), np.int32(bo is not None), np.int32(update)),
                  n=n * c * s)
     finally:
@@ -113,7 +114,7 @@ def batch_norm_bwd(grad_input, grad_weight, grad_bias, grad_output, x, save_mean
         if gi is not None:
             K.launch("batch_norm.cu", f"batch_norm_bwd_dx<{ct}, {pt}, {it}>", dev,
                      (_ptr(gi), _ptr(go), _ptr(xo), _ptr(smo), _ptr(sio), _ptr(sums or sio), _ptr(wo or sio),
-                      i(n, it), i(c, it), i(s, it), np.int32(cols), np.int32(wo is not None),
+                      i(n, it), K.divisor(c, it), K.divisor(s, it), np.int32(cols), np.int32(wo is not None),
                       np.int32(bool(training))), n=n * c * s)
     finally:
         _free(part, sums)

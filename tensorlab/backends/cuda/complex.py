@@ -14,7 +14,6 @@ from ... import dtypes
 from ...layout import Layout, expand_strides
 from . import launch as K
 
-_LL = "long long"
 _STRUCT = {}
 
 
@@ -72,7 +71,7 @@ def _scalar(v, part):
 
 
 def _layout(p, k):
-    return K.strided_layout((), (), _LL) if p.contiguous else K.strided_layout(p.shape, p.strides[k], _LL)
+    return K.strided_layout((), (), p.index) if p.contiguous else K.strided_layout(p.shape, p.strides[k], p.index)
 
 
 def _at(x, shape, compute, device, temps):
@@ -119,9 +118,9 @@ def _launch(prim, op, out, xs, compute):
         tensors = [_at(x, shape, compute, device, temps) for x in xs if not isinstance(x, (bool, int, float, complex))]
         p = K.plan(target, *tensors)
         if p.n:
-            expr = complex_expr(prim, op, part)
+            expr = complex_expr(prim, op, part, p.index)
             if prim == "unary":
-                args = (p.ptrs[0], p.ptrs[1], np.int64(p.n), _layout(p, 0), _layout(p, 1))
+                args = (p.ptrs[0], p.ptrs[1], p.count, _layout(p, 0), _layout(p, 1))
             else:
                 ptrs, scal, flags, lays, k = [], [], [], [], 1
                 for x in xs:
@@ -136,7 +135,7 @@ def _launch(prim, op, out, xs, compute):
                         flags.append(np.int32(0))
                         lays.append(_layout(p, k))
                         k += 1
-                args = (p.ptrs[0], ptrs[0], ptrs[1], scal[0], scal[1], flags[0], flags[1], np.int64(p.n),
+                args = (p.ptrs[0], ptrs[0], ptrs[1], scal[0], scal[1], flags[0], flags[1], p.count,
                         _layout(p, 0), lays[0], lays[1])
             K.launch("complex.cu", expr, p.device, args, n=p.n)
         if target is not o:

@@ -42,12 +42,16 @@ def im2col(out, x, kernel, dilation, padding, stride, pad_value):
     if not n:
         return
     ix = _index(o, a, n)
-    kh, kw, oh, ow = o.layout.shape[2:]
     i = K.index_scalar
-    geo = (kh, kw, oh, ow) + tuple(dilation) + tuple(padding) + tuple(stride)
+    geo = tuple(dilation) + tuple(padding) + tuple(stride)
     K.launch("conv.cu", f"im2col<{o.dtype.ctype}, {ix}>", o.buffer.device,
-             (_ptr(o), _ptr(a), i(n, ix), K.strided_layout(tuple(a.layout.shape), tuple(a.layout.stride), ix),
-              *(i(v, ix) for v in geo), K.scalar(pad_value, o.dtype)), n=n)
+             (_ptr(o), _ptr(a), i(n, ix), _layout(a, ix), _layout(o, ix), *(i(v, ix) for v in geo),
+              K.scalar(pad_value, o.dtype)), n=n)
+
+
+def _layout(op, ix):
+    """op's (uncoalesced) shape and strides, with the division magic of its sizes."""
+    return K.strided_layout(tuple(op.layout.shape), tuple(op.layout.stride), ix)
 
 
 def col2im(out, cols, kernel, dilation, padding, stride):
@@ -55,9 +59,8 @@ def col2im(out, cols, kernel, dilation, padding, stride):
     if not n:
         return
     ix = _index(o, c, n)
-    H, W = o.layout.shape[2:]
     i = K.index_scalar
-    geo = (H, W) + tuple(dilation) + tuple(padding) + tuple(stride)
+    geo = tuple(dilation) + tuple(padding)
     K.launch("conv.cu", f"col2im<{o.dtype.ctype}, {ix}>", o.buffer.device,
-             (_ptr(o), _ptr(c), i(n, ix), K.strided_layout(tuple(c.layout.shape), tuple(c.layout.stride), ix),
-              *(i(v, ix) for v in geo)), n=n)
+             (_ptr(o), _ptr(c), i(n, ix), _layout(c, ix), _layout(o, ix), *(i(v, ix) for v in geo),
+              *(K.divisor(v, ix) for v in stride)), n=n)

@@ -51,5 +51,5 @@ def eye(out):
     rows, cols = lay.shape
     ix = p.index
     K.launch("creation.cu", f"eye<{p.operands[0].dtype.ctype}, {ix}>", p.device,
-             (p.ptrs[0], K.index_scalar(cols, ix), p.count, K.index_scalar(lay.stride[0], ix),
+             (p.ptrs[0], K.divisor(cols, ix), p.count, K.index_scalar(lay.stride[0], ix),
               K.index_scalar(lay.stride[1], ix)), n=p.n)

@@ -132,7 +132,7 @@ def check_rows(rows, sizes, allow_negative, device, fail, op="index"):
     guard, sticky = device_checks.start_check(device, op, fail)
     row = K.strided_layout(p.shape, p.strides[0], ix)
     K.launch("index.cu", f"index_check<{ix}>", device,
-             (p.ptrs[0], K.index_scalar(nb, ix), K.index_scalar(n, ix), row, np.int64(rows.stride),
+             (p.ptrs[0], K.divisor(nb, ix), K.index_scalar(n, ix), row, np.int64(rows.stride),
               dims_table(sizes, [0] * len(sizes)), np.bool_(allow_negative)) + guard.args + (sticky,), n=n)
     device_checks.finish_check(device, guard)
     return guard

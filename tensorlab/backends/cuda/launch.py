@@ -29,7 +29,9 @@ The pattern (backends/cuda/memory.py's `fill` is the shortest complete example):
 3. Arguments are packed with the parameter's exact C type: ``plan.ptrs[k]`` (a driver.Pointer to the
    operand's first element) for ``T*``, ``scalar(value, dtype)`` for an element value,
    ``plan.count`` / ``index_scalar(x, plan.index)`` for Index values, ``plan.layouts[k]`` (an aligned
-   NumPy structured scalar laid out as tl::StridedLayout<Index>) for the strided path, and
+   NumPy structured scalar laid out as tl::StridedLayout<Index>, with each size's division magic) for
+   the strided path, ``divisor(d, plan.index)`` (tl::Divisor<Index>) for an invariant divisor a kernel
+   splits an index by (no integer division on the device: kernels/tensorlab/common.cuh), and
    np.float64 / np.int64 ... for double / long long parameters. The emulation driver checks each
    argument's kind and size against the kernel's real parameter list and raises TypeError on a
    mismatch, so a packing mistake fails CI instead of reading garbage on a GPU.
@@ -72,13 +74,30 @@ _fault_plans = _faults._plans
 _functions = modules._functions  # modules.function's cache, read here without the call
 
 
+_UNSIGNED_NP = {np.int32: np.uint32, np.int64: np.uint64}
+
+
 def _layout_dtype(np_index):
-    return np.dtype({"names": ["shape", "stride", "ndim"],
-                     "formats": [(np_index, (MAX_DIMS,)), (np_index, (MAX_DIMS,)), np.int32]}, align=True)
+    return np.dtype({"names": ["shape", "stride", "magic", "shift", "ndim"],
+                     "formats": [(np_index, (MAX_DIMS,)), (np_index, (MAX_DIMS,)),
+                                 (_UNSIGNED_NP[np_index], (MAX_DIMS,)), (np.int32, (MAX_DIMS,)), np.int32]},
+                    align=True)
 
 
-# tl::StridedLayout<Index> as NumPy sees it: {Index shape[8]; Index stride[8]; int ndim;} with C alignment
+def _divisor_dtype(np_index):
+    return np.dtype({"names": ["d", "magic", "shift"], "formats": [np_index, _UNSIGNED_NP[np_index], np.int32]},
+                    align=True)
+
+
+# tl::StridedLayout<Index> as NumPy sees it: {Index shape[8]; Index stride[8]; UIndex magic[8]; int shift[8];
+# int ndim;} with C alignment; tl::Divisor<Index>: {Index d; UIndex magic; int shift;}
 LAYOUT_DTYPES = {"int": _layout_dtype(np.int32), "long long": _layout_dtype(np.int64)}
+# tl::PlainLayout<Index>: {Index shape[8]; Index stride[8]; int ndim;} (no division magic)
+PLAIN_LAYOUT_DTYPES = {ix: np.dtype({"names": ["shape", "stride", "ndim"],
+                                     "formats": [(t, (MAX_DIMS,)), (t, (MAX_DIMS,)), np.int32]}, align=True)
+                       for ix, t in (("int", np.int32), ("long long", np.int64))}
+DIVISOR_DTYPES = {"int": _divisor_dtype(np.int32), "long long": _divisor_dtype(np.int64)}
+_INDEX_BITS = {"int": 32, "long long": 64}
 _INDEX_NP = {"int": np.int32, "long long": np.int64}
 _wide = [False]
 
@@ -144,10 +163,35 @@ def _int_index_scalar(value, index):  # sizes and counts recur
     return _INDEX_NP[index](value)
 
 
+def divisor_magic(d, bits):
+    """(magic, shift) such that a // d == (mul_high(a, magic) + a) >> shift for every 0 <= a < 2**(bits-1),
+    where mul_high(a, m) = (a * m) >> bits in `bits`-bit unsigned arithmetic (tl::magic_quotient in
+    kernels/tensorlab/common.cuh). With l = ceil(log2 d) and M = floor(2**(bits+l) / d) + 1 (a bits+1-bit
+    multiplier, magic = M - 2**bits < 2**bits), M*d = 2**(bits+l) + e with 0 < e <= d, so
+    a*M / 2**(bits+l) = a/d + a*e / (d * 2**(bits+l)) and the error term is < 2**-l <= 1/d for a < 2**bits:
+    the floor is a // d (division by invariant integers using multiplication, Granlund & Montgomery).
+    d <= 0 (a table entry nobody divides by) gets (0, 0)."""
+    if d <= 0:
+        return 0, 0
+    shift = (d - 1).bit_length()
+    return (1 << (bits + shift)) // d + 1 - (1 << bits), shift
+
+
+@memoized
+def divisor(d, index):
+    """A tl::Divisor<index> argument: the invariant divisor d > 0 with its magic numbers."""
+    d = int(d)
+    rec = np.zeros((), DIVISOR_DTYPES[index])
+    rec["d"] = d
+    rec["magic"], rec["shift"] = divisor_magic(d, _INDEX_BITS[index])
+    rec.setflags(write=False)
+    return rec[()]
+
+
 @memoized
 def strided_layout(shape, stride, index):
-    """A tl::StridedLayout<index> argument for (coalesced) `shape` and `stride` in elements: an
-    immutable value, shared by every launch with this layout."""
+    """A tl::StridedLayout<index> argument for (coalesced) `shape` and `stride` in elements, with each
+    size's division magic: an immutable value, shared by every launch with this layout."""
     nd = len(shape)
     if nd > MAX_DIMS:
         raise RuntimeError(f"CUDA kernels index at most {MAX_DIMS} dimensions after merging contiguous ones; this "
@@ -156,8 +200,22 @@ def strided_layout(shape, stride, index):
     rec = np.zeros((), LAYOUT_DTYPES[index])
     rec["shape"][:nd] = shape
     rec["stride"][:nd] = stride
+    bits = _INDEX_BITS[index]
+    for k in range(nd):
+        rec["magic"][k], rec["shift"][k] = divisor_magic(int(shape[k]), bits)
     rec["ndim"] = nd
     rec.setflags(write=False)  # shared by every launch with this layout: nobody may change it
+    return rec[()]
+
+
+@memoized
+def plain_layout(shape, stride, index):
+    """A tl::PlainLayout<index> argument (strided_layout without the division magic)."""
+    full = strided_layout(shape, stride, index)  # checks the dims
+    rec = np.zeros((), PLAIN_LAYOUT_DTYPES[index])
+    for f in ("shape", "stride", "ndim"):
+        rec[f] = full[f]
+    rec.setflags(write=False)
     return rec[()]
 
 

@@ -153,7 +153,7 @@ def _gemm(c, a, b):
             Pointer(b.buffer, b.layout.offset * b.dtype.itemsize),
             ix(m, index), ix(n, index), ix(k, index), ix(sam, index), ix(sak, index), ix(sbk, index), ix(sbn, index),
             ix(scm, index), ix(scn, index), ix(nb, index),
-            *(K.strided_layout(bshape, st, index) for st in (bstrides[1], bstrides[2], bstrides[0])),
+            *(K.plain_layout(bshape, st, index) for st in (bstrides[1], bstrides[2], bstrides[0])),
             np.int32(_k_fastest(sak, sam, k, m)), np.int32(_k_fastest(sbk, sbn, k, n)))
     K.launch("matmul.cu", name, c.buffer.device, args, grid=grid, block=K.BLOCK)
 

@@ -99,5 +99,5 @@ def embedding_bwd(grad_weight, grad_output, sorted_indices, order, padding_idx, 
     it = _index(n, num * dim)
     i = K.index_scalar
     K.launch("embedding.cu", f"embedding_bwd<{gw.dtype.ctype}, {it}>", dev,
-             (_ptr(gw), _ptr(go), _ptr(si), _ptr(oi), i(num, it), i(dim, it), i(n_idx, it),
+             (_ptr(gw), _ptr(go), _ptr(si), _ptr(oi), i(num, it), K.divisor(dim, it), i(n_idx, it),
               np.int64(-1 if padding_idx is None else padding_idx), np.int32(bool(scale_grad_by_freq))), n=n)

@@ -23,30 +23,32 @@ def _layout(t, it):
 
 
 def _forward(kernel_name, out, indices, x, geometry=()):
-    """A forward pool kernel: (out, indices, x, n, x's layout, out's H, W, *geometry), a thread an output."""
+    """A forward pool kernel: (out, indices, x, n, x's and out's layouts, *geometry), a thread an output."""
     o, a, n = _prepared(out, x)
     ix, _, _ = _prepared(indices, x)
     if not n:
         return
     it = _index(n, o, a, ix)
     i = K.index_scalar
-    sizes = tuple(o.layout.shape[2:]) + tuple(geometry)
     K.launch("pool.cu", f"{kernel_name}<{o.dtype.ctype}, {it}>", o.buffer.device,
-             (_ptr(o), _ptr(ix), _ptr(a), i(n, it), _layout(a, it), *(i(v, it) for v in sizes)), n=n)
+             (_ptr(o), _ptr(ix), _ptr(a), i(n, it), _layout(a, it), _layout(o, it), *(i(v, it) for v in geometry)),
+             n=n)
 
 
 def _backward(kernel_name, grad_input, grad_output, indices, geometry=()):
-    """A backward pool kernel: (gi, go, indices, n, go's and indices' layouts, gi's H, W, *geometry),
-    a thread an input element."""
+    """A backward pool kernel: (gi, go, indices, n, go's, indices' and gi's layouts, *geometry), a thread
+    an input element."""
     gi, go, n = _prepared(grad_input, grad_output)
     _, ix, _ = _prepared(grad_input, indices)
     if not n:
         return
     it = _index(n, gi, go, ix)
     i = K.index_scalar
-    sizes = tuple(gi.layout.shape[2:]) + tuple(geometry)
+    if geometry:  # max_pool2d: (kh, kw, sh, sw, ph, pw, dh, dw), the strides as divisors
+        kh, kw, sh, sw = geometry[:4]
+        geometry = (i(kh, it), i(kw, it), K.divisor(sh, it), K.divisor(sw, it), *(i(v, it) for v in geometry[4:]))
     K.launch("pool.cu", f"{kernel_name}<{gi.dtype.ctype}, {it}>", gi.buffer.device,
-             (_ptr(gi), _ptr(go), _ptr(ix), i(n, it), _layout(go, it), _layout(ix, it), *(i(v, it) for v in sizes)),
+             (_ptr(gi), _ptr(go), _ptr(ix), i(n, it), _layout(go, it), _layout(ix, it), _layout(gi, it), *geometry),
              n=n)
 
 

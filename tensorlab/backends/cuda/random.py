@@ -89,7 +89,9 @@ def philox_randint(out, seed, offset, low, high):
     """low + X_i % (high - low): X_i one word when the range is below 2^32, else a word pair."""
     rng = high - low
     low64 = np.uint64(low & 0xFFFFFFFFFFFFFFFF).view(np.int64)
-    _fill("philox_randint", out, seed, offset, np.uint64(rng & 0xFFFFFFFFFFFFFFFF), low64,
+    r = rng & 0xFFFFFFFFFFFFFFFF  # 0: 2**64, the whole pair
+    magic, shift = K.divisor_magic(r, 32 if rng < 2 ** 32 else 64)  # the remainder by multiply-high
+    _fill("philox_randint", out, seed, offset, np.uint64(r), low64, np.uint64(magic), np.int32(shift),
           extra=", 1" if rng < 2 ** 32 else ", 2")
 
 
@@ -141,20 +143,21 @@ def philox_randperm(out, seed, offset):
     buf = allocate(16 * m, Device("cuda", dev))
     try:
         keys, idx = Pointer(buf), Pointer(buf, 8 * m)
-        m64 = np.int64(m)
-        K.launch(_SRC, "randperm_keys<long long>", dev,
-                 (keys, idx, np.int64(n), m64, np.uint64(seed), np.uint64(offset)), n=m // 2)
+        ix = "long long" if K.wide_forced() or m + K.MAX_GRID_THREADS > K.INT_MAX else "int"
+        i = K.index_scalar
+        mi = i(m, ix)
+        K.launch(_SRC, f"randperm_keys<{ix}>", dev,
+                 (keys, idx, i(n, ix), mi, np.uint64(seed), np.uint64(offset)), n=m // 2)
         tiles_grid = (min(65535, m // tile),)
-        K.launch(_SRC, "bitonic_sort_tiles<long long>", dev, (keys, idx, m64, np.int32(tile)), grid=tiles_grid,
+        K.launch(_SRC, f"bitonic_sort_tiles<{ix}>", dev, (keys, idx, mi, np.int32(tile)), grid=tiles_grid,
                  block=_TILE // 2)
         k = 2 * tile
         while k <= m:
             j = k // 2
             while j >= tile:
-                K.launch(_SRC, "bitonic_merge_global<long long>", dev, (keys, idx, m64, np.int64(j), np.int64(k)),
-                         n=m // 2)
+                K.launch(_SRC, f"bitonic_merge_global<{ix}>", dev, (keys, idx, mi, i(j, ix), i(k, ix)), n=m // 2)
                 j //= 2
-            K.launch(_SRC, "bitonic_merge_tiles<long long>", dev, (keys, idx, m64, np.int32(tile), np.int64(k)),
+            K.launch(_SRC, f"bitonic_merge_tiles<{ix}>", dev, (keys, idx, mi, np.int32(tile), i(k, ix)),
                      grid=tiles_grid, block=_TILE // 2)
             k *= 2
         K.launch(_SRC, f"randperm_store<{t.template()}>", dev, (t.plan.ptrs[0], t.plan.count, t.layout, idx), n=n)

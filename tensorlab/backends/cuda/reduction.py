@@ -320,13 +320,48 @@ def cumulative(out, x, op, dim):
         args = (_ptr(oo), _ptr(xo), i_(n_rows), i_(length),
                 K.strided_layout(rshape, s_in, ix), K.strided_layout(rshape, s_out, ix), i_(st_in), i_(st_out),
                 np.int32(op == "prod"))
-        if length >= 64 and (_along_fastest(st_in, s_in, length) or n_rows < _max_blocks(oo.buffer.device)):
+        dev = oo.buffer.device
+        if length >= 2 * SCAN_CHUNK and 2 * n_rows <= _max_blocks(dev):
+            _scan_chunked(oo, xo, names, n_rows, length, rshape, s_in, s_out, st_in, st_out, op, ix, temps)
+        elif length >= 64 and (_along_fastest(st_in, s_in, length) or n_rows < _max_blocks(dev)):
             K.launch("scan.cu", f"scan_rows<{names}>", oo.buffer.device, args, grid=(min(n_rows, 65535),))
         else:
             K.launch("scan.cu", f"scan_seq<{names}>", oo.buffer.device, args, n=n_rows)
     finally:
         for t in temps:
             retire(t.buffer)
+
+
+SCAN_CHUNK = 4096  # elements of a row one block scans in the multi-block scan (16 tiles of 256)
+# the accumulator dtype of a scan's output dtype (tl::AccOf in kernels/tensorlab/reduce.cuh)
+_SCAN_ACC = {"__half": dtypes.float32, "__nv_bfloat16": dtypes.float32, "float": dtypes.float32,
+             "double": dtypes.float64}
+
+
+def _scan_chunked(oo, xo, names, n_rows, length, rshape, s_in, s_out, st_in, st_out, op, ix, temps):
+    """Few long rows: one block per chunk of SCAN_CHUNK elements instead of one per row (scan.cu's
+    reduce-then-scan: chunk totals, their running prefix per row, each chunk scanned from its prefix)."""
+    dev = oo.buffer.device
+    chunks = -(-length // SCAN_CHUNK)
+    items = n_rows * chunks
+    acc = _SCAN_ACC.get(oo.dtype.ctype, dtypes.int64)
+    totals = temp((n_rows, chunks), acc, dev)
+    temps.append(totals)
+    i_ = lambda v: K.index_scalar(v, ix)  # noqa: E731
+    grid = (min(items, 65535),)
+    lay_in = K.strided_layout(rshape, s_in, ix)
+    common = (i_(items), K.divisor(chunks, ix), i_(length), i_(SCAN_CHUNK))
+    prod = np.int32(op == "prod")
+    K.launch("scan.cu", f"scan_chunk_totals<{names}>", dev,
+             (_ptr(totals), _ptr(xo)) + common + (lay_in, i_(st_in), prod), grid=grid)
+    per_row = K.strided_layout((n_rows,), (chunks,), ix)
+    acc_names = f"{acc.ctype}, {acc.ctype}, {ix}"
+    K.launch("scan.cu", f"scan_rows<{acc_names}>", dev,
+             (_ptr(totals), _ptr(totals), i_(n_rows), i_(chunks), per_row, per_row, i_(1), i_(1), prod),
+             grid=(min(n_rows, 65535),))
+    K.launch("scan.cu", f"scan_chunk_apply<{names}>", dev,
+             (_ptr(oo), _ptr(xo), _ptr(totals)) + common + (lay_in, K.strided_layout(rshape, s_out, ix), i_(st_in),
+                                                            i_(st_out), prod), grid=grid)
 
 
 def softmax(out, x, dim, log):

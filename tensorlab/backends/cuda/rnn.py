@@ -31,13 +31,13 @@ def rnn_cell_fwd(mode, out, gx, gh, state, bias):
     hb = np.int32(bo is not None)
     if mode == "LSTM":
         K.launch("rnn.cu", f"lstm_cell_fwd<{ct}, {it}>", dev,
-                 (_ptr(oo), _ptr(xo), _ptr(ho), _ptr(so), _ptr(bo or xo), i(b, it), i(h, it), hb), n=n)
+                 (_ptr(oo), _ptr(xo), _ptr(ho), _ptr(so), _ptr(bo or xo), i(b, it), K.divisor(h, it), hb), n=n)
     elif mode == "GRU":
         K.launch("rnn.cu", f"gru_cell_fwd<{ct}, {it}>", dev,
-                 (_ptr(oo), _ptr(xo), _ptr(ho), _ptr(so), _ptr(bo or xo), i(b, it), i(h, it), hb), n=n)
+                 (_ptr(oo), _ptr(xo), _ptr(ho), _ptr(so), _ptr(bo or xo), i(b, it), K.divisor(h, it), hb), n=n)
     else:
         K.launch("rnn.cu", f"rnn_act_cell_fwd<{ct}, {it}>", dev,
-                 (_ptr(oo), _ptr(xo), _ptr(ho), _ptr(bo or xo), i(b, it), i(h, it), hb,
+                 (_ptr(oo), _ptr(xo), _ptr(ho), _ptr(bo or xo), i(b, it), K.divisor(h, it), hb,
                   np.int32(mode == "RNN_RELU")), n=n)
 
 
@@ -53,12 +53,12 @@ def rnn_cell_bwd(mode, d_gx, d_gh, d_state, grad, gx, gh, state, bias, out):
     hb = np.int32(bo is not None)
     if mode == "LSTM":
         K.launch("rnn.cu", f"lstm_cell_bwd<{ct}, {it}>", dev,
-                 (_ptr(dxo), _ptr(dso), _ptr(go), _ptr(xo), _ptr(ho), _ptr(so), _ptr(bo or xo), i(b, it), i(h, it),
-                  hb), n=n)
+                 (_ptr(dxo), _ptr(dso), _ptr(go), _ptr(xo), _ptr(ho), _ptr(so), _ptr(bo or xo), i(b, it),
+                  K.divisor(h, it), hb), n=n)
     elif mode == "GRU":
         K.launch("rnn.cu", f"gru_cell_bwd<{ct}, {it}>", dev,
                  (_ptr(dxo), _ptr(dho), _ptr(dso), _ptr(go), _ptr(xo), _ptr(ho), _ptr(so), _ptr(bo or xo), i(b, it),
-                  i(h, it), hb), n=n)
+                  K.divisor(h, it), hb), n=n)
     else:
         K.launch("rnn.cu", f"rnn_act_cell_bwd<{ct}, {it}>", dev,
                  (_ptr(dxo), _ptr(go), _ptr(oo), i(b, it), i(h, it), np.int32(mode == "RNN_RELU")), n=n)

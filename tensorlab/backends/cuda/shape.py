@@ -327,11 +327,11 @@ def _sorted_rows(values, indices, x, dim, descending, limit):
         while True:
             last = 2 * width >= length
             if last:
-                args = (vptr, _ptr(io), has_values, K.index_scalar(nrows, ix), K.index_scalar(length, ix),
-                        K.index_scalar(width, ix), K.index_scalar(limit, ix), down, vl, vs, il, is_)
+                args = (vptr, _ptr(io), has_values, K.index_scalar(nrows, ix), K.divisor(length, ix),
+                        K.divisor(width, ix), K.index_scalar(limit, ix), down, vl, vs, il, is_)
             else:
                 args = (_ptr(dst[0]), _ptr(dst[1]), np.bool_(True), K.index_scalar(nrows, ix),
-                        K.index_scalar(length, ix), K.index_scalar(width, ix), K.index_scalar(length, ix), down,
+                        K.divisor(length, ix), K.divisor(width, ix), K.index_scalar(length, ix), down,
                         sl, one, sl, one)
             K.launch("sort.cu", f"sort_merge<{ct}, {ix}>", dev, (_ptr(src[0]), _ptr(src[1])) + args, n=n)
             if last:
