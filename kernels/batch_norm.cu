@@ -259,8 +259,10 @@ __global__ void __launch_bounds__(256) batch_norm_bwd_reduce(float* __restrict__
         a += v.a;
         bsum += v.a * (v.b - mu);
       };
-      bn_walk_loaded<4>(w, lo + g.lane, hi, Index(g.lanes), load, [&](const BnPair* v) {
-        for (int k = 0; k < 4; ++k) add(v[k]);
+      // four pairs in flight with 32-bit offsets; two with 64-bit ones (four made ptxas spill on sm_90)
+      constexpr int U = sizeof(Index) == 8 ? 2 : 4;
+      bn_walk_loaded<U>(w, lo + g.lane, hi, Index(g.lanes), load, [&](const BnPair* v) {
+        for (int k = 0; k < U; ++k) add(v[k]);
       }, add);
     }
     s_a[tid] = a;

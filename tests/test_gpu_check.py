@@ -46,8 +46,8 @@ def test_allow_no_gpu_writes_markdown_and_json_report(tmp_path):
         assert section in md, section
     rows = doc["bench"]["results"]
     assert rows and {r["device"] for r in rows} >= {"cpu"} and all(r["error"] is None for r in rows)
-    assert {r["workload"] for r in rows} == {"add", "add_bcast", "add_T", "copy_T", "cast_f16", "sum", "softmax",
-                                             "matmul"}
+    assert {r["workload"] for r in rows} == {"add", "add_bcast", "add_T", "copy_T", "cast_f16", "sum", "cumsum",
+                                             "softmax", "matmul"}
     assert "| device | workload | size | impl | median |" in md
     assert md.count("| cpu | matmul |") == sum(r["device"] == "cpu" and r["workload"] == "matmul" for r in rows)
     # no GPU: nothing precompiled, every target NOT MEASURED, and the report says so

@@ -70,6 +70,15 @@ def _index_of(expr, params):
     return args[names.index("Index")]
 
 
+# kernels instantiated for 32-bit indexing only, with why: their launcher falls back to a kernel that has both
+INT_ONLY = {
+    "unary_vec": "the generated contiguous rows (kernel_table.elementwise_vec_expr); tensors of 2**31 elements or "
+                 "more take the generic unary_kernel, which has both",
+    "binary_vec": "as unary_vec (binary_kernel has both)",
+    "ternary_vec": "as unary_vec (ternary_kernel has both)",
+}
+
+
 def test_every_indexed_kernel_has_both_index_types():
     params = _template_params()
     missing = []
@@ -90,7 +99,7 @@ def test_every_indexed_kernel_has_both_index_types():
             key = (name, tuple(a for j, a in enumerate(args) if j != k))
             seen.setdefault(key, set()).add(args[k])
         missing += [f"{src}: {name}<{', '.join(rest)}> only for {sorted(ix)}" for (name, rest), ix in seen.items()
-                    if set(ix) != set(INDEX_TYPES)]
+                    if set(ix) != set(INDEX_TYPES) and not (name in INT_ONLY and set(ix) == {"int"})]
     assert not missing, "\n".join(missing)
 
 

@@ -8,7 +8,7 @@ backend product onto a copy of the input (matmul(..., accumulate=True): cuBLAS's
 cores for 16-bit); the rest through the differentiable composite."""
 from __future__ import annotations
 
-from .. import dtypes
+from .. import dtypes, layouts
 from ..autograd import grad_mode
 from ..tensor import Tensor
 from ._common import check_cast, empty_tensor
@@ -16,6 +16,11 @@ from ._composite import overwrite
 
 _HALVES = (dtypes.float16, dtypes.bfloat16)
 _FUSED = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
+
+
+def _strided(*ts):
+    """Whether every operand is a dense (strided) tensor: sparse ones keep the plain composite (their mm)."""
+    return all(t.layout is layouts.strided for t in ts)
 
 
 def _wide(x):
@@ -109,6 +114,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
         raise RuntimeError(f"{'mat1' if mat1.dim() != 2 else 'mat2'} must be a matrix, got "
                            f"{(mat1 if mat1.dim() != 2 else mat2).dim()}-D tensor")
     _same_dtype("addmm", mat1, mat2)
+    if not _strided(input, mat1, mat2):
+        return _combine("addmm", input, mat1 @ mat2, beta, alpha, out)
     if mat1.shape[1] != mat2.shape[0]:
         mat1 @ mat2  # torch's shape error
     r = _fused(input, mat1, mat2, beta, alpha, out)

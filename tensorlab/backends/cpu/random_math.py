@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ()  # helpers of random.py (the CUDA kernels' float32 formulas), not backend primitives
+
 _F = np.float32
 
 
