@@ -241,7 +241,7 @@ def _fill_real():
 # -- data movement: once over the real parts, once over the imaginary parts ------------------------
 # These primitives only move (or add) elements, so a complex operand is the pair of its real and
 # imaginary part views (same shape, doubled strides): two launches of the real kernels.
-SPLIT = ("cat", "flip", "roll", "triangle", "gather", "scatter", "index_select", "index_fill", "masked_select",
+SPLIT = ("cat", "stack", "flip", "roll", "triangle", "gather", "scatter", "index_select", "index_fill", "masked_select",
          "index", "index_put")
 
 

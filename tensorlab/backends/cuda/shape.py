@@ -29,12 +29,16 @@ def stack(out, tensors, dim):
     unsqueezed = {}
     parts = []
     for t in tensors:
-        storage, lay = t._meta
+        if isinstance(t, K.Operand):  # a complex tensor's part view (complex.SPLIT runs stack per part)
+            buf, lay, dt = t.buffer, t.layout, t.dtype
+        else:
+            storage, lay = t._meta
+            buf, dt = storage._buf, t._dtype
         u = unsqueezed.get(lay)
         if u is None:
             u = unsqueezed[lay] = L.Layout(L.Size(lay.shape[:dim] + (1,) + lay.shape[dim:]),
                                            lay.stride[:dim] + (0,) + lay.stride[dim:], lay.offset)
-        parts.append(K._operand_of(storage._buf, u, t._dtype))
+        parts.append(K._operand_of(buf, u, dt))
     cat(out, parts, dim)
 
 
