@@ -1,8 +1,9 @@
 """torch.backends under tensorlab.compat: the switches scripts set (cudnn.benchmark,
-cudnn.deterministic, cuda.matmul.allow_tf32, ...) are accepted and read back; tensorlab has no
-cuDNN, computes float32 in float32 (no TF32) and picks its kernels without autotuning, so none of
-them changes a result. cudnn.deterministic=True is what tensorlab does anyway; global
-determinism is tl.use_deterministic_algorithms."""
+cudnn.deterministic, cuda.matmul.allow_tf32, ...) are accepted and read back. torch.backends.cuda.matmul's
+switches choose cuBLAS's compute type and math mode for CUDA products (global_settings.cuda_gemm_mode);
+the others change no result: tensorlab has no cuDNN and picks its kernels without autotuning.
+cudnn.deterministic=True is what tensorlab does anyway; global determinism is
+tl.use_deterministic_algorithms."""
 from __future__ import annotations
 
 from . import cuda, cudnn, mps  # noqa: F401
