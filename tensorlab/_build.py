@@ -28,8 +28,6 @@ import sys
 HOT_PATH = (
     "tensorlab.layout",         # shape/stride math: 1.3-5x faster compiled (broadcast_shapes, strides, wrap_dim)
     "tensorlab.ops.indexing",   # Tensor.__getitem__'s basic-key path: not slower compiled (the view chain)
-    "tensorlab.tensor",         # _TensorBase as an extension type (tensor.pxd): the fields typed code reads
-    "tensorlab.ops.elementwise",  # _Op and the fast paths with typed locals (elementwise.pxd)
 )
 
 ENV = "TENSORLAB_PURE_PYTHON"

@@ -48,25 +48,16 @@ preserve_format = MemoryFormat("preserve_format")
 meta_write_lock = write_lock  # one lock for writers of _meta and of storage buffers; readers never lock
 
 
-class _TensorBase:
-    """A tensor's core fields, and nothing else. In the compiled build (tensor.pxd) this is an
-    extension type, so compiled code that has a local declared `_TensorBase` reads `t._meta` as a C
-    struct field; interpreted, it is a plain slotted class (the same fields, the same speed as
-    before). Tensor (below) is the Python class holding the methods, the op methods bound at import,
-    the class-level autograd defaults, `__dict__` and `__weakref__`."""
-    # _hview: None, or [None or (meta, buffer, dtype, NumPy view)]: the CPU backend's cached view of
-    # the tensor, used only while meta, buffer and dtype are still the tensor's (backends/cpu/
-    # memory.array checks all three); pinned copies share the list with their tensor
-    # _pin: None, or the pinned copy the ops' fast paths made last (ops/elementwise._pin_of), reused
-    # while its record, dtype and version counter are still this tensor's
-    __slots__ = ("_meta", "_dtype", "_vc", "_requires_grad", "_base", "_hview", "_pin")
-
-
-class Tensor(_TensorBase):
+class Tensor:
     """A typed, device-resident, strided view over an untyped storage, with torch.Tensor's semantics: views
     share storage and version counter, in-place ops bump it, autograd records through it; a failed op leaves
     it exactly as it was. Ops are attached as methods at import (tensorlab/ops/); tensor.pyi lists them."""
-    __slots__ = ("__dict__", "__weakref__")
+    # _hview: None, or [None or (meta, buffer, dtype, NumPy view)]: the CPU backend's cached view of
+    # the tensor, used only while meta, buffer and dtype are still the tensor's (backends/cpu/
+    # memory.array checks all three); pinned copies share the list with their tensor
+    __slots__ = ("_meta", "_dtype", "_vc", "_requires_grad", "_base", "_hview", "_pin", "__dict__", "__weakref__")
+    # _pin: None, or the pinned copy the ops' fast paths made last (ops/elementwise._pin_of), reused
+    # while its record, dtype and version counter are still this tensor's
     # autograd's fields: class-level defaults, set on the instance (its __dict__) only where they
     # differ, so every op's output and pinned operand is built with six stores, not eleven (_base
     # stays a slot: every view sets it)
@@ -376,9 +367,6 @@ class Tensor(_TensorBase):
 
 _meta_new = tuple.__new__  # Meta(storage, layout) without NamedTuple's Python-level __new__
 _object_new = object.__new__
-# an instance of Tensor or a subclass without __init__: the base's allocator (object.__new__
-# interpreted; the extension type's tp_new compiled, which object.__new__ refuses to stand in for)
-tensor_new = _TensorBase.__new__
 
 
 def _new(cls, meta, dtype, vc, requires_grad):
@@ -386,7 +374,7 @@ def _new(cls, meta, dtype, vc, requires_grad):
     if vc is None:
         vc = _object_new(VersionCounter)
         vc.value = 0
-    t = _TensorBase.__new__(cls)
+    t = _object_new(cls)
     t._meta = meta
     t._dtype = dtype
     t._vc = vc
@@ -413,50 +401,6 @@ def _interop_dlpack():
     from .interop import dlpack
     return dlpack
 
-
-def _slot_descriptors(base, cls):
-    """The compiled build only (tensor.pxd makes _TensorBase an extension type): give `cls` plain
-    slot descriptors for the base's fields. Cython exposes an extension type's public fields as
-    properties (getset descriptors), which CPython 3.11 does not specialize: interpreted code (every
-    module that is not compiled) would read `t._meta` in ~18 ns instead of a slot's ~6 ns. A member
-    descriptor of kind T_OBJECT_EX over the same struct offset is what a `__slots__` class has, and
-    CPython's LOAD_ATTR_SLOT / STORE_ATTR_SLOT serve it. The offsets are checked on a probe instance
-    (each field written through Cython's property, read back through the new descriptor) and
-    nothing is installed unless every field matches. Interpreted (no getset descriptors), a no-op."""
-    names = base.__slots__ if "__slots__" in base.__dict__ else ()
-    getsets = [base.__dict__.get(n) for n in names]
-    if not names or type(getsets[0]).__name__ != "getset_descriptor":
-        return False
-    import ctypes
-
-    class _MemberDef(ctypes.Structure):  # CPython's PyMemberDef
-        _fields_ = [("name", ctypes.c_char_p), ("type", ctypes.c_int), ("offset", ctypes.c_ssize_t),
-                    ("flags", ctypes.c_int), ("doc", ctypes.c_char_p)]
-
-    ptr = ctypes.sizeof(ctypes.c_void_p)
-    head = object.__basicsize__
-    if base.__basicsize__ != head + ptr * len(names):  # fields right after the object header, in order
-        return False
-    new_member = ctypes.pythonapi.PyDescr_NewMember
-    new_member.restype = ctypes.py_object
-    new_member.argtypes = (ctypes.py_object, ctypes.POINTER(_MemberDef))
-    defs = (_MemberDef * len(names))(*(_MemberDef(n.encode(), 16, head + ptr * i, 0, None)  # 16: T_OBJECT_EX
-                                       for i, n in enumerate(names)))
-    descrs = [new_member(base, ctypes.byref(defs[i])) for i in range(len(names))]
-    probe = base.__new__(base)
-    marks = [object() for _ in names]
-    for g, m in zip(getsets, marks):
-        g.__set__(probe, m)
-    if any(d.__get__(probe, base) is not m for d, m in zip(descrs, marks)):
-        return False
-    _KEEP.append(defs)  # the descriptors point into this array: it lives as long as the process
-    for n, d in zip(names, descrs):
-        setattr(cls, n, d)
-    return True
-
-
-_KEEP = []
-FAST_SLOTS = _slot_descriptors(_TensorBase, Tensor)
 
 from ._tensor_names import install as _install_names  # noqa: E402  (is_xpu, is_nonzero, ...: tensorlab/_tensor_names.py)
 _install_names(Tensor)

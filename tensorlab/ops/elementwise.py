@@ -413,12 +413,11 @@ def _unary(d, x, out, params=_NO_PARAMS, check=None, inplace=False):
         t = pinned(x)
         storage, lay = t._meta
         return _run_inplace(d, common, x, t, (t,), lay.shape, storage.device, params, (x,), ())
-    tx = x  # tx, px: typed locals in the compiled build (elementwise.pxd)
-    meta = tx._meta
+    meta = x._meta
     storage, lay = meta
-    px = tx._pin  # pinned(x, meta): the record the output's shape came from is the one the primitive reads
-    if px is None or px._meta is not meta or px._vc is not tx._vc or px._dtype is not common:
-        px = _pin_of(tx, meta)
+    px = x._pin  # pinned(x, meta): the record the output's shape came from is the one the primitive reads
+    if px is None or px._meta is not meta or px._vc is not x._vc or px._dtype is not common:
+        px = _pin_of(x, meta)
     if out is not None:
         return _run(d, common, (px,), lay.shape, storage.device, params, (x,), out, {id(x): px})
     r = d._ok.get((common, dtypes._default_dtype)) or d.ready(common)  # _run's no-out= path, inlined
@@ -431,7 +430,7 @@ def _unary(d, x, out, params=_NO_PARAMS, check=None, inplace=False):
         _fn(d, dev)(t, d.kernel, px, r[1], **params)
     else:
         _fn(d, dev)(t, d.kernel, px, r[1])
-    if tx._requires_grad or autograd_hooks._slow:
+    if x._requires_grad or autograd_hooks._slow:
         return autograd_hooks.record_op(t, d.name, (x,), (px,), d.kernel, params)
     return t
 
@@ -471,11 +470,10 @@ _TWO_NUMBERS = frozenset(("add", "sub", "mul", "div", "true_divide", "floor_divi
 
 def _pin(x):
     """pinned(x): its remembered pin while that is still x's record (_pin_of)."""
-    tx = x  # (a typed local in the compiled build: elementwise.pxd)
-    meta = tx._meta
-    p = tx._pin
-    if p is None or p._meta is not meta or p._vc is not tx._vc or p._dtype is not tx._dtype:
-        p = _pin_of(tx, meta)
+    meta = x._meta
+    p = x._pin
+    if p is None or p._meta is not meta or p._vc is not x._vc or p._dtype is not x._dtype:
+        p = _pin_of(x, meta)
     return p
 
 
@@ -497,13 +495,12 @@ def _pin_of(x, meta):
     """pinned(x, meta), remembered on x (Tensor._pin): a tensor used by op after op (a weight, a
     loop's operand) is pinned once per metadata record. A pin is never published or resized, so
     it stays a valid pin of x while x's record, version counter and dtype are the ones it holds."""
-    tx = x  # (typed locals in the compiled build: elementwise.pxd)
-    h = tx._hview
+    h = x._hview
     if h is None:
-        h = tx._hview = [None]
-    p = _new_tensor(Tensor, meta, tx._dtype, tx._vc, False)
+        h = x._hview = [None]
+    p = _new_tensor(Tensor, meta, x._dtype, x._vc, False)
     p._hview = h
-    tx._pin = p
+    x._pin = p
     return p
 
 
@@ -513,14 +510,12 @@ def _binary(d, a, b, out, params=_NO_PARAMS, check=None, reflected=False):
         # object, both with the one contiguous Layout of their shape, or such a tensor and a Python
         # number that does not change its dtype; anything else takes the general path below, which
         # makes the same checks (and every failing one) the long way
-        ta = a  # ta, tb, pa, qb, t: typed locals in the compiled build (elementwise.pxd)
-        ma = ta._meta
+        ma = a._meta
         lay = ma[1]
-        dt = ta._dtype
+        dt = a._dtype
         if isinstance(b, Tensor):
-            tb = b
-            mb = tb._meta
-            same = mb[1] is lay and tb._dtype is dt and mb[0].device is ma[0].device
+            mb = b._meta
+            same = mb[1] is lay and b._dtype is dt and mb[0].device is ma[0].device
             number = False
         else:
             number = same = (type(b) in _PY and d.scalar_other
@@ -529,18 +524,17 @@ def _binary(d, a, b, out, params=_NO_PARAMS, check=None, reflected=False):
             hit = _CONTIGUOUS.get((lay[0],))
             r = d._ok.get((dt, dtypes._default_dtype))
             if hit is not None and hit[0] is lay and r is not None and dt not in _HALVES:
-                pa = ta._pin  # pinned(a, ma): one record for the checks and the primitive (_pin_of inlined)
-                if pa is None or pa._meta is not ma or pa._vc is not ta._vc or pa._dtype is not dt:
-                    pa = _pin_of(ta, ma)
+                pa = a._pin  # pinned(a, ma): one record for the checks and the primitive (_pin_of inlined)
+                if pa is None or pa._meta is not ma or pa._vc is not a._vc or pa._dtype is not dt:
+                    pa = _pin_of(a, ma)
                 if number:
                     pb = b
                 elif b is a:
                     pb = pa
                 else:
-                    qb = tb._pin
-                    if qb is None or qb._meta is not mb or qb._vc is not tb._vc or qb._dtype is not dt:
-                        qb = _pin_of(tb, mb)
-                    pb = qb
+                    pb = b._pin
+                    if pb is None or pb._meta is not mb or pb._vc is not b._vc or pb._dtype is not dt:
+                        pb = _pin_of(b, mb)
                 if check is not None:
                     params = check(dt, pa, pb, params)
                 dev = ma[0].device
@@ -566,7 +560,7 @@ def _binary(d, a, b, out, params=_NO_PARAMS, check=None, reflected=False):
                     fn(t, d.kernel, pa, pb, r[1], **params)
                 else:
                     fn(t, d.kernel, pa, pb, r[1])
-                if autograd_hooks._slow or ta._requires_grad or (not number and tb._requires_grad):
+                if autograd_hooks._slow or a._requires_grad or (not number and b._requires_grad):
                     return autograd_hooks.record_op(t, d.name, (a,) if number else (a, b), (pa, pb), d.kernel,
                                                     params)
                 return t
@@ -622,19 +616,18 @@ def _binary_(d, self, other, params=_NO_PARAMS, check=None):
         # the common case as one straight line: `tensor op= number` into a writable contiguous tensor
         # of the result's dtype (not a half) that autograd has nothing to say about; anything else
         # takes the general path below, which makes the same checks the long way
-        ts = self  # ts, t: typed locals in the compiled build (elementwise.pxd)
-        meta = ts._meta
+        meta = self._meta
         lay = meta[1]
-        dt = ts._dtype
+        dt = self._dtype
         if _RT.get((dt if lay[0] else (dt,), type(other), dtypes._default_dtype)) is dt:
             r = d._ok.get((dt, dtypes._default_dtype))
             hit = _CONTIGUOUS.get((lay[0],))
             if (r is not None and r[0] is dt and hit is not None and hit[0] is lay and dt not in _HALVES
-                    and not meta[0]._readonly and not (ts._requires_grad or self._inference or autograd_hooks._slow
-                                                       or ts._base is not None)):
-                t = ts._pin  # pinned(self, meta) (_pin_of inlined)
-                if t is None or t._meta is not meta or t._vc is not ts._vc or t._dtype is not dt:
-                    t = _pin_of(ts, meta)
+                    and not meta[0]._readonly and not (self._requires_grad or self._inference or autograd_hooks._slow
+                                                       or self._base is not None)):
+                t = self._pin  # pinned(self, meta) (_pin_of inlined)
+                if t is None or t._meta is not meta or t._vc is not self._vc or t._dtype is not dt:
+                    t = _pin_of(self, meta)
                 if check is not None:
                     params = check(dt, t, other, params)
                 dev = meta[0].device
@@ -643,7 +636,7 @@ def _binary_(d, self, other, params=_NO_PARAMS, check=None):
                     fn(t, d.kernel, t, other, r[1], **params)
                 else:
                     fn(t, d.kernel, t, other, r[1])
-                ts._vc.value += 1  # VersionCounter.bump(), after the write succeeded
+                self._vc.value += 1  # VersionCounter.bump(), after the write succeeded
                 return self
     if not isinstance(self, Tensor):
         raise TypeError(f"{d.name}_(): argument 'self' must be Tensor, not {type(self).__name__}")

@@ -10,7 +10,7 @@ import sys
 
 from .. import layouts
 from ..layout import Layout, Size, contiguous_strides
-from ..tensor import Meta, Tensor, VersionCounter, tensor_new
+from ..tensor import Meta, Tensor, VersionCounter
 
 _PKG = __name__.rsplit(".", 2)[0]  # "tensorlab"
 
@@ -81,7 +81,7 @@ class SparseTensor(Tensor):
 
     @classmethod
     def _build(cls, layout, size, values, indices=None, crow=None, col=None, coalesced=False, sparse_dim=None):
-        t = tensor_new(cls)  # the tensor base type's allocator (an extension type when compiled)
+        t = object.__new__(cls)
         t._sl = layout
         t._ssize = Size(size)
         t._vals = values
