@@ -7,7 +7,9 @@ says its compiled build is faster: untyped Cython code reads attributes through 
 PyObject_GetAttr, which CPython 3.11's specializing interpreter beats on slotted objects, so the
 attribute-bound dispatch (ops/elementwise.py's fast paths, tensor.py, autograd_hooks.py, the CPU
 primitives) measured 0-27% SLOWER compiled (docs/ARCHITECTURE.md, "Compiled hot path"), while the
-integer shape/stride math of layout.py is 1.3-5x faster.
+integer shape/stride math of layout.py is 1.3-5x faster. Typed state (the tensor's fields and the
+elementwise row as extension types in .pxd files, the fast paths with C-typed locals) measured no
+faster either and is not built (same section).
 
 TENSORLAB_PURE_PYTHON=1 (any value but "" and "0") makes `import tensorlab` load the .py sources
 even where the compiled modules exist, so the fallback can be tested from the same installation:
