@@ -212,13 +212,14 @@ def _linear(ctx, g):
     n_out, n_in = ctx.shape(1)
     needs = ctx._needs
     g2 = g if len(x_shape) == 2 else g.reshape(-1, n_out)
-    gx = gw = None
-    if not _grad_mode_on():  # no create_graph: the two products as direct GEMMs
+    gx = gw = gb = None
+    if not _grad_mode_on():  # no create_graph: the products as direct GEMMs (the bias's with the weight's)
         from ..ops import linear_fused
         x = ctx.saved(0) if needs[1] else None
         if x is not None and len(x_shape) != 2:
             x = x.reshape(-1, n_in)
-        gx, gw = linear_fused.backward(g2, x, ctx.saved(1) if needs[0] else None, needs[0], needs[1])
+        gx, gw, gb = linear_fused.backward(g2, x, ctx.saved(1) if needs[0] else None, needs[0], needs[1],
+                                           len(needs) == 3 and needs[2])
         if gx is not None and len(x_shape) != 2:
             gx = gx.reshape(tuple(x_shape))
     else:
@@ -231,7 +232,7 @@ def _linear(ctx, g):
             gw = g2.mT.mm(x if len(x_shape) == 2 else x.reshape(-1, n_in))
     if len(needs) == 2:
         return gx, gw
-    return gx, gw, (g2.sum(0) if needs[2] else None)
+    return gx, gw, (gb if gb is not None else g2.sum(0) if needs[2] else None)
 
 
 def _linear_name(ctx):

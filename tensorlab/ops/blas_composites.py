@@ -183,6 +183,31 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     return _combine("addbmm", input, batch1.bmm(batch2).sum(0), beta, alpha, out)
 
 
+def _addmm_activation(input, mat1, mat2, *, beta=1, alpha=1, use_gelu=False):
+    """torch._addmm_activation: relu(addmm(input, mat1, mat2, beta=, alpha=)), or gelu of it with use_gelu
+    (the exact GELU, as torch's CPU; torch's CUDA uses cuBLASLt's GELU_BIAS epilogue, which is GELU's tanh
+    approximation: tensorlab gives the CPU's answer on every device, docs/torch-divergences.md). With
+    beta = alpha = 1, a bias vector of mat2's columns and no gradient to record: one backend call
+    (matmul_bias: cuBLASLt's RELU_BIAS / BIAS epilogue on CUDA), GELU then as its own kernel over the
+    rounded result (as torch's CPU rounds addmm's result first); otherwise addmm, then the activation."""
+    from ..nn import functional as F
+    _tensor(input, "_addmm_activation", "self", 1)
+    _tensor(mat1, "_addmm_activation", "mat1", 2), _tensor(mat2, "_addmm_activation", "mat2", 3)
+    dt = mat1._dtype
+    if (beta == 1 and alpha == 1 and type(beta) is not bool and type(alpha) is not bool and dt in _FUSED
+            and mat1.dim() == 2 and mat2.dim() == 2 and mat1.shape[1] == mat2.shape[0] and mat2._dtype is dt
+            and input._dtype is dt and _strided(input, mat1, mat2)
+            and tuple(input.shape) in ((mat2.shape[1],), (1, mat2.shape[1]))
+            and not (grad_mode.is_grad_enabled() and (input.requires_grad or mat1.requires_grad
+                                                      or mat2.requires_grad))
+            and mat1.device == input.device and mat2.device == input.device):
+        r = empty_tensor((mat1.shape[0], mat2.shape[1]), dt, mat1.device)
+        mat1._backend.matmul_bias(r, mat1, mat2, input.reshape(-1), None if use_gelu else "relu")
+        return F.gelu(r) if use_gelu else r
+    r = addmm(input, mat1, mat2, beta=beta, alpha=alpha)
+    return F.gelu(r) if use_gelu else F.relu(r)
+
+
 def _inplace(fn, name, first, second):
     """Tensor.<name>: fn computed from self (a copy when self requires grad), then written over self; its
     operands keep torch's keyword names (addmm_(mat1=, mat2=), addmv_(mat=, vec=), ...)."""
@@ -205,6 +230,6 @@ addr_ = _inplace(addr, "addr_", "vec1", "vec2")
 baddbmm_ = _inplace(baddbmm, "baddbmm_", "batch1", "batch2")
 addbmm_ = _inplace(addbmm, "addbmm_", "batch1", "batch2")
 
-FUNCTIONS = ("addmm", "addmv", "addr", "baddbmm", "addbmm", "addmv_")
+FUNCTIONS = ("addmm", "addmv", "addr", "baddbmm", "addbmm", "addmv_", "_addmm_activation")
 METHODS = {n: globals()[n] for n in ("addmm", "addmv", "addr", "baddbmm", "addbmm", "addmm_", "addmv_", "addr_",
                                      "baddbmm_", "addbmm_")}

@@ -76,16 +76,9 @@ def linear(x, weight, bias=None):
         if bias is None:
             be.matmul(o2, x2, wt)
         else:
-            bm = bias._meta
-            bx = _mat(bias, (n, n_out), (0, bm.layout.stride[0]), bm)
-            if x._dtype in (dtypes.float16, dtypes.bfloat16):
-                # halves: torch's addmm (BLAS beta 1): the bias rows in the output, the product added to them
-                # in float32 and rounded once (cuBLAS's epilogue on CUDA)
-                be.copy(o2, bx)
-                be.matmul(o2, x2, wt, accumulate=True)
-            else:
-                be.matmul(o2, x2, wt)
-                be.binary(o2, "add", o2, bx, x._dtype)
+            # the bias added to the product in the accumulator (16-bit: float32, one rounding, as torch's addmm):
+            # cuBLASLt's bias epilogue on CUDA, one call
+            be.matmul_bias(o2, x2, wt, bias)
     inputs = (x, weight) if bias is None else (x, weight, bias)
     return autograd_hooks.record(out, "linear", inputs)
 
@@ -107,9 +100,27 @@ def _product(a, b, a_t=False):
     return out
 
 
-def backward(g2, x2, w, needs_x, needs_w):
-    """(g2 @ w, g2^T @ x2) of linear's backward as direct products (no graph: create_graph goes
-    through the ops in autograd/derivatives_nn.py instead)."""
+def backward(g2, x2, w, needs_x, needs_w, needs_b=False):
+    """(g2 @ w, g2^T @ x2, g2.sum(0)) of linear's backward as direct products (no graph: create_graph goes
+    through the ops in autograd/derivatives_nn.py instead); the bias gradient None unless `needs_b` and
+    the weight's is computed too (then one call: cuBLASLt's BGRADB epilogue on CUDA)."""
     gx = _product(g2, w) if needs_x else None
-    gw = _product(g2, x2, a_t=True) if needs_w else None
-    return gx, gw
+    if not needs_w:
+        return gx, None, None
+    if not needs_b:
+        return gx, _product(g2, x2, a_t=True), None
+    gm = g2._meta
+    gl = gm.layout
+    n_out, n_in = gl.shape[1], x2._meta.layout.shape[1]
+    gt = _mat(g2, (n_out, gl.shape[0]), (gl.stride[1], gl.stride[0]), gm)
+    gw = empty_tensor((n_out, n_in), g2._dtype, gm.storage.device)
+    gb = empty_tensor((n_out,), g2._dtype, gm.storage.device)
+    if n_out and n_in:
+        if gl.shape[0]:
+            g2._backend.matmul_bias_grad(gw, gt, x2, gb)
+        else:
+            gw.zero_()
+            gb.zero_()
+    elif n_out:
+        gb = g2.sum(0)
+    return gx, gw, gb

@@ -8,7 +8,7 @@ from . import parallel as _par
 from .memory import array
 from .reduction import HALF
 
-__all__ = ("matmul", "lapack")
+__all__ = ("matmul", "matmul_bias", "matmul_bias_grad", "lapack")
 
 _F32 = np.dtype(np.float32)
 
@@ -41,6 +41,38 @@ def matmul(out, a, b, accumulate=False):
             _par.blas_product(per, _product, o, x, y)  # OpenBLAS's threads, or held at one (parallel.py)
             return
         _product(o, x, y)
+
+
+def matmul_bias(out, a, b, bias, activation=None):
+    """out[n, m] = act(a[n, k] @ b[k, m] + bias[m]), act None or "relu", as cuBLASLt's BIAS / RELU_BIAS
+    epilogues on CUDA: the bias added to the product in the accumulator's type (float32 for
+    float16/bfloat16), rounded once (ReLU commutes with the rounding)."""
+    o = array(out)
+    if o.size == 0:
+        return
+    v = array(bias)
+    if o.dtype in HALF:
+        acc = np.matmul(array(a).astype(_F32), array(b).astype(_F32))
+        _faults.hit("launch")
+        acc += v.astype(_F32)
+        if activation == "relu":
+            np.maximum(acc, 0, out=acc)
+        np.copyto(o, acc, casting="unsafe")
+        return
+    matmul(out, a, b)
+    with np.errstate(all="ignore"):
+        np.add(o, v, out=o)
+        if activation == "relu":
+            np.maximum(o, 0, out=o)
+
+
+def matmul_bias_grad(out, a, b, grad_bias):
+    """out[n, m] = a[n, k] @ b[k, m] and grad_bias[n] = a summed over k (a linear layer's weight gradient
+    g^T x and bias gradient g.sum(0)), as cuBLASLt's BGRADB epilogue on CUDA: 16-bit sums in float32."""
+    matmul(out, a, b)
+    x = array(a)
+    g = array(grad_bias)
+    np.copyto(g, x.sum(axis=1, dtype=_F32 if x.dtype in HALF else x.dtype), casting="unsafe")
 
 
 # multiply-adds of a whole stack of products below parallel.BLAS_OWN_MIN each from which it is

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from . import nvrtc
-from .driver import OutOfMemory, Pointer, gemm_compute
+from .driver import GEMM_EPILOGUE_DTYPES, GEMM_EPILOGUES, OutOfMemory, Pointer, gemm_compute
 
 _cp = None
 _DEFAULT_SMEM = 48 * 1024  # dynamic shared memory beyond this needs an opt-in per kernel
@@ -627,6 +627,26 @@ class CupyDriver:
                 a.buffer.ptr + a.offset, data, lda, stride_a, b.buffer.ptr + b.offset, data, ldb, stride_b,
                 be.ctypes.data, c.buffer.ptr + c.offset, data, ldc, stride_c, batch, ctype,
                 cublas.CUBLAS_GEMM_DEFAULT)
+
+    def gemm_epilogue(self, transa, transb, m, n, k, a, lda, b, ldb, d, ldd, bias, epilogue, dtype, stream, *,
+                      compute="default", reduced_reduction=False):
+        # cuBLASLt through ctypes (cublaslt.py: CuPy 14 has no binding); its workspace from CuPy's pool on
+        # the stream it serves
+        cp = _cupy()
+        if dtype not in GEMM_EPILOGUE_DTYPES or epilogue not in GEMM_EPILOGUES:
+            raise RuntimeError(f"cuBLASLt gemm_epilogue: dtype {dtype!r} / epilogue {epilogue!r} not supported")
+        kind = gemm_compute(dtype, compute)
+
+        def alloc(nbytes, device, stream_ptr):
+            with cp.cuda.Device(device), cp.cuda.ExternalStream(stream_ptr):
+                return cp.cuda.alloc(nbytes)
+
+        from . import cublaslt
+        lt = cublaslt.get(cp.cuda.runtime.runtimeGetVersion() // 1000, alloc)
+        P = self._p
+        with cp.cuda.Device(stream.device):
+            lt.matmul(stream.device, stream.ptr, transa, transb, m, n, k, P(a), lda, P(b), ldb, P(d), ldd, P(bias),
+                      epilogue, dtype, kind, reduced_reduction)
 
     # -- cuSOLVER (dense factorizations) and cuBLAS trsm: the handle bound to the stream; each routine
     # loops over the batch (matrix i at a + i * stride) where cuSOLVER has no strided batched form;

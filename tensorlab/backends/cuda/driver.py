@@ -32,6 +32,11 @@ GEMM_COMPUTE = {"float16": ("32F", "16F"), "bfloat16": ("32F",), "float32": ("32
                 "float64": ("64F",), "complex64": ("32F", "32F_FAST_TF32"), "complex128": ("64F",)}
 
 
+# driver.gemm_epilogue: its dtypes and epilogues (cuBLASLt's CUBLASLT_EPILOGUE_* of the same names)
+GEMM_EPILOGUE_DTYPES = ("float16", "bfloat16", "float32")
+GEMM_EPILOGUES = ("bias", "relu_bias", "bgradb")
+
+
 def gemm_compute(dtype, compute):
     """driver.gemm's compute argument checked against the operands' dtype ("default": the first)."""
     allowed = GEMM_COMPUTE[dtype]
@@ -153,6 +158,19 @@ class Driver(Protocol):
         "64F"; `reduced_reduction`: whether split-K partial sums of 16-bit products may be reduced in
         16 bits (cuBLAS's default math mode) or not (CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION).
         alpha and beta are host scalars; C is rounded to `dtype` once, after beta C is added."""
+        ...
+
+    def gemm_epilogue(self, transa: bool, transb: bool, m: int, n: int, k: int, a: Pointer, lda: int, b: Pointer,
+                      ldb: int, d: Pointer, ldd: int, bias: Pointer, epilogue: str, dtype: str, stream, *,
+                      compute: str = "default", reduced_reduction: bool = False) -> None:
+        """cuBLASLt's matmul with an epilogue, one column-major matrix (no batch), alpha 1, beta 0:
+        D (m x n, leading dim ldd) = op(A) (m x k) @ op(B) (k x n), then by `epilogue` (GEMM_EPILOGUES):
+        "bias" adds bias[i] (m elements of dtype, one per row of D) in the compute type before D's one
+        rounding, "relu_bias" then max(0, .) (cuBLASLt's GELU epilogues are GELU's tanh approximation:
+        not used, tensorlab's gelu is exact); "bgradb" writes D = op(A) op(B) and bias[j] = the
+        sum over k of op(B)'s column j (n elements: a linear layer's bias gradient, reduced while the weight
+        gradient is computed). `dtype` "float16", "bfloat16" or "float32"; `compute` and
+        `reduced_reduction` as gemm's."""
         ...
 
     def fft(self, kind: str, x: Pointer, y: Pointer, n: tuple, batch: int, forward: bool, dtype: str,

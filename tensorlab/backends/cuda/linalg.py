@@ -8,10 +8,10 @@ from ... import global_settings
 from ... import layout as L
 from ...layout import Layout, coalesce
 from . import launch as K
-from .driver import Pointer
+from .driver import GEMM_EPILOGUE_DTYPES, Pointer
 from .memory import byte_range, temp, copy, fill, retire
 
-__all__ = ("matmul", "lapack")
+__all__ = ("matmul", "matmul_bias", "matmul_bias_grad", "lapack")
 
 INT_MAX = 2 ** 31 - 1
 _GRID_MAX = INT_MAX  # gridDim.x; the kernels loop over the tiles beyond it
@@ -225,6 +225,103 @@ def matmul(out, a, b, accumulate=False):
         retire(tmp.buffer)
         return
     _gemm(o, x, y)
+
+
+# cuBLASLt's epilogues (driver.gemm_epilogue): a bias added / ReLU or GELU applied while the product is
+# written, a bias gradient reduced while the weight gradient is; False: every such call composes
+# matmul with separate kernels (the tests compare the two). Switched off for the process when the
+# library cannot be loaded (an OSError from the driver: no libcublasLt beside CuPy's CUDA).
+LT_EPILOGUES = True
+LT_CALLS = {}  # epilogue name -> calls sent to cuBLASLt (as GEMM_CALLS)
+
+
+def _lt_gemm(c, a, b, vec, epilogue):
+    """c = a @ b with cuBLASLt's `epilogue` over the vector `vec` (see matmul_bias / matmul_bias_grad), when
+    c is one contiguous row-major matrix of a dtype cuBLASLt takes, a and b matrices it can read, vec one
+    contiguous vector, nothing overlapping c; False otherwise (the caller composes). Row-major c is
+    column-major c^T = b^T a^T: cuBLASLt's A is b, its B is a, so a per-column vector of c is per row of
+    its D, and the sums over k of a's rows are over its B's columns (EPILOGUE_BGRADB)."""
+    global LT_EPILOGUES
+    if not (LT_EPILOGUES and VENDOR_GEMM) or c.dtype.name not in GEMM_EPILOGUE_DTYPES:
+        return False
+    if len(c.layout.shape) != 2 or a.dtype is not c.dtype or b.dtype is not c.dtype or vec.dtype is not c.dtype:
+        return False
+    (m, n), k = tuple(c.layout.shape), a.layout.shape[-1]
+    lc = _ld(m, n, *_matrix_strides(c))
+    la, lb = _ld(m, k, *_matrix_strides(a)), _ld(k, n, *_matrix_strides(b))
+    vn = vec.layout.shape[0]
+    if lc is None or lc[0] != "row" or la is None or lb is None or (vn > 1 and vec.layout.stride[0] != 1):
+        return False
+    if max(m, n, k, lc[1], la[1], lb[1]) > INT_MAX or any(_shares_bytes(c, x) for x in (a, b, vec)):
+        return False
+    isz = c.dtype.itemsize
+    for op in (c, a, b, vec):
+        K.check_bounds(op, sum((s - 1) * st for s, st in zip(op.layout.shape, op.layout.stride)))
+    if K._fault_plans:
+        K._faults.hit("launch")
+    device = c.buffer.device
+    stream = K.driver.current_stream(device)
+    compute, reduced = global_settings.cuda_gemm_mode(c.dtype.name)
+    try:
+        K.driver.gemm_epilogue(lb[0] == "col", la[0] == "col", n, m, k,
+                               Pointer(b.buffer, b.layout.offset * isz), lb[1],
+                               Pointer(a.buffer, a.layout.offset * isz), la[1],
+                               Pointer(c.buffer, c.layout.offset * isz), lc[1],
+                               Pointer(vec.buffer, vec.layout.offset * isz), epilogue, c.dtype.name, stream,
+                               compute=compute, reduced_reduction=reduced)
+    except OSError:  # no cuBLASLt library in this process's CUDA: compose from now on
+        LT_EPILOGUES = False
+        return False
+    if K._faults.observers:
+        K._faults.launched(device, stream)
+    LT_CALLS[epilogue] = LT_CALLS.get(epilogue, 0) + 1
+    return True
+
+
+_ACTIVATION_EPILOGUES = {None: "bias", "relu": "relu_bias"}
+
+
+def matmul_bias(out, a, b, bias, activation=None):
+    """out[n, m] = act(a[n, k] @ b[k, m] + bias[m]), act None or "relu": one cuBLASLt call with its BIAS /
+    RELU_BIAS epilogue where it takes the operands (the bias added in the float32 accumulator, one rounding
+    for 16-bit), else matmul and then the bias and ReLU as kernels, 16-bit ones in float32 with one
+    rounding (the CPU primitive's arithmetic)."""
+    from ... import dtypes
+    from .elementwise import binary, unary
+    o, x, y, v = K.operand(out), K.operand(a), K.operand(b), K.operand(bias)
+    if 0 in tuple(o.layout.shape):
+        return
+    if 0 not in tuple(x.layout.shape) and _lt_gemm(o, x, y, v, _ACTIVATION_EPILOGUES[activation]):
+        return
+    n, m = tuple(o.layout.shape)
+    row = K._operand_of(v.buffer, Layout((n, m), (0, v.layout.stride[0] if m > 1 else 0), v.layout.offset), v.dtype)
+    half = o.dtype in (dtypes.float16, dtypes.bfloat16)
+    if half:
+        acc = temp((n, m), dtypes.float32, o.buffer.device)
+        matmul(acc, x, y)
+        binary(acc, "add", acc, row, dtypes.float32)
+        dst = acc
+    else:
+        matmul(o, x, y)
+        binary(o, "add", o, row, o.dtype)
+        dst = o
+    if activation == "relu":
+        unary(dst, "relu", dst, dst.dtype)
+    if half:
+        copy(o, dst)
+        retire(dst.buffer)
+
+
+def matmul_bias_grad(out, a, b, grad_bias):
+    """out[n, m] = a[n, k] @ b[k, m] and grad_bias[n] = a summed over k (a linear layer's weight gradient
+    g^T x and bias gradient g.sum(0), a = g^T): one cuBLASLt call with EPILOGUE_BGRADB where it takes
+    the operands, else matmul and a row-sum kernel."""
+    from .reduction import reduce
+    o, x, y, v = K.operand(out), K.operand(a), K.operand(b), K.operand(grad_bias)
+    if 0 not in tuple(o.layout.shape) and 0 not in tuple(x.layout.shape) and _lt_gemm(o, x, y, v, "bgradb"):
+        return
+    matmul(out, a, b)
+    reduce(grad_bias, a, "sum", (1,))
 
 
 from .solver import lapack  # noqa: E402  (dense factorizations through cuSOLVER: their own file)

@@ -16,7 +16,7 @@ import weakref
 import ml_dtypes
 import numpy as np
 
-from ..driver import OutOfMemory, Pointer, gemm_compute
+from ..driver import GEMM_EPILOGUE_DTYPES, GEMM_EPILOGUES, OutOfMemory, Pointer, gemm_compute
 from . import build
 
 DEVICES_ENV = "TENSORLAB_CUDA_EMULATION_DEVICES"
@@ -381,11 +381,20 @@ class EmulationDriver:
             if not isinstance(v, (int, float, complex)) or isinstance(v, bool):
                 raise RuntimeError(f"cuBLAS (emulated) gemm: {name}={v!r} is not a host number")
         t, acc = self._GEMM_TYPES[dtype]
-        A = self._matrix(a, *((k, m) if transa else (m, k)), lda, stride_a, batch, t, "A")
-        B = self._matrix(b, *((n, k) if transb else (k, n)), ldb, stride_b, batch, t, "B")
         C = self._matrix(c, m, n, ldc, stride_c, batch, t, "C")
         if batch > 1 and stride_c == 0 and m * n:
             raise RuntimeError("cuBLAS (emulated) gemm: stride_c 0 with batch > 1 writes one C from every batch")
+        prod = self._product(transa, transb, m, n, k, a, lda, stride_a, b, ldb, stride_b, batch, t, acc, kind)[0]
+        scale = np.dtype(acc).type
+        res = prod * scale(alpha) if alpha != 1 else prod
+        if beta != 0:  # beta 0: C is not read (its NaNs included), as cuBLAS
+            res = res + C.astype(acc) * scale(beta)
+        C[...] = res.astype(t)
+
+    def _product(self, transa, transb, m, n, k, a, lda, stride_a, b, ldb, stride_b, batch, t, acc, kind):
+        """op(A) @ op(B) in the accumulation type, as the compute type `kind` reads and sums them."""
+        A = self._matrix(a, *((k, m) if transa else (m, k)), lda, stride_a, batch, t, "A")
+        B = self._matrix(b, *((n, k) if transb else (k, n)), ldb, stride_b, batch, t, "B")
         A = A.astype(acc).transpose(0, 2, 1) if transa else A.astype(acc)
         B = B.astype(acc).transpose(0, 2, 1) if transb else B.astype(acc)
         if kind == "32F_FAST_TF32":  # tensor cores read float32 as TF32: 10 mantissa bits, rounded
@@ -394,14 +403,34 @@ class EmulationDriver:
             prod = np.zeros((batch, m, n), np.float16)
             for i in range(k):
                 prod = (prod + A[:, :, i:i + 1].astype(np.float16) * B[:, i:i + 1, :].astype(np.float16))
-            prod = prod.astype(np.float32)
+            return prod.astype(np.float32), B
+        return np.matmul(A, B), B
+
+    def gemm_epilogue(self, transa, transb, m, n, k, a, lda, b, ldb, d, ldd, bias, epilogue, dtype, stream, *,
+                      compute="default", reduced_reduction=False):
+        what = "cuBLASLt (emulated) gemm_epilogue"
+        if dtype not in GEMM_EPILOGUE_DTYPES:
+            raise RuntimeError(f"{what}: dtype {dtype!r} is not one of {GEMM_EPILOGUE_DTYPES}")
+        if epilogue not in GEMM_EPILOGUES:
+            raise RuntimeError(f"{what}: epilogue {epilogue!r} is not one of {GEMM_EPILOGUES}")
+        kind = gemm_compute(dtype, compute)
+        if type(reduced_reduction) is not bool or type(transa) is not bool or type(transb) is not bool:
+            raise RuntimeError(f"{what}: transa/transb/reduced_reduction must be bools")
+        if not isinstance(bias, Pointer):
+            raise RuntimeError(f"{what}: epilogue {epilogue!r} needs a bias Pointer, got {bias!r}")
+        t, acc = self._GEMM_TYPES[dtype]
+        D = self._matrix(d, m, n, ldd, 0, 1, t, "D")
+        nb = n if epilogue == "bgradb" else m
+        vec = self._matrix(bias, nb, 1, max(1, nb), 0, 1, t, "bias")[0, :, 0]
+        prod, B = self._product(transa, transb, m, n, k, a, lda, 0, b, ldb, 0, 1, t, acc, kind)
+        prod = prod[0]
+        if epilogue == "bgradb":  # the column sums of op(B) over k, in the compute type, rounded once
+            vec[...] = B[0].sum(axis=0, dtype=np.float32).astype(t)
         else:
-            prod = np.matmul(A, B)
-        scale = np.dtype(acc).type
-        res = prod * scale(alpha) if alpha != 1 else prod
-        if beta != 0:  # beta 0: C is not read (its NaNs included), as cuBLAS
-            res = res + C.astype(acc) * scale(beta)
-        C[...] = res.astype(t)
+            prod = prod + vec.astype(np.float32)[:, None]
+            if epilogue == "relu_bias":
+                prod = np.maximum(prod, np.float32(0))
+        D[0][...] = prod.astype(t)
 
     # cuSOLVER / cuBLAS trsm stand-ins: SciPy's LAPACK on column-major NumPy views of the buffers,
     # with the library's argument contract checked first (types, ld >= max(1, rows), bounds of the

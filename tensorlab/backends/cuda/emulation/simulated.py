@@ -220,6 +220,11 @@ class SimulatedDriver(EmulationDriver):
         stream = args[-1]
         self._enqueue(stream.device, lambda: parent(*args, **kw))
 
+    def gemm_epilogue(self, *args, **kw):
+        parent = super().gemm_epilogue
+        stream = args[-1]
+        self._enqueue(stream.device, lambda: parent(*args, **kw))
+
     def csrmm(self, *args):
         parent = super().csrmm
         stream = args[-1]
