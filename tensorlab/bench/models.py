@@ -6,8 +6,11 @@ mirror torch's), as the compat programs in tests/compat_scripts/ are: the MLP of
 (128x256 -> 512 -> 10, SGD), a nanoGPT-style transformer (char_models.py's Block: LayerNorm,
 nn.MultiheadAttention with a causal mask, GELU MLP, tied embeddings; AdamW), pytorch/examples'
 MNIST convnet (mnist_convnet.py's Net: two convolutions, max pooling, two linear layers,
-log_softmax + nll_loss; Adadelta) and word_language_model's LSTM language model (nn.LSTM,
-gradient clipping, SGD). Initial weights come from NumPy (one generator per parameter name, so
+log_softmax + nll_loss; Adadelta), word_language_model's LSTM language model (nn.LSTM,
+gradient clipping, SGD), a small torchvision-style ResNet (BasicBlocks with BatchNorm, SGD with
+momentum), a ViT (vit_einops.py's, Adam), the nn.Transformer translation tutorial's seq2seq
+model (transformer_translation.py's: padding masks, a causal target mask; Adam) and
+pytorch/examples' DCGAN (dcgan.py's: a discriminator and a generator step, BCELoss, two Adams). Initial weights come from NumPy (one generator per parameter name, so
 both libraries get the same values whatever order they list parameters in), so the first step's
 loss must agree between the two: `check_first_loss` compares it before anything is timed.
 
