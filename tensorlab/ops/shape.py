@@ -167,22 +167,25 @@ def stack(tensors, dim=0, *, out=None):
     # one pass over the inputs (many small ones are the DataLoader's collate): type, each input's
     # remembered pin (elementwise's _pin), its record read once, shape, dtype and device compared
     # with the first's; promotion and the mixed-device rules only when something differs
-    ts = []
-    lay0 = dt0 = dev0 = None
+    first = tensors[0]
+    if not isinstance(first, Tensor):
+        raise TypeError(f"expected Tensor as element 0 in argument 0, but got {type(first).__name__}")
+    p = _pin(first)
+    meta = p._meta
+    lay0, dt0, dev0 = meta[1], p._dtype, meta[0].device
+    shape0 = lay0.shape
+    ts = [p]
     mixed = False
-    for i, t in enumerate(tensors):
+    for t in tensors[1:]:
         if not isinstance(t, Tensor):
-            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+            raise TypeError(f"expected Tensor as element {len(ts)} in argument 0, but got {type(t).__name__}")
         p = _pin(t)
         meta = p._meta
         lay = meta[1]
-        if lay0 is None:
-            lay0, dt0, dev0 = lay, p._dtype, meta[0].device
-            shape0 = lay0.shape
-        elif lay is not lay0 and lay.shape != shape0:
+        if lay is not lay0 and lay.shape != shape0:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape0)} at entry 0 and "
-                               f"{list(t.shape)} at entry {i}")
-        elif p._dtype is not dt0 or meta[0].device is not dev0:
+                               f"{list(t.shape)} at entry {len(ts)}")
+        if p._dtype is not dt0 or meta[0].device is not dev0:
             mixed = True
         ts.append(p)
     d = L.wrap_dim(dim, len(shape0) + 1)
