@@ -426,6 +426,8 @@ def test_roof_at_interpolates_in_log_log():
     assert roofline.roof_at({"footprint": [], "GBps": []}, 1024) is None
     got = roofline.sweep_bytes([1024, 4096], step=4)  # copies of S bytes touch 2S: cover sum's 4n to add's 12n
     assert got == [2048, 8192, 32768] and 2 * got[0] <= 4 * 1024 and 2 * got[-1] >= 12 * 4096
+    # workloads of a few elements lie below the 1 KiB floor: the floor's copy, never an empty sweep
+    assert roofline.sweep_bytes([8]) == [1024] and roofline.sweep_bytes([1, 8, 16], step=2) == [1024]
 
 
 # -- the emulation driver's kernel record and the CUDA overhead rows -----------------------------------------

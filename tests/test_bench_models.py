@@ -95,11 +95,11 @@ def test_the_command_prints_the_model_rows(tmp_path, capsys):
 
 def test_models_option_rejects_unknown_names(capsys):
     with pytest.raises(SystemExit) as e:
-        cli.main(["--models", "mlp,resnet"])
+        cli.main(["--models", "mlp,alexnet"])
     assert e.value.code == 2 and "unknown name" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", ["mlp", "convnet"])
+@pytest.mark.parametrize("name", ["mlp", "convnet", "resnet", "vit", "seq2seq", "dcgan"])
 def test_models_on_cuda_match_the_cpu(name, cuda):
     losses = models.first_losses(name, "tiny", "cuda:0", steps=2)
     assert "cpu" in losses

@@ -288,6 +288,44 @@ def test_dataloader_batching_matches_torch(torch, device):
         assert _batches(got) == [[t.numpy().tolist() for t in b] for b in theirs], kw
 
 
+def test_tensor_dataset_batches_gather_rows_as_collate_would(torch, device):
+    """A TensorDataset under default_collate is read one gather per field (TensorDataset._collated):
+    the batches are torch's, new tensors (writing one leaves the dataset alone); keys it cannot
+    gather (negative), a subclass's __getitem__, fields that require grad and a replaced tensor rule
+    are read row by row."""
+    x = np.arange(40, dtype=np.float32).reshape(10, 4)
+    y = np.arange(10) % 3
+    ours_ds = TensorDataset(tl.tensor(x, device=device), tl.tensor(y, device=device))
+    theirs_ds = torch.utils.data.TensorDataset(torch.tensor(x), torch.tensor(y))
+    for kw in [dict(batch_size=3), dict(batch_sampler=[[9, 0, 9], [-1, -10], [4]]),
+               dict(batch_size=4, sampler=[7, 2, 5, 0, 9, 1], drop_last=True)]:
+        got = list(DataLoader(ours_ds, **kw))
+        want = list(torch.utils.data.DataLoader(theirs_ds, **kw))
+        assert [[str(t.dtype).split(".")[-1] for t in b] for b in got] == [[str(t.dtype).split(".")[-1] for t in b]
+                                                                         for b in want]
+        assert _batches(got) == [[t.numpy().tolist() for t in b] for b in want], kw
+    first = next(iter(DataLoader(ours_ds, batch_size=2)))
+    first[0].fill_(-1.0)
+    assert _np(ours_ds.tensors[0])[:2].tolist() == x[:2].tolist()
+    assert ours_ds._collated([0, 10]) is None and ours_ds._collated([-1]) is None and ours_ds._collated([]) is None
+
+    class Doubled(TensorDataset):
+        def __getitem__(self, i):
+            return tuple(2 * t[i] for t in self.tensors)
+
+    assert _np(next(iter(DataLoader(Doubled(*ours_ds.tensors), batch_size=2)))[0]).tolist() == (2 * x[:2]).tolist()
+    w = tl.tensor(x, device=device, requires_grad=True)
+    batch = next(iter(DataLoader(TensorDataset(w), batch_size=2)))[0]
+    assert batch.grad_fn.name() == "StackBackward0"
+    from tensorlab.utils.data._utils import collate as C
+    saved = C.default_collate_fn_map[tl.Tensor]
+    C.default_collate_fn_map[tl.Tensor] = lambda batch, **kw: len(batch)
+    try:
+        assert next(iter(DataLoader(ours_ds, batch_size=3))) == [3, 3]
+    finally:
+        C.default_collate_fn_map[tl.Tensor] = saved
+
+
 def test_dataloader_collate_fn_and_no_autobatch(torch):
     ds = Squares(5)
     assert list(DataLoader(ds, batch_size=2, collate_fn=lambda b: sum(b))) == [1, 13, 16]

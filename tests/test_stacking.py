@@ -94,3 +94,52 @@ def test_errors_match_torch(device, torch, call):
     assert got[0] == want[0], (got, want)
     if "Sizes of tensors must match" not in want[1]:
         assert got[1] == want[1], (got, want)
+
+
+# -- stack/cat of many small inputs (the DataLoader's collate): the CPU backend joins the inputs' bytes
+# when every input is C-contiguous and of the output's dtype; anything else takes NumPy's copy
+def _many(kind, n=64):
+    rng = np.random.default_rng(n)
+    base = rng.standard_normal((n, 6, 4)).astype(np.float32)
+    if kind == "plain":
+        return [base[i, 0] for i in range(n)]
+    if kind == "rows of one tensor":  # views at offsets of one storage
+        return [base[i, 1] for i in range(n)]
+    if kind == "strided":  # the join refuses them: NumPy's copy
+        return [base[i, :, 1] for i in range(n)]
+    if kind == "mixed dtype":  # promoted: the join's dtype check falls back
+        return [base[i, 0].astype(np.float64 if i == n // 2 else np.float32) for i in range(n)]
+    return [base[i, 0] > 0 for i in range(n)]  # bool
+
+
+@pytest.mark.parametrize("kind", ["plain", "rows of one tensor", "strided", "mixed dtype", "bool"])
+def test_stack_and_cat_of_many_small_inputs_match_torch(device, torch, kind):
+    arrays = _many(kind)
+    if kind == "rows of one tensor":
+        whole = tl.tensor(np.stack(arrays), device=device)
+        ours = [whole[i] for i in range(len(arrays))]
+    elif kind == "strided":
+        whole = tl.tensor(np.stack(arrays), device=device).t()
+        ours = [whole[:, i] for i in range(len(arrays))]
+    else:
+        ours = [tl.tensor(a, device=device) for a in arrays]
+    theirs = [torch.tensor(a) for a in arrays]
+    for dim in (0, 1, -1):
+        want, got = torch.stack(theirs, dim), tl.stack(ours, dim)
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1] and tuple(got.shape) == tuple(want.shape)
+        np.testing.assert_array_equal(got.cpu().numpy(), want.numpy())
+    for dim in (0, -1):
+        np.testing.assert_array_equal(tl.cat(ours, dim).cpu().numpy(), torch.cat(theirs, dim).numpy())
+
+
+def test_stack_into_a_strided_out_and_of_mismatched_inputs(device, torch):
+    xs = [tl.full((3,), float(i), device=device) for i in range(8)]
+    out = tl.zeros(3, 8, device=device).t()  # not C-contiguous: NumPy's copy into its view
+    assert tl.stack(xs, out=out) is out
+    np.testing.assert_array_equal(out.cpu().numpy(), np.repeat(np.arange(8.0), 3).reshape(8, 3))
+    with pytest.raises(RuntimeError, match=r"equal size, but got \[3\] at entry 0 and \[2\] at entry 5"):
+        tl.stack(xs[:5] + [tl.ones(2, device=device)] + xs[5:])
+    with pytest.raises(TypeError, match="expected Tensor as element 3"):
+        tl.stack(xs[:3] + [1.0])
+    with pytest.raises(TypeError, match="can't be cast to the desired output type Long"):
+        tl.stack(xs, out=tl.zeros(8, 3, dtype=tl.long, device=device))

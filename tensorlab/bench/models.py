@@ -6,8 +6,11 @@ mirror torch's), as the compat programs in tests/compat_scripts/ are: the MLP of
 (128x256 -> 512 -> 10, SGD), a nanoGPT-style transformer (char_models.py's Block: LayerNorm,
 nn.MultiheadAttention with a causal mask, GELU MLP, tied embeddings; AdamW), pytorch/examples'
 MNIST convnet (mnist_convnet.py's Net: two convolutions, max pooling, two linear layers,
-log_softmax + nll_loss; Adadelta) and word_language_model's LSTM language model (nn.LSTM,
-gradient clipping, SGD). Initial weights come from NumPy (one generator per parameter name, so
+log_softmax + nll_loss; Adadelta), word_language_model's LSTM language model (nn.LSTM,
+gradient clipping, SGD), a small torchvision-style ResNet (BasicBlocks with BatchNorm, SGD with
+momentum), a ViT (vit_einops.py's, Adam), the nn.Transformer translation tutorial's seq2seq
+model (transformer_translation.py's: padding masks, a causal target mask; Adam) and
+pytorch/examples' DCGAN (dcgan.py's: a discriminator and a generator step, BCELoss, two Adams). Initial weights come from NumPy (one generator per parameter name, so
 both libraries get the same values whatever order they list parameters in), so the first step's
 loss must agree between the two: `check_first_loss` compares it before anything is timed.
 
@@ -28,9 +31,12 @@ from . import threads as thread_counts
 from .libs import torch_module
 
 # per mode: batch sizes (the models keep their shapes); "tiny" is a smoke run
-BATCH = {"tiny": {"mlp": 16, "gpt": 2, "convnet": 4, "lstm": 2, "small_mlp": 8, "small_mlp_graphed": 8},
-         "quick": {"mlp": 128, "gpt": 16, "convnet": 32, "lstm": 16, "small_mlp": 16, "small_mlp_graphed": 16},
-         "full": {"mlp": 128, "gpt": 16, "convnet": 64, "lstm": 16, "small_mlp": 16, "small_mlp_graphed": 16}}
+BATCH = {"tiny": {"mlp": 16, "gpt": 2, "convnet": 4, "lstm": 2, "resnet": 2, "vit": 2, "seq2seq": 2, "dcgan": 2,
+                  "small_mlp": 8, "small_mlp_graphed": 8},
+         "quick": {"mlp": 128, "gpt": 16, "convnet": 32, "lstm": 16, "resnet": 16, "vit": 16, "seq2seq": 16,
+                   "dcgan": 16, "small_mlp": 16, "small_mlp_graphed": 16},
+         "full": {"mlp": 128, "gpt": 16, "convnet": 64, "lstm": 16, "resnet": 32, "vit": 32, "seq2seq": 32,
+                  "dcgan": 32, "small_mlp": 16, "small_mlp_graphed": 16}}
 VOCAB, CONTEXT = 65, 32
 
 
@@ -251,11 +257,241 @@ def build_lstm(lib, batch, device="cpu", n_embd=64, hidden=128, layers=2):
     return model, opt, step
 
 
+# -- a small ResNet (torchvision's BasicBlock: conv3x3 + BatchNorm2d + ReLU, a strided 1x1 downsample) ----
+def build_resnet(lib, batch, device="cpu", size=16, width=8):
+    nn, F = lib.nn, lib.nn.functional
+
+    class BasicBlock(nn.Module):
+        def __init__(self, inplanes, planes, stride=1):
+            super().__init__()
+            self.conv1 = nn.Conv2d(inplanes, planes, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(planes)
+            self.relu = nn.ReLU(inplace=True)
+            self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(planes)
+            self.downsample = None
+            if stride != 1 or inplanes != planes:
+                self.downsample = nn.Sequential(nn.Conv2d(inplanes, planes, 1, stride, bias=False),
+                                                nn.BatchNorm2d(planes))
+
+        def forward(self, x):
+            identity = x if self.downsample is None else self.downsample(x)
+            out = self.relu(self.bn1(self.conv1(x)))
+            out = self.bn2(self.conv2(out))
+            out += identity
+            return self.relu(out)
+
+    class ResNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, width, 3, 1, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(width)
+            self.relu = nn.ReLU(inplace=True)
+            self.layer1 = nn.Sequential(BasicBlock(width, width), BasicBlock(width, width))
+            self.layer2 = nn.Sequential(BasicBlock(width, 2 * width, 2), BasicBlock(2 * width, 2 * width))
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(2 * width, 10)
+
+        def forward(self, x):
+            x = self.relu(self.bn1(self.conv1(x)))
+            x = self.layer2(self.layer1(x))
+            return self.fc(lib.flatten(self.avgpool(x), 1))
+
+    model = ResNet()
+    _init(model, lib, lambda k, v: 0.2 if v.dim() > 1 else (1.0 if k.endswith("running_var") else 0.1))
+    model = model.to(device)
+    rng = _rng("resnet")
+    x = _to(lib, rng.standard_normal((batch, 3, size, size)).astype(np.float32), device)
+    y = _to(lib, rng.integers(0, 10, batch), device)
+    opt = lib.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return model, opt, step
+
+
+# -- a ViT (tests/compat_scripts/vit_einops.py's, the einops rearranges written as reshape/permute) -----
+def build_vit(lib, batch, device="cpu", size=16, patch=4, dim=32, depth=2, heads=4, dim_head=8, mlp_dim=64):
+    nn, F = lib.nn, lib.nn.functional
+    inner = heads * dim_head
+    grid = size // patch
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = nn.LayerNorm(dim)
+            self.attend = nn.Softmax(dim=-1)
+            self.to_qkv = nn.Linear(dim, 3 * inner, bias=False)
+            self.to_out = nn.Linear(inner, dim)
+
+        def forward(self, x):
+            b, n, _ = x.shape
+            q, k, v = (t.reshape(b, n, heads, dim_head).transpose(1, 2) for t in self.to_qkv(self.norm(x)).chunk(3, -1))
+            attn = self.attend(lib.matmul(q, k.transpose(-1, -2)) * dim_head ** -0.5)
+            return self.to_out(lib.matmul(attn, v).transpose(1, 2).reshape(b, n, inner))
+
+    class ViT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            patch_dim = 3 * patch * patch
+            self.to_patch_embedding = nn.Sequential(nn.LayerNorm(patch_dim), nn.Linear(patch_dim, dim),
+                                                    nn.LayerNorm(dim))
+            self.pos_embedding = nn.Parameter(lib.zeros(1, grid * grid + 1, dim))
+            self.cls_token = nn.Parameter(lib.zeros(1, 1, dim))
+            self.layers = nn.ModuleList([nn.ModuleList([
+                Attention(), nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, mlp_dim), nn.GELU(), nn.Linear(mlp_dim, dim))])
+                for _ in range(depth)])
+            self.norm = nn.LayerNorm(dim)
+            self.mlp_head = nn.Linear(dim, 10)
+
+        def forward(self, img):
+            b = img.shape[0]
+            # 'b c (h p1) (w p2) -> b (h w) (p1 p2 c)'
+            x = img.reshape(b, 3, grid, patch, grid, patch).permute(0, 2, 4, 3, 5, 1).reshape(b, grid * grid, -1)
+            x = self.to_patch_embedding(x)
+            x = lib.cat((self.cls_token.expand(b, -1, -1), x), dim=1)
+            x = x + self.pos_embedding
+            for attn, ff in self.layers:
+                x = attn(x) + x
+                x = ff(x) + x
+            return self.mlp_head(self.norm(x)[:, 0])
+
+    model = ViT()
+    _init(model, lib, lambda k, v: 0.1 if v.dim() > 1 else (0.02 if k.endswith("bias") else 0.1))
+    model = model.to(device)
+    rng = _rng("vit")
+    x = _to(lib, rng.standard_normal((batch, 3, size, size)).astype(np.float32), device)
+    y = _to(lib, rng.integers(0, 10, batch), device)
+    opt = lib.optim.Adam(model.parameters(), lr=1e-3)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return model, opt, step
+
+
+# -- the nn.Transformer translation tutorial (tests/compat_scripts/transformer_translation.py) ----------
+def build_seq2seq(lib, batch, device="cpu", emb=32, nhead=4, layers=2, ff=64, vocab=16, src_len=10, tgt_len=9):
+    nn, F = lib.nn, lib.nn.functional
+    pad = 1
+
+    class Seq2Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.transformer = nn.Transformer(d_model=emb, nhead=nhead, num_encoder_layers=layers,
+                                              num_decoder_layers=layers, dim_feedforward=ff, dropout=0.0)
+            self.generator = nn.Linear(emb, vocab)
+            self.src_tok_emb = nn.Embedding(vocab, emb)
+            self.tgt_tok_emb = nn.Embedding(vocab, emb)
+            self.register_buffer("pos_embedding", lib.from_numpy(_positions(64, emb)).unsqueeze(-2))
+
+        def embed(self, table, tokens):
+            return table(tokens) * math.sqrt(emb) + self.pos_embedding[:tokens.size(0), :]
+
+        def forward(self, src, tgt, tgt_mask, src_padding_mask, tgt_padding_mask):
+            out = self.transformer(self.embed(self.src_tok_emb, src), self.embed(self.tgt_tok_emb, tgt),
+                                   None, tgt_mask, None, src_padding_mask, tgt_padding_mask, src_padding_mask)
+            return self.generator(out)
+
+    model = Seq2Seq()
+    _init(model, lib, lambda k, v: 0.1 if v.dim() > 1 else 0.02)
+    model = model.to(device)
+    rng = _rng("seq2seq")
+    # sequence-first token batches padded at the end, as pad_sequence makes them
+    src = rng.integers(4, vocab, (src_len, batch))
+    tgt = rng.integers(4, vocab, (tgt_len + 1, batch))
+    for j in range(batch):
+        src[src_len - j % 3:, j] = pad
+        tgt[tgt_len + 1 - j % 2:, j] = pad
+    src, tgt = _to(lib, src, device), _to(lib, tgt, device)
+    tgt_in, tgt_out = tgt[:-1, :], tgt[1:, :]
+    loss_fn = nn.CrossEntropyLoss(ignore_index=pad)
+    opt = lib.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.98), eps=1e-9)
+
+    def step():
+        tgt_mask = nn.Transformer.generate_square_subsequent_mask(tgt_len, device=src.device)
+        src_padding_mask = (src == pad).transpose(0, 1)
+        tgt_padding_mask = (tgt_in == pad).transpose(0, 1)
+        logits = model(src, tgt_in, tgt_mask, src_padding_mask, tgt_padding_mask)
+        opt.zero_grad()
+        loss = loss_fn(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1))
+        loss.backward()
+        opt.step()
+        return loss
+    return model, opt, step
+
+
+def _positions(maxlen, emb):
+    """The tutorial's sinusoidal PositionalEncoding table, (maxlen, emb) float32."""
+    den = np.exp(-np.arange(0, emb, 2) * math.log(10000) / emb)
+    pos = np.arange(maxlen)[:, None]
+    table = np.zeros((maxlen, emb))
+    table[:, 0::2], table[:, 1::2] = np.sin(pos * den), np.cos(pos * den)
+    return table.astype(np.float32)
+
+
+# -- pytorch/examples' DCGAN (tests/compat_scripts/dcgan.py): one discriminator and one generator step ---
+def build_dcgan(lib, batch, device="cpu", nz=8, ngf=8, ndf=8):
+    nn = lib.nn
+
+    class GAN(nn.Module):  # one module holding both networks, so _init and .to() see every parameter
+        def __init__(self):
+            super().__init__()
+            self.G = nn.Sequential(
+                nn.ConvTranspose2d(nz, ngf * 4, 4, 1, 0, bias=False), nn.BatchNorm2d(ngf * 4), nn.ReLU(True),
+                nn.ConvTranspose2d(ngf * 4, ngf * 2, 4, 2, 1, bias=False), nn.BatchNorm2d(ngf * 2), nn.ReLU(True),
+                nn.ConvTranspose2d(ngf * 2, 1, 4, 2, 1, bias=False), nn.Tanh())
+            self.D = nn.Sequential(
+                nn.Conv2d(1, ndf, 4, 2, 1, bias=False), nn.LeakyReLU(0.2, inplace=True),
+                nn.Conv2d(ndf, ndf * 2, 4, 2, 1, bias=False), nn.BatchNorm2d(ndf * 2), nn.LeakyReLU(0.2, inplace=True),
+                nn.Conv2d(ndf * 2, 1, 4, 1, 0, bias=False), nn.Sigmoid())
+
+    gan = GAN()
+    _init(gan, lib, lambda k, v: 0.02 if v.dim() > 1 else (1.0 if k.endswith("running_var") else 0.02))
+    gan = gan.to(device)
+    netG, netD = gan.G, gan.D
+    rng = _rng("dcgan")
+    real = _to(lib, np.tanh(rng.standard_normal((batch, 1, 16, 16))).astype(np.float32), device)
+    noise = _to(lib, rng.standard_normal((batch, nz, 1, 1)).astype(np.float32), device)
+    criterion = nn.BCELoss()
+    optD = lib.optim.Adam(netD.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    optG = lib.optim.Adam(netG.parameters(), lr=2e-4, betas=(0.5, 0.999))
+
+    def step():
+        netD.zero_grad()
+        label = lib.full((batch,), 1.0, dtype=real.dtype, device=real.device)
+        err_real = criterion(netD(real).view(-1), label)
+        err_real.backward()
+        fake = netG(noise)
+        label.fill_(0.0)
+        err_fake = criterion(netD(fake.detach()).view(-1), label)
+        err_fake.backward()
+        optD.step()
+        netG.zero_grad()
+        label.fill_(1.0)
+        err_g = criterion(netD(fake).view(-1), label)
+        err_g.backward()
+        optG.step()
+        return err_real + err_fake + err_g
+    return gan, optD, step
+
+
 MODELS = {m.name: m for m in [
     Model("mlp", "MLP 128x256 -> 512 -> 10, SGD", build_mlp),
     Model("gpt", "GPT 2 layers, d=64, 4 heads, context 32, vocab 65, AdamW", build_gpt),
     Model("convnet", "MNIST convnet 28x28 (conv 8, conv 16, fc 32), Adadelta", build_convnet),
     Model("lstm", "LSTM LM 2 layers, 64 -> 128, context 32, vocab 65, SGD + clip", build_lstm),
+    Model("resnet", "ResNet 16x16x3 (stem + 2 stages of 2 BasicBlocks, width 8), SGD momentum", build_resnet),
+    Model("vit", "ViT 16x16x3, patch 4, dim 32, 2 layers, 4 heads, Adam", build_vit),
+    Model("seq2seq", "nn.Transformer seq2seq d=32, 4 heads, 2+2 layers, src 10 / tgt 9, vocab 16, Adam", build_seq2seq),
+    Model("dcgan", "DCGAN 16x16 (nz 8, 8 features), a D and a G step, BCE, Adam", build_dcgan),
     Model("small_mlp", "launch-bound MLP 32 -> 64 -> 64 -> 10, SGD, eager", build_small_mlp),
     Model("small_mlp_graphed", "launch-bound MLP 32 -> 64 -> 64 -> 10, SGD, CUDA graphs", build_small_mlp_graphed,
           devices=("cuda",)),

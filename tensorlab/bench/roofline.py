@@ -24,9 +24,11 @@ BASE_BYTES = 64
 
 def sweep_bytes(sizes, step=4):
     """Copy sizes S (bytes) covering the footprints of the memory-bound workloads at `sizes` float32
-    elements (from 4n to 12n bytes), in powers of two `step` apart."""
+    elements (from 4n to 12n bytes), in powers of two `step` apart. Never empty: workloads whose
+    footprints all lie below the 1 KiB floor (a few elements) get the floor's copy, the nearest
+    ceiling that is still measurable above a call's own cost."""
     lo = max(1024, 1 << (4 * min(sizes)).bit_length() - 2)
-    hi = 1 << (8 * max(sizes)).bit_length()
+    hi = max(lo, 1 << (8 * max(sizes)).bit_length())
     out, s = [], lo
     while s <= hi:
         out.append(s)

@@ -158,23 +158,42 @@ def cat(tensors, dim=0, *, out=None):
 
 
 def stack(tensors, dim=0, *, out=None):
-    ts = _tensor_list(tensors, "stack")
-    refuse_out_grad("stack", out, *tensors)
-    if not ts:
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        _tensor_list(tensors, "stack")  # torch's TypeError
+    if out is not None:
+        refuse_out_grad("stack", out, *tensors)
+    if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
-    lay0 = ts[0]._meta[1]
+    # one pass over the inputs (many small ones are the DataLoader's collate): type, each input's
+    # remembered pin (elementwise's _pin), its record read once, shape, dtype and device compared
+    # with the first's; promotion and the mixed-device rules only when something differs
+    first = tensors[0]
+    if not isinstance(first, Tensor):
+        raise TypeError(f"expected Tensor as element 0 in argument 0, but got {type(first).__name__}")
+    p = _pin(first)
+    meta = p._meta
+    lay0, dt0, dev0 = meta[1], p._dtype, meta[0].device
     shape0 = lay0.shape
-    for i, t in enumerate(ts):
-        lay = t._meta[1]
+    ts = [p]
+    mixed = False
+    for t in tensors[1:]:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {len(ts)} in argument 0, but got {type(t).__name__}")
+        p = _pin(t)
+        meta = p._meta
+        lay = meta[1]
         if lay is not lay0 and lay.shape != shape0:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape0)} at entry 0 and "
-                               f"{list(t.shape)} at entry {i}")
+                               f"{list(t.shape)} at entry {len(ts)}")
+        if p._dtype is not dt0 or meta[0].device is not dev0:
+            mixed = True
+        ts.append(p)
     d = L.wrap_dim(dim, len(shape0) + 1)
     # one primitive call over the inputs themselves (no unsqueezed view per input): stack = cat along a new dim
-    dt = _promote_all(ts)
+    dt = _promote_all(ts) if mixed else dt0
     if isinstance(out, Tensor) and not dtypes.can_cast(dt, out._dtype):
         raise TypeError(f"stack(): input types can't be cast to the desired output type {out._dtype.torch_name}")
-    dev = same_device("stack", *ts)
+    dev = same_device("stack", *ts) if mixed else dev0
     o = output(out, shape0[:d] + (len(ts),) + shape0[d:], dt, dev, "stack", ts)
     if o.tensor.numel():
         o.tensor._backend.stack(o.tensor, ts, d)

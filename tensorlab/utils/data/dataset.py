@@ -7,6 +7,8 @@ import bisect
 import itertools
 import math
 
+import numpy as np
+
 from ... import _warn
 from ...ops.random import Generator, default_generator, randperm
 
@@ -55,6 +57,36 @@ class TensorDataset(Dataset):
 
     def __len__(self):
         return self.tensors[0].size(0)
+
+    def _collated(self, keys):
+        """default_collate([self[k] for k in keys]) -- one tensor per field, the rows at `keys`
+        stacked -- as one index_select per field instead of a view per row and a stack of them
+        (the DataLoader's fetcher asks, see _utils/fetch.py). None, and the caller reads row by
+        row, unless `keys` are in-range non-negative ints and the fields plain tensors that do
+        not require grad (whose batches would record a different graph)."""
+        from ...ops.creation import from_numpy
+        from ...tensor import Tensor
+        fields = self.tensors
+        for t in fields:
+            if type(t) is not Tensor or t._requires_grad:
+                return None
+        try:
+            rows = np.asarray(keys)
+        except (TypeError, ValueError):
+            return None
+        if rows.ndim != 1 or rows.dtype.kind not in "iu" or not rows.size or rows.min() < 0 or \
+                rows.max() >= len(self):
+            return None
+        index = from_numpy(rows.astype(np.int64, copy=False))
+        cpu = index.device
+        moved = {}
+        out = []
+        for t in fields:
+            dev = t.device
+            if dev != cpu and dev not in moved:
+                moved[dev] = index.to(dev)
+            out.append(t.index_select(0, index if dev == cpu else moved[dev]))
+        return out
 
 
 def _read_batch(dataset, indices):

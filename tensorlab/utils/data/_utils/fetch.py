@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import itertools
 
+from ....tensor import Tensor
+from ..dataset import TensorDataset
+from .collate import collate_tensor_fn, default_collate, default_collate_fn_map
+
 _MAP_STYLE = 0
 _ITERABLE_STYLE = 1
 
@@ -21,11 +25,18 @@ class _Fetcher:
 
 
 class _MapStyleFetcher(_Fetcher):
-    """dataset[key] for each key (one __getitems__(keys) call when the dataset has it), collated."""
+    """dataset[key] for each key (one __getitems__(keys) call when the dataset has it), collated.
+    A TensorDataset read as it is (no __getitem__ or __getitems__ of a subclass) and collated by
+    default_collate (its tensor rule unchanged) gives its batch in one gather per field
+    (TensorDataset._collated): the same tensors, without a view per row and a stack of them."""
 
     def fetch(self, keys):
         if not self.auto_collation:
             return self.collate_fn(self.dataset[keys])
+        if self.collate_fn is default_collate and _reads_plain_rows(self.dataset):
+            batch = self.dataset._collated(keys)
+            if batch is not None:
+                return batch
         read_many = getattr(self.dataset, "__getitems__", None)
         samples = read_many(keys) if read_many else [self.dataset[key] for key in keys]
         return self.collate_fn(samples)
@@ -53,6 +64,12 @@ class _StreamFetcher(_Fetcher):
             if not samples or self.drop_last:
                 raise StopIteration
         return self.collate_fn(samples)
+
+
+def _reads_plain_rows(dataset):
+    kind = type(dataset)
+    return kind.__getitem__ is TensorDataset.__getitem__ and getattr(kind, "__getitems__", None) is None and \
+        default_collate_fn_map.get(Tensor) is collate_tensor_fn
 
 
 def make_fetcher(kind, dataset, auto_collation, collate_fn, drop_last):
