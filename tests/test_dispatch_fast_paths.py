@@ -209,6 +209,27 @@ def test_memoized_view_follows_set_and_resize(device):
     assert x.view(3, 2).shape == (3, 2)
 
 
+def test_reshape_and_transpose_memos_are_views_and_copies_stay_copies(device, torch):
+    """reshape/transpose memoize a view's layout (as view/permute do); a reshape that must copy is never
+    memoized: every call returns a fresh contiguous copy."""
+    x = tl.arange(24.0, device=device).view(2, 3, 4)
+    tx = torch.arange(24.0).view(2, 3, 4)
+    for f in (lambda t: t.reshape(6, 4), lambda t: t.reshape((4, -1)), lambda t: t.transpose(0, 2),
+              lambda t: t.transpose(-1, 1)):
+        v = _warm(lambda: f(x))
+        assert v._base is x._base and v.untyped_storage() is x.untyped_storage()
+        assert v.shape == tuple(f(tx).shape) and v.stride() == tuple(f(tx).stride())
+        assert v.tolist() == f(tx).tolist()
+    nc = x.transpose(0, 1)
+    c1, c2 = nc.reshape(6, 4), nc.reshape(6, 4)
+    assert c1.untyped_storage() is not nc.untyped_storage() and c2.untyped_storage() is not c1.untyped_storage()
+    assert c1.tolist() == c2.tolist() == tx.transpose(0, 1).reshape(6, 4).tolist()
+    with pytest.raises(IndexError):
+        x.transpose(0, 3)
+    with pytest.raises(RuntimeError, match="invalid for input of size 24"):
+        x.reshape(5, 5)
+
+
 def test_permute_memo_with_tuple_and_varargs(device, torch):
     x = tl.arange(24.0, device=device).view(2, 3, 4)
     tx = torch.arange(24.0).view(2, 3, 4)

@@ -130,8 +130,26 @@ def view_as(self, other):
 
 def reshape(input, *shape_args, shape=None):
     """A view when the strides allow one, else a contiguous copy viewed with the new shape."""
+    if shape is None and not (input._requires_grad or autograd_hooks._slow):
+        # a view's layout memoized as view()'s (only layouts that passed every check are kept)
+        flat = shape_args[0] if len(shape_args) == 1 and type(shape_args[0]) is tuple else shape_args
+        meta = input._meta
+        try:
+            key = ("reshape", meta[1], flat)
+            lay = _MEMO.get(key)
+        except TypeError:
+            lay = key = None
+        if lay is not None and _ints(flat):
+            return _memo_view(input, meta, lay)
+        out = _reshape(input, shape_args, meta)
+        if key is not None and out._base is not None and out._meta[0] is meta[0] and _ints(flat):
+            _remember(key, out._meta[1])
+        return out
     shape = shape_args if shape is None else sizes_or_keyword(shape_args, shape, "reshape", "shape")
-    meta = input._meta
+    return _reshape(input, shape, input._meta)
+
+
+def _reshape(input, shape, meta):
     lay = meta.layout
     shape = L.infer_size(L.normalize_shape(shape, "reshape"), L.prod(lay.shape))
     stride = L.view_strides(lay.shape, lay.stride, shape)
@@ -216,7 +234,16 @@ def _permute(self, dims, meta=None):
 
 
 def transpose(input, dim0, dim1):
-    return _transpose(input, input._meta, dim0, dim1)
+    meta = input._meta
+    if type(dim0) is int and type(dim1) is int and not (input._requires_grad or autograd_hooks._slow):
+        key = ("transpose", meta[1], dim0, dim1)
+        lay = _MEMO.get(key)
+        if lay is not None:
+            return _memo_view(input, meta, lay)
+        out = _transpose(input, meta, dim0, dim1)
+        _remember(key, out._meta[1])
+        return out
+    return _transpose(input, meta, dim0, dim1)
 
 
 def _transpose(self, meta, dim0, dim1):
