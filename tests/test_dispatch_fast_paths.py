@@ -230,6 +230,30 @@ def test_reshape_and_transpose_memos_are_views_and_copies_stay_copies(device, to
         x.reshape(5, 5)
 
 
+VIEW_CALLS = [("unsqueeze", (1,)), ("unsqueeze", (-1,)), ("squeeze", ()), ("expand", (2, -1, 3, 4)),
+              ("expand", ((2, 2, 3, 4),)), ("narrow", (2, 1, 2)), ("select", (1, -1)), ("unbind", (1,)),
+              ("chunk", (3, -1)), ("split", (2, 2)), ("flatten", (1,)), ("movedim", (0, 2)),
+              ("unfold", (2, 2, 1)), ("diagonal", (0, 1, 2))]
+
+
+@pytest.mark.parametrize("name,args", VIEW_CALLS, ids=lambda v: str(v))
+def test_memoized_view_ops_match_torch_and_stay_views(device, torch, name, args):
+    """unsqueeze/squeeze/expand/narrow/select/unbind/chunk/split/flatten/movedim/unfold/diagonal remember
+    their layouts: the warm call returns views of the same storage, version counter and base, with
+    torch's shapes, strides and values; bools and floats still reach the general path's errors."""
+    x = tl.arange(24.0, device=device).view(1, 2, 3, 4)
+    tx = torch.arange(24.0).view(1, 2, 3, 4)
+    want = getattr(tx, name)(*args)
+    got = _warm(lambda: getattr(x, name)(*args))
+    pairs = zip(got, want) if isinstance(want, tuple) else [(got, want)]
+    for g, w in pairs:
+        assert g.untyped_storage() is x.untyped_storage() and g._base is x._base and g._vc is x._vc
+        assert tuple(g.shape) == tuple(w.shape) and g.stride() == w.stride() and g.tolist() == w.tolist()
+    if name in ("unsqueeze", "select", "narrow"):
+        with pytest.raises(TypeError):
+            getattr(x, name)(*((True,) + args[1:]))
+
+
 def test_permute_memo_with_tuple_and_varargs(device, torch):
     x = tl.arange(24.0, device=device).view(2, 3, 4)
     tx = torch.arange(24.0).view(2, 3, 4)

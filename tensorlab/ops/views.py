@@ -730,6 +730,62 @@ def swapaxes_(self, axis0, axis1):
     return transpose_(self, axis0, axis1)
 moveaxis = movedim
 
+# -- memoized entry points --------------------------------------------------------------------------
+def _plain(args):
+    """Whether every argument is an exact int or a tuple (Size) of exact ints (hashable, and nothing whose
+    equality could hide a bool or float the general path must refuse)."""
+    for a in args:
+        if type(a) is not int and not ((type(a) is tuple or type(a) is Size) and _ints(a)):
+            return False
+    return True
+
+
+def _memoized(name, fn):
+    """fn (a view op of a tensor and int arguments) with its result's layout(s) memoized per (input
+    layout, arguments), as view/permute/reshape/transpose do inline: a repeated call with autograd
+    having nothing to record makes the view(s) from the remembered layout(s). Only calls that returned
+    new views of the input's storage are remembered; keywords, other argument types, subclasses and
+    recorded calls always take fn."""
+    def memoized(input, *args, **kwargs):
+        if kwargs or type(input) is not Tensor or input._requires_grad or autograd_hooks._slow or not _plain(args):
+            return fn(input, *args, **kwargs)
+        meta = input._meta
+        key = (name, meta[1], args)
+        hit = _MEMO.get(key)
+        if hit is not None:
+            if type(hit) is tuple:
+                return tuple([_memo_view(input, meta, lay) for lay in hit])
+            return _memo_view(input, meta, hit)
+        out = fn(input, *args)
+        storage = meta[0]
+        if type(out) is Tensor:
+            if out is not input and out._meta[0] is storage and out._dtype is input._dtype:
+                _remember(key, out._meta[1])
+        elif type(out) is tuple and all(type(o) is Tensor and o is not input and o._meta[0] is storage for o in out):
+            _remember(key, tuple([o._meta[1] for o in out]))
+        return out
+    memoized.__name__ = memoized.__qualname__ = fn.__name__
+    memoized.__doc__ = fn.__doc__
+    memoized.__wrapped__ = fn
+    return memoized
+
+
+unsqueeze = _memoized("unsqueeze", unsqueeze)
+squeeze = _memoized("squeeze", squeeze)
+expand = _memoized("expand", expand)
+narrow = _memoized("narrow", narrow)
+select = _memoized("select", select)
+unbind = _memoized("unbind", unbind)
+chunk = _memoized("chunk", chunk)
+split = _memoized("split", split)
+t = _memoized("t", t)
+flatten = _memoized("flatten", flatten)
+movedim = _memoized("movedim", movedim)
+moveaxis = movedim
+unfold = _memoized("unfold", unfold)
+diagonal = _memoized("diagonal", diagonal)
+
+
 FUNCTIONS = ("reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "adjoint", "movedim", "moveaxis",
              "squeeze", "unsqueeze", "flatten", "unflatten", "broadcast_to", "broadcast_tensors", "as_strided",
              "narrow", "select", "unbind", "diagonal", "split", "split_with_sizes", "chunk", "tensor_split", "detach")
