@@ -61,10 +61,12 @@ __device__ __forceinline__ float affine_value(float b0, float b1, float b2, unsi
   two_sum(p1, b1, c, ec);
   two_sum(a, c, t, et);
   float r = __fadd_rn(t, __fadd_rn(__fadd_rn(__fadd_rn(ea, ec), et), __fadd_rn(p2, b2)));
-  for (; e > 127; e -= 127) r = __fmul_rn(r, __int_as_float(254 << 23));
-  for (; e < -126; e += 126) r = __fmul_rn(r, __int_as_float(1 << 23));
-  if (e) r = __fmul_rn(r, __int_as_float((e + 127) << 23));
-  return r;
+  // times 2^e in three steps of at most 2^100 (beyond +-300 every nonzero float overflows or underflows)
+  e = min(max(e, -300), 300);
+  const int e1 = e / 3, e2 = (e - e1) / 2, e3 = e - e1 - e2;
+  r = __fmul_rn(r, __int_as_float((e1 + 127) << 23));
+  r = __fmul_rn(r, __int_as_float((e2 + 127) << 23));
+  return __fmul_rn(r, __int_as_float((e3 + 127) << 23));
 }
 }  // namespace
 

@@ -528,8 +528,11 @@ DIVERGENCES = (
                "with ints and slices in both", "one rule for every write through an aliased layout but fill_/zero_",
                DELIBERATE, _index_put_expanded),
     Divergence("linspace()", "float32/float16/bfloat16 interior points",
-               "computed in the result dtype", "computed in float64, rounded once (may differ by one ulp)",
-               "one formula for both backends (kernels/creation.cu evaluates it in double)", DELIBERATE,
+               "computed in the result dtype", "the float64 formula's value (start + float64(i * step), rounded "
+               "once to float32; float16/bfloat16 from that float32), without float64 arithmetic on the device "
+               "(may differ from torch by one ulp)",
+               "one formula for both backends (kernels/creation.cu rounds the double product in 64-bit integers "
+               "and sums in float pairs; backends/range_params.py)", DELIBERATE,
                _linspace_double),
     Divergence("fill_, full(), full_like()", "a float16/bfloat16 fill value past the dtype's range (1e300)",
                "inf for a one-element CPU tensor (its scalar_fill shortcut), RuntimeError 'value cannot be "
@@ -540,7 +543,8 @@ DIVERGENCES = (
     Divergence("std, var, norm (float32)", "values whose squares leave float32's range: std([1e30, 1, 2, 3]), "
                "norm([3e-25, 4e-25])",
                "std 5e29 on the CPU (accumulated in double), inf on CUDA (accumulated in float); the norm's squares "
-               "underflow: 0.0", "5e29 and 5e-25 on both backends: float32 moments and norms accumulate in double",
+               "underflow: 0.0", "5e29 and 5e-25 on both backends: the CPU accumulates in double, CUDA in float "
+               "scaled by an exact power of two (no overflow or underflow where the result is finite)",
                "one answer on every device; the CPU's is the finite, right one", DELIBERATE, _wide_moments),
     Divergence("mean(x, dim, out=x) and other reductions into an input", "out= that is the reduced input",
                "writes the output while reading the input (mean(x, 0, out=x) of [1, 2, 3] gives 0.)",

@@ -55,17 +55,12 @@ def significand(step):
 
 
 def pow2_steps(e):
-    """float32 powers of two applied one after another to scale by 2^e (each normal), as the device."""
-    out = []
-    while e > 127:
-        out.append(_F32(2.0 ** 127))
-        e -= 127
-    while e < -126:
-        out.append(_F32(2.0 ** -126))
-        e += 126
-    if e:
-        out.append(_F32(2.0 ** e))
-    return out
+    """The three float32 powers of two (each within 2^+-100) applied one after another to scale by 2^e,
+    e clamped to [-300, 300] (beyond, every nonzero float32 overflows or underflows), as the device."""
+    e = min(max(e, -300), 300)
+    e1 = int(e / 3)  # C's truncating division
+    e2 = int((e - e1) / 2)
+    return [_F32(2.0 ** k) for k in (e1, e2, e - e1 - e2)]
 
 
 def affine_values(j, base, step, e):
