@@ -132,3 +132,13 @@ def test_same_bits_on_every_device_and_strided_out(device, dtype):
     big = tl.arange(0, 3_000_000 * 0.37, 0.37, device=device).cpu().numpy()  # j past 2^21
     j = np.arange(big.shape[0], dtype=np.int64)
     np.testing.assert_array_equal(big, _double_arange(0.0, 0.37, j).astype(np.float32))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_both_index_types(device, index, dtype):
+    """The int and long long instantiations (kernel_table rows) give the CPU twin's bits."""
+    got = tl.arange(-2.0, 3.0, 0.3, dtype=dtype, device=device).float().cpu().numpy()
+    want = RP.affine_values(np.arange(17, dtype=np.int64), -2.0, 0.3, 0)
+    np.testing.assert_array_equal(got, want if dtype is tl.float32 else tl.tensor(want).to(dtype).float().numpy())
+    got = tl.linspace(-1.5, 2.0, 12, dtype=dtype, device=device).float().cpu().numpy()
+    np.testing.assert_array_equal(got, _expected(dtype, _double_linspace(-1.5, 2.0, 12)))
