@@ -172,7 +172,8 @@ KERNELS = {
     "copy.cu": _per_dtype_pair("copy_cast_contiguous", "copy_cast_strided"),
     # arange computes an integral range in int64, a float64 one in double, float32/float16/bfloat16 ones in
     # float pairs (backends/range_params.py); linspace likewise (integer outputs in double); no bool arange
-    "creation.cu": (_per_dtype("arange_int", among=dtypes.INTEGRAL) + _per_dtype("arange_float", among=(dtypes.float64,))
+    "creation.cu": (_per_dtype("arange_int", among=dtypes.INTEGRAL)
+                    + _per_dtype("arange_float", among=(dtypes.float64,))
                     + _per_dtype("arange_df", "linspace_df", among=_FLOAT_PAIR)
                     + _per_dtype("linspace", among=tuple(d for d in dtypes.ALL if d not in _FLOAT_PAIR))
                     + _per_dtype("eye")),

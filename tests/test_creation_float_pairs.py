@@ -44,7 +44,8 @@ def _ranges(seed, count):
         elif k == 2:
             yield rng.standard_normal() * 100, rng.standard_normal() * 1e-3, 1 << 31
         elif k == 3:
-            yield rng.standard_normal() * 10.0 ** rng.integers(-5, 8), rng.standard_normal() * 10.0 ** rng.integers(-8, 3), 1 << 28
+            yield (rng.standard_normal() * 10.0 ** rng.integers(-5, 8), rng.standard_normal() * 10.0 ** rng.integers(-8, 3),
+                   1 << 28)
         elif k == 4:
             s = 10.0 ** rng.integers(-37, 37)
             yield rng.standard_normal() * s, rng.standard_normal() * s * 1e-3, 1 << 20
@@ -142,3 +143,9 @@ def test_both_index_types(device, index, dtype):
     np.testing.assert_array_equal(got, want if dtype is tl.float32 else tl.tensor(want).to(dtype).float().numpy())
     got = tl.linspace(-1.5, 2.0, 12, dtype=dtype, device=device).float().cpu().numpy()
     np.testing.assert_array_equal(got, _expected(dtype, _double_linspace(-1.5, 2.0, 12)))
+
+
+def test_non_finite_bounds_give_nan_on_every_device(device):
+    for a, b in ((float("-inf"), float("inf")), (0.0, float("inf")), (float("nan"), 1.0), (float("inf"), 2.0)):
+        got = tl.linspace(a, b, 5, device=device).cpu().numpy()
+        assert np.isnan(got).all(), (a, b, got)

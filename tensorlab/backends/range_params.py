@@ -18,7 +18,8 @@ to 53 bits first: the two can differ by one float32 ulp where the exact sum lies
 float32 midpoint (about 1 in 10^5 values over random ranges; none of the decimal-step ranges and
 zero crossings in tests/test_creation_float_pairs.py). Cancellation (arange(-1, 1, 0.1)[10]) is
 exact, as in double: 0.0. float16/bfloat16 round the float32 value again (as the CUDA cast of the
-double formula did; the CPU had cast float64 to them directly)."""
+double formula did; the CPU had cast float64 to them directly). A non-finite bound or step (linspace
+of inf) gives NaN everywhere (the double formula gave inf at some positions)."""
 from __future__ import annotations
 
 import math
@@ -67,7 +68,8 @@ def affine_values(j, base, step, e):
     """float32 values of base + j * step (base, step scaled by 2^-e here) for an int64 array j, as
     the device computes them."""
     b, s = math.ldexp(base, -e), math.ldexp(step, -e)
-    p = j.astype(np.float64) * s  # float64(j * step): the device's rounded integer product
+    with np.errstate(over="ignore", invalid="ignore"):
+        p = j.astype(np.float64) * s  # float64(j * step): the device's rounded integer product
     p0, p1, p2 = split3(p)
     s0, s1, s2 = split3(b)
     with np.errstate(over="ignore", invalid="ignore"):
