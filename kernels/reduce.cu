@@ -14,7 +14,7 @@
 //
 // Blocks have at most kMaxBlock threads, but the kernel deliberately has no __launch_bounds__: under
 // a 256-thread bound ptxas squeezes every instantiation toward 32 registers and spills the ones
-// that call subroutines (double division in mean/var/std, pow in norm). Unbounded, the simple ops
+// that call subroutines (division in var/std, pow in norm, double math in the float64 kernels). Unbounded, the simple ops
 // (sum, mean, ... of float) still get <= 32 registers, i.e. 8 blocks per SM, which the split
 // geometry's grid (reduction.py, one wave of 8 blocks per SM) assumes.
 #include "tensorlab/reduce.cuh"

@@ -15,6 +15,9 @@ def _per_dtype(*templates, among=dtypes.ALL):
     return tuple(f"{t}<{d.ctype}, {ix}>" for t in templates for d in among for ix in INDEX_TYPES)
 
 
+_FLOAT_PAIR = (dtypes.float32, dtypes.float16, dtypes.bfloat16)  # creation.cu's float-pair kernels
+
+
 def _per_dtype_pair(*templates):
     """template<Src, Dst, Index> for every (source, destination) dtype pair and index type."""
     return tuple(f"{t}<{s.ctype}, {d.ctype}, {ix}>" for t in templates for s in dtypes.ALL for d in dtypes.ALL
@@ -167,9 +170,13 @@ def _elementwise():
 KERNELS = {
     "fill.cu": _per_dtype("fill_contiguous", "fill_strided"),
     "copy.cu": _per_dtype_pair("copy_cast_contiguous", "copy_cast_strided"),
-    # arange computes an integral range in int64 and a floating one in double (ops/creation.py); no bool arange
-    "creation.cu": (_per_dtype("arange_int", among=dtypes.INTEGRAL) + _per_dtype("arange_float", among=dtypes.FLOATING)
-                    + _per_dtype("linspace", "eye")),
+    # arange computes an integral range in int64, a float64 one in double, float32/float16/bfloat16 ones in
+    # float pairs (backends/range_params.py); linspace likewise (integer outputs in double); no bool arange
+    "creation.cu": (_per_dtype("arange_int", among=dtypes.INTEGRAL)
+                    + _per_dtype("arange_float", among=(dtypes.float64,))
+                    + _per_dtype("arange_df", "linspace_df", among=_FLOAT_PAIR)
+                    + _per_dtype("linspace", among=tuple(d for d in dtypes.ALL if d not in _FLOAT_PAIR))
+                    + _per_dtype("eye")),
     "matmul.cu": _per_dtype("gemm_tiled", "gemm_small"),
     # random.cu: <T, Index, Contiguous[, Words]>; randint reads word pairs (Words 2) for ranges >= 2^32,
     # which only these dtypes hold; randperm refuses bool

@@ -4,8 +4,8 @@
 - the float32 random math (backends/cpu/random_math.py, the twin of kernels/tensorlab/random_math.cuh)
   against float64 log/sin/cos of the same Philox words, and normal/exponential bit-identical on the
   CPU and on CUDA (float32, float16, bfloat16) over enough words to visit every quadrant and branch;
-- float32 var/std/norm (Welford, accumulated in double on both backends: one finite answer) against
-  torch's float32 results, with a
+- float32 var/std/norm (Welford; the CPU accumulates in double, CUDA in float with an exact power-of-two
+  scale: tests/test_scaled_norm_moments.py) against torch's float32 results, with a
   large mean (where a naive float32 sum of squares loses everything) and split reductions."""
 from __future__ import annotations
 

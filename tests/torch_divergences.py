@@ -167,6 +167,16 @@ def _unsupported_dtypes(device):
             tl.from_numpy(np.zeros(2, dtype=npdt))
 
 
+def _addmm_activation_gelu_exact(device):
+    """_addmm_activation(use_gelu=True) is the exact GELU of addmm on every device (not the tanh
+    approximation torch's CUDA takes from cuBLASLt's GELU_BIAS epilogue)."""
+    b, a, c = (tl.tensor(v, device=device) for v in ([0.5, -1.0], [[1.0, 2.0]], [[0.25, -0.5], [1.0, 0.75]]))
+    got = tl._addmm_activation(b, a, c, use_gelu=True).cpu().numpy().astype(np.float64)
+    x = np.array([[2.75, 0.0]])
+    exact = x * 0.5 * np.array([[math.erfc(-v / math.sqrt(2)) for v in x[0]]])
+    np.testing.assert_allclose(got, exact, rtol=1e-6, atol=1e-7)
+
+
 def _linspace_double(device):
     got = tl.linspace(0.5, 7.5, 4, dtype=tl.float32, device=device).cpu().numpy()
     want = (np.array([0.5, 0.5 + 7 / 3, 7.5 - 7 / 3, 7.5], dtype=np.float64)).astype(np.float32)
@@ -528,8 +538,11 @@ DIVERGENCES = (
                "with ints and slices in both", "one rule for every write through an aliased layout but fill_/zero_",
                DELIBERATE, _index_put_expanded),
     Divergence("linspace()", "float32/float16/bfloat16 interior points",
-               "computed in the result dtype", "computed in float64, rounded once (may differ by one ulp)",
-               "one formula for both backends (kernels/creation.cu evaluates it in double)", DELIBERATE,
+               "computed in the result dtype", "the float64 formula's value (start + float64(i * step), rounded "
+               "once to float32; float16/bfloat16 from that float32), without float64 arithmetic on the device "
+               "(may differ from torch by one ulp)",
+               "one formula for both backends (kernels/creation.cu rounds the double product in 64-bit integers "
+               "and sums in float pairs; backends/range_params.py)", DELIBERATE,
                _linspace_double),
     Divergence("fill_, full(), full_like()", "a float16/bfloat16 fill value past the dtype's range (1e300)",
                "inf for a one-element CPU tensor (its scalar_fill shortcut), RuntimeError 'value cannot be "
@@ -537,10 +550,15 @@ DIVERGENCES = (
                "RuntimeError (overflow) whatever the size; inf and NaN themselves fit",
                "the answer must not depend on the tensor's length (torch's is path-dependent; no elementwise "
                "oracle test reaches it)", DELIBERATE, _fill_overflow_half),
+    Divergence("_addmm_activation(use_gelu=True)", "CUDA tensors",
+               "GELU's tanh approximation on CUDA (cuBLASLt's GELU_BIAS epilogue), the exact GELU on the CPU",
+               "the exact GELU on both backends (the BIAS epilogue, then the GELU kernel)",
+               "one answer on every device: torch's CPU one", DELIBERATE, _addmm_activation_gelu_exact),
     Divergence("std, var, norm (float32)", "values whose squares leave float32's range: std([1e30, 1, 2, 3]), "
                "norm([3e-25, 4e-25])",
                "std 5e29 on the CPU (accumulated in double), inf on CUDA (accumulated in float); the norm's squares "
-               "underflow: 0.0", "5e29 and 5e-25 on both backends: float32 moments and norms accumulate in double",
+               "underflow: 0.0", "5e29 and 5e-25 on both backends: the CPU accumulates in double, CUDA in float "
+               "scaled by an exact power of two (no overflow or underflow where the result is finite)",
                "one answer on every device; the CPU's is the finite, right one", DELIBERATE, _wide_moments),
     Divergence("mean(x, dim, out=x) and other reductions into an input", "out= that is the reduced input",
                "writes the output while reading the input (mean(x, 0, out=x) of [1, 2, 3] gives 0.)",

@@ -1,6 +1,6 @@
 // Reduction functors for kernels/reduce.cu (and the row helpers softmax.cu and scan.cu share).
 // Each op is a template <In, Out> struct with
-//   State                      the running accumulator (a POD of at most three fields)
+//   State                      the running accumulator (a POD of at most four fields, <= 32 bytes)
 //   identity(arg)              the State of an empty range
 //   push(state, x, r, arg)     fold in element x (its row-major index r among the reduced elements)
 //   combine(a, b, arg)         merge two States (a thread's with another's, or two split partials)
@@ -23,14 +23,6 @@ template <> struct AccOf<__half> { using type = float; };
 template <> struct AccOf<__nv_bfloat16> { using type = float; };
 template <> struct AccOf<float> { using type = float; };
 template <> struct AccOf<double> { using type = double; };
-
-// norm, var and std accumulate float32 in double (float16/bfloat16 in float): the CPU backend does the
-// same, so squares and squared deviations past float32's range give one finite answer on every device
-// (std([1e30, 1, 2, 3]) is 5e29, tensor([3e20, 1.]).norm() 3e20; torch's CUDA kernels give inf there, its
-// CPU var/std the finite value: docs/torch-divergences.md). The only FP64 in float32 kernels, by choice.
-// The double `arg` (p, correction) is converted to the accumulation type once.
-template <typename T> struct WideAccOf { using type = typename AccOf<T>::type; };
-template <> struct WideAccOf<float> { using type = double; };
 
 template <typename Out, typename In>
 __device__ __forceinline__ typename AccOf<Out>::type acc_load(In x) {
@@ -97,6 +89,8 @@ template <typename A> struct Val { A a; };
 template <typename A, typename B> struct Pair { A a; B b; };
 template <typename A, typename B, typename C> struct Triple { A a; B b; C c; };
 
+template <typename A, typename B, typename C, typename D> struct Quad { A a; B b; C c; D d; };
+
 template <typename A>
 __device__ __forceinline__ Val<A> shfl_down(Val<A> s, unsigned off, int w) { return {shfl_down(s.a, off, w)}; }
 template <typename A, typename B>
@@ -106,6 +100,10 @@ __device__ __forceinline__ Pair<A, B> shfl_down(Pair<A, B> s, unsigned off, int 
 template <typename A, typename B, typename C>
 __device__ __forceinline__ Triple<A, B, C> shfl_down(Triple<A, B, C> s, unsigned off, int w) {
   return {shfl_down(s.a, off, w), shfl_down(s.b, off, w), shfl_down(s.c, off, w)};
+}
+template <typename A, typename B, typename C, typename D>
+__device__ __forceinline__ Quad<A, B, C, D> shfl_down(Quad<A, B, C, D> s, unsigned off, int w) {
+  return {shfl_down(s.a, off, w), shfl_down(s.b, off, w), shfl_down(s.c, off, w), shfl_down(s.d, off, w)};
 }
 
 // -- sum, prod, mean -------------------------------------------------------------------------------
@@ -166,69 +164,227 @@ struct CountNonzero {
   __device__ static void store(State s, long long, double, Out* out, long long*) { *out = cast<Out>(s.a); }
 };
 
-// -- norm: p in {0, 1, 2, inf, -inf} by special cases, any other p by pow -------------------------
-template <typename In, typename Out>
-struct Norm {
-  using Acc = typename WideAccOf<Out>::type;
-  using State = Val<Acc>;
+// -- norm, var, std ----------------------------------------------------------------------------------
+// float32/float16/bfloat16 accumulate in float with a power-of-two scale, so a square (or a power) of a
+// value near float's range neither overflows nor underflows where the result is finite: std([1e30, 1,
+// 2, 3]) is 5e29, norm([3e-25, 4e-25]) 5e-25, on every device (torch's CUDA kernels give inf and 0
+// there). The scale is 2^k with k the exponent of the largest |x| seen, clamped to [-126, 126]: a value
+// times inv = 2^-k is exact and below 4, so sums of squares stay below 16 n; a state with a smaller
+// scale is brought to a larger one by another exact power of two (squares by its square, clamped at
+// 2^-126: what that drops is below 2^-126 of the larger state's terms). Where nothing leaves float's
+// range, the scaled sums are the unscaled float sums' bits times 2^-2k. float64 accumulates in double,
+// unscaled. No FP64 instruction in the float kernels: the double `arg` (p, correction) is classified
+// by its bits and converted to float once.
+
+// 2^e for e in [-126, 127] (a normal float).
+__device__ __forceinline__ float pow2f(int e) { return __int_as_float((e + 127) << 23); }
+// The biased exponent of a finite float (0 for zero and subnormals).
+__device__ __forceinline__ int exp_bits(float a) { return (__float_as_int(a) >> 23) & 0xff; }
+// The scale exponent for a finite |x|: floor(log2 |x|) clamped to [-126, 126].
+__device__ __forceinline__ int scale_exp(float a) { return min(max(exp_bits(a), 1), 253) - 127; }
+// inv_from / inv_to for scales inv = 2^-k (inv_to <= inv_from), and its square, clamped below at 2^-126.
+__device__ __forceinline__ float scale_ratio(float inv_to, float inv_from) {
+  return pow2f(max(exp_bits(inv_to) - exp_bits(inv_from), -126));
+}
+__device__ __forceinline__ float scale_ratio2(float inv_to, float inv_from) {
+  return pow2f(max(2 * (exp_bits(inv_to) - exp_bits(inv_from)), -126));
+}
+// The scale inv = 2^-k that holds |x| (unchanged for inf/NaN, which poison the sums by themselves).
+__device__ __forceinline__ float grown_inv(float inv, float x) {
+  const float a = fabsf(x);
+  if (!(a <= 3.4028234663852886e38f)) return inv;
+  return fminf(inv, pow2f(-scale_exp(a)));
+}
+
+// The norm's p, classified from the double's bits (no FP64 compare in a float kernel).
+enum NormKind { kNorm2, kNorm1, kNorm0, kNormInf, kNormNegInf, kNormPos, kNormNeg };
+__device__ __forceinline__ int norm_kind(double pd) {
+  const long long b = __double_as_longlong(pd);
+  if (b == 0x4000000000000000LL) return kNorm2;
+  if (b == 0x3ff0000000000000LL) return kNorm1;
+  if ((b << 1) == 0) return kNorm0;
+  if (b == 0x7ff0000000000000LL) return kNormInf;
+  if (b == static_cast<long long>(0xfff0000000000000ULL)) return kNormNegInf;
+  return b < 0 ? kNormNeg : kNormPos;
+}
+
+template <typename Out> struct IsDouble { static constexpr bool value = false; };
+template <> struct IsDouble<double> { static constexpr bool value = true; };
+
+// Float: state (a, b, c) by kind:
+//   2:       a = sum of (|x| inv)^2, c = inv = 2^-k                       (b unused)
+//   other p: a = sum of (u / s)^q, b = s = max u so far, c = 1 / s (1 when s is inf, 0 when s is 0),
+//            with u = |x|, q = p for p > 0, and u = 1 / |x|, q = -p for p < 0 (the p-norm of x is the
+//            reciprocal of the q-norm of 1 / |x|): every term is at most 1 (up to rounding of c)
+//   1, 0, inf, -inf: a = sum, count, max, min                            (b, c unused)
+template <typename In, typename Out, bool Wide>
+struct NormAcc {
+  using State = Triple<float, float, float>;
   __device__ static State identity(double pd) {
-    const Acc p = static_cast<Acc>(pd);
-    return {p == Bounds<Acc>::lowest() ? Bounds<Acc>::highest() : Acc(0)};
+    const int k = norm_kind(pd);
+    return {k == kNormNegInf ? Bounds<float>::highest() : 0.f, 0.f, k == kNorm2 ? pow2f(126) : 0.f};
   }
   __device__ static void push(State& s, In x, long long, double pd) {
-    const Acc p = static_cast<Acc>(pd), inf = Bounds<Acc>::highest();
-    Acc v = m_abs(acc_load<Out>(x));
-    if (p == 2) s.a += v * v;
-    else if (p == 1) s.a += v;
-    else if (p == inf) s.a = max_nan(s.a, v);
-    else if (p == -inf) s.a = min_nan(s.a, v);
-    else if (p == 0) s.a += v != Acc(0) ? Acc(1) : Acc(0);
-    else s.a += m_pow(v, p);
+    const int k = norm_kind(pd);
+    float v = fabsf(acc_load<Out>(x));
+    if (k == kNorm2) {
+      float t = v * s.c;
+      if (!(t < 2.f)) {
+        const float inv = grown_inv(s.c, v);
+        s.a *= scale_ratio2(inv, s.c);
+        s.c = inv;
+        t = v * inv;
+      }
+      s.a = fmaf(t, t, s.a);
+    } else if (k == kNorm1) {
+      s.a += v;
+    } else if (k == kNormInf) {
+      s.a = max_nan(s.a, v);
+    } else if (k == kNormNegInf) {
+      s.a = min_nan(s.a, v);
+    } else if (k == kNorm0) {
+      s.a += v != 0.f ? 1.f : 0.f;
+    } else {
+      const float q = k == kNormPos ? static_cast<float>(pd) : -static_cast<float>(pd);
+      if (k == kNormNeg) v = 1.f / v;
+      if (v > s.b) {  // a new largest u: the sum so far in units of u (NaN u falls through)
+        s.a *= powf(s.b / v, q);
+        s.b = v;
+        s.c = v == Bounds<float>::highest() ? 1.f : 1.f / v;
+      }
+      s.a += powf(v * s.c, q);
+    }
   }
   __device__ static State combine(State a, State b, double pd) {
-    const Acc p = static_cast<Acc>(pd), inf = Bounds<Acc>::highest();
-    if (p == inf) return {max_nan(a.a, b.a)};
-    if (p == -inf) return {min_nan(a.a, b.a)};
-    return {a.a + b.a};
+    const int k = norm_kind(pd);
+    if (k == kNorm2) {
+      if (a.c > b.c) { State t = a; a = b; b = t; }  // a has the larger scale (smaller inv)
+      return {a.a + b.a * scale_ratio2(a.c, b.c), 0.f, a.c};
+    }
+    if (k == kNormInf) return {max_nan(a.a, b.a), 0.f, 0.f};
+    if (k == kNormNegInf) return {min_nan(a.a, b.a), 0.f, 0.f};
+    if (k == kNormPos || k == kNormNeg) {
+      if (a.b < b.b) { State t = a; a = b; b = t; }
+      const float q = k == kNormPos ? static_cast<float>(pd) : -static_cast<float>(pd);
+      const float ratio = a.b == b.b ? 1.f : b.b / a.b;
+      return {a.a + b.a * powf(ratio, q), a.b, a.c};
+    }
+    return {a.a + b.a, 0.f, 0.f};
   }
   __device__ static void store(State s, long long, double pd, Out* out, long long*) {
-    const Acc p = static_cast<Acc>(pd), inf = Bounds<Acc>::highest();
-    Acc r = s.a;
-    if (p == 2) r = m_sqrt(r);
-    else if (p != 1 && p != 0 && p != inf && p != -inf) r = m_pow(r, Acc(1) / p);
+    const int k = norm_kind(pd);
+    float r = s.a;
+    if (k == kNorm2) {
+      r = sqrtf(s.a) * pow2f(127 - exp_bits(s.c));
+    } else if (k == kNormPos || k == kNormNeg) {
+      const float q = k == kNormPos ? static_cast<float>(pd) : -static_cast<float>(pd);
+      r = s.b * powf(s.a, 1.f / q);
+      if (k == kNormNeg) r = 1.f / r;
+    }
     *out = cast<Out>(r);
   }
 };
 
-// -- var, std: Welford (mean, sum of squared deviations, count), merged with Chan's formula --------
-template <typename In, typename Out, bool Sqrt>
+// Double: sums of |x|^p unscaled (p in {0, 1, 2, inf, -inf} by special cases, any other p by pow).
+template <typename In, typename Out>
+struct NormAcc<In, Out, true> {
+  using State = Val<double>;
+  __device__ static State identity(double p) { return {p == -inf_value() ? inf_value() : 0.0}; }
+  __device__ static void push(State& s, In x, long long, double p) {
+    const double inf = inf_value(), v = fabs(acc_load<Out>(x));
+    if (p == 2) s.a += v * v;
+    else if (p == 1) s.a += v;
+    else if (p == inf) s.a = max_nan(s.a, v);
+    else if (p == -inf) s.a = min_nan(s.a, v);
+    else if (p == 0) s.a += v != 0.0 ? 1.0 : 0.0;
+    else s.a += pow(v, p);
+  }
+  __device__ static State combine(State a, State b, double p) {
+    if (p == inf_value()) return {max_nan(a.a, b.a)};
+    if (p == -inf_value()) return {min_nan(a.a, b.a)};
+    return {a.a + b.a};
+  }
+  __device__ static void store(State s, long long, double p, Out* out, long long*) {
+    const double inf = inf_value();
+    double r = s.a;
+    if (p == 2) r = sqrt(r);
+    else if (p != 1 && p != 0 && p != inf && p != -inf) r = pow(r, 1.0 / p);
+    *out = cast<Out>(r);
+  }
+};
+
+// var, std: Welford (mean, sum of squared deviations, count), merged with Chan's formula. Float: the
+// mean and the sum in units of the scale inv = 2^-k (d), so deviations stay below 4 and their squares
+// below 16 per element; the result is scaled back by 2^k twice (var) or once (std).
+template <typename In, typename Out, bool Sqrt, bool Wide>
 struct Moments {
-  using Acc = typename WideAccOf<Out>::type;
-  using State = Triple<Acc, Acc, long long>;
-  __device__ static State identity(double) { return {Acc(0), Acc(0), 0}; }
+  using State = Quad<float, float, long long, float>;
+  __device__ static State identity(double) { return {0.f, 0.f, 0, pow2f(126)}; }
   __device__ static void push(State& s, In x, long long, double) {
-    Acc v = acc_load<Out>(x);
+    const float v = acc_load<Out>(x);
+    float vs = v * s.d;
+    if (!(fabsf(vs) < 2.f)) {
+      const float inv = grown_inv(s.d, v);
+      s.a *= scale_ratio(inv, s.d);
+      s.b *= scale_ratio2(inv, s.d);
+      s.d = inv;
+      vs = v * inv;
+    }
     s.c += 1;
-    Acc d = v - s.a;
-    s.a += d / static_cast<Acc>(s.c);
+    const float d = vs - s.a;
+    s.a += d / static_cast<float>(s.c);
+    s.b = fmaf(d, vs - s.a, s.b);
+  }
+  __device__ static State combine(State a, State b, double) {
+    if (b.c == 0) return a;
+    if (a.c == 0) return b;
+    if (a.d > b.d) {  // bring a to b's larger scale
+      a.a *= scale_ratio(b.d, a.d);
+      a.b *= scale_ratio2(b.d, a.d);
+      a.d = b.d;
+    } else if (b.d > a.d) {
+      b.a *= scale_ratio(a.d, b.d);
+      b.b *= scale_ratio2(a.d, b.d);
+    }
+    const long long n = a.c + b.c;
+    const float d = b.a - a.a, nb = static_cast<float>(b.c) / static_cast<float>(n);
+    return {a.a + d * nb, a.b + b.b + d * d * static_cast<float>(a.c) * nb, n, a.d};
+  }
+  __device__ static void store(State s, long long, double correction, Out* out, long long*) {
+    const float dof = static_cast<float>(s.c) - static_cast<float>(correction);
+    const float r = s.b / (dof > 0.f ? dof : 0.f);
+    const float scale = pow2f(127 - exp_bits(s.d));  // 2^k = 1 / inv
+    *out = cast<Out>(Sqrt ? sqrtf(r) * scale : r * scale * scale);
+  }
+};
+
+template <typename In, typename Out, bool Sqrt>
+struct Moments<In, Out, Sqrt, true> {
+  using State = Triple<double, double, long long>;
+  __device__ static State identity(double) { return {0.0, 0.0, 0}; }
+  __device__ static void push(State& s, In x, long long, double) {
+    const double v = acc_load<Out>(x);
+    s.c += 1;
+    const double d = v - s.a;
+    s.a += d / static_cast<double>(s.c);
     s.b += d * (v - s.a);
   }
   __device__ static State combine(State a, State b, double) {
     if (b.c == 0) return a;
     if (a.c == 0) return b;
-    long long n = a.c + b.c;
-    Acc d = b.a - a.a;
-    Acc nb = static_cast<Acc>(b.c) / static_cast<Acc>(n);
-    return {a.a + d * nb, a.b + b.b + d * d * static_cast<Acc>(a.c) * nb, n};
+    const long long n = a.c + b.c;
+    const double d = b.a - a.a, nb = static_cast<double>(b.c) / static_cast<double>(n);
+    return {a.a + d * nb, a.b + b.b + d * d * static_cast<double>(a.c) * nb, n};
   }
   __device__ static void store(State s, long long, double correction, Out* out, long long*) {
-    const Acc dof = static_cast<Acc>(s.c) - static_cast<Acc>(correction);
-    Acc r = s.b / (dof > Acc(0) ? dof : Acc(0));
-    *out = cast<Out>(Sqrt ? m_sqrt(r) : r);
+    const double dof = static_cast<double>(s.c) - correction;
+    const double r = s.b / (dof > 0.0 ? dof : 0.0);
+    *out = cast<Out>(Sqrt ? sqrt(r) : r);
   }
 };
-template <typename In, typename Out> using Var = Moments<In, Out, false>;
-template <typename In, typename Out> using Std = Moments<In, Out, true>;
+template <typename In, typename Out> using Norm = NormAcc<In, Out, IsDouble<Out>::value>;
+template <typename In, typename Out> using Var = Moments<In, Out, false, IsDouble<Out>::value>;
+template <typename In, typename Out> using Std = Moments<In, Out, true, IsDouble<Out>::value>;
 
 // -- logsumexp: online (max, sum of exp(x - max)); NaN, +inf and all -inf give NaN, +inf, -inf -----
 template <typename In, typename Out>

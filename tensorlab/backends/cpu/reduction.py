@@ -43,9 +43,11 @@ def _floating(a, dt):
 
 
 def _wide(a, dt):
-    """norm/var/std operands: float32 is accumulated in float64, as torch's CPU kernels do, so a
-    square or squared deviation past float32's range does not overflow a finite result
-    (tensor([1e30, 1., 2., 3.]).std() is 5e29, tensor([3e20]).norm() is 3e20)."""
+    """norm/var/std operands: float32 (and float16/bfloat16) are accumulated in float64, as torch's CPU
+    var/std do, so a square or squared deviation past float32's range does not overflow a finite
+    result (tensor([1e30, 1., 2., 3.]).std() is 5e29, tensor([3e20]).norm() is 3e20). The CUDA kernels
+    reach the same finite answers in float, scaled by exact powers of two (kernels/tensorlab/reduce.cuh);
+    the two agree within float32 accuracy (tests/test_scaled_norm_moments.py states the tolerances)."""
     b = _floating(a, dt)
     return b.astype(np.float64) if b.dtype == np.float32 else b
 
