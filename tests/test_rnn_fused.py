@@ -154,7 +154,7 @@ def test_cells_use_the_fused_op(device, name):
 @pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
 def test_layer_ops_per_step(device, monkeypatch, name):
     """One fused sequence op per layer and direction (no op per time step); stepping with cells
-    (SEQUENCE off, or a hidden size past the kernels' shared memory): T x L x D fused cell ops."""
+    (SEQUENCE off): T x L x D fused cell ops."""
     calls = []
     real_cell, real_seq = rnn_fused.cell, rnn_fused.sequence
     monkeypatch.setattr(rnn_fused, "cell", lambda mode, *a: calls.append("cell") or real_cell(mode, *a))
@@ -162,12 +162,11 @@ def test_layer_ops_per_step(device, monkeypatch, name):
     m = getattr(nn, name)(3, 4, num_layers=2, bidirectional=True).to(device)
     m(tl.zeros(5, 2, 3, device=device))
     assert calls == ["seq"] * 4
-    for flag, value in (("SEQUENCE", False), ("_SEQ_SHARED_MAX", 16)):
-        calls.clear()
-        with monkeypatch.context() as mp:
-            mp.setattr(rnn_fused, flag, value)
-            m(tl.zeros(5, 2, 3, device=device))
-        assert calls == ["cell"] * (5 * 2 * 2)
+    calls.clear()
+    with monkeypatch.context() as mp:
+        mp.setattr(rnn_fused, "SEQUENCE", False)
+        m(tl.zeros(5, 2, 3, device=device))
+    assert calls == ["cell"] * (5 * 2 * 2)
 
 
 SEQ_CONFIGS = [("LSTM", {}), ("GRU", {}), ("RNN", {}), ("RNN", {"nonlinearity": "relu"}),
