@@ -179,7 +179,7 @@ constexpr int kSeqChunk = 256;  // h columns staged in shared memory at a time
 }  // namespace
 
 template <typename T, int Mode, typename Index>
-__global__ void __launch_bounds__(256) rnn_seq_step_fwd(T* __restrict__ hs, T* __restrict__ cs,
+__global__ void __launch_bounds__(256, 1) rnn_seq_step_fwd(T* __restrict__ hs, T* __restrict__ cs,
                                                         typename tl::AccOf<T>::type* __restrict__ ws,
                                                         const T* __restrict__ gi, const T* __restrict__ w,
                                                         const T* __restrict__ bias, const T* __restrict__ h0,
