@@ -176,10 +176,16 @@ __device__ __forceinline__ A rnn_round(A v) { return static_cast<A>(tl::widen(tl
 constexpr int kSeqRows = 8;     // batch rows per forward block tile (registers per lane: G * kSeqRows)
 constexpr int kSeqUnits = 8;    // hidden units per forward block: one per warp of 256 threads
 constexpr int kSeqChunk = 256;  // h columns staged in shared memory at a time
+// Blocks of rnn_seq_step_fwd per SM asked of ptxas (its register cap): left to itself it capped the 16-bit LSTM
+// at 48 registers and spilled on sm_80, and with no bound it spreads the RNN modes over twice the registers.
+template <typename T, int Mode>
+struct RnnSeqMinBlocks {
+  static constexpr int value = sizeof(typename tl::AccOf<T>::type) == 8 ? 2 : (Mode >= 2 ? 8 : 4);
+};
 }  // namespace
 
 template <typename T, int Mode, typename Index>
-__global__ void __launch_bounds__(256, 1) rnn_seq_step_fwd(T* __restrict__ hs, T* __restrict__ cs,
+__global__ void __launch_bounds__(256, RnnSeqMinBlocks<T, Mode>::value) rnn_seq_step_fwd(T* __restrict__ hs, T* __restrict__ cs,
                                                         typename tl::AccOf<T>::type* __restrict__ ws,
                                                         const T* __restrict__ gi, const T* __restrict__ w,
                                                         const T* __restrict__ bias, const T* __restrict__ h0,
