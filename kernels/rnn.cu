@@ -18,8 +18,8 @@ __device__ __forceinline__ double rnn_tanh(double v) { return tanh(v); }
 template <typename A>
 __device__ __forceinline__ A rnn_sigmoid(A v) { return A(1) / (A(1) + rnn_exp(-v)); }
 
-template <typename T>
-__device__ __forceinline__ typename tl::AccOf<T>::type ld(const T* p, long long i) {
+template <typename T, typename I>
+__device__ __forceinline__ typename tl::AccOf<T>::type ld(const T* p, I i) {
   return static_cast<typename tl::AccOf<T>::type>(tl::widen(p[i]));
 }
 
@@ -148,192 +148,204 @@ __global__ void rnn_act_cell_bwd(T* __restrict__ d_pre, const T* __restrict__ gr
   }
 }
 
-// Whole-sequence recurrences: one launch runs every time step of one layer direction. Block b owns batch
-// rows b, b + gridDim.x, ...; it keeps h (and LSTM's c) in shared memory (in the accumulation type, rounded
-// through T each step as the per-step cells store them) and reads W_hh (G*H, H) from global memory.
-// Mode (a template parameter): 0 LSTM, 1 GRU, 2 RNN tanh, 3 RNN relu. gi (T, B, G*H): the input
-// projections with the biases folded in (GRU: b_ih only; its b_hh comes as `bias`, b_hn inside r * (.)).
-// Dynamic shared memory: (2 * H + G * H) accumulation-type elements.
+// Whole-sequence recurrences, one launch per time step (the launch boundary is the step barrier: every
+// block of a step needs the whole h of the step before, which other blocks wrote). Mode (a template
+// parameter): 0 LSTM, 1 GRU, 2 RNN tanh, 3 RNN relu. gi (T, B, G*H): the input projections with the biases
+// folded in (GRU: b_ih only; its b_hh comes as `bias`, b_hn inside r * (.)). The states of a step are read
+// back from hs / cs (T, B, H) or h0 / c0 (tp < 0): the same values a block-resident copy rounded through T
+// would hold. ws (T, B, 4H, accumulation type; LSTM i, f, g, o; GRU r, z, n, h W_hn + b_hn) is what the
+// backward reads.
 //
-// rnn_seq_fwd: each step, warp w computes the dot products of W_hh rows w, w + 8, ... with h (lanes over
-// the row, a fixed butterfly sum), then one thread per hidden unit applies the gate math. Writes hs (T, B, H),
-// cs (LSTM), and the workspace ws (T, B, 4H, accumulation type: LSTM i, f, g, o; GRU r, z, n, h W_hn + b_hn)
-// that the backward reads.
-// rnn_seq_bwd: the steps in reverse processing order; per step one thread per hidden unit forms the gate
-// gradients (d_gi (T, B, G*H); GRU also d_gh, whose n part is dn * r) from ws, then
-// dh_prev[j] = sum over k of W_hh[k, j] * d_gh[k] in k order (+ GRU's dh * z), dc_prev = dc * f.
-// Ends with d_h0, d_c0. W_hh's and the biases' gradients are matmuls / sums outside.
+// rnn_seq_step_fwd: block (x, y) owns kSeqUnits hidden units (one per warp) for a tile of kSeqRows batch rows;
+// the tile's h rows are staged in shared memory kSeqChunk columns at a time and each W_hh element a warp loads
+// (its unit's G gate rows) serves all kSeqRows batch rows from registers, so W_hh is read once per batch tile
+// per step, not once per batch row, and the grid is ceil(H / 8) x ceil(B / 8). Summation order of a gate
+// pre-activation: lane l accumulates columns l, l + 32, l + 64, ... in order from 0, then a butterfly
+// (xor 16, 8, 4, 2, 1) sums the lanes. Lane r then applies the gate math of batch row r of the tile.
+// rnn_seq_step_bwd, launch s of T + 1 (steps in reverse processing order): thread (unit j, batch row b) first
+// finishes the step the previous launch formed gate gradients for (tq >= 0): dh = carry (GRU's dh * z, else
+// 0) + sum over k of W_hh[k, j] * dg[k] in k order, dg being the stored, T-rounded d_gi (GRU: d_gh, whose n
+// part is dn * r); then forms the gate gradients of step t (t >= 0) from grad + dh, or writes d_h0 / d_c0
+// (the last launch). carry (B, H, accumulation type) holds LSTM's dc * f or GRU's dh * z between launches
+// (each thread reads and writes only its own element). W_hh's and the biases' gradients are matmuls outside.
 namespace {
 __device__ __forceinline__ float rnn_shfl_xor(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 __device__ __forceinline__ double rnn_shfl_xor(double v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 template <typename T, typename A>
 __device__ __forceinline__ A rnn_round(A v) { return static_cast<A>(tl::widen(tl::cast<T>(v))); }
+constexpr int kSeqRows = 8;     // batch rows per forward block tile (registers per lane: G * kSeqRows)
+constexpr int kSeqUnits = 8;    // hidden units per forward block: one per warp of 256 threads
+constexpr int kSeqChunk = 256;  // h columns staged in shared memory at a time
+// Blocks of rnn_seq_step_fwd per SM asked of ptxas (its register cap): left to itself it capped the 16-bit LSTM
+// at 48 registers and spilled on sm_80, and with no bound it spreads the RNN modes over twice the registers.
+template <typename T, int Mode>
+struct RnnSeqMinBlocks {
+  static constexpr int value = sizeof(typename tl::AccOf<T>::type) == 8 ? 2 : (Mode >= 2 ? 8 : 4);
+};
 }  // namespace
 
-template <typename T, int Mode>
-__global__ void __launch_bounds__(256, 1) rnn_seq_fwd(T* __restrict__ hs, T* __restrict__ cs,
-                                                   typename tl::AccOf<T>::type* __restrict__ ws,
-                                                   const T* __restrict__ gi, const T* __restrict__ w,
-                                                   const T* __restrict__ bias, const T* __restrict__ h0,
-                                                   const T* __restrict__ c0, long long steps, long long B,
-                                                   long long H, int has_bias, int reverse) {
+template <typename T, int Mode, typename Index>
+__global__ void __launch_bounds__(256, RnnSeqMinBlocks<T, Mode>::value) rnn_seq_step_fwd(T* __restrict__ hs, T* __restrict__ cs,
+                                                        typename tl::AccOf<T>::type* __restrict__ ws,
+                                                        const T* __restrict__ gi, const T* __restrict__ w,
+                                                        const T* __restrict__ bias, const T* __restrict__ h0,
+                                                        const T* __restrict__ c0, Index t, Index tp, Index B,
+                                                        Index H, Index tiles, int has_bias) {
   using A = typename tl::AccOf<T>::type;
-  TL_DYNAMIC_SHARED(A, sm);
   constexpr int G = Mode == 0 ? 4 : (Mode == 1 ? 3 : 1);
-  A* sh_h = sm;
-  A* sh_c = sm + H;
-  A* pre = sm + 2 * H;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nwarps = blockDim.x >> 5;
-  const long long GH = G * H;
-  for (long long b = blockIdx.x; b < B; b += gridDim.x) {
-    for (long long j = tid; j < H; j += blockDim.x) {
-      sh_h[j] = ld(h0, b * H + j);
-      if (Mode == 0) sh_c[j] = ld(c0, b * H + j);
-    }
-    __syncthreads();
-    for (long long step = 0; step < steps; ++step) {
-      const long long t = reverse ? steps - 1 - step : step;
-      for (long long k = warp; k < GH; k += nwarps) {
-        const T* row = w + k * H;
-        A acc = A(0);
-        for (long long j = lane; j < H; j += 32) acc += ld(row, j) * sh_h[j];
-        for (int m = 16; m > 0; m >>= 1) acc += rnn_shfl_xor(acc, m);
-        if (lane == 0) pre[k] = acc;
+  __shared__ A sh[kSeqRows][kSeqChunk];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const Index j = Index(blockIdx.x) * kSeqUnits + warp;
+  const Index GH = G * H, HH = H * H;
+  const T* hp = tp < 0 ? h0 : hs + tp * B * H;
+  const T* cp = tp < 0 ? c0 : cs + tp * B * H;
+  for (Index tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
+    const Index b0 = tile * kSeqRows;
+    A acc[G][kSeqRows];
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+#pragma unroll
+      for (int r = 0; r < kSeqRows; ++r) acc[g][r] = A(0);
+    for (Index k0 = 0; k0 < H; k0 += kSeqChunk) {
+      const int kc = static_cast<int>(min(Index(kSeqChunk), H - k0));
+      __syncthreads();  // the previous chunk (or tile) is read
+      for (int e = threadIdx.x; e < kSeqRows * kSeqChunk; e += blockDim.x) {
+        const int r = e / kSeqChunk, c = e % kSeqChunk;
+        if (c < kc) sh[r][c] = b0 + r < B ? ld(hp, (b0 + r) * H + k0 + c) : A(0);
       }
       __syncthreads();
-      const long long base = t * B + b;
-      const T* g = gi + base * GH;
-      A* wr = ws + base * 4 * H;
-      for (long long j = tid; j < H; j += blockDim.x) {
-        A hnew;
-        if (Mode == 0) {
-          const A i = rnn_sigmoid(ld(g, j) + pre[j]);
-          const A f = rnn_sigmoid(ld(g, H + j) + pre[H + j]);
-          const A gg = rnn_tanh(ld(g, 2 * H + j) + pre[2 * H + j]);
-          const A o = rnn_sigmoid(ld(g, 3 * H + j) + pre[3 * H + j]);
-          const A c = rnn_round<T>(f * sh_c[j] + i * gg);
-          hnew = o * rnn_tanh(c);
-          sh_c[j] = c;
-          cs[base * H + j] = tl::cast<T>(c);
-          wr[j] = i;
-          wr[H + j] = f;
-          wr[2 * H + j] = gg;
-          wr[3 * H + j] = o;
-        } else if (Mode == 1) {
-          A hr = pre[j], hz = pre[H + j], hn = pre[2 * H + j];
-          if (has_bias) {
-            hr += ld(bias, j);
-            hz += ld(bias, H + j);
-            hn += ld(bias, 2 * H + j);
+      if (j < H) {  // warp-uniform
+        const T* wj = w + j * H + k0;
+        for (int c = lane; c < kc; c += 32) {
+          A wv[G];
+#pragma unroll
+          for (int g = 0; g < G; ++g) wv[g] = ld(wj, g * HH + c);
+#pragma unroll
+          for (int r = 0; r < kSeqRows; ++r) {
+            const A hv = sh[r][c];
+#pragma unroll
+            for (int g = 0; g < G; ++g) acc[g][r] += wv[g] * hv;
           }
-          const A r = rnn_sigmoid(ld(g, j) + hr);
-          const A z = rnn_sigmoid(ld(g, H + j) + hz);
-          const A n = rnn_tanh(ld(g, 2 * H + j) + r * hn);
-          hnew = n + z * (sh_h[j] - n);
-          wr[j] = r;
-          wr[H + j] = z;
-          wr[2 * H + j] = n;
-          wr[3 * H + j] = hn;
-        } else {
-          const A v = ld(g, j) + pre[j];
-          hnew = Mode == 3 ? (v < A(0) ? A(0) : v) : rnn_tanh(v);
         }
-        hnew = rnn_round<T>(hnew);
-        sh_h[j] = hnew;  // unit j is read by this thread only until the barrier
-        hs[base * H + j] = tl::cast<T>(hnew);
       }
-      __syncthreads();
     }
+    if (j >= H) continue;  // warp-uniform; no barrier below before the next tile's first one
+    A pre[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+#pragma unroll
+      for (int r = 0; r < kSeqRows; ++r) {
+        A v = acc[g][r];
+        for (int m = 16; m > 0; m >>= 1) v += rnn_shfl_xor(v, m);
+        if (r == 0 || lane == r) pre[g] = v;
+      }
+    }
+    const Index b = b0 + lane;
+    if (lane >= kSeqRows || b >= B) continue;
+    const Index base = t * B + b;
+    const T* g = gi + base * GH;
+    A* wr = ws + base * 4 * H;
+    A hnew;
+    if (Mode == 0) {
+      const A i = rnn_sigmoid(ld(g, j) + pre[0]);
+      const A f = rnn_sigmoid(ld(g, H + j) + pre[1]);
+      const A gg = rnn_tanh(ld(g, 2 * H + j) + pre[2]);
+      const A o = rnn_sigmoid(ld(g, 3 * H + j) + pre[3]);
+      const A c = rnn_round<T>(f * ld(cp, b * H + j) + i * gg);
+      hnew = o * rnn_tanh(c);
+      cs[base * H + j] = tl::cast<T>(c);
+      wr[j] = i;
+      wr[H + j] = f;
+      wr[2 * H + j] = gg;
+      wr[3 * H + j] = o;
+    } else if (Mode == 1) {
+      A hr = pre[0], hz = pre[1], hn = pre[2];
+      if (has_bias) {
+        hr += ld(bias, j);
+        hz += ld(bias, H + j);
+        hn += ld(bias, 2 * H + j);
+      }
+      const A r = rnn_sigmoid(ld(g, j) + hr);
+      const A z = rnn_sigmoid(ld(g, H + j) + hz);
+      const A n = rnn_tanh(ld(g, 2 * H + j) + r * hn);
+      hnew = n + z * (ld(hp, b * H + j) - n);
+      wr[j] = r;
+      wr[H + j] = z;
+      wr[2 * H + j] = n;
+      wr[3 * H + j] = hn;
+    } else {
+      const A v = ld(g, j) + pre[0];
+      hnew = Mode == 3 ? (v < A(0) ? A(0) : v) : rnn_tanh(v);
+    }
+    hs[base * H + j] = tl::cast<T>(hnew);
   }
 }
 
-template <typename T, int Mode>
-__global__ void __launch_bounds__(256, 1) rnn_seq_bwd(T* __restrict__ d_gi, T* __restrict__ d_gh, T* __restrict__ d_h0,
-                                                   T* __restrict__ d_c0, const T* __restrict__ grad_h,
-                                                   const T* __restrict__ grad_c,
-                                                   const typename tl::AccOf<T>::type* __restrict__ ws,
-                                                   const T* __restrict__ hs, const T* __restrict__ cs,
-                                                   const T* __restrict__ w, const T* __restrict__ h0,
-                                                   const T* __restrict__ c0, long long steps, long long B,
-                                                   long long H, int reverse) {
+template <typename T, int Mode, typename Index>
+__global__ void __launch_bounds__(256) rnn_seq_step_bwd(T* __restrict__ d_gi, T* __restrict__ d_gh,
+                                                        T* __restrict__ d_h0, T* __restrict__ d_c0,
+                                                        typename tl::AccOf<T>::type* __restrict__ carry,
+                                                        const T* __restrict__ grad_h, const T* __restrict__ grad_c,
+                                                        const typename tl::AccOf<T>::type* __restrict__ ws,
+                                                        const T* __restrict__ hs, const T* __restrict__ cs,
+                                                        const T* __restrict__ w, const T* __restrict__ h0,
+                                                        const T* __restrict__ c0, Index t, Index tq, Index tp,
+                                                        Index B, Index H, Index tiles) {
   using A = typename tl::AccOf<T>::type;
-  TL_DYNAMIC_SHARED(A, sm);
   constexpr int G = Mode == 0 ? 4 : (Mode == 1 ? 3 : 1);
-  A* dh = sm;
-  A* dc = sm + H;
-  A* dg = sm + 2 * H;
-  const int tid = threadIdx.x;
-  const long long GH = G * H;
-  for (long long b = blockIdx.x; b < B; b += gridDim.x) {
-    for (long long j = tid; j < H; j += blockDim.x) {
-      dh[j] = A(0);
-      dc[j] = A(0);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, rows = blockDim.x >> 5;
+  const Index j = Index(blockIdx.x) * 32 + lane;
+  const Index GH = G * H;
+  if (j >= H) return;  // no barriers in this kernel
+  for (Index tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
+    const Index b = tile * rows + warp;
+    if (b >= B) return;
+    const Index e = b * H + j;
+    A dh = A(0), dc = A(0);
+    if (tq >= 0) {
+      const T* dg = (Mode == 1 ? d_gh : d_gi) + (tq * B + b) * GH;
+      A acc = Mode == 1 ? carry[e] : A(0);
+      for (Index k = 0; k < GH; ++k) acc += ld(w, k * H + j) * ld(dg, k);
+      dh = acc;
+      if (Mode == 0) dc = carry[e];
     }
-    __syncthreads();
-    for (long long step = 0; step < steps; ++step) {
-      const long long t = reverse ? step : steps - 1 - step;  // the forward's order, backwards
-      const long long tp = reverse ? t + 1 : t - 1;           // the step whose state this one read
-      const bool first = tp < 0 || tp >= steps;
-      const long long base = t * B + b;
-      const A* wr = ws + base * 4 * H;
-      T* dgi = d_gi + base * GH;
-      for (long long j = tid; j < H; j += blockDim.x) {
-        const A dht = ld(grad_h, base * H + j) + dh[j];
-        A direct = A(0);
-        if (Mode == 0) {
-          const A i = wr[j], f = wr[H + j], gg = wr[2 * H + j], o = wr[3 * H + j];
-          const A c = ld(cs, base * H + j);
-          const A cp = first ? ld(c0, b * H + j) : ld(cs, (tp * B + b) * H + j);
-          const A tc = rnn_tanh(c);
-          const A dct = ld(grad_c, base * H + j) + dc[j] + dht * o * (A(1) - tc * tc);
-          const A v0 = dct * gg * i * (A(1) - i), v1 = dct * cp * f * (A(1) - f);
-          const A v2 = dct * i * (A(1) - gg * gg), v3 = dht * tc * o * (A(1) - o);
-          dgi[j] = tl::cast<T>(v0);
-          dgi[H + j] = tl::cast<T>(v1);
-          dgi[2 * H + j] = tl::cast<T>(v2);
-          dgi[3 * H + j] = tl::cast<T>(v3);
-          dg[j] = rnn_round<T>(v0);
-          dg[H + j] = rnn_round<T>(v1);
-          dg[2 * H + j] = rnn_round<T>(v2);
-          dg[3 * H + j] = rnn_round<T>(v3);
-          dc[j] = dct * f;
-        } else if (Mode == 1) {
-          const A r = wr[j], z = wr[H + j], n = wr[2 * H + j], hn = wr[3 * H + j];
-          const A hp = first ? ld(h0, b * H + j) : ld(hs, (tp * B + b) * H + j);
-          const A dn = dht * (A(1) - z) * (A(1) - n * n);
-          const A dr = dn * hn * r * (A(1) - r);
-          const A dz = dht * (hp - n) * z * (A(1) - z);
-          T* dghr = d_gh + base * GH;
-          dgi[j] = tl::cast<T>(dr);
-          dgi[H + j] = tl::cast<T>(dz);
-          dgi[2 * H + j] = tl::cast<T>(dn);
-          dghr[j] = tl::cast<T>(dr);
-          dghr[H + j] = tl::cast<T>(dz);
-          dghr[2 * H + j] = tl::cast<T>(dn * r);
-          dg[j] = rnn_round<T>(dr);
-          dg[H + j] = rnn_round<T>(dz);
-          dg[2 * H + j] = rnn_round<T>(dn * r);
-          direct = dht * z;
-        } else {
-          const A y = ld(hs, base * H + j);
-          const A dp = Mode == 3 ? (y > A(0) ? dht : A(0)) : dht * (A(1) - y * y);
-          dgi[j] = tl::cast<T>(dp);
-          dg[j] = rnn_round<T>(dp);
-        }
-        dh[j] = direct;  // unit j is this thread's until the barrier
-      }
-      __syncthreads();
-      for (long long j = tid; j < H; j += blockDim.x) {
-        A acc = dh[j];
-        for (long long k = 0; k < GH; ++k) acc += ld(w, k * H + j) * dg[k];
-        dh[j] = acc;
-      }
-      __syncthreads();
+    if (t < 0) {
+      d_h0[e] = tl::cast<T>(dh);
+      if (Mode == 0) d_c0[e] = tl::cast<T>(dc);
+      continue;
     }
-    for (long long j = tid; j < H; j += blockDim.x) {
-      d_h0[b * H + j] = tl::cast<T>(dh[j]);
-      if (Mode == 0) d_c0[b * H + j] = tl::cast<T>(dc[j]);
+    const Index base = t * B + b;
+    const A* wr = ws + base * 4 * H;
+    T* dgi = d_gi + base * GH;
+    const A dht = ld(grad_h, base * H + j) + dh;
+    if (Mode == 0) {
+      const A i = wr[j], f = wr[H + j], gg = wr[2 * H + j], o = wr[3 * H + j];
+      const A c = ld(cs, base * H + j);
+      const A cprev = tp < 0 ? ld(c0, e) : ld(cs, tp * B * H + e);
+      const A tc = rnn_tanh(c);
+      const A dct = ld(grad_c, base * H + j) + dc + dht * o * (A(1) - tc * tc);
+      dgi[j] = tl::cast<T>(dct * gg * i * (A(1) - i));
+      dgi[H + j] = tl::cast<T>(dct * cprev * f * (A(1) - f));
+      dgi[2 * H + j] = tl::cast<T>(dct * i * (A(1) - gg * gg));
+      dgi[3 * H + j] = tl::cast<T>(dht * tc * o * (A(1) - o));
+      carry[e] = dct * f;
+    } else if (Mode == 1) {
+      const A r = wr[j], z = wr[H + j], n = wr[2 * H + j], hn = wr[3 * H + j];
+      const A hprev = tp < 0 ? ld(h0, e) : ld(hs, tp * B * H + e);
+      const A dn = dht * (A(1) - z) * (A(1) - n * n);
+      const A dr = dn * hn * r * (A(1) - r);
+      const A dz = dht * (hprev - n) * z * (A(1) - z);
+      T* dghr = d_gh + base * GH;
+      dgi[j] = tl::cast<T>(dr);
+      dgi[H + j] = tl::cast<T>(dz);
+      dgi[2 * H + j] = tl::cast<T>(dn);
+      dghr[j] = tl::cast<T>(dr);
+      dghr[H + j] = tl::cast<T>(dz);
+      dghr[2 * H + j] = tl::cast<T>(dn * r);
+      carry[e] = dht * z;
+    } else {
+      const A y = ld(hs, base * H + j);
+      dgi[j] = tl::cast<T>(Mode == 3 ? (y > A(0) ? dht : A(0)) : dht * (A(1) - y * y));
     }
-    __syncthreads();
   }
 }

@@ -1,6 +1,8 @@
 // Data-dependent outputs (nonzero, masked_select, boolean-mask indexing) by a device-side scan:
-//   tile_counts:   the number of nonzero elements of each tile of kTile elements (row-major order);
-//   tile_scan:     one block turns the counts into exclusive offsets, the grand total last;
+//   tile_counts:   the number of nonzero elements of each tile t of kTile elements (row-major order), into
+//                  counts[t + 1] (counts[0] = 0);
+//   then the host's multi-block cumsum (kernels/scan.cu, backends/cuda/reduction.py) turns counts[0..tiles]
+//   into each tile's exclusive offset, the grand total last (an inclusive scan of the shifted counts);
 //   compact_*:     each tile ranks its nonzero elements (block prefix sums) and writes them, in
 //                  order, from its offset: their coordinates, or the selected values.
 // Launched with blocks of kBlock threads. The host reads the total (a named host_wait) to size the
@@ -15,33 +17,15 @@ template <typename T, typename Index>
 __global__ void tile_counts(const T* __restrict__ x, Index n, tl::StridedLayout<Index> layout,
                             long long* __restrict__ counts) {
   Index tiles = (n + kTile - 1) / kTile;
+  if (blockIdx.x == 0 && threadIdx.x == 0) counts[0] = 0;
   for (Index t = blockIdx.x; t < tiles; t += gridDim.x) {
     int c = 0;
     for (int r = 0; r < kRounds; ++r) {
       Index i = t * kTile + r * kBlock + threadIdx.x;
       c += __syncthreads_count(i < n && tl::cast<bool>(x[tl::offset_of(i, layout)]));
     }
-    if (threadIdx.x == 0) counts[t] = c;
+    if (threadIdx.x == 0) counts[t + 1] = c;
   }
-}
-
-// counts[0..tiles) -> exclusive offsets; counts[tiles] = the total. One block.
-__global__ void tile_scan(long long* counts, long long tiles) {
-  __shared__ long long carry;
-  if (threadIdx.x == 0) carry = 0;
-  __syncthreads();
-  for (long long base = 0; base < tiles; base += kBlock) {
-    long long i = base + threadIdx.x;
-    // a tile holds at most kTile nonzeros, so the kBlock counts of one step sum within an int
-    int v = i < tiles ? static_cast<int>(counts[i]) : 0;
-    int total;
-    int before = tl::block_exclusive_scan(v, total);
-    if (i < tiles) counts[i] = carry + before;
-    __syncthreads();
-    if (threadIdx.x == 0) carry += total;
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) counts[tiles] = carry;
 }
 
 // The row-major coordinates (in `shape`, a table: shape.shape[d], shape.ndim) of every nonzero

@@ -55,9 +55,19 @@ def _reduce_rows():
 
 def _scan_rows():
     _, pairs = _reduction_pairs()
-    return tuple(f"{k}<{i.ctype}, {o.ctype}, {ix}>"
+    sums = tuple(f"{k}<{i.ctype}, {o.ctype}, {ix}>"
                  for k in ("scan_rows", "scan_seq", "scan_chunk_totals", "scan_chunk_apply") for i, o in pairs
                  for ix in INDEX_TYPES)
+    # cummax/cummin indices: the input dtypes ARG_SCAN_INPUTS (others are converted to int64 first), the
+    # chunk totals' scan per key type (float, double, long long)
+    args = tuple(f"{k}<{t.ctype}, {ix}>" for k in ("scan_arg_rows", "scan_arg_seq", "scan_arg_chunk_totals",
+                                                   "scan_arg_chunk_apply") for t in ARG_SCAN_INPUTS
+                 for ix in INDEX_TYPES)
+    keys = tuple(f"scan_arg_totals<{k}, {ix}>" for k in ("float", "double", "long long") for ix in INDEX_TYPES)
+    return sums + args + keys
+
+
+ARG_SCAN_INPUTS = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64)
 
 
 
@@ -201,7 +211,7 @@ KERNELS = {
         + [f"index_put<{d.ctype}, {d.ctype if m == 0 else _accumulator(d).ctype}, {ix}, {m}>" for m in (0, 1, 2, 3, 4)
            for d in dtypes.ALL for ix in INDEX_TYPES]),
     "shape.cu": _per_dtype("cat", "roll", "triangle"),
-    "scan_select.cu": _per_dtype("tile_counts", "compact_coords", "compact_values") + ("tile_scan",),
+    "scan_select.cu": _per_dtype("tile_counts", "compact_coords", "compact_values"),
     "sort.cu": _per_dtype("sort_segments", "sort_merge"),
     "reduce.cu": _reduce_rows(),
     "scan.cu": _scan_rows(),
@@ -272,10 +282,10 @@ KERNELS["batch_norm.cu"] = (_per_dtype("batch_norm_stats", "batch_norm_bwd_reduc
 # for float16/bfloat16/float32, double for double)
 KERNELS["rnn.cu"] = _per_dtype("lstm_cell_fwd", "lstm_cell_bwd", "gru_cell_fwd", "gru_cell_bwd", "rnn_act_cell_fwd",
                                "rnn_act_cell_bwd", among=dtypes.FLOATING)
-# rnn.cu's whole-sequence recurrences (one launch per layer direction), the floating dtypes; 64-bit offsets
-# per mode (0 LSTM, 1 GRU, 2 RNN tanh, 3 RNN relu)
-KERNELS["rnn.cu"] += tuple(f"{k}<{d.ctype}, {m}>" for k in ("rnn_seq_fwd", "rnn_seq_bwd") for d in dtypes.FLOATING
-                           for m in range(4))
+# rnn.cu's whole-sequence recurrences (one launch per time step, a grid of hidden-unit slices x batch tiles), the
+# floating dtypes, per mode (0 LSTM, 1 GRU, 2 RNN tanh, 3 RNN relu) and index type
+KERNELS["rnn.cu"] += tuple(f"{k}<{d.ctype}, {m}, {ix}>" for k in ("rnn_seq_step_fwd", "rnn_seq_step_bwd")
+                           for d in dtypes.FLOATING for m in range(4) for ix in INDEX_TYPES)
 # complex.cu: elementwise ops over complex operands (backends/cuda/complex.py), per kernel name the
 # functor of kernels/tensorlab/complex.cuh's tl::cop and the result: C complex<T>, R T (abs), B bool;
 # T float (complex64) and double (complex128), both index types

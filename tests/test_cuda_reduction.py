@@ -194,6 +194,67 @@ def test_cumulative_long_rows_multi_block(device, index, dtype):
         _scan_bound_check(y, want, "sum", dtype)
 
 
+def _extreme_values(shape, dtype, seed):
+    """Few levels (ties everywhere); floats with NaNs in the first row only, so other rows keep their
+    numbers (after a NaN the answer is the latest NaN), a 1-D row one NaN near its end."""
+    arr = values(shape, dtype, seed=seed, low=-2, high=3)
+    if dtype.is_floating_point:
+        arr = np.round(arr.astype(np.float32) * 2).astype(dtype.np)
+        row = arr if arr.ndim == 1 else arr.reshape(-1, shape[-1])[0]
+        n = row.shape[0]
+        row[[n - 2] if arr.ndim == 1 else [n // 3, n // 3 + 1, n - 2]] = np.nan
+    return arr
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=lambda d: d.name)
+def test_cummax_cummin_match_cpu(device, index, dtype):
+    """cummax/cummin's index scan (scan.cu scan_arg_*) on each launch shape: short rows and rows along a
+    strided dim (a thread per row), long rows (a block per row), few rows longer than two scan chunks (a
+    block per chunk: the chunks' (key, position) records, their scan, the rescan), 1-D; ties and NaNs as
+    the CPU backend (torch's rules: the latest extreme, the latest NaN)."""
+    from tensorlab.backends.cuda.reduction import SCAN_CHUNK
+    long = 2 * SCAN_CHUNK + 4096 // 3
+    for shape, dim in (((3, 5), 1), ((300, 2), 0), ((2, 300), 1), ((3, long), 1), ((long,), 0)):
+        arr = _extreme_values(shape, dtype, seed=12)
+        for layout in ("contiguous", "transposed") if len(shape) == 2 else ("contiguous",):
+            for fn in (tl.cummax, tl.cummin):
+                _both(lambda x, d: fn(x, d), arr, dtype, device, dim, layout)
+
+
+@pytest.mark.torch_oracle
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8"])
+def test_cummax_cummin_long_rows_match_torch(device, dtype):
+    torch = pytest.importorskip("torch")
+    from tensorlab.backends.cuda.reduction import SCAN_CHUNK
+    dt = getattr(tl, dtype)
+    for shape, dim in (((2 * SCAN_CHUNK + 77,), 0), ((2, 3 * SCAN_CHUNK + 5), 1), ((2, 700), 1)):
+        arr = _extreme_values(shape, dt, seed=13)
+        x = tl.tensor(arr, dtype=dt, device=device)
+        tx = torch.tensor(np.asarray(x.cpu()).astype(np.float32) if dt is tl.bfloat16 else arr).to(getattr(torch, dtype))
+        for name in ("cummax", "cummin"):
+            got, want = getattr(tl, name)(x, dim), getattr(torch, name)(tx, dim)
+            np.testing.assert_array_equal(np.asarray(got.indices.cpu()), want.indices.numpy())
+            np.testing.assert_array_equal(np.asarray(got.values.cpu()).astype(np.float64),
+                                          want.values.float().numpy().astype(np.float64))
+
+
+def test_nonzero_tile_offsets_multi_block(device, monkeypatch):
+    """The per-tile offsets of nonzero / boolean-mask indexing are the cumsum primitive's scan of the shifted
+    tile counts: one row of tiles + 1 counts, scanned by many blocks when long (SCAN_CHUNK lowered here so a
+    few hundred tiles take the multi-block path, as ~16M elements would)."""
+    from tensorlab.backends.cuda import reduction
+    if device == "cuda":
+        monkeypatch.setattr(reduction, "SCAN_CHUNK", 64)
+    rng = np.random.default_rng(14)
+    arr = rng.random((300, 2048 + 17)) < 0.3
+    arr[5] = False
+    arr[7] = True
+    x = tl.tensor(arr, device=device)
+    np.testing.assert_array_equal(np.asarray(x.nonzero().cpu()), np.argwhere(arr))
+    vals = tl.tensor(rng.standard_normal(arr.shape).astype(np.float32), device=device)
+    np.testing.assert_array_equal(np.asarray(vals[x].cpu()), np.asarray(vals.cpu())[arr])
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.name)
 def test_softmax_rows_and_columns_match_cpu(device, index, dtype):
     for shape, dim in (((3, 1500), 1), ((40, 7), 0), ((40, 7), 1), ((5, 60, 3), 1), ((), 0)):

@@ -22,10 +22,7 @@ NO_INDEX = {
     "attention_bwd_delta": "as attention_fwd",
     "attention_bwd_dkdv": "as attention_fwd",
     "attention_bwd_dq": "as attention_fwd",
-    "rnn_seq_fwd": "one launch per layer direction; 64-bit offsets computed once per (step, row)",
-    "rnn_seq_bwd": "as rnn_seq_fwd",
     "check_flag": "reads one bool",
-    "tile_scan": "scans per-tile counts (int), one block",
 }
 
 _TEMPLATE = re.compile(r"template\s*<([^{;]*?)>\s*__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)\s*\(",
@@ -134,6 +131,8 @@ def _battery(dev):
     emb(tl.tensor([1, 3, 3], device=dev)).sum().backward()
     cell = tl.nn.LSTMCell(3, 4).to(dev)
     cell(f(2, 3))[0].sum().backward()
+    lstm = tl.nn.LSTM(3, 4).to(dev)
+    lstm(f(5, 2, 3).requires_grad_())[0].sum().backward()
 
 
 def test_small_tensors_launch_int_indexing(cuda_device):

@@ -154,7 +154,7 @@ def test_cells_use_the_fused_op(device, name):
 @pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
 def test_layer_ops_per_step(device, monkeypatch, name):
     """One fused sequence op per layer and direction (no op per time step); stepping with cells
-    (SEQUENCE off, or a hidden size past the kernels' shared memory): T x L x D fused cell ops."""
+    (SEQUENCE off): T x L x D fused cell ops."""
     calls = []
     real_cell, real_seq = rnn_fused.cell, rnn_fused.sequence
     monkeypatch.setattr(rnn_fused, "cell", lambda mode, *a: calls.append("cell") or real_cell(mode, *a))
@@ -162,12 +162,11 @@ def test_layer_ops_per_step(device, monkeypatch, name):
     m = getattr(nn, name)(3, 4, num_layers=2, bidirectional=True).to(device)
     m(tl.zeros(5, 2, 3, device=device))
     assert calls == ["seq"] * 4
-    for flag, value in (("SEQUENCE", False), ("_SEQ_SHARED_MAX", 16)):
-        calls.clear()
-        with monkeypatch.context() as mp:
-            mp.setattr(rnn_fused, flag, value)
-            m(tl.zeros(5, 2, 3, device=device))
-        assert calls == ["cell"] * (5 * 2 * 2)
+    calls.clear()
+    with monkeypatch.context() as mp:
+        mp.setattr(rnn_fused, "SEQUENCE", False)
+        m(tl.zeros(5, 2, 3, device=device))
+    assert calls == ["cell"] * (5 * 2 * 2)
 
 
 SEQ_CONFIGS = [("LSTM", {}), ("GRU", {}), ("RNN", {}), ("RNN", {"nonlinearity": "relu"}),
@@ -312,3 +311,73 @@ def test_layers_batch_of_one_zero_batch_noncontiguous_match_torch(device, torch,
 
 def _states(state):
     return list(state) if isinstance(state, tuple) else [state]
+
+
+# past one block: hidden 260 spans two 256-column chunks of h and ends inside a slice of 8 units (and a warp of
+# 32 units in the backward); batch 11 is a full and a partial tile of 8 rows (kernels/rnn.cu, rnn_seq_step_*)
+TILED = [("LSTM", {}), ("GRU", {"bidirectional": True}), ("RNN", {"nonlinearity": "relu"}), ("RNN", {})]
+
+
+def _tiled_run(mod, x, hx):
+    out, state = mod(x, hx)
+    states = list(state) if isinstance(state, tuple) else [state]
+    loss = (out.float() * out.float()).sum() + sum((s.float() * s.float()).sum() for s in states)
+    loss.backward()
+    return [out] + states
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("name,kw", TILED, ids=str)
+def test_sequence_batch_tiles_and_hidden_chunks_match_torch(device, torch, name, kw, dtype):
+    """The whole-sequence kernels over several blocks in both grid dimensions, against torch's layer: float64
+    and float32 with torch in the same dtype, float16/bfloat16 against torch in float32 on the same rounded
+    weights and input (ours rounds h and c to 16 bits every step)."""
+    hidden, batch = 260, 11
+    low = dtype in ("float16", "bfloat16")
+    tm = getattr(torch.nn, name)(5, hidden, **kw)
+    tdt = getattr(torch, dtype)
+    with torch.no_grad():
+        for p in tm.parameters():
+            p.copy_(p.to(tdt).float())  # the weights our 16-bit layer holds
+    if dtype == "float64":
+        tm = tm.double()
+    m = copy_weights(tm, getattr(nn, name)(5, hidden, **kw), device).to(DTYPES[dtype])
+    d = 2 if kw.get("bidirectional") else 1
+    arr = randn(3, batch, 5, seed=7, dtype="float64")
+    harr = randn(d, batch, hidden, seed=8, scale=0.5, dtype="float64")
+    carr = randn(d, batch, hidden, seed=9, scale=0.5, dtype="float64")
+    mk = lambda a: tl.tensor(a, device=device).to(DTYPES[dtype]).requires_grad_(True)  # noqa: E731
+    tmk = lambda a: torch.tensor(a).to(tdt).to(torch.float64 if dtype == "float64" else torch.float32) \
+        .requires_grad_(True)  # noqa: E731
+    x, h = mk(arr), mk(harr)
+    tx, th = tmk(arr), tmk(harr)
+    hx, thx = ((h, mk(carr)), (th, tmk(carr))) if name == "LSTM" else (h, th)
+    ours = _tiled_run(m, x, hx)
+    theirs = _tiled_run(tm, tx, thx)
+    tol = {"float64": 1e-10, "float32": 2e-5, "float16": 2e-2, "bfloat16": 8e-2}[dtype]
+    for a, b in zip(ours, theirs):
+        close(a, b, rtol=tol, atol=tol)
+    leaves = [(x, tx)] + ([(hx[0], thx[0]), (hx[1], thx[1])] if name == "LSTM" else [(h, th)])
+    for a, b in leaves:
+        close(a.grad, b.grad, rtol=2 * tol, atol=2 * tol)
+    close_grads(tm, m, rtol=4 * tol, atol=4 * tol)
+
+
+def test_sequence_kernels_launch_per_step_over_unit_and_batch_tiles(device):
+    """One forward launch per step and T + 1 backward launches, each over ceil(H / 8) x ceil(B / 8) (forward)
+    and ceil(H / 32) x ceil(B / 8) (backward) blocks: the grid grows with the hidden size, not the batch alone."""
+    if device != "cuda":
+        pytest.skip("CUDA launch geometry")
+    from tensorlab.backends.cuda import rnn as crnn
+    from tensorlab.backends.cuda.launch import LAUNCHES
+    assert crnn.seq_fwd_geometry(1, 1024)[:2] == ((128, 1), 256)
+    assert crnn.seq_fwd_geometry(11, 260)[:2] == ((33, 2), 256)
+    assert crnn.seq_bwd_geometry(3, 1024)[:2] == ((32, 1), 96)
+    assert crnn.seq_bwd_geometry(64, 1024)[:2] == ((32, 8), 256)
+    m = nn.GRU(3, 40).to(device)
+    before = dict(LAUNCHES)
+    out, _ = m(tl.randn(6, 2, 3, device=device))
+    out.sum().backward()
+    counts = {e: n - before.get(("rnn.cu", e), 0) for (src, e), n in LAUNCHES.items() if src == "rnn.cu"}
+    assert counts.get("rnn_seq_step_fwd<float, 1, int>") == 6
+    assert counts.get("rnn_seq_step_bwd<float, 1, int>") == 7

@@ -72,6 +72,33 @@ class Lib:
     def softmax(self, x):
         return _softmax_composed(self.xp, x)
 
+    def cummax(self, x):
+        """The running maximum's values (NumPy and CuPy have no index form)."""
+        return self.xp.maximum.accumulate(x)
+
+    def lstm(self, h):
+        """A callable running suite._lstm_inputs' layer forward from zero states: the input projection as
+        one product, then per step the product with W_hh and the gate math (composed array calls)."""
+        xp = self.xp
+        x, w_ih, w_hh = (self.put(h[k]) for k in ("x", "w_ih", "w_hh"))
+        bias = self.put(h["b_ih"] + h["b_hh"])
+
+        def run():
+            steps, batch, n = x.shape[0], x.shape[1], w_hh.shape[1]
+            gi = xp.matmul(x, w_ih.T) + bias
+            hs = xp.zeros((batch, n), dtype=x.dtype)
+            c = xp.zeros((batch, n), dtype=x.dtype)
+            out = xp.empty((steps, batch, n), dtype=x.dtype)
+            for t in range(steps):
+                g = gi[t] + xp.matmul(hs, w_hh.T)
+                i, f, gg, o = (1 / (1 + xp.exp(-g[:, :n])), 1 / (1 + xp.exp(-g[:, n:2 * n])),
+                               xp.tanh(g[:, 2 * n:3 * n]), 1 / (1 + xp.exp(-g[:, 3 * n:])))
+                c = f * c + i * gg
+                hs = o * xp.tanh(c)
+                out[t] = hs
+            return out
+        return run
+
     def matmul(self, a, b, out):
         return self.xp.matmul(a, b, out=out)
 
@@ -122,6 +149,12 @@ class TensorlabLib(Lib):
     def softmax(self, x):
         return tl.softmax(x, -1)
 
+    def cummax(self, x):
+        return tl.cummax(x, 0).values
+
+    def lstm(self, h):
+        return _module_lstm(tl, self, h)
+
     def threads(self, workload=None):
         return tensorlab_threads() if self.device == "cpu" else None
 
@@ -156,6 +189,12 @@ class TorchLib(Lib):
     def softmax(self, x):
         return self.xp.softmax(x, -1)
 
+    def cummax(self, x):
+        return self.xp.cummax(x, 0).values
+
+    def lstm(self, h):
+        return _module_lstm(self.xp, self, h)
+
     def threads(self, workload=None):
         return self.xp.get_num_threads() if self.device == "cpu" else None
 
@@ -188,6 +227,22 @@ class CupyLib(Lib):
         if self._softmax is None:
             return _softmax_composed(self.xp, x)
         return self._softmax(x, axis=-1)
+
+
+def _module_lstm(xp, lib, h):
+    """nn.LSTM of torch or tensorlab (xp) holding suite._lstm_inputs' parameters, run without autograd."""
+    n = h["w_hh"].shape[1]
+    m = xp.nn.LSTM(n, n)
+    with xp.no_grad():
+        for name in ("w_ih", "w_hh", "b_ih", "b_hh"):
+            getattr(m, f"{name.replace('w_', 'weight_').replace('b_', 'bias_')}_l0").copy_(lib.put(h[name]))
+    m = m.to(lib.device)
+    x = lib.put(h["x"])
+
+    def run():
+        with xp.no_grad():
+            return m(x)[0]
+    return run
 
 
 def _optional(name):

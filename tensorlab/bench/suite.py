@@ -214,7 +214,59 @@ WORKLOADS.update({v.name: v for v in (with_dtype(WORKLOADS.get(n) or _LOW_ONLY[n
 WORKLOADS.update({w.name: w for w in (_cast_workload("cast_f16_f32", "float16", "float32"),
                                       _cast_workload("cast_f32_bf16", "float32", "bfloat16"),
                                       _cast_workload("cast_bf16_f32", "bfloat16", "float32"))})
-BASE_WORKLOADS = tuple(n for n in WORKLOADS if WORKLOADS[n].dtype == "float32" or n == "cast_f16")
+
+
+# issue 37 item 6 (--workloads cummax lstm; not in the default set): a long 1-D cummax (the multi-block
+# index scan) and an LSTM layer's forward over a sequence (one launch per step over hidden x batch tiles)
+LSTM_STEPS, LSTM_BATCH = 16, 32
+
+
+def _lstm_inputs(n, rng):
+    """An LSTM layer of hidden size n (input size n), LSTM_STEPS steps of LSTM_BATCH rows, torch's
+    parameter layout and a uniform(-1/sqrt(n), 1/sqrt(n)) initialization."""
+    k = 1.0 / math.sqrt(n)
+    u = lambda *shape: rng.uniform(-k, k, shape).astype(F32)  # noqa: E731
+    return {"x": _normal(rng, LSTM_STEPS, LSTM_BATCH, n), "w_ih": u(4 * n, n), "w_hh": u(4 * n, n),
+            "b_ih": u(4 * n), "b_hh": u(4 * n)}
+
+
+def _lstm_reference(h):
+    """The layer's output (T, B, H) in float64 from zero states, gates in torch's order (i, f, g, o)."""
+    x, w_ih, w_hh = (h[k].astype(np.float64) for k in ("x", "w_ih", "w_hh"))
+    gi = x @ w_ih.T + (h["b_ih"].astype(np.float64) + h["b_hh"])
+    steps, batch, n = x.shape[0], x.shape[1], w_hh.shape[1]
+    hs, c = np.zeros((batch, n)), np.zeros((batch, n))
+    out = np.empty((steps, batch, n))
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    for t in range(steps):
+        i, f, g, o = np.split(gi[t] + hs @ w_hh.T, 4, axis=1)
+        c = sig(f) * c + sig(i) * np.tanh(g)
+        hs = sig(o) * np.tanh(c)
+        out[t] = hs
+    return out
+
+
+def _prep_lstm(lib, h):
+    return lib.lstm(h)
+
+
+def _prep_cummax(lib, h):
+    x = lib.put(h["x"])
+    return lambda: lib.cummax(x)
+
+
+OPT_IN_WORKLOADS = ("cummax", "lstm")
+WORKLOADS.update({w.name: w for w in [
+    Workload("cummax", "running maximum (values and indices) of one float32 vector (the multi-block index scan)",
+             "GB/s", lambda n, rng: {"x": _normal(rng, n)}, _prep_cummax, lambda h: np.maximum.accumulate(h["x"]),
+             lambda h: 2 * h["x"].nbytes, EXACT, lambda h: f"{h['x'].shape[0]}"),
+    Workload("lstm", f"LSTM layer forward, {LSTM_STEPS} steps x {LSTM_BATCH} rows, hidden = input = n, float32",
+             "TFLOP/s", _lstm_inputs, _prep_lstm, _lstm_reference,
+             lambda h: 2 * LSTM_STEPS * LSTM_BATCH * 4 * h["w_hh"].shape[1] * 2 * h["w_hh"].shape[1],
+             lambda h: (1e-4, 1e-4), lambda h: "T{}xB{}xH{}".format(*h["x"].shape)),
+]})
+BASE_WORKLOADS = tuple(n for n in WORKLOADS if (WORKLOADS[n].dtype == "float32" or n == "cast_f16")
+                       and n not in OPT_IN_WORKLOADS)
 
 
 def is_matmul(workload):

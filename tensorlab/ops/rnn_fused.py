@@ -36,7 +36,6 @@ FUNCTIONS = ()
 
 ENABLED = True  # False: nn/rnn.py steps with its composites (tests compare the two paths)
 SEQUENCE = True  # False: the layers step with `cell` (one op per time step) instead of `sequence`
-_SEQ_SHARED_MAX = 48 * 1024  # the sequence kernels' dynamic shared memory without an opt-in
 GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
@@ -116,11 +115,9 @@ def _acc_dtype(dt):
 
 
 def sequence_supported(x, hidden, mode, *params):
-    """Whether a layer direction runs as one `sequence` op (the kernels keep h, c and the gates of one batch
-    row in shared memory: H up to 2048 for LSTM in float32)."""
-    if not (SEQUENCE and supported(x, *params)):
-        return False
-    return (2 + GATES[mode]) * hidden * _acc_dtype(x._dtype).itemsize <= _SEQ_SHARED_MAX
+    """Whether a layer direction runs as one `sequence` op (any hidden size: the CUDA kernels stage h in
+    fixed-size shared-memory chunks)."""
+    return bool(SEQUENCE and supported(x, *params))
 
 
 def sequence(mode, gi, w_hh, b_hh, h0, c0, reverse):

@@ -1,8 +1,9 @@
-"""Scans and order statistics written over existing ops: cummax/cummin (value and index, ties and NaN
-as torch: the latest maximum wins, a NaN wins over everything after it), logcumsumexp (logaddexp
-scan, stable at +-inf), quantile/nanquantile (sort, then torch's rank and interpolation rules), and
-ldexp. The scans are Hillis-Steele: log2(n) whole-tensor steps, so they run on every device without
-a host loop over elements; gradients come from gather and logaddexp."""
+"""Scans and order statistics: cummax/cummin (value and index, ties and NaN as torch: the latest
+maximum wins, a NaN wins over everything after it; the indices from the `cumulative` primitive's index
+scan, the values gathered), logcumsumexp (logaddexp scan, stable at +-inf), quantile/nanquantile (sort,
+then torch's rank and interpolation rules), and ldexp. logcumsumexp's scan is Hillis-Steele: log2(n)
+whole-tensor steps, so it runs on every device without a host loop over elements; gradients come from
+gather and logaddexp."""
 from __future__ import annotations
 
 import math
@@ -10,6 +11,7 @@ from collections import namedtuple
 
 from .. import dtypes
 from ..tensor import Tensor
+from ._common import empty_tensor
 from ._composite import tensor_arg, tl, to_out, to_outs, wrap_dim
 
 
@@ -39,26 +41,14 @@ cummax_result = namedtuple("cummax", ("values", "indices"))
 cummin_result = namedtuple("cummin", ("values", "indices"))
 
 
-def _cum_extreme(name, input, dim, later_wins):
-    tl = _tl()
+def _cum_extreme(name, input, dim, is_max):
+    """(values, indices): the positions from the backends' index scan (the `cumulative` primitive's
+    "argmax"/"argmin"), the values gathered from them (so autograd is gather's)."""
     _tensor(input, name)
     x = input if input.dim() else input.reshape(1)
     d = _wrap(dim, x.dim(), name)
-    shape = [1] * x.dim()
-    shape[d] = x.shape[d]
-    idx = tl.arange(x.shape[d], device=x.device).reshape(shape).expand(x.shape)
-    with tl.no_grad():
-        key = x.detach()
-        nan = key.isnan() if key.dtype.is_floating_point else None
-
-        def combine(a, b):
-            av, ai = a[0], a[1]
-            bv, bi = b[0], b[1]
-            take = later_wins(bv, av)
-            if nan is not None:
-                take = bv.isnan() | (~av.isnan() & take)
-            return tl.where(take, bv, av), tl.where(take, bi, ai)
-        _, best = _scan((key, idx), d, combine)
+    best = empty_tensor(tuple(x.shape), dtypes.int64, x.device)
+    x._backend.cumulative(best, x.detach(), "argmax" if is_max else "argmin", d)
     values = x.gather(d, best)
     if not input.dim():
         values, best = values.reshape(()), best.reshape(())
@@ -66,12 +56,12 @@ def _cum_extreme(name, input, dim, later_wins):
 
 
 def cummax(input, dim, *, out=None):
-    v, i = _cum_extreme("cummax", input, dim, lambda b, a: b >= a)
+    v, i = _cum_extreme("cummax", input, dim, True)
     return _outs(cummax_result(v, i), out)
 
 
 def cummin(input, dim, *, out=None):
-    v, i = _cum_extreme("cummin", input, dim, lambda b, a: b <= a)
+    v, i = _cum_extreme("cummin", input, dim, False)
     return _outs(cummin_result(v, i), out)
 
 

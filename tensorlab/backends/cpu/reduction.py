@@ -448,10 +448,16 @@ def arg_reduce(values, indices, x, op, dim):
 
 
 def cumulative(out, x, op, dim):
-    """Running sum/prod along `dim` in the output's dtype (float32 for float16/bfloat16)."""
+    """Running sum/prod along `dim` in the output's dtype (float32 for float16/bfloat16); op "argmax" /
+    "argmin": the int64 position of the running maximum / minimum (cummax / cummin's indices)."""
     o = array(out)
     a = array(x)
     _faults.hit("launch")
+    if op in ("argmax", "argmin"):
+        if o.size:
+            np.copyto(o, _running_arg(a.reshape(1) if a.ndim == 0 else a, 0 if a.ndim == 0 else dim,
+                                      op == "argmax").reshape(o.shape))
+        return
     if a.ndim == 0:
         np.copyto(o, a, casting="unsafe")
         return
@@ -459,6 +465,23 @@ def cumulative(out, x, op, dim):
     fn = np.cumsum if op == "sum" else np.cumprod
     with np.errstate(all="ignore"):
         np.copyto(o, fn(a, axis=dim, dtype=acc), casting="unsafe")
+
+
+def _running_arg(a, dim, is_max):
+    """torch's cummax/cummin positions: the latest position holding the running extreme; a NaN beats every
+    number and the latest NaN so far wins. Position i is a candidate when x[i] equals the running extreme
+    of the numbers so far (no NaN seen yet) or is a NaN; the answer is the running maximum of candidates."""
+    if a.dtype.kind not in "fiub":  # bfloat16 (ml_dtypes): exact in float32
+        a = a.astype(np.float32)
+    pos = np.arange(a.shape[dim], dtype=np.int64).reshape([-1 if d == dim else 1 for d in range(a.ndim)])
+    if a.dtype.kind == "f":
+        nan = np.isnan(a)
+        num = np.where(nan, -np.inf if is_max else np.inf, a)
+        run = (np.maximum if is_max else np.minimum).accumulate(num, axis=dim)
+        cand = nan | (~np.logical_or.accumulate(nan, axis=dim) & (num == run))
+    else:
+        cand = a == (np.maximum if is_max else np.minimum).accumulate(a, axis=dim)
+    return np.maximum.accumulate(np.where(cand, pos, -1), axis=dim)
 
 
 def softmax(out, x, dim, log):

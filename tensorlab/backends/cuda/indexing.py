@@ -20,6 +20,7 @@ from . import launch as K
 from .active import driver
 from .driver import Pointer
 from .memory import byte_range, copy_kernel, temp, allocate, retire
+from .reduction import cumulative
 
 __all__ = ("check_flag", "index", "index_put", "mask_count", "nonzero_indices")
 
@@ -322,8 +323,8 @@ class Scan:
             K.launch("scan_select.cu", f"tile_counts<{m.dtype.ctype}, {p.index}>", dev,
                      (p.ptrs[0] if len(ops) == 1 else p.ptrs[1], p.count, ml, Pointer(self.offsets)),
                      grid=(self.grid,), block=_BLOCK)
-            K.launch("scan_select.cu", "tile_scan", dev, (Pointer(self.offsets), np.int64(self.tiles)), grid=(1,),
-                     block=_BLOCK)
+            counts = K.Operand(self.offsets, Layout((self.tiles + 1,), (1,), 0), dtypes.int64)
+            cumulative(counts, counts, "sum", 0)  # exclusive tile offsets (tile_counts shifted them by one)
         except BaseException:
             retire(self.offsets)
             raise

@@ -298,7 +298,10 @@ def _along_fastest(in_stride, row_strides, length):
 
 
 def cumulative(out, x, op, dim):
-    """Running sum/prod along `dim` in the output's dtype (float32 for float16/bfloat16)."""
+    """Running sum/prod along `dim` in the output's dtype (float32 for float16/bfloat16); op "argmax" /
+    "argmin": the int64 position of the running maximum / minimum (cummax / cummin's indices)."""
+    if op in ("argmax", "argmin"):
+        return _cumulative_arg(K.operand(out), K.operand(x), op, dim)
     if K.operand(x).dtype.category == 3 and op == "sum":  # linear: over the (..., 2) parts
         from .complex import parts
         if not K.operand(x).layout.shape:  # a 0-dim running sum is the value itself
@@ -338,30 +341,68 @@ _SCAN_ACC = {"__half": dtypes.float32, "__nv_bfloat16": dtypes.float32, "float":
              "double": dtypes.float64}
 
 
-def _scan_chunked(oo, xo, names, n_rows, length, rshape, s_in, s_out, st_in, st_out, op, ix, temps):
+def _scan_chunked(oo, xo, names, n_rows, length, rshape, s_in, s_out, st_in, st_out, op, ix, temps, arg=False):
     """Few long rows: one block per chunk of SCAN_CHUNK elements instead of one per row (scan.cu's
-    reduce-then-scan: chunk totals, their running prefix per row, each chunk scanned from its prefix)."""
+    reduce-then-scan: chunk totals, their running prefix per row, each chunk scanned from its prefix).
+    arg: the index scans (scan_arg_*), whose totals are 16-byte (key, position) records."""
     dev = oo.buffer.device
     chunks = -(-length // SCAN_CHUNK)
     items = n_rows * chunks
-    acc = _SCAN_ACC.get(oo.dtype.ctype, dtypes.int64)
-    totals = temp((n_rows, chunks), acc, dev)
+    if arg:
+        totals = temp((n_rows, chunks, 2), dtypes.int64, dev)  # ArgState<K>: K then a long long, 16 bytes
+        key = _SCAN_ACC.get(xo.dtype.ctype, dtypes.int64).ctype
+        kind, flag = "scan_arg", np.int32(op == "argmax")
+    else:
+        acc = _SCAN_ACC.get(oo.dtype.ctype, dtypes.int64)
+        totals = temp((n_rows, chunks), acc, dev)
+        kind, flag = "scan", np.int32(op == "prod")
     temps.append(totals)
     i_ = lambda v: K.index_scalar(v, ix)  # noqa: E731
     grid = (min(items, 65535),)
     lay_in = K.strided_layout(rshape, s_in, ix)
     common = (i_(items), K.divisor(chunks, ix), i_(length), i_(SCAN_CHUNK))
-    prod = np.int32(op == "prod")
-    K.launch("scan.cu", f"scan_chunk_totals<{names}>", dev,
-             (_ptr(totals), _ptr(xo)) + common + (lay_in, i_(st_in), prod), grid=grid)
+    K.launch("scan.cu", f"{kind}_chunk_totals<{names}>", dev,
+             (_ptr(totals), _ptr(xo)) + common + (lay_in, i_(st_in), flag), grid=grid)
     per_row = K.strided_layout((n_rows,), (chunks,), ix)
-    acc_names = f"{acc.ctype}, {acc.ctype}, {ix}"
-    K.launch("scan.cu", f"scan_rows<{acc_names}>", dev,
-             (_ptr(totals), _ptr(totals), i_(n_rows), i_(chunks), per_row, per_row, i_(1), i_(1), prod),
-             grid=(min(n_rows, 65535),))
-    K.launch("scan.cu", f"scan_chunk_apply<{names}>", dev,
+    if arg:
+        K.launch("scan.cu", f"scan_arg_totals<{key}, {ix}>", dev,
+                 (_ptr(totals), i_(n_rows), i_(chunks), per_row, flag), grid=(min(n_rows, 65535),))
+    else:
+        acc_names = f"{acc.ctype}, {acc.ctype}, {ix}"
+        K.launch("scan.cu", f"scan_rows<{acc_names}>", dev,
+                 (_ptr(totals), _ptr(totals), i_(n_rows), i_(chunks), per_row, per_row, i_(1), i_(1), flag),
+                 grid=(min(n_rows, 65535),))
+    K.launch("scan.cu", f"{kind}_chunk_apply<{names}>", dev,
              (_ptr(oo), _ptr(xo), _ptr(totals)) + common + (lay_in, K.strided_layout(rshape, s_out, ix), i_(st_in),
-                                                            i_(st_out), prod), grid=grid)
+                                                            i_(st_out), flag), grid=grid)
+
+
+def _cumulative_arg(oo, xo, op, dim):
+    """cummax / cummin's indices into the int64 `oo`: the launch choice of cumulative (several blocks per row
+    for few long rows, a block per row, or a thread per row), with scan.cu's scan_arg_* kernels."""
+    if _numel(oo.layout.shape) == 0:
+        return
+    temps = []
+    try:
+        if f"scan_arg_seq<{xo.dtype.ctype}, int>" not in _SCAN:  # bool and the narrow integers: as int64
+            xo = _converted(xo, dtypes.int64, temps)
+        rshape, (s_in, s_out), length, st_in, st_out = _rows(xo, oo, dim)
+        n_rows = _numel(rshape)
+        ix = _index(xo, oo)
+        i_ = lambda v: K.index_scalar(v, ix)  # noqa: E731
+        names = f"{xo.dtype.ctype}, {ix}"
+        args = (_ptr(oo), _ptr(xo), i_(n_rows), i_(length), K.strided_layout(rshape, s_in, ix),
+                K.strided_layout(rshape, s_out, ix), i_(st_in), i_(st_out), np.int32(op == "argmax"))
+        dev = oo.buffer.device
+        if length >= 2 * SCAN_CHUNK and 2 * n_rows <= _max_blocks(dev):
+            _scan_chunked(oo, xo, names, n_rows, length, rshape, s_in, s_out, st_in, st_out, op, ix, temps, arg=True)
+        elif length >= 64 and (_along_fastest(st_in, s_in, length) or n_rows < _max_blocks(dev)):
+            K.launch("scan.cu", f"scan_arg_rows<{names}>", dev, args, grid=(min(n_rows, 65535),))
+        else:
+            K.launch("scan.cu", f"scan_arg_seq<{names}>", dev, args, n=n_rows)
+    finally:
+        for t in temps:
+            retire(t.buffer)
 
 
 def softmax(out, x, dim, log):

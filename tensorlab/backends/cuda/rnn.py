@@ -1,12 +1,14 @@
 """CUDA primitives of the fused recurrent cells and sequences (the names and operands of backends/cpu/rnn.py),
-launching kernels/rnn.cu: the cells one thread per (batch row, hidden unit); the sequences one block per batch
-row running every time step. Nothing here waits for the device."""
+launching kernels/rnn.cu: the cells one thread per (batch row, hidden unit); the sequences one launch per time
+step over a grid of hidden-unit slices x batch tiles (kernels/rnn.cu says why). Nothing here waits for the
+device."""
 from __future__ import annotations
 
 import numpy as np
 
 from . import launch as K
 from .conv import _ptr
+from .memory import retire, temp
 from .norm import _index, _ops
 
 __all__ = ("rnn_cell_fwd", "rnn_cell_bwd", "rnn_seq_fwd", "rnn_seq_bwd")
@@ -65,17 +67,32 @@ def rnn_cell_bwd(mode, d_gx, d_gh, d_state, grad, gx, gh, state, bias, out):
 
 
 _MODES = {"LSTM": 0, "GRU": 1, "RNN_TANH": 2, "RNN_RELU": 3}
-_SEQ_BLOCK = 256
+_ROWS = 8   # kSeqRows: batch rows per forward block (and per backward block, at most)
+_UNITS = 8  # kSeqUnits: hidden units per forward block, one per warp of 256 threads
 
 
-def seq_shared_bytes(mode, hidden, acc_itemsize):
-    """Dynamic shared memory of the sequence kernels: h, c and the G*H gate values."""
-    return (2 + _GATES[mode]) * hidden * acc_itemsize
+def _seq_index(mode, steps, batch, hidden):
+    """The index type of the sequence kernels: offsets reach T*B*4H (workspace) and G*H*H (W_hh)."""
+    return _index(steps * batch * 4 * hidden, _GATES[mode] * hidden * hidden)
 
 
-def _seq_geometry(mode, xo, hidden, batch):
-    acc = 8 if xo.dtype.itemsize == 8 else 4
-    return (max(1, min(batch, 65535)),), seq_shared_bytes(mode, hidden, acc)
+def seq_fwd_geometry(batch, hidden):
+    """(grid, block) of rnn_seq_step_fwd: ceil(H / 8) unit slices x ceil(B / 8) batch tiles."""
+    tiles = -(-batch // _ROWS)
+    return (-(-hidden // _UNITS), min(tiles, 65535)), 32 * _UNITS, tiles
+
+
+def seq_bwd_geometry(batch, hidden):
+    """(grid, block) of rnn_seq_step_bwd: 32 units x up to 8 batch rows (one per warp) per block."""
+    rows = min(batch, _ROWS)
+    tiles = -(-batch // rows)
+    return (-(-hidden // 32), min(tiles, 65535)), 32 * rows, tiles
+
+
+def _prev_step(t, steps, reverse):
+    """The step whose state step t reads (-1: the initial state)."""
+    tp = t + 1 if reverse else t - 1
+    return tp if 0 <= tp < steps else -1
 
 
 def rnn_seq_fwd(mode, hs, cs, ws, gi, w_hh, b_hh, h0, c0, reverse):
@@ -83,11 +100,16 @@ def rnn_seq_fwd(mode, hs, cs, ws, gi, w_hh, b_hh, h0, c0, reverse):
     steps, batch, hidden = hso.layout.shape
     if not (steps and batch and hidden):
         return
-    grid, shared = _seq_geometry(mode, gio, hidden, batch)
-    K.launch("rnn.cu", f"rnn_seq_fwd<{gio.dtype.ctype}, {_MODES[mode]}>", dev,
-             (_ptr(hso), _ptr(cso or hso), _ptr(wso), _ptr(gio), _ptr(wo), _ptr(bo or gio), _ptr(h0o),
-              _ptr(c0o or h0o), np.int64(steps), np.int64(batch), np.int64(hidden), np.int32(bo is not None),
-              np.int32(bool(reverse))), grid=grid, block=_SEQ_BLOCK, shared_mem=shared)
+    it = _seq_index(mode, steps, batch, hidden)
+    ix = np.int32 if it == "int" else np.int64
+    grid, block, tiles = seq_fwd_geometry(batch, hidden)
+    name = f"rnn_seq_step_fwd<{gio.dtype.ctype}, {_MODES[mode]}, {it}>"
+    head = (_ptr(hso), _ptr(cso or hso), _ptr(wso), _ptr(gio), _ptr(wo), _ptr(bo or gio), _ptr(h0o), _ptr(c0o or h0o))
+    tail = (ix(batch), ix(hidden), ix(tiles), np.int32(bo is not None))
+    for step in range(steps):
+        t = steps - 1 - step if reverse else step
+        K.launch("rnn.cu", name, dev, head + (ix(t), ix(_prev_step(t, steps, reverse))) + tail, grid=grid,
+                 block=block)
 
 
 def rnn_seq_bwd(mode, d_gi, d_gh, d_h0, d_c0, grad_h, grad_c, ws, hs, cs, w_hh, h0, c0, reverse):
@@ -96,9 +118,22 @@ def rnn_seq_bwd(mode, d_gi, d_gh, d_h0, d_c0, grad_h, grad_c, ws, hs, cs, w_hh, 
     steps, batch, hidden = hso.layout.shape
     if not (steps and batch and hidden):
         return
-    grid, shared = _seq_geometry(mode, dgio, hidden, batch)
-    K.launch("rnn.cu", f"rnn_seq_bwd<{dgio.dtype.ctype}, {_MODES[mode]}>", dev,
-             (_ptr(dgio), _ptr(dgho or dgio), _ptr(dh0o), _ptr(dc0o or dh0o), _ptr(gho), _ptr(gco or gho),
-              _ptr(wso), _ptr(hso), _ptr(cso or hso), _ptr(wo), _ptr(h0o), _ptr(c0o or h0o), np.int64(steps),
-              np.int64(batch), np.int64(hidden), np.int32(bool(reverse))),
-             grid=grid, block=_SEQ_BLOCK, shared_mem=shared)
+    it = _seq_index(mode, steps, batch, hidden)
+    ix = np.int32 if it == "int" else np.int64
+    grid, block, tiles = seq_bwd_geometry(batch, hidden)
+    name = f"rnn_seq_step_bwd<{dgio.dtype.ctype}, {_MODES[mode]}, {it}>"
+    # LSTM's dc * f or GRU's dh * z from one launch to the next (the RNN modes carry nothing)
+    carry = temp((batch, hidden), wso.dtype, dev) if mode in ("LSTM", "GRU") else None
+    try:
+        head = (_ptr(dgio), _ptr(dgho or dgio), _ptr(dh0o), _ptr(dc0o or dh0o), _ptr(carry or wso), _ptr(gho),
+                _ptr(gco or gho), _ptr(wso), _ptr(hso), _ptr(cso or hso), _ptr(wo), _ptr(h0o), _ptr(c0o or h0o))
+        tail = (ix(batch), ix(hidden), ix(tiles))
+        order = [s if reverse else steps - 1 - s for s in range(steps)] + [-1]  # the forward's steps, backwards
+        tq = -1
+        for t in order:
+            tp = _prev_step(t, steps, reverse) if t >= 0 else -1
+            K.launch("rnn.cu", name, dev, head + (ix(t), ix(tq), ix(tp)) + tail, grid=grid, block=block)
+            tq = t
+    finally:
+        if carry is not None:
+            retire(carry.buffer)
