@@ -19,13 +19,13 @@ rest: tensorlab's front end and CUDA backend.
 
 What the CUDA rows' host path caches (issue 39; docs/ARCHITECTURE.md, "CUDA launch path"): a launch
 record per (kernel, layout class) - binary without parameters (`a + b`, `x.mul_(1.0)`:
-backends/cuda/elementwise._run2) and a one-launch reduce (`x.sum()`: reduction._reduce1) find the
-driver function, grid, block, dtype codes, packed layouts, reaches, pack widths and constant
-arguments by the identity of the operands' Layout records, so a repeated call allocates the output,
-checks bounds/devices/alignment, builds the argument tuple and calls the driver once. `front_s`
-still holds the emulation's malloc/free (~2.8 us an output: two ctypes calls into AddressSanitizer's
-allocator and their bookkeeping), which CuPy's pool replaces on a GPU as its launch replaces
-launch()."""
+backends/cuda/elementwise._run2), unary without parameters (_run1) and a one-launch reduce
+(`x.sum()`: reduction._reduce1) find the driver function, grid, block, dtype codes, packed layouts,
+reaches, pack widths and constant arguments by the identity of the operands' Layout records, so a
+repeated call allocates the output, checks bounds/devices/alignment, builds the argument tuple and
+calls the driver once. `front_s` still holds the emulation's malloc/free (~2.8 us an output: two
+ctypes calls into AddressSanitizer's allocator and their bookkeeping), which CuPy's pool replaces on
+a GPU as its launch replaces launch()."""
 from __future__ import annotations
 
 import statistics

@@ -539,9 +539,76 @@ def unary(out, op, x, compute, **params):
     """out = op(x), computed in `compute`."""
     if compute.category == 3:  # complex: kernels/complex.cu (complex.py)
         return _cx.unary(out, op, x, compute, **params)
+    if not params and _run1(op, out, x, compute):
+        return
     c = _C[compute]
     row = _kernel("unary", op)
     _run("unary", op, out, (x,), compute, _C_NP[c], _params(compute, c, _unary_params(op, params)), row)
+
+
+def _run1(op, out, x, compute):
+    """unary's launch without parameters from a launch record, as _run2 launches binary's: False
+    (nothing done) where the record does not apply."""
+    try:
+        mo = out._meta
+        mx = x._meta
+    except AttributeError:  # a launch Operand
+        return False
+    lo, lx = mo[1], mx[1]
+    ob, xb = mo[0]._buf, mx[0]._buf
+    dev = ob.device
+    key = (op, compute, K._wide[0], dev, id(lo), out._dtype, id(lx), x._dtype)
+    rec = _REC1.get(key)
+    if rec is None:
+        rec = _record1(op, out, x, compute, key)
+        if rec is None:
+            return False
+    fn, lkey, grid, block, vec, need_o, need_x, isz_o, isz_x, w_o, w_x, packs, head, tail, _ = rec
+    o_off = lo.offset * isz_o
+    x_off = lx.offset * isz_x
+    if xb.device != dev or o_off + need_o > ob.nbytes or x_off + need_x > xb.nbytes:
+        return False
+    po = _tuple_new(Pointer, (ob, o_off))
+    px = _tuple_new(Pointer, (xb, x_off))
+    if vec:  # unary_vec(out, x, params..., count, packs)
+        args = (po, px, *tail, _NO_PACKS if (ob.ptr + o_off) % w_o or (xb.ptr + x_off) % w_x else packs)
+    else:  # unary_kernel(out, x, dtype codes..., params..., count, layouts...)
+        args = (po, px, *head, *tail)
+    K.launch_function(fn, lkey, dev, grid, block, args)
+    return True
+
+
+def _record1(op, out, x, compute, key):
+    """_run1's launch record (remembered under `key`), or None where it does not apply."""
+    mo, mx = out._meta, x._meta
+    lo, lx = mo[1], mx[1]
+    ob, xb = mo[0]._buf, mx[0]._buf
+    dev = ob.device
+    if xb.device != dev:
+        return None
+    c = _C[compute]
+    row = _kernel("unary", op)
+    params = _params(compute, c, _unary_params(op, {}))
+    r = _recipe_of("unary", op, K._operand_of(ob, lo, out._dtype), [_expanded(xb, lx, x._dtype, lo.shape)], compute,
+                   _C_NP[c], row)
+    n, expr, vec, reaches, codes, zero, mask, lays, count, tail = r
+    if not n:
+        return None
+    isz_o, isz_x = out._dtype.itemsize, x._dtype.itemsize
+    if vec:
+        packs, (w_o, w_x), head, rest = tail[0], tail[1], (), (*params, count)
+    else:
+        packs, w_o, w_x, head, rest = None, 0, 0, codes, (*params, count, *lays)
+    rec = (K.function(_SRC, expr, dev), (_SRC, expr), (K.grid_for(n, dev),), (K.BLOCK,), vec,
+           (reaches[0] + 1) * isz_o, (reaches[1] + 1) * isz_x, isz_o, isz_x, w_o, w_x, packs, head, rest,
+           (lo, lx))  # the records whose ids are the key
+    if len(_REC1) >= 4096:
+        _REC1.clear()
+    _REC1[key] = rec
+    return rec
+
+
+_REC1 = {}  # _run1's key -> launch record
 
 
 def binary(out, op, a, b, compute, **params):
