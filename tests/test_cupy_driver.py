@@ -155,6 +155,97 @@ def test_load_module_names_the_binary_when_cuda_cannot_load_it(monkeypatch, tmp_
         d.load_module(kernel_dir() / "fill.cu", ("fill_contiguous<float, int>",), ("-std=c++17",), 1)
 
 
+class _FakeLaunchCupy:
+    """Just what CupyDriver.launch touches: runtime.getDevice, cuda.Device (a context that switches
+    it) and a RawKernel whose `kernel` (its cupy.cuda.function.Function on the current device) is
+    read once and records its calls."""
+
+    def __init__(self, device):
+        self.current = device
+        self.entered = []
+        self.resolved = []
+        self.calls = []
+        fake = self
+
+        class runtime:
+            @staticmethod
+            def getDevice():
+                return fake.current
+
+        class Device:
+            def __init__(self, index):
+                self.index = index
+
+            def __enter__(self):
+                fake.entered.append(self.index)
+                self.prev, fake.current = fake.current, self.index
+
+            def __exit__(self, *exc):
+                fake.current = self.prev
+                return False
+
+        class cuda:
+            pass
+        cuda.runtime = runtime
+        cuda.Device = Device
+        self.cuda = cuda
+
+    def raw_kernel(self):
+        fake = self
+
+        class Function:
+            def __init__(self, device):
+                self.device = device
+
+            def __call__(self, grid, block, args, shared_mem=0, stream=None):
+                assert type(grid) is tuple and type(block) is tuple
+                fake.calls.append((self.device, fake.current, grid, block, list(args), shared_mem, stream))
+
+        class RawKernel:
+            max_dynamic_shared_size_bytes = 0
+
+            @property
+            def kernel(self):
+                fake.resolved.append(fake.current)
+                return Function(fake.current)
+        return RawKernel()
+
+
+def test_launch_resolves_cupys_function_once_and_enters_the_device_only_when_it_is_not_current(monkeypatch):
+    """Per launch the CuPy driver builds the argument list and calls CuPy's Function: no RawKernel
+    lookup, no keyword call, no device context while the kernel's device is the current one."""
+    from tensorlab.backends.cuda import cupy_driver
+    from tensorlab.backends.cuda.cupy_driver import _Function, _Stream
+    fake = _FakeLaunchCupy(device=1)
+    monkeypatch.setattr(cupy_driver, "_cp", fake)
+    d = CupyDriver()
+
+    class Buf:
+        ptr = 0x7000_0000_0000
+
+    class CpStream:
+        ptr = 0x55
+
+    f = _Function(fake.raw_kernel(), 1, "fill_contiguous<float, int>")
+    s = _Stream(CpStream(), 1, 0)
+    args = (Pointer(Buf(), 12), np.float32(2.5), np.int32(7))
+    d.launch(f, [4], (256,), args, 0, s)  # first launch: the Function is looked up under the device
+    d.launch(f, (4,), (256,), args, 0, s)
+    d.launch(f, (4,), (256,), args, 0, s)
+    assert fake.resolved == [1] and fake.entered == [1]
+    assert len(fake.calls) == 3
+    for dev, current, grid, block, got, smem, stream in fake.calls:
+        assert (dev, current, grid, block, smem, stream) == (1, 1, (4,), (256,), 0, s.cp)
+        assert type(got[0]) is np.uint64 and got[0] == 0x7000_0000_0000 + 12  # the pointer, 8 bytes
+        assert type(got[1]) is np.float32 and got[1] == 2.5 and type(got[2]) is np.int32 and got[2] == 7
+    fake.current = 0  # another device is current: the kernel's is entered for the call, then restored
+    d.launch(f, (4,), (256,), args, 0, s)
+    assert fake.entered == [1, 1] and fake.calls[-1][:2] == (1, 1) and fake.current == 0
+    d.launch(f, (4,), (256,), args, 64 * 1024, s)  # more dynamic shared memory than the default: opted in
+    assert f.kernel.max_dynamic_shared_size_bytes == 64 * 1024 and f.smem_limit == 64 * 1024
+    assert fake.resolved == [1]
+
+
 def test_one_name_expression_compiles_with_nvrtc_and_the_drivers_options(tmp_path, monkeypatch):
     """What the first `a + b` costs on a GPU: NVRTC compiling one instantiation of elementwise.cu
     with exactly the options CupyDriver.load_module uses (cp.RawModule needs a device, NVRTC does

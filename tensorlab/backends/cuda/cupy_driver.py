@@ -129,13 +129,14 @@ class _Module:
 
 
 class _Function:
-    __slots__ = ("kernel", "device", "name", "smem_limit")
+    __slots__ = ("kernel", "device", "name", "smem_limit", "fn")
 
     def __init__(self, kernel, device, name):
-        self.kernel = kernel
+        self.kernel = kernel  # CuPy's RawKernel
         self.device = device
         self.name = name
         self.smem_limit = _DEFAULT_SMEM
+        self.fn = None  # its cupy.cuda.function.Function on `device`, resolved at the first launch
 
     def __repr__(self):
         return f"<cuda kernel {self.name} on cuda:{self.device}>"
@@ -150,6 +151,31 @@ def _arg(a):
     if isinstance(a, np.generic) and a.dtype.kind == "V":
         return _by_value(a)
     return a
+
+
+_PLAIN_ARGS = set()  # argument types _arg passes through unchanged (numeric NumPy scalars), learned
+
+
+def _launch_args(args):
+    """The arguments as CuPy's Function takes them (_arg's conversions): device pointers as 8-byte
+    integers, structs by value, the types _arg passes through as they are without asking it again.
+    A list: CuPy's launcher only iterates it."""
+    out = []
+    for a in args:
+        t = type(a)
+        if t is Pointer:
+            out.append(_uint64(a.buffer.ptr + a.offset))
+        elif t in _PLAIN_ARGS:
+            out.append(a)
+        else:
+            c = _arg(a)
+            if c is a:
+                _PLAIN_ARGS.add(t)
+            out.append(c)
+    return out
+
+
+_uint64 = np.uint64
 
 
 # alpha = 1, beta = 0 for cuBLAS, read from host memory at the call (pointer mode host): kept alive here
@@ -294,10 +320,20 @@ class CupyDriver:
         return self._pool
 
     def malloc(self, nbytes, device, stream):
-        cp = _cupy()
-        pool = self._pool_get()
+        cp = _cp or _cupy()
+        pool = self._pool if self._pool is not None else self._pool_get()
         if self._pending:
             self._collect()
+        if cp.cuda.runtime.getDevice() == device:  # the commonest case: no device context to enter and leave
+            try:
+                mem = self._pool_malloc(cp, pool, nbytes, stream)
+            except cp.cuda.memory.OutOfMemoryError:
+                mem = None
+            if mem is not None:
+                block = mem.mem.size if nbytes else 0
+                buf = _Buffer(mem, nbytes, device, stream.ptr, block, self)
+                self._account(device, block, pool.total_bytes())
+                return buf
         with cp.cuda.Device(device):
             try:
                 mem = self._pool_malloc(cp, pool, nbytes, stream)
@@ -592,13 +628,24 @@ class CupyDriver:
         return _Module(raw, device, path.name, built.lowered)
 
     def launch(self, function, grid, block, args, shared_mem, stream):
-        cp = _cupy()
-        kernel = function.kernel
-        with cp.cuda.Device(function.device):
-            if shared_mem > function.smem_limit:
-                kernel.max_dynamic_shared_size_bytes = shared_mem
-                function.smem_limit = shared_mem
-            kernel(tuple(grid), tuple(block), tuple(_arg(a) for a in args), shared_mem=shared_mem, stream=stream.cp)
+        """One cuLaunchKernel through the kernel's cupy.cuda.function.Function, resolved once per
+        kernel (RawKernel.__call__ would look it up per device, with a keyword call, on every launch);
+        the device is made current only when it is not (a `with cp.cuda.Device` costs more than the
+        rest of the call). Per launch, Python builds the argument list (_launch_args) and nothing else."""
+        cp = _cp or _cupy()
+        fn = function.fn
+        if fn is None or shared_mem > function.smem_limit or cp.cuda.runtime.getDevice() != function.device:
+            with cp.cuda.Device(function.device):
+                if fn is None:
+                    fn = function.fn = function.kernel.kernel
+                if shared_mem > function.smem_limit:
+                    function.kernel.max_dynamic_shared_size_bytes = shared_mem
+                    function.smem_limit = shared_mem
+                fn(grid if type(grid) is tuple else tuple(grid), block if type(block) is tuple else tuple(block),
+                   _launch_args(args), shared_mem, stream.cp)
+            return
+        fn(grid if type(grid) is tuple else tuple(grid), block if type(block) is tuple else tuple(block),
+           _launch_args(args), shared_mem, stream.cp)
 
     # -- vendor libraries ----------------------------------------------------------------------
     def gemm(self, transa, transb, m, n, k, a, lda, stride_a, b, ldb, stride_b, c, ldc, stride_c, batch, dtype,
