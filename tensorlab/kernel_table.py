@@ -146,12 +146,41 @@ def elementwise_vec_types(prim, name, t):
 def elementwise_vec_expr(prim, name, t):
     """The *_vec name expression for compute dtype `t` (32-bit index: tensors of 2**31 elements or
     more take the generic kernel): <Op, T, int[, O[, A, B, D]]>, trailing defaults (T) left out."""
-    out, ops = elementwise_vec_types(prim, name, t)
-    extra = [out] + list(ops) if prim == "ternary" else [out]
+    return _typed_expr("vec", prim, name, t, *elementwise_vec_types(prim, name, t))
+
+
+# mixed float16/bfloat16-with-float32 operands (torch's promotion: the result float32, or the 16-bit dtype in place
+# or against a 0-dim float32 tensor), computing in float: *_strided rows for these ops, either order
+ELEMENTWISE_MIXED = {"binary": ("add", "sub", "mul", "div_true", "maximum", "minimum", "eq", "ne", "lt", "le", "gt",
+                                "ge")}
+
+
+def _typed_expr(kernel, prim, name, t, out, ops):
+    """<Op, T, int[, O[, A, B, D]]> with trailing defaults (T) left out; *_vec takes the operand types of
+    ternary only, *_strided of binary and ternary."""
+    extra = [out] + (list(ops) if prim == "ternary" or (kernel == "strided" and prim == "binary") else [])
     while extra and extra[-1] is t:
         extra.pop()
     args = ", ".join([t.ctype, "int"] + [d.ctype for d in extra])
-    return f"{prim}_vec<tl::op::{ELEMENTWISE[prim][name][0]}, {args}>"
+    return f"{prim}_{kernel}<tl::op::{ELEMENTWISE[prim][name][0]}, {args}>"
+
+
+def elementwise_strided_types(prim, name):
+    """((T, output dtype, operand dtypes), ...) of kernel `name`'s *_strided instantiations: the *_vec rows'
+    types (one per compute dtype), then the mixed 16-bit/float32 ones (T float32)."""
+    rows = [(t, *elementwise_vec_types(prim, name, t)) for t in elementwise_vec_dtypes(prim, name)]
+    if name in ELEMENTWISE_MIXED.get(prim, ()):
+        f = dtypes.float32
+        for h in (dtypes.float16, dtypes.bfloat16):
+            outs = (dtypes.bool_,) if name in ELEMENTWISE_BOOL_RESULT else (f, h)
+            rows += [(f, o, ops) for o in outs for ops in ((h, f), (f, h))]
+    return tuple(rows)
+
+
+def elementwise_strided_expr(prim, name, t, out, ops):
+    """The *_strided name expression for storage type `t` (its compute type computes), output dtype
+    `out` and operand dtypes `ops` (32-bit index: larger tensors take the generic kernel)."""
+    return _typed_expr("strided", prim, name, t, out, ops)
 
 
 def elementwise_vec_dtypes(prim, name):
@@ -175,6 +204,7 @@ def _elementwise():
             for k in kinds:
                 exprs += [f"{prim}_kernel<tl::op::{functor}, {ELEMENTWISE_COMPUTE[k]}, {ix}>" for ix in INDEX_TYPES]
             exprs += [elementwise_vec_expr(prim, name, t) for t in elementwise_vec_dtypes(prim, name)]
+            exprs += [elementwise_strided_expr(prim, name, *row) for row in elementwise_strided_types(prim, name)]
     return tuple(exprs) + tuple(f"any_zero_divisor<{ix}>" for ix in INDEX_TYPES)
 
 KERNELS = {

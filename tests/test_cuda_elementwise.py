@@ -1,7 +1,8 @@
 """CUDA elementwise primitives against the CPU backend's, called directly: every kernel of
 kernel_table.ELEMENTWISE in each compute type it is instantiated for, through each kernel variant
-(the type-resolved contiguous *_vec, generic dense with mixed dtypes and scalars, generic
-strided/broadcast), with 32-bit and 64-bit indexing; plus the integer division-by-zero check and the vector path's
+(the type-resolved contiguous *_vec, generic dense with mixed dtypes and scalars, the type-resolved
+*_strided for strided/broadcast operands, and the generic kernel on the same strided operands under
+generic_kernels()), with 32-bit and 64-bit indexing; plus the integer division-by-zero check and the vector path's
 alignment and tail handling. Runs where CUDA (or the emulation driver) is available."""
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 import tensorlab as tl
 from tensorlab import backends
 from tensorlab.device import Device
-from tensorlab.kernel_table import ELEMENTWISE, ELEMENTWISE_BOOL_RESULT, elementwise_vec_types
+from tensorlab.kernel_table import ELEMENTWISE, ELEMENTWISE_BOOL_RESULT, elementwise_strided_types, \
+    elementwise_vec_types
 
 pytestmark = pytest.mark.cuda
 
@@ -111,6 +113,17 @@ class _Case:
                 return True
         return False
 
+    def typed_row(self):
+        """Whether a *_strided row has exactly out's and the tensor operands' dtypes and computes in
+        the compute dtype's C type (an integer or bool row: the compute dtype itself)."""
+        c_type = {tl.float16: "float", tl.bfloat16: "float", tl.float32: "float", tl.float64: "double"}
+        for t, out, ops in elementwise_strided_types(self.prim, self.op):
+            same = t is self.compute or (t.is_floating_point and c_type[t] == c_type.get(self.compute))
+            if same and out is self.out_dtype and all(x[0]._dtype is d for x, d in zip(self.operands, ops)
+                                                      if isinstance(x, tuple)):
+                return True
+        return False
+
     def prim_divisor(self):
         return 2 if self.op == "addcdiv" else 1
 
@@ -159,21 +172,25 @@ def _kernels():
 @pytest.mark.parametrize("prim,op,letters", list(_kernels()))
 def test_every_instantiation_matches_the_cpu_backend(prim, op, letters, wide):
     rng = np.random.default_rng(7)
+    from tensorlab.backends.cuda import elementwise as E
     from tensorlab.backends.cuda import launch as K
-    variants = ["dense", "strided", "broadcast", "vec"]
+    variants = ["dense", "strided", "broadcast", "vec"] + ([] if wide else ["generic"])
     for letter in letters:
         for variant in variants:
-            case = _Case(prim, op, letter, variant, rng)
+            case = _Case(prim, op, letter, "strided" if variant == "generic" else variant, rng)
             want = case.run(0)
-            with (K.wide_indexing() if wide else _null()):
+            with (K.wide_indexing() if wide else E.generic_kernels() if variant == "generic" else _null()):
                 before = dict(K.LAUNCHES)
                 got = case.run(1)
                 launched = {k for k, v in K.LAUNCHES.items() if v != before.get(k, 0) and k[0] == "elementwise.cu"}
             desc = f"{prim} {op} compute={case.compute.name} variant={variant} wide={wide}"
             _compare(got, want, case.out_dtype, desc)
-            # the *_vec kernels: contiguous, 32-bit indexed, the dtypes of the op's row (else generic)
+            # the *_vec kernels: contiguous, 32-bit indexed, the dtypes of the op's row; the *_strided ones:
+            # 32-bit indexed, the dtypes of a row; else (and under generic_kernels()) the generic kernel
             if case.one_row() and variant in ("vec", "dense") and not wide:
                 assert any("_vec<" in e for _, e in launched), f"{desc}: launched {launched}"
+            elif case.typed_row() and variant != "generic" and not wide:
+                assert any("_strided<" in e and ", int" in e for _, e in launched), f"{desc}: launched {launched}"
             else:
                 ix = "long long>" if wide else "int>"
                 assert any("_kernel<" in e and e.endswith(ix) for _, e in launched), f"{desc}: launched {launched}"

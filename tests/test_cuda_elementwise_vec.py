@@ -79,11 +79,13 @@ def test_every_vec_instantiation_matches_the_cpu_backend(prim, op):
                 assert elementwise_vec_expr(prim, op, t) in launched, f"{desc}: launched {launched}"
 
 
-def test_mixed_tensor_dtypes_and_wide_indexing_take_the_generic_kernel():
+def test_rare_dtype_mixes_and_wide_indexing_take_the_generic_kernel():
     from tensorlab.backends.cuda import launch as K
     h = tl.ones(40, dtype=tl.float16, device="cuda")
     f = tl.ones(40, dtype=tl.float32, device="cuda")
-    assert any(e.startswith("binary_kernel<tl::op::Add, float") for e in _launched(lambda: h + f))
+    i = tl.ones(40, dtype=tl.int32, device="cuda")
+    assert any(e.startswith("binary_kernel<tl::op::Add, float") for e in _launched(lambda: f + i))  # no row
+    assert _launched(lambda: h + f) == {"binary_strided<tl::op::Add, float, int, float, __half>"}
     with K.wide_indexing():
         assert any(e.startswith("binary_kernel<tl::op::Add, float, long long") for e in _launched(lambda: h + h))
     assert "binary_vec<tl::op::Add, __half, int>" in _launched(lambda: h + h)

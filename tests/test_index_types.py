@@ -73,6 +73,10 @@ INT_ONLY = {
                  "more take the generic unary_kernel, which has both",
     "binary_vec": "as unary_vec (binary_kernel has both)",
     "ternary_vec": "as unary_vec (ternary_kernel has both)",
+    "unary_strided": "the generated typed strided rows (kernel_table.elementwise_strided_expr); tensors of 2**31 "
+                     "elements or more take the generic unary_kernel, which has both",
+    "binary_strided": "as unary_strided (binary_kernel has both)",
+    "ternary_strided": "as unary_strided (ternary_kernel has both)",
 }
 
 

@@ -173,7 +173,7 @@ WORKLOADS = {w.name: w for w in [
 # -- 16-bit variants (--dtype): the same workloads on float16 / bfloat16 data ---------------------------
 LOW_DTYPES = {"float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
 LOW_SUFFIX = {"float16": "f16", "bfloat16": "bf16"}
-DTYPE_WORKLOADS = ("add", "add_bcast", "sum", "softmax", "matmul", "where", "lt")
+DTYPE_WORKLOADS = ("add", "add_bcast", "add_T", "sum", "softmax", "matmul", "where", "lt")
 # elementwise shapes measured in 16-bit only (the float32 set stays what the GPU check runs): a ternary
 # with a bool mask and a comparison with a bool result, both on the type-resolved contiguous kernels
 _LOW_ONLY = {w.name: w for w in [

@@ -8,10 +8,13 @@ instantiation for the compute dtype (kernel_table.elementwise_vec_types: the com
 for predicates' results, where's condition and masked_fill's mask; Python scalars go by value):
 x + y, x * 2.0, exp(x), x < y, where(m, x, y) in any one dtype. It moves 16-byte packs when every
 pointer is aligned to its pack width, which is checked here on each call (`packs` = 0 otherwise:
-the kernel's element loop, still with fixed types). Anything else (mixed tensor dtypes, strides,
-broadcasts) takes the generic kernel, which reads each operand through its runtime dtype code with
-one instantiation per (op, compute type). Integer dtypes all compute in long long and are narrowed
-to the compute dtype after each load and before each store (kernels/tensorlab/dtype_code.cuh).
+the kernel's element loop, still with fixed types). Other layouts (strides, broadcasts) and the mixed
+float16/bfloat16-with-float32 operands of the commonest binary ops take the `*_strided` kernel, its
+types template arguments as well (kernel_table.elementwise_strided_types), when 32-bit indexed. What
+remains (64-bit indexing, rarer dtype mixes, an output dtype of no row) takes the generic kernel, which
+reads each operand through its runtime dtype code with one instantiation per (op, compute type).
+Integer dtypes all compute in long long and are narrowed to the compute dtype after each load and
+before each store (kernels/tensorlab/dtype_code.cuh).
 
 Integer division by zero (div trunc/floor, remainder, fmod) raises RuntimeError("ZeroDivisionError")
 before anything is written, as on the CPU (torch raises only on the CPU; on CUDA it returns garbage):
@@ -24,8 +27,8 @@ import numpy as np
 
 from ... import _faults, dtypes
 from ...device import Device
-from ...kernel_table import ELEMENTWISE, ELEMENTWISE_COMPUTE, elementwise_vec_dtypes, elementwise_vec_expr, \
-    elementwise_vec_types
+from ...kernel_table import ELEMENTWISE, ELEMENTWISE_COMPUTE, elementwise_strided_expr, elementwise_strided_types, \
+    elementwise_vec_dtypes, elementwise_vec_expr, elementwise_vec_types
 from ...layout import Layout, expand_strides
 from ...sync import host_wait
 from . import complex as _cx
@@ -34,7 +37,7 @@ from .active import driver
 from .driver import Pointer
 from .memory import allocate, retire
 
-__all__ = ("unary", "binary", "ternary")
+__all__ = ("unary", "binary", "ternary")  # and generic_kernels(), for tests and benchmarks
 
 _SRC = "elementwise.cu"
 _PY = frozenset((bool, int, float))
@@ -51,10 +54,12 @@ _fault_plans = _faults._plans
 
 def _table(prim):
     """kernel name -> (functor, {compute type}, {compute dtype: (*_vec expression, output dtype,
-    operand dtypes)}) for one primitive."""
+    operand dtypes)}, ((T, *_strided expression, output dtype, operand dtypes), ...)) for one primitive."""
     return {name: (f, {ELEMENTWISE_COMPUTE[k] for k in kinds},
                    {t: (elementwise_vec_expr(prim, name, t), *elementwise_vec_types(prim, name, t))
-                    for t in elementwise_vec_dtypes(prim, name)})
+                    for t in elementwise_vec_dtypes(prim, name)},
+                   tuple((t, elementwise_strided_expr(prim, name, t, o, ops), o, ops)
+                         for t, o, ops in elementwise_strided_types(prim, name)))
             for name, (f, kinds) in ELEMENTWISE[prim].items()}
 
 
@@ -68,7 +73,7 @@ def _expr(prim, op, c, ix):
     key = (prim, op, c, ix)
     e = _EXPR.get(key)
     if e is None:
-        functor, kinds, _ = _OPS[prim][op]
+        functor, kinds = _OPS[prim][op][:2]
         if c not in kinds:
             raise RuntimeError(f"CUDA {prim} kernel {op!r} has no instantiation computing in {c}; it computes in "
                                f"{sorted(kinds)} (kernel_table.ELEMENTWISE)")
@@ -170,7 +175,7 @@ def _run(prim, op, out, operands, compute, scalars_c, params, row=None):
         if len(_FAST) >= 4096:
             _FAST.clear()
         _FAST[fkey] = hit
-    n, expr, vec, reaches, codes, zero, mask, lays, count, tail = hit[0]
+    n, expr, kind, reaches, codes, zero, mask, lays, count, tail = hit[0]
     isz = odt.itemsize
     if (olay.offset + reaches[0] + 1) * isz > ob.nbytes:
         K.check_bounds(K._operand_of(ob, olay, odt), reaches[0])  # raises
@@ -190,14 +195,14 @@ def _run(prim, op, out, operands, compute, scalars_c, params, row=None):
             K.check_bounds(_expanded(tb, m[1], operands[k]._dtype, olay.shape), reaches[j])  # raises
         ptrs[k] = _tuple_new(Pointer, (tb, off * isz))
         j += 1
-    if vec:
+    if kind is _VEC:
         packs = _packs(tail, p_out, ptrs, metas)
         if j == 3 and len(operands) == 2:  # binary's commonest launch: two tensors, the vectorized kernel
             args = (p_out, ptrs[0], ptrs[1], zero, zero, mask, *params, count, packs)
         else:
-            args = _args(prim, p_out, ptrs, operands, zero, vec, mask, params, count, codes, lays, packs)
+            args = _args(prim, p_out, ptrs, operands, zero, kind, mask, params, count, codes, lays, packs)
     else:
-        args = _args(prim, p_out, ptrs, operands, zero, vec, mask, params, count, codes, lays)
+        args = _args(prim, p_out, ptrs, operands, zero, kind, mask, params, count, codes, lays)
     K.launch_function(hit[1], hit[4], dev, hit[2], hit[3], args)
 
 
@@ -341,12 +346,19 @@ def _packs(tail, p_out, ptrs, metas):
 _NO_PACKS = np.int32(0)
 
 
-def _args(prim, p_out, ptrs, operands, zero, vec, mask, params, count, codes, lays, packs=None):
+_VEC, _STRIDED, _GENERIC = "vec", "strided", "generic"  # the recipe's kernel kind
+
+
+def _args(prim, p_out, ptrs, operands, zero, kind, mask, params, count, codes, lays, packs=None):
     scal = [x if isinstance(x, np.generic) else zero for x in operands]
-    if vec:
+    if kind is _VEC:
         if prim == "unary":
             return (p_out, ptrs[0], *params, count, packs)
         return (p_out, *ptrs, *scal, mask, *params, count, packs)
+    if kind is _STRIDED:
+        if prim == "unary":
+            return (p_out, ptrs[0], *params, count, *lays)
+        return (p_out, *ptrs, *scal, mask, *params, count, *lays)
     if prim == "unary":
         return (p_out, ptrs[0], *codes, *params, count, *lays)
     return (p_out, *ptrs, *codes, *scal, *params, count, *lays)
@@ -384,7 +396,7 @@ def _run_operands(prim, op, o, operands, compute, scalars_c, params, row):
     shape = o.layout.shape
     ops = [x if isinstance(x, np.generic) else _operand(x, shape) for x in operands]
     r = _recipe_of(prim, op, o, ops, compute, scalars_c, row)
-    n, expr, vec, reaches, codes, zero, mask, lays, count, tail = r
+    n, expr, kind, reaches, codes, zero, mask, lays, count, tail = r
     if not n:
         return
     buf = o.buffer
@@ -409,8 +421,9 @@ def _run_operands(prim, op, o, operands, compute, scalars_c, params, row):
             K.check_bounds(t, reach)  # raises
         ptrs[k] = _tuple_new(Pointer, (tb, t.layout.offset * isz))
         j += 1
-    packs = _packs(tail, p_out, ptrs, [None if isinstance(x, np.generic) else x for x in ops]) if vec else None
-    K.launch(_SRC, expr, dev, _args(prim, p_out, ptrs, operands, zero, vec, mask, params, count, codes, lays, packs),
+    packs = (_packs(tail, p_out, ptrs, [None if isinstance(x, np.generic) else x for x in ops]) if kind is _VEC
+             else None)
+    K.launch(_SRC, expr, dev, _args(prim, p_out, ptrs, operands, zero, kind, mask, params, count, codes, lays, packs),
              n=n)
 
 
@@ -421,8 +434,9 @@ _tuple_new = tuple.__new__
 
 
 def _recipe(prim, op, o, tensors, operands, compute, scalars_c, row):
-    """(n, name expression, vectorized?, reach per planned operand (out first), dtype codes (out,
-    each operand, compute), zero scalar for a tensor's scalar slot, scalar mask, packed layouts,
+    """(n, name expression, kernel kind (_VEC, _STRIDED, _GENERIC), reach per planned operand (out
+    first), dtype codes (out, each operand, compute; the generic kernel's), zero scalar for a tensor's
+    scalar slot, scalar mask (the typed kernels'), packed layouts (the strided and generic kernels'),
     count, vec's (packs when aligned, pack width in bytes per planned operand) or None): what _run
     launches with besides pointers, scalars and params. K.Plan checks the
     shapes, bounds and devices of this first call."""
@@ -431,7 +445,7 @@ def _recipe(prim, op, o, tensors, operands, compute, scalars_c, row):
     c = _C[compute]
     p = K.Plan([o] + [t for _, t in tensors])
     if not p.n:
-        return (0, None, False, (), (), None, None, (), None, None)
+        return (0, None, _GENERIC, (), (), None, None, (), None, None)
     ix = p.index
     codes = [_SCALAR_CODE] * len(operands)
     odt = o.dtype
@@ -453,8 +467,7 @@ def _recipe(prim, op, o, tensors, operands, compute, scalars_c, row):
         sizes = [odt.itemsize] + [t.dtype.itemsize for _, t in tensors]
         lanes = 16 // max([odt.itemsize] + [d.itemsize for d in vec[2]])  # tl::lanes of the kernel's types
         tail = (np.int32(p.n // lanes), tuple(lanes * s for s in sizes))
-        return (p.n, vec[0], True, tuple(reaches), (), zero, _MASK[mask], (), p.count, tail)
-    expr = _EXPR.get((prim, op, c, ix)) or _expr(prim, op, c, ix)
+        return (p.n, vec[0], _VEC, tuple(reaches), (), zero, _MASK[mask], (), p.count, tail)
     empty = _EMPTY[ix]
     if p.contiguous:
         lays = [empty] * (len(operands) + 1)
@@ -463,12 +476,20 @@ def _recipe(prim, op, o, tensors, operands, compute, scalars_c, row):
         lays = [p_lays[0]] + [empty] * len(operands)
         for j, (k, _) in enumerate(tensors):
             lays[k + 1] = p_lays[j + 1]
+    typed = _strided_row(row, compute, c, odt, tensors) if ix == "int" and not _generic_only[0] else None
+    if typed is not None:
+        mask = 0
+        for k, x in enumerate(operands):
+            if isinstance(x, np.generic):
+                mask |= 1 << k
+        return (p.n, typed, _STRIDED, tuple(reaches), (), zero, _MASK[mask], tuple(lays), p.count, None)
+    expr = _EXPR.get((prim, op, c, ix)) or _expr(prim, op, c, ix)
     cc = _CODE[compute]
     if prim == "unary":
         all_codes = (_CODE[odt], codes[0], cc)
     else:
         all_codes = (_CODE[odt], *codes, cc)
-    return (p.n, expr, False, tuple(reaches), all_codes, zero, None, tuple(lays), p.count, None)
+    return (p.n, expr, _GENERIC, tuple(reaches), all_codes, zero, None, tuple(lays), p.count, None)
 
 
 def _vec_row(row, compute, c, odt, tensors):
@@ -494,6 +515,46 @@ def _vec_row(row, compute, c, odt, tensors):
         if x.dtype is not v[2][k]:
             return None
     return v
+
+
+_generic_only = [False]
+
+
+class generic_kernels:
+    """Within this context every launch that would take a *_strided kernel takes the generic *_kernel
+    (the runtime dtype codes) instead: tests reach the generic kernels' 32-bit instantiations with it,
+    and the benchmark compares the two. Process-wide (not per thread): it clears the memoized recipes
+    on entry and exit, so use it where no other thread launches elementwise kernels."""
+
+    def __enter__(self):
+        self._was = _generic_only[0]
+        _generic_only[0] = True
+        _FAST.clear()
+        _RECIPES.clear()
+        return self
+
+    def __exit__(self, *exc):
+        _generic_only[0] = self._was
+        _FAST.clear()
+        _RECIPES.clear()
+        return False
+
+
+def _strided_row(row, compute, c, odt, tensors):
+    """The *_strided expression whose types are exactly out's and the tensor operands' (a scalar's
+    position takes any) and whose storage type T computes what the generic kernel would: T the
+    compute dtype, or a floating T computing in the same C type (float16/bfloat16/float32 tensors
+    under a float32 or 16-bit compute dtype all compute in float); integer and bool T must be the
+    compute dtype itself (the generic kernel narrows every load to it). None when no row fits."""
+    for t, expr, o, ops in row[3]:
+        if o is not odt or (t is not compute and (not t.is_floating_point or _C[t] != c)):
+            continue
+        for k, x in tensors:
+            if x.dtype is not ops[k]:
+                break
+        else:
+            return expr
+    return None
 
 
 def _c_arg(v, compute, c):
