@@ -16,6 +16,7 @@
 // Each gradient element is written once by one lane after a fixed-order sum: no atomics.
 #pragma once
 #include "tensorlab/attention_args.cuh"
+#include "tensorlab/async_copy.cuh"
 #include "tensorlab/mma.cuh"
 
 namespace tl_attn {
@@ -31,7 +32,8 @@ struct FlashTile {
   static constexpr int kLd = D + 8;                // shared row pitch (elements; 16-byte rows for ldmatrix)
   // 256: only the accumulators stay in registers (see the top); tiles in dynamic shared memory
   static constexpr bool kWide = D == 256;
-  static constexpr int kBN = kWide ? 32 : 64;      // keys per shared tile (fwd): K and V tiles <= 35 KB
+  // keys per shared tile (fwd), two of each of K and V (double buffered): <= 37 KB below 256
+  static constexpr int kBN = D <= 64 ? 64 : D == 128 ? 32 : 16;
   static constexpr int kBNdq = D <= 64 ? 64 : 16;  // keys per shared tile (dq), which holds S and dP
   static constexpr int kBQ = 16;                   // query rows per shared tile (dkdv)
   // dkdv: the block's 64 keys of K and V in shared memory (43 KB at D = 128), else in registers
@@ -39,20 +41,38 @@ struct FlashTile {
   static constexpr int kK = D / 16;                // k-steps over the head dim
   static constexpr int kN = D / 8;                 // 8-column accumulator tiles over the head dim
   // kWide: elements of T in dynamic shared memory (fwd: Q, K, V tiles; dq: Q, dO, K, V; dkdv: K, V, Q, dO)
-  static constexpr int kFwdSmem = (kFlashRows + 2 * kBN) * kLd;
+  static constexpr int kFwdSmem = (kFlashRows + 4 * kBN) * kLd;
   static constexpr int kDqSmem = (2 * kFlashRows + 2 * kBNdq) * kLd;
   static constexpr int kDkdvSmem = (2 * kFlashRows + 2 * kBQ) * kLd;
 };
 
 // rows x D of a row-major [*, n] global matrix from row r0 into shared memory (rows at or past
-// `limit` and columns past n read 0).
+// `limit` and columns past n read 0). Rows of whole 16-byte chunks (n % 8 == 0, src 16-byte aligned)
+// go by cp.async, complete after the caller's tl::cp_async_commit, cp_async_wait and __syncthreads;
+// other shapes by 16-bit loads and stores (complete at the barrier).
 template <typename T, int D>
 __device__ __forceinline__ void stage(T* dst, const T* src, long long r0, long long limit, int rows, int n) {
+  constexpr int kLd = FlashTile<D>::kLd;
+  if (n % 8 == 0 && (reinterpret_cast<unsigned long long>(src) & 15) == 0) {
+    constexpr int kChunks = D / 8;
+    for (int idx = threadIdx.x; idx < rows * kChunks; idx += kFlashThreads) {
+      const int r = idx / kChunks, c = 8 * (idx % kChunks);
+      const bool in = r0 + r < limit && c < n;
+      tl::cp_async16(dst + r * kLd + c, in ? src + (r0 + r) * n + c : src, in ? 16 : 0);
+    }
+    return;
+  }
   const T zero = tl::cast<T>(0.0f);
   for (int idx = threadIdx.x; idx < rows * D; idx += kFlashThreads) {
     const int r = idx / D, c = idx % D;
-    dst[r * FlashTile<D>::kLd + c] = (r0 + r < limit && c < n) ? src[(r0 + r) * n + c] : zero;
+    dst[r * kLd + c] = (r0 + r < limit && c < n) ? src[(r0 + r) * n + c] : zero;
   }
+}
+
+// Every copy this thread staged is in shared memory (the barrier that follows shows them to the block).
+__device__ __forceinline__ void staged() {
+  tl::cp_async_commit();
+  tl::cp_async_wait<0>();
 }
 
 // The A fragment of rows r0..r0+15, columns k0..k0+15 of a row-major [rows, cols] global matrix
@@ -97,10 +117,10 @@ __device__ __forceinline__ void flash_fwd(T* __restrict__ out, float* __restrict
     TL_DYNAMIC_SHARED(T, dyn);  // Tile::kFwdSmem elements
     sq = dyn;
     sk = sq + kFlashRows * kLd;
-    sv = sk + kBN * kLd;
+    sv = sk + 2 * kBN * kLd;
   } else {
-    __shared__ __align__(16) T ssk[kBN * kLd];
-    __shared__ __align__(16) T ssv[kBN * kLd];
+    __shared__ __align__(16) T ssk[2 * kBN * kLd];
+    __shared__ __align__(16) T ssv[2 * kBN * kLd];
     sk = ssk;
     sv = ssv;
   }
@@ -124,11 +144,22 @@ __device__ __forceinline__ void flash_fwd(T* __restrict__ out, float* __restrict
   zero(o);
   float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
   const long long s_end = mk.causal ? (blk0 + kFlashRows < S ? blk0 + kFlashRows : S) : S;
-  for (long long j0 = 0; j0 < s_end; j0 += kBN) {
-    __syncthreads();  // the previous tile's readers are done
-    stage<T, D>(sk, kb, j0, S, kBN, E);
-    stage<T, D>(sv, vb, j0, S, kBN, Ev);
-    __syncthreads();
+  // K and V tiles double buffered: tile j0 + kBN is copied (cp.async) while tile j0 is multiplied
+  if (s_end > 0) {
+    stage<T, D>(sk, kb, 0, S, kBN, E);
+    stage<T, D>(sv, vb, 0, S, kBN, Ev);
+  }
+  int buf = 0;
+#pragma unroll 1
+  for (long long j0 = 0; j0 < s_end; j0 += kBN, buf ^= 1) {
+    staged();
+    __syncthreads();  // tile j0 is in shared memory; every reader of the other buffer is done
+    if (j0 + kBN < s_end) {
+      stage<T, D>(sk + (buf ^ 1) * kBN * kLd, kb, j0 + kBN, S, kBN, E);
+      stage<T, D>(sv + (buf ^ 1) * kBN * kLd, vb, j0 + kBN, S, kBN, Ev);
+    }
+    const T* tk = sk + buf * kBN * kLd;
+    const T* tv = sv + buf * kBN * kLd;
     tl::FragC s[kNS];
     zero(s);
 #pragma unroll
@@ -137,7 +168,7 @@ __device__ __forceinline__ void flash_fwd(T* __restrict__ out, float* __restrict
 #pragma unroll
       for (int nt = 0; nt < kNS; nt += 2) {
         tl::FragB fb[2];
-        tl::b_cols2(fb, sk, kLd, 8 * nt, 16 * ks);
+        tl::b_cols2(fb, tk, kLd, 8 * nt, 16 * ks);
         tl::mma16816<T>(s[nt], qa, fb[0]);
         tl::mma16816<T>(s[nt + 1], qa, fb[1]);
       }
@@ -181,7 +212,7 @@ __device__ __forceinline__ void flash_fwd(T* __restrict__ out, float* __restrict
 #pragma unroll
       for (int dt = 0; dt < Tile::kN; dt += 2) {
         tl::FragB fb[2];
-        tl::b_rows2(fb, sv, kLd, 16 * kt, 8 * dt);
+        tl::b_rows2(fb, tv, kLd, 16 * kt, 8 * dt);
         tl::mma16816<T>(o[dt], pa, fb[0]);
         tl::mma16816<T>(o[dt + 1], pa, fb[1]);
       }
@@ -257,10 +288,12 @@ __device__ __forceinline__ void flash_bwd_dq(T* __restrict__ dq, const T* __rest
   tl::FragC acc[Tile::kN];
   zero(acc);
   const long long s_end = mk.causal ? (blk0 + kFlashRows < S ? blk0 + kFlashRows : S) : S;
+#pragma unroll 1
   for (long long j0 = 0; j0 < s_end; j0 += kBN) {
     __syncthreads();
     stage<T, D>(sk, k + kvh * S * E, j0, S, kBN, E);
     stage<T, D>(sv, v + kvh * S * Ev, j0, S, kBN, Ev);
+    staged();
     __syncthreads();
     tl::FragC s[kNS], dp[kNS];
     zero(s);
@@ -361,9 +394,11 @@ __device__ __forceinline__ void flash_dkdv_pass(T* __restrict__ dk, T* __restric
   zero(adk);
   zero(adv);
   const long long i_start = mk.causal ? (blk0 / kBQ) * kBQ : 0;
+#pragma unroll 1  // the tile loops stay loops: their bodies are long (unrolled copies cost code, not time)
   for (int gi = 0; gi < group; ++gi) {
     const long long bh = b * Hq + hk * group + gi;
     const long long mb = mk.mode ? mask_base(bh, ml) : 0;
+#pragma unroll 1
     for (long long i0 = i_start; i0 < L; i0 += kBQ) {
       __syncthreads();
       stage<T, D>(sq, q + bh * L * E, i0, L, kBQ, E);
@@ -372,6 +407,7 @@ __device__ __forceinline__ void flash_dkdv_pass(T* __restrict__ dk, T* __restric
         slse[t] = i0 + t < L ? lse[bh * L + i0 + t] : kNegInf;
         sdelta[t] = i0 + t < L ? delta[bh * L + i0 + t] : 0.0f;
       }
+      staged();  // also the block's K and V (kKVShared), staged before the loop
       __syncthreads();
       tl::FragC st[kNQ], dpt[kNQ];
       zero(st);

@@ -60,7 +60,7 @@ def _flash_smem(name, bucket, itemsize):
     kDkdvSmem (flash_attention.cuh), rows of bucket + 8 elements; 0 for the other buckets (static)."""
     if bucket != _WIDE:
         return 0
-    rows = {"attention_fwd": _FLASH_ROWS + 2 * 32, "attention_bwd_dq": 2 * _FLASH_ROWS + 2 * 16,
+    rows = {"attention_fwd": _FLASH_ROWS + 4 * 16, "attention_bwd_dq": 2 * _FLASH_ROWS + 2 * 16,
             "attention_bwd_dkdv": 2 * _FLASH_ROWS + 2 * 16}[name]
     return rows * (bucket + 8) * itemsize
 

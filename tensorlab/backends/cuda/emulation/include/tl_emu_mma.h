@@ -1,4 +1,5 @@
-// Tensor-core matrix multiply-accumulate for the emulation: mma.sync.aligned.m16n8k16 with float
+// Tensor-core matrix multiply-accumulate for the emulation (and the ldmatrix / cp.async loads that feed
+// it, below): mma.sync.aligned.m16n8k16 with float
 // accumulators (kernels/tensorlab/mma.cuh calls it where the GPU runs the PTX instruction). The
 // warp's 32 lanes deposit their A and B fragments at a warp barrier, as a shuffle does
 // (tl_emu_warp_gather); each lane then rebuilds the 16x16 A and 16x8 B from the fragment layout
@@ -57,4 +58,13 @@ inline void tl_emu_ldmatrix(unsigned* r, const void* row, int n, bool trans) {
       r[i] = at(p) | (at(p + 2) << 16);
     }
   }
+}
+
+// cp.async.cg.shared.global (kernels/tensorlab/async_copy.cuh): the copy happens at issue, so every
+// later commit_group / wait_group finds it complete; src_bytes < size fills the rest with zeros.
+inline void tl_emu_cp_async(void* dst, const void* src, int size, int src_bytes) {
+  if (reinterpret_cast<unsigned long long>(dst) % size != 0 || (src_bytes && reinterpret_cast<unsigned long long>(src) % size != 0))
+    tl_emu_trap("cp.async: an address is not aligned to the copy size");
+  if (src_bytes) memcpy(dst, src, src_bytes);
+  memset(static_cast<char*>(dst) + src_bytes, 0, size - src_bytes);
 }
