@@ -1,9 +1,10 @@
 """The tensor-core attention kernels (kernels/tensorlab/flash_attention.cuh, float16/bfloat16 per
 head-dim bucket) and dropout inside the fused attention: the warp-level mma.sync the emulation runs
-(tests/kernels/mma_probe.cu against NumPy), outputs and gradients against the float32 composite and
-torch's CPU SDPA on the same rounded inputs (head dims 16..128, odd sequence lengths, causal, bool
-padding and float masks, GQA, scale), and dropout with a fixed seed: the same mask as the
-composite's `bernoulli_` on the CPU, in the kernels, the CPU's blocked primitives and the backward."""
+(tests/kernels/mma_probe.cu against NumPy: ldmatrix fragment loads on sm_80+ and in the emulation,
+plain loads on the shuffle path), outputs and gradients against the float32 composite and torch's
+CPU SDPA on the same rounded inputs (head dims 16..256, odd sequence lengths, causal, bool padding
+and float masks, GQA, scale), and dropout with a fixed seed: the same mask as the composite's
+`bernoulli_` on the CPU, in the kernels, the CPU's blocked primitives and the backward."""
 from __future__ import annotations
 
 from pathlib import Path
