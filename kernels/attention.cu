@@ -2,8 +2,9 @@
 //
 // Two paths behind the same entry points: float / double (kHeadDim 0) run the scalar tiles below;
 // float16 / bfloat16 run the tensor-core tiles of tensorlab/flash_attention.cuh (mma.sync
-// m16n8k16, float accumulation), one instantiation per head-dim bucket kHeadDim (32, 64, 128; the
-// name expression without it means 128). Both read the mask and draw dropout the same way
+// m16n8k16, float accumulation), one instantiation per head-dim bucket kHeadDim (32, 64, 128, 256; the
+// name expression without it means 128; 256 takes dynamic shared memory and, for dK / dV, gridDim.z = 2).
+// Both read the mask and draw dropout the same way
 // (tensorlab/attention_args.cuh).
 //
 // Layout (the host makes every operand contiguous): q [BH, L, E], k [BHk, S, E], v [BHk, S, Ev],
@@ -63,12 +64,16 @@ template <> struct HeadDim<__nv_bfloat16> {
   static constexpr int kDefault = 128;
 };
 
-// rows x n elements of a contiguous [*, n] matrix starting at row r0 (rows past `limit` read 0)
+// rows x n elements of a contiguous [*, n] matrix starting at row r0 (rows past `limit` read 0):
+// warp w copies rows w, w + 4, ..., its lanes stride the columns (coalesced, and no runtime integer
+// division by n in the index)
 template <typename T, typename A, int kLd>
 __device__ __forceinline__ void load_tile(A (*dst)[kLd], const T* src, long long r0, long long limit, int rows, int n) {
-  for (int idx = threadIdx.x; idx < rows * n; idx += kThreads) {
-    const int r = idx / n, c = idx - r * n;
-    dst[r][c] = r0 + r < limit ? static_cast<A>(tl::widen(src[(r0 + r) * n + c])) : A(0);
+  const int lane = threadIdx.x & 31;
+  for (int r = threadIdx.x >> 5; r < rows; r += kThreads / 32) {
+    const bool in = r0 + r < limit;
+    const T* row = src + (r0 + r) * n;
+    for (int c = lane; c < n; c += 32) dst[r][c] = in ? static_cast<A>(tl::widen(row[c])) : A(0);
   }
 }
 }  // namespace

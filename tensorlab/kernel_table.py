@@ -279,7 +279,7 @@ KERNELS["ctc.cu"] = _per_dtype("ctc_alpha", "ctc_grad_fill", "ctc_beta", "ctc_gr
 # block, dQ per query block) for the floating dtypes (float accumulation; double for double); 64-bit
 # offsets throughout. float / double: the scalar kernels; float16 / bfloat16: the tensor-core kernels
 # per head-dim bucket (ATTENTION_HEAD_DIMS; the name without a bucket is the default one, 128)
-ATTENTION_HEAD_DIMS = (32, 64, 128)
+ATTENTION_HEAD_DIMS = (32, 64, 128, 256)
 ATTENTION_DEFAULT_HEAD_DIM = 128
 
 

@@ -1,9 +1,10 @@
 """The tensor-core attention kernels (kernels/tensorlab/flash_attention.cuh, float16/bfloat16 per
 head-dim bucket) and dropout inside the fused attention: the warp-level mma.sync the emulation runs
-(tests/kernels/mma_probe.cu against NumPy), outputs and gradients against the float32 composite and
-torch's CPU SDPA on the same rounded inputs (head dims 16..128, odd sequence lengths, causal, bool
-padding and float masks, GQA, scale), and dropout with a fixed seed: the same mask as the
-composite's `bernoulli_` on the CPU, in the kernels, the CPU's blocked primitives and the backward."""
+(tests/kernels/mma_probe.cu against NumPy: ldmatrix fragment loads on sm_80+ and in the emulation,
+plain loads on the shuffle path), outputs and gradients against the float32 composite and torch's
+CPU SDPA on the same rounded inputs (head dims 16..256, odd sequence lengths, causal, bool padding
+and float masks, GQA, scale), and dropout with a fixed seed: the same mask as the composite's
+`bernoulli_` on the CPU, in the kernels, the CPU's blocked primitives and the backward."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -82,11 +83,17 @@ FLASH_CASES = {
     "e100_ev72_gqa_causal": ((1, 4, 17, 100), (1, 2, 17, 100), (1, 2, 17, 72), None,
                              dict(is_causal=True, enable_gqa=True)),
     "e20_ev40_two_dims": ((5, 20), (70, 20), (70, 40), None, {}),
+    # the 256 bucket (Q / dO fragments from shared memory, dK and dV in two passes)
+    "e160_gqa_causal": ((1, 4, 19, 160), (1, 2, 19, 160), (1, 2, 19, 160), None,
+                        dict(is_causal=True, enable_gqa=True)),
+    "e192_float_mask": ((1, 1, 9, 192), (1, 1, 23, 192), (1, 1, 23, 192), "float", {}),
+    "e256_padding_bool": ((2, 1, 7, 256), (2, 1, 30, 256), (2, 1, 30, 256), "padding", {}),
+    "e256_ev136_scale": ((1, 1, 70, 256), (1, 1, 17, 256), (1, 1, 17, 136), None, dict(scale=0.05)),
 }
 
 
 def _mask(kind, qs, ks):
-    if kind == "padding":  # batch b keeps its first 67 - 9 b keys (key padding), broadcast over heads and rows
+    if kind == "padding":  # batch b keeps its first S - 9 b keys (key padding), broadcast over heads and rows
         keep = np.arange(ks[-2])[None, :] < (ks[-2] - 9 * np.arange(qs[0]))[:, None]
         return keep[:, None, None, :]
     if kind == "float":
@@ -150,7 +157,7 @@ def test_flash_matches_the_float32_composite(device, name, dtype, tol):
     assert fused[0].dtype is dtype and all(g.dtype is dtype for g in fused[1])
     if device == "cuda":
         E = max(arrays[0].shape[-1], arrays[2].shape[-1])
-        bucket = next(d for d in (32, 64, 128) if E <= d)
+        bucket = next(d for d in (32, 64, 128, 256) if E <= d)
         ct = "__half" if dtype is tl.float16 else "__nv_bfloat16"
         want = f"attention_fwd<{ct}>" if bucket == 128 else f"attention_fwd<{ct}, {bucket}>"
         assert want in _launched("attention_fwd") or want in before
@@ -160,7 +167,8 @@ def test_flash_matches_the_float32_composite(device, name, dtype, tol):
 
 @pytest.mark.torch_oracle
 @pytest.mark.parametrize("dtype,tol", HALF)
-@pytest.mark.parametrize("name", ["causal_e64", "padding_bool_e64", "e128_scale", "float_mask_e32"])
+@pytest.mark.parametrize("name", ["causal_e64", "padding_bool_e64", "e128_scale", "float_mask_e32",
+                                  "e192_float_mask", "e160_gqa_causal"])
 def test_flash_matches_torch_sdpa(device, name, dtype, tol):
     """Against torch's CPU scaled_dot_product_attention in float32 on the same rounded inputs."""
     torch = pytest.importorskip("torch")
@@ -183,11 +191,14 @@ DROP_CASES = {
     "plain_e64": ((2, 2, 19, 64), (2, 2, 37, 64), (2, 2, 37, 64), None, {}),
     "causal_e16_odd": ((1, 3, 33, 16), (1, 3, 33, 16), (1, 3, 33, 16), None, dict(is_causal=True)),
     "padding_e128": ((2, 1, 9, 128), (2, 1, 67, 128), (2, 1, 67, 128), "padding", {}),
+    "gqa_e256": ((1, 2, 9, 256), (1, 1, 21, 256), (1, 1, 21, 256), None, dict(enable_gqa=True)),  # 16-bit only
 }
+DROP_PARAMS = [pytest.param(name, *dt.values, id=f"{name}-{dt.id}")
+               for name in DROP_CASES for dt in HALF + [pytest.param(tl.float32, 2e-5, id="float32")]
+               if not (name.endswith("e256") and dt.id == "float32")]
 
 
-@pytest.mark.parametrize("dtype,tol", HALF + [pytest.param(tl.float32, 2e-5, id="float32")])
-@pytest.mark.parametrize("name", list(DROP_CASES))
+@pytest.mark.parametrize("name,dtype,tol", DROP_PARAMS)
 def test_dropout_matches_the_cpu_composite_with_the_same_seed(device, name, dtype, tol):
     """dropout_p = 0.3 with one seed: the fused path (the kernels on CUDA, the blocked primitives on
     the CPU) drops what the CPU composite's bernoulli_ drops, in the output and every gradient, and

@@ -16,6 +16,7 @@
 // Each gradient element is written once by one lane after a fixed-order sum: no atomics.
 #pragma once
 #include "tensorlab/attention_args.cuh"
+#include "tensorlab/async_copy.cuh"
 #include "tensorlab/mma.cuh"
 
 namespace tl_attn {
@@ -27,28 +28,51 @@ constexpr unsigned kFull = 0xffffffffu;
 
 template <int D>
 struct FlashTile {
-  // 256 would need the warps to split the head dim of the accumulators (16 rows x 256 columns of dK
-  // and dV alone are 256 registers per lane): not done, so 16-bit head dims above 128 take the composite.
-  static_assert(D == 32 || D == 64 || D == 128, "head-dim buckets are 32, 64, 128");
-  static constexpr int kLd = D + 8;                // shared row pitch (elements)
-  static constexpr int kBN = 64;                   // keys per shared tile (fwd): K and V tiles <= 35 KB
+  static_assert(D == 32 || D == 64 || D == 128 || D == 256, "head-dim buckets are 32, 64, 128, 256");
+  static constexpr int kLd = D + 8;                // shared row pitch (elements; 16-byte rows for ldmatrix)
+  // 256: only the accumulators stay in registers (see the top); tiles in dynamic shared memory
+  static constexpr bool kWide = D == 256;
+  // keys per shared tile (fwd), two of each of K and V (double buffered): <= 37 KB below 256
+  static constexpr int kBN = D <= 64 ? 64 : D == 128 ? 32 : 16;
   static constexpr int kBNdq = D <= 64 ? 64 : 16;  // keys per shared tile (dq), which holds S and dP
   static constexpr int kBQ = 16;                   // query rows per shared tile (dkdv)
   // dkdv: the block's 64 keys of K and V in shared memory (43 KB at D = 128), else in registers
-  static constexpr bool kKVShared = D == 128;
+  static constexpr bool kKVShared = D >= 128;
   static constexpr int kK = D / 16;                // k-steps over the head dim
   static constexpr int kN = D / 8;                 // 8-column accumulator tiles over the head dim
+  // kWide: elements of T in dynamic shared memory (fwd: Q, K, V tiles; dq: Q, dO, K, V; dkdv: K, V, Q, dO)
+  static constexpr int kFwdSmem = (kFlashRows + 4 * kBN) * kLd;
+  static constexpr int kDqSmem = (2 * kFlashRows + 2 * kBNdq) * kLd;
+  static constexpr int kDkdvSmem = (2 * kFlashRows + 2 * kBQ) * kLd;
 };
 
 // rows x D of a row-major [*, n] global matrix from row r0 into shared memory (rows at or past
-// `limit` and columns past n read 0).
+// `limit` and columns past n read 0). Rows of whole 16-byte chunks (n % 8 == 0, src 16-byte aligned)
+// go by cp.async, complete after the caller's tl::cp_async_commit, cp_async_wait and __syncthreads;
+// other shapes by 16-bit loads and stores (complete at the barrier).
 template <typename T, int D>
 __device__ __forceinline__ void stage(T* dst, const T* src, long long r0, long long limit, int rows, int n) {
+  constexpr int kLd = FlashTile<D>::kLd;
+  if (n % 8 == 0 && (reinterpret_cast<unsigned long long>(src) & 15) == 0) {
+    constexpr int kChunks = D / 8;
+    for (int idx = threadIdx.x; idx < rows * kChunks; idx += kFlashThreads) {
+      const int r = idx / kChunks, c = 8 * (idx % kChunks);
+      const bool in = r0 + r < limit && c < n;
+      tl::cp_async16(dst + r * kLd + c, in ? src + (r0 + r) * n + c : src, in ? 16 : 0);
+    }
+    return;
+  }
   const T zero = tl::cast<T>(0.0f);
   for (int idx = threadIdx.x; idx < rows * D; idx += kFlashThreads) {
     const int r = idx / D, c = idx % D;
-    dst[r * FlashTile<D>::kLd + c] = (r0 + r < limit && c < n) ? src[(r0 + r) * n + c] : zero;
+    dst[r * kLd + c] = (r0 + r < limit && c < n) ? src[(r0 + r) * n + c] : zero;
   }
+}
+
+// Every copy this thread staged is in shared memory (the barrier that follows shows them to the block).
+__device__ __forceinline__ void staged() {
+  tl::cp_async_commit();
+  tl::cp_async_wait<0>();
 }
 
 // The A fragment of rows r0..r0+15, columns k0..k0+15 of a row-major [rows, cols] global matrix
@@ -88,8 +112,18 @@ __device__ __forceinline__ void flash_fwd(T* __restrict__ out, float* __restrict
                                           const tl::StridedLayout<long long>& ml, const DropArgs& dr) {
   using Tile = FlashTile<D>;
   constexpr int kLd = Tile::kLd, kBN = Tile::kBN, kNS = kBN / 8;
-  __shared__ __align__(16) T sk[kBN * kLd];
-  __shared__ __align__(16) T sv[kBN * kLd];
+  T *sq = nullptr, *sk, *sv;
+  if constexpr (Tile::kWide) {
+    TL_DYNAMIC_SHARED(T, dyn);  // Tile::kFwdSmem elements
+    sq = dyn;
+    sk = sq + kFlashRows * kLd;
+    sv = sk + 2 * kBN * kLd;
+  } else {
+    __shared__ __align__(16) T ssk[2 * kBN * kLd];
+    __shared__ __align__(16) T ssv[2 * kBN * kLd];
+    sk = ssk;
+    sv = ssv;
+  }
   const float kNegInf = neg_inf<float>();
   const long long bh = blockIdx.x, blk0 = static_cast<long long>(blockIdx.y) * kFlashRows;
   const long long kvh = (bh / Hq) * (Hq / group) + (bh % Hq) / group;
@@ -99,24 +133,46 @@ __device__ __forceinline__ void flash_fwd(T* __restrict__ out, float* __restrict
   const long long mb = mk.mode ? mask_base(bh, ml) : 0;
   const T* kb = k + kvh * S * E;
   const T* vb = v + kvh * S * Ev;
-  tl::FragA qf[Tile::kK];
+  tl::FragA qf[Tile::kWide ? 1 : Tile::kK];
+  if constexpr (Tile::kWide) {
+    stage<T, D>(sq, q + bh * L * E, blk0, L, kFlashRows, E);  // read after the loop's first barrier
+  } else {
 #pragma unroll
-  for (int ks = 0; ks < Tile::kK; ++ks) qf[ks] = a_global(q + bh * L * E, L, E, i0, 16 * ks);
+    for (int ks = 0; ks < Tile::kK; ++ks) qf[ks] = a_global(q + bh * L * E, L, E, i0, 16 * ks);
+  }
   tl::FragC o[Tile::kN];
   zero(o);
   float m[2] = {kNegInf, kNegInf}, l[2] = {0.0f, 0.0f};
   const long long s_end = mk.causal ? (blk0 + kFlashRows < S ? blk0 + kFlashRows : S) : S;
-  for (long long j0 = 0; j0 < s_end; j0 += kBN) {
-    __syncthreads();  // the previous tile's readers are done
-    stage<T, D>(sk, kb, j0, S, kBN, E);
-    stage<T, D>(sv, vb, j0, S, kBN, Ev);
-    __syncthreads();
+  // K and V tiles double buffered: tile j0 + kBN is copied (cp.async) while tile j0 is multiplied
+  if (s_end > 0) {
+    stage<T, D>(sk, kb, 0, S, kBN, E);
+    stage<T, D>(sv, vb, 0, S, kBN, Ev);
+  }
+  int buf = 0;
+#pragma unroll 1
+  for (long long j0 = 0; j0 < s_end; j0 += kBN, buf ^= 1) {
+    staged();
+    __syncthreads();  // tile j0 is in shared memory; every reader of the other buffer is done
+    if (j0 + kBN < s_end) {
+      stage<T, D>(sk + (buf ^ 1) * kBN * kLd, kb, j0 + kBN, S, kBN, E);
+      stage<T, D>(sv + (buf ^ 1) * kBN * kLd, vb, j0 + kBN, S, kBN, Ev);
+    }
+    const T* tk = sk + buf * kBN * kLd;
+    const T* tv = sv + buf * kBN * kLd;
     tl::FragC s[kNS];
     zero(s);
 #pragma unroll
-    for (int ks = 0; ks < Tile::kK; ++ks)
+    for (int ks = 0; ks < Tile::kK; ++ks) {
+      const tl::FragA qa = Tile::kWide ? tl::a_rows(sq, kLd, 16 * warp, 16 * ks) : qf[Tile::kWide ? 0 : ks];
 #pragma unroll
-      for (int nt = 0; nt < kNS; ++nt) tl::mma16816<T>(s[nt], qf[ks], tl::b_cols(sk, kLd, 8 * nt, 16 * ks));
+      for (int nt = 0; nt < kNS; nt += 2) {
+        tl::FragB fb[2];
+        tl::b_cols2(fb, tk, kLd, 8 * nt, 16 * ks);
+        tl::mma16816<T>(s[nt], qa, fb[0]);
+        tl::mma16816<T>(s[nt + 1], qa, fb[1]);
+      }
+    }
     float tmax[2] = {kNegInf, kNegInf};
 #pragma unroll
     for (int nt = 0; nt < kNS; ++nt)
@@ -154,7 +210,12 @@ __device__ __forceinline__ void flash_fwd(T* __restrict__ out, float* __restrict
     for (int kt = 0; kt < kBN / 16; ++kt) {
       const tl::FragA pa = tl::c_to_a<T>(s[2 * kt], s[2 * kt + 1]);
 #pragma unroll
-      for (int dt = 0; dt < Tile::kN; ++dt) tl::mma16816<T>(o[dt], pa, tl::b_rows(sv, kLd, 16 * kt, 8 * dt));
+      for (int dt = 0; dt < Tile::kN; dt += 2) {
+        tl::FragB fb[2];
+        tl::b_rows2(fb, tv, kLd, 16 * kt, 8 * dt);
+        tl::mma16816<T>(o[dt], pa, fb[0]);
+        tl::mma16816<T>(o[dt + 1], pa, fb[1]);
+      }
     }
   }
 #pragma unroll
@@ -186,8 +247,19 @@ __device__ __forceinline__ void flash_bwd_dq(T* __restrict__ dq, const T* __rest
                                              const DropArgs& dr) {
   using Tile = FlashTile<D>;
   constexpr int kLd = Tile::kLd, kBN = Tile::kBNdq, kNS = kBN / 8;
-  __shared__ __align__(16) T sk[kBN * kLd];
-  __shared__ __align__(16) T sv[kBN * kLd];
+  T *sq = nullptr, *sdo = nullptr, *sk, *sv;
+  if constexpr (Tile::kWide) {
+    TL_DYNAMIC_SHARED(T, dyn);  // Tile::kDqSmem elements
+    sq = dyn;
+    sdo = sq + kFlashRows * kLd;
+    sk = sdo + kFlashRows * kLd;
+    sv = sk + kBN * kLd;
+  } else {
+    __shared__ __align__(16) T ssk[kBN * kLd];
+    __shared__ __align__(16) T ssv[kBN * kLd];
+    sk = ssk;
+    sv = ssv;
+  }
   const float kNegInf = neg_inf<float>();
   const long long bh = blockIdx.x, blk0 = static_cast<long long>(blockIdx.y) * kFlashRows;
   const long long kvh = (bh / Hq) * (Hq / group) + (bh % Hq) / group;
@@ -195,11 +267,17 @@ __device__ __forceinline__ void flash_bwd_dq(T* __restrict__ dq, const T* __rest
   const long long i0 = blk0 + 16 * warp;
   const long long rows[2] = {i0 + (lane >> 2), i0 + (lane >> 2) + 8};
   const long long mb = mk.mode ? mask_base(bh, ml) : 0;
-  tl::FragA qf[Tile::kK], of[Tile::kK];
+  constexpr int kQf = Tile::kWide ? 1 : Tile::kK;
+  tl::FragA qf[kQf], of[kQf];
+  if constexpr (Tile::kWide) {  // read after the loop's first barrier
+    stage<T, D>(sq, q + bh * L * E, blk0, L, kFlashRows, E);
+    stage<T, D>(sdo, dout + bh * L * Ev, blk0, L, kFlashRows, Ev);
+  } else {
 #pragma unroll
-  for (int ks = 0; ks < Tile::kK; ++ks) {
-    qf[ks] = a_global(q + bh * L * E, L, E, i0, 16 * ks);
-    of[ks] = a_global(dout + bh * L * Ev, L, Ev, i0, 16 * ks);
+    for (int ks = 0; ks < Tile::kK; ++ks) {
+      qf[ks] = a_global(q + bh * L * E, L, E, i0, 16 * ks);
+      of[ks] = a_global(dout + bh * L * Ev, L, Ev, i0, 16 * ks);
+    }
   }
   float ls[2], dl[2];
 #pragma unroll
@@ -210,21 +288,32 @@ __device__ __forceinline__ void flash_bwd_dq(T* __restrict__ dq, const T* __rest
   tl::FragC acc[Tile::kN];
   zero(acc);
   const long long s_end = mk.causal ? (blk0 + kFlashRows < S ? blk0 + kFlashRows : S) : S;
+#pragma unroll 1
   for (long long j0 = 0; j0 < s_end; j0 += kBN) {
     __syncthreads();
     stage<T, D>(sk, k + kvh * S * E, j0, S, kBN, E);
     stage<T, D>(sv, v + kvh * S * Ev, j0, S, kBN, Ev);
+    staged();
     __syncthreads();
     tl::FragC s[kNS], dp[kNS];
     zero(s);
     zero(dp);
 #pragma unroll
-    for (int ks = 0; ks < Tile::kK; ++ks)
+    for (int ks = 0; ks < Tile::kK; ++ks) {
+      const int kq = Tile::kWide ? 0 : ks;
+      const tl::FragA qa = Tile::kWide ? tl::a_rows(sq, kLd, 16 * warp, 16 * ks) : qf[kq];
+      const tl::FragA oa = Tile::kWide ? tl::a_rows(sdo, kLd, 16 * warp, 16 * ks) : of[kq];
 #pragma unroll
-      for (int nt = 0; nt < kNS; ++nt) {
-        tl::mma16816<T>(s[nt], qf[ks], tl::b_cols(sk, kLd, 8 * nt, 16 * ks));
-        tl::mma16816<T>(dp[nt], of[ks], tl::b_cols(sv, kLd, 8 * nt, 16 * ks));
+      for (int nt = 0; nt < kNS; nt += 2) {
+        tl::FragB fk[2], fv[2];
+        tl::b_cols2(fk, sk, kLd, 8 * nt, 16 * ks);
+        tl::b_cols2(fv, sv, kLd, 8 * nt, 16 * ks);
+        tl::mma16816<T>(s[nt], qa, fk[0]);
+        tl::mma16816<T>(s[nt + 1], qa, fk[1]);
+        tl::mma16816<T>(dp[nt], oa, fv[0]);
+        tl::mma16816<T>(dp[nt + 1], oa, fv[1]);
       }
+    }
 #pragma unroll
     for (int nt = 0; nt < kNS; ++nt)
 #pragma unroll
@@ -245,7 +334,12 @@ __device__ __forceinline__ void flash_bwd_dq(T* __restrict__ dq, const T* __rest
     for (int kt = 0; kt < kBN / 16; ++kt) {
       const tl::FragA da = tl::c_to_a<T>(s[2 * kt], s[2 * kt + 1]);
 #pragma unroll
-      for (int dt = 0; dt < Tile::kN; ++dt) tl::mma16816<T>(acc[dt], da, tl::b_rows(sk, kLd, 16 * kt, 8 * dt));
+      for (int dt = 0; dt < Tile::kN; dt += 2) {
+        tl::FragB fb[2];
+        tl::b_rows2(fb, sk, kLd, 16 * kt, 8 * dt);
+        tl::mma16816<T>(acc[dt], da, fb[0]);
+        tl::mma16816<T>(acc[dt + 1], da, fb[1]);
+      }
     }
   }
 #pragma unroll
@@ -262,22 +356,21 @@ __device__ __forceinline__ void flash_bwd_dq(T* __restrict__ dq, const T* __rest
   }
 }
 
-// grid (BHk, ceil(S / 64)): dK and dV of 64 keys of one key/value head, summed over the group's
-// query heads and the query tiles in order; dmask (want_dmask): contiguous [BH, L, S].
-template <typename T, int D>
-__device__ __forceinline__ void flash_bwd_dkdv(T* __restrict__ dk, T* __restrict__ dv, T* __restrict__ dmask,
-                                               const T* __restrict__ q, const T* __restrict__ k,
-                                               const T* __restrict__ v, const T* __restrict__ dout,
-                                               const float* __restrict__ lse, const float* __restrict__ delta,
-                                               const bool* __restrict__ bmask, const T* __restrict__ fmask,
-                                               long long L, long long S, int E, int Ev, int group, int Hq,
-                                               float scale, MaskArgs mk, const tl::StridedLayout<long long>& ml,
-                                               const DropArgs& dr, int want_dmask) {
+// dK and dV (kPart 0), dV only (1) or dK and the mask's gradient only (2) of the block's 64 keys.
+template <typename T, int D, int kPart>
+__device__ __forceinline__ void flash_dkdv_pass(T* __restrict__ dk, T* __restrict__ dv, T* __restrict__ dmask,
+                                                const T* __restrict__ q, const T* __restrict__ k,
+                                                const T* __restrict__ v, const T* __restrict__ dout,
+                                                const float* __restrict__ lse, const float* __restrict__ delta,
+                                                const bool* __restrict__ bmask, const T* __restrict__ fmask,
+                                                long long L, long long S, int E, int Ev, int group, int Hq,
+                                                float scale, MaskArgs mk, const tl::StridedLayout<long long>& ml,
+                                                const DropArgs& dr, int want_dmask, T* skv, T* sq, T* sdo,
+                                                float* slse, float* sdelta) {
   using Tile = FlashTile<D>;
   constexpr int kLd = Tile::kLd, kBQ = Tile::kBQ, kNQ = kBQ / 8;
-  __shared__ __align__(16) T sq[kBQ * kLd];
-  __shared__ __align__(16) T sdo[kBQ * kLd];
-  __shared__ float slse[kBQ], sdelta[kBQ];
+  constexpr bool kDV = kPart != 2, kDK = kPart != 1;
+  constexpr int kKV = kFlashRows * kLd;  // skv: K, then V (kKVShared)
   const float kNegInf = neg_inf<float>();
   const long long kvh = blockIdx.x, blk0 = static_cast<long long>(blockIdx.y) * kFlashRows;
   const int Hk = Hq / group;
@@ -285,13 +378,11 @@ __device__ __forceinline__ void flash_bwd_dkdv(T* __restrict__ dk, T* __restrict
   const int t = threadIdx.x, warp = t >> 5, lane = t & 31, c = 2 * (lane & 3);
   const long long j0 = blk0 + 16 * warp;
   const long long keys[2] = {j0 + (lane >> 2), j0 + (lane >> 2) + 8};
-  constexpr int kKV = Tile::kKVShared ? kFlashRows * kLd : 1;
-  __shared__ __align__(16) T skv[2 * kKV];
   constexpr int kKf = Tile::kKVShared ? 1 : Tile::kK;
   tl::FragA kf[kKf], vf[kKf];
   if constexpr (Tile::kKVShared) {
     stage<T, D>(skv, k + kvh * S * E, blk0, S, kFlashRows, E);
-    stage<T, D>(skv + kKV, v + kvh * S * Ev, blk0, S, kFlashRows, Ev);
+    if constexpr (kDK) stage<T, D>(skv + kKV, v + kvh * S * Ev, blk0, S, kFlashRows, Ev);
   } else {
 #pragma unroll
     for (int ks = 0; ks < Tile::kK; ++ks) {
@@ -299,13 +390,15 @@ __device__ __forceinline__ void flash_bwd_dkdv(T* __restrict__ dk, T* __restrict
       vf[ks] = a_global(v + kvh * S * Ev, S, Ev, j0, 16 * ks);
     }
   }
-  tl::FragC adk[Tile::kN], adv[Tile::kN];
+  tl::FragC adk[kDK ? Tile::kN : 1], adv[kDV ? Tile::kN : 1];
   zero(adk);
   zero(adv);
   const long long i_start = mk.causal ? (blk0 / kBQ) * kBQ : 0;
+#pragma unroll 1  // the tile loops stay loops: their bodies are long (unrolled copies cost code, not time)
   for (int gi = 0; gi < group; ++gi) {
     const long long bh = b * Hq + hk * group + gi;
     const long long mb = mk.mode ? mask_base(bh, ml) : 0;
+#pragma unroll 1
     for (long long i0 = i_start; i0 < L; i0 += kBQ) {
       __syncthreads();
       stage<T, D>(sq, q + bh * L * E, i0, L, kBQ, E);
@@ -314,6 +407,7 @@ __device__ __forceinline__ void flash_bwd_dkdv(T* __restrict__ dk, T* __restrict
         slse[t] = i0 + t < L ? lse[bh * L + i0 + t] : kNegInf;
         sdelta[t] = i0 + t < L ? delta[bh * L + i0 + t] : 0.0f;
       }
+      staged();  // also the block's K and V (kKVShared), staged before the loop
       __syncthreads();
       tl::FragC st[kNQ], dpt[kNQ];
       zero(st);
@@ -323,15 +417,21 @@ __device__ __forceinline__ void flash_bwd_dkdv(T* __restrict__ dk, T* __restrict
         tl::FragA ka, va;
         if constexpr (Tile::kKVShared) {
           ka = tl::a_rows(skv, kLd, 16 * warp, 16 * ks);
-          va = tl::a_rows(skv + kKV, kLd, 16 * warp, 16 * ks);
+          if constexpr (kDK) va = tl::a_rows(skv + kKV, kLd, 16 * warp, 16 * ks);
         } else {
           ka = kf[ks];
           va = vf[ks];
         }
-#pragma unroll
-        for (int nq = 0; nq < kNQ; ++nq) {
-          tl::mma16816<T>(st[nq], ka, tl::b_cols(sq, kLd, 8 * nq, 16 * ks));
-          tl::mma16816<T>(dpt[nq], va, tl::b_cols(sdo, kLd, 8 * nq, 16 * ks));
+        static_assert(kNQ == 2, "one query tile is two 8-column accumulator tiles");
+        tl::FragB fq[2];
+        tl::b_cols2(fq, sq, kLd, 0, 16 * ks);
+        tl::mma16816<T>(st[0], ka, fq[0]);
+        tl::mma16816<T>(st[1], ka, fq[1]);
+        if constexpr (kDK) {
+          tl::FragB fo[2];
+          tl::b_cols2(fo, sdo, kLd, 0, 16 * ks);
+          tl::mma16816<T>(dpt[0], va, fo[0]);
+          tl::mma16816<T>(dpt[1], va, fo[1]);
         }
       }
 #pragma unroll
@@ -346,20 +446,31 @@ __device__ __forceinline__ void flash_bwd_dkdv(T* __restrict__ dk, T* __restrict
             if (x != kNegInf) {
               p = tl::m_exp(x - slse[ii]);
               const float z = drop_factor<float>(dr, (bh * L + i) * S + j);
-              ds = p * (dpt[nq].x[e] * z - sdelta[ii]);
+              if constexpr (kDK) ds = p * (dpt[nq].x[e] * z - sdelta[ii]);
               p *= z;
             }
           }
-          if (want_dmask && i < L && j < S) dmask[(bh * L + i) * S + j] = tl::cast<T>(ds);
+          if constexpr (kDK) {
+            if (want_dmask && i < L && j < S) dmask[(bh * L + i) * S + j] = tl::cast<T>(ds);
+          }
           st[nq].x[e] = p;
           dpt[nq].x[e] = ds;
         }
       const tl::FragA pa = tl::c_to_a<T>(st[0], st[1]);
       const tl::FragA da = tl::c_to_a<T>(dpt[0], dpt[1]);
 #pragma unroll
-      for (int dt = 0; dt < Tile::kN; ++dt) {
-        tl::mma16816<T>(adv[dt], pa, tl::b_rows(sdo, kLd, 0, 8 * dt));
-        tl::mma16816<T>(adk[dt], da, tl::b_rows(sq, kLd, 0, 8 * dt));
+      for (int dt = 0; dt < Tile::kN; dt += 2) {
+        tl::FragB fb[2];
+        if constexpr (kDV) {
+          tl::b_rows2(fb, sdo, kLd, 0, 8 * dt);
+          tl::mma16816<T>(adv[dt], pa, fb[0]);
+          tl::mma16816<T>(adv[dt + 1], pa, fb[1]);
+        }
+        if constexpr (kDK) {
+          tl::b_rows2(fb, sq, kLd, 0, 8 * dt);
+          tl::mma16816<T>(adk[dt], da, fb[0]);
+          tl::mma16816<T>(adk[dt + 1], da, fb[1]);
+        }
       }
     }
   }
@@ -374,9 +485,48 @@ __device__ __forceinline__ void flash_bwd_dkdv(T* __restrict__ dk, T* __restrict
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int d = 8 * dt + c + h;
-        if (d < E) kb[d] = tl::cast<T>(adk[dt].x[2 * r + h] * scale);
-        if (d < Ev) vb[d] = tl::cast<T>(adv[dt].x[2 * r + h]);
+        if constexpr (kDK) {
+          if (d < E) kb[d] = tl::cast<T>(adk[dt].x[2 * r + h] * scale);
+        }
+        if constexpr (kDV) {
+          if (d < Ev) vb[d] = tl::cast<T>(adv[dt].x[2 * r + h]);
+        }
       }
+  }
+}
+
+// grid (BHk, ceil(S / 64), 1; 2 for the 256 bucket: blockIdx.z 0 dV, 1 dK): dK and dV of 64 keys of
+// one key/value head, summed over the group's query heads and the query tiles in order; dmask
+// (want_dmask): contiguous [BH, L, S].
+template <typename T, int D>
+__device__ __forceinline__ void flash_bwd_dkdv(T* __restrict__ dk, T* __restrict__ dv, T* __restrict__ dmask,
+                                               const T* __restrict__ q, const T* __restrict__ k,
+                                               const T* __restrict__ v, const T* __restrict__ dout,
+                                               const float* __restrict__ lse, const float* __restrict__ delta,
+                                               const bool* __restrict__ bmask, const T* __restrict__ fmask,
+                                               long long L, long long S, int E, int Ev, int group, int Hq,
+                                               float scale, MaskArgs mk, const tl::StridedLayout<long long>& ml,
+                                               const DropArgs& dr, int want_dmask) {
+  using Tile = FlashTile<D>;
+  constexpr int kLd = Tile::kLd, kBQ = Tile::kBQ;
+  __shared__ float slse[kBQ], sdelta[kBQ];
+  if constexpr (Tile::kWide) {
+    TL_DYNAMIC_SHARED(T, dyn);  // Tile::kDkdvSmem elements: K, V, then the Q and dO tiles
+    T* sq = dyn + 2 * kFlashRows * kLd;
+    T* sdo = sq + kBQ * kLd;
+    if (blockIdx.z == 0)
+      flash_dkdv_pass<T, D, 1>(dk, dv, dmask, q, k, v, dout, lse, delta, bmask, fmask, L, S, E, Ev, group, Hq, scale,
+                               mk, ml, dr, want_dmask, dyn, sq, sdo, slse, sdelta);
+    else
+      flash_dkdv_pass<T, D, 2>(dk, dv, dmask, q, k, v, dout, lse, delta, bmask, fmask, L, S, E, Ev, group, Hq, scale,
+                               mk, ml, dr, want_dmask, dyn, sq, sdo, slse, sdelta);
+  } else {
+    __shared__ __align__(16) T sq[kBQ * kLd];
+    __shared__ __align__(16) T sdo[kBQ * kLd];
+    constexpr int kKV = Tile::kKVShared ? kFlashRows * kLd : 1;
+    __shared__ __align__(16) T skv[2 * kKV];
+    flash_dkdv_pass<T, D, 0>(dk, dv, dmask, q, k, v, dout, lse, delta, bmask, fmask, L, S, E, Ev, group, Hq, scale,
+                             mk, ml, dr, want_dmask, skv, sq, sdo, slse, sdelta);
   }
 }
 

@@ -127,33 +127,116 @@ __device__ __forceinline__ void mma16816(FragC& d, const FragA& a, const FragB& 
 #endif
 }
 
-// Fragments from a row-major shared-memory matrix s with row pitch ld (elements; even, so that the
-// column pairs are 4-byte aligned):
+// Fragments from a row-major shared-memory matrix s with row pitch ld (elements; a multiple of 8 and
+// s 16-byte aligned, so that every 8-element row segment is one 16-byte line):
 //   a_rows:  A[m][k] = s[(m0 + m) * ld + k0 + k]
 //   b_cols:  B[k][n] = s[(n0 + n) * ld + k0 + k]   (s holds B^T: K for Q K^T)
 //   b_rows:  B[k][n] = s[(k0 + k) * ld + n0 + n]   (s holds B: V for P V)
+// b_cols2 / b_rows2: the B fragments of columns n0..n0+7 and n0+8..n0+15 in one load.
+// From sm_80 (and in the emulation) they are ldmatrix.sync.aligned.m8n8 loads: lane l names the
+// row (l % 8) of 8 x 8 matrix l / 8 (16 bytes) and receives, from each matrix, the 32-bit word of
+// row l / 4, columns 2 (l % 4), +1 (.trans: of column l / 4, rows 2 (l % 4), +1) -- exactly the
+// fragment layout of mma.m16n8k16, one shared-memory instruction per 1 (x2) or 2 (x4) fragments
+// where the plain loads took 2 (b_cols) or 4 (b_rows, two 16-bit loads per register) per fragment.
+// The shuffle path (before sm_80, or TL_MMA_BY_SHUFFLES) keeps the plain loads.
 template <typename T>
 __device__ __forceinline__ unsigned int pair_at(const T* p) {
   return *reinterpret_cast<const unsigned int*>(p);
 }
+
+#if !defined(TL_MMA_SHUFFLE_PATH)
+#define TL_MMA_LDMATRIX 1
+// N (2 or 4) 8 x 8 matrices of 16-bit values; `row` is this lane's row address (lanes 0..8 N - 1
+// are read; the others pass any valid address).
+template <int N, bool Trans>
+__device__ __forceinline__ void ldmatrix(unsigned int (&r)[N], const void* row) {
+  static_assert(N == 2 || N == 4, "ldmatrix .x2 or .x4");
+#if defined(TL_EMULATION)
+  tl_emu_ldmatrix(r, row, N, Trans);
+#else
+  const unsigned int a = static_cast<unsigned int>(__cvta_generic_to_shared(row));
+  if constexpr (N == 4 && Trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+  else if constexpr (N == 4)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+  else if constexpr (Trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+#endif
+}
+#endif
+
 template <typename T>
 __device__ __forceinline__ FragA a_rows(const T* s, int ld, int m0, int k0) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, c = 2 * (lane & 3);
+  const int lane = threadIdx.x & 31;
+#if defined(TL_MMA_LDMATRIX)
+  // matrices: rows 0..7 | 8..15 (lane bit 3) x columns k0 | k0 + 8 (lane bit 4) = x[0..3]
+  FragA f;
+  ldmatrix<4, false>(f.x, s + (m0 + (lane & 15)) * ld + k0 + 8 * (lane >> 4));
+  return f;
+#else
+  const int g = lane >> 2, c = 2 * (lane & 3);
   const T* r0 = s + (m0 + g) * ld + k0 + c;
   const T* r1 = r0 + 8 * ld;
   return FragA{{pair_at(r0), pair_at(r1), pair_at(r0 + 8), pair_at(r1 + 8)}};
+#endif
 }
 template <typename T>
 __device__ __forceinline__ FragB b_cols(const T* s, int ld, int n0, int k0) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, c = 2 * (lane & 3);
+  const int lane = threadIdx.x & 31;
+#if defined(TL_MMA_LDMATRIX)
+  FragB f;
+  ldmatrix<2, false>(f.x, s + (n0 + (lane & 7)) * ld + k0 + 8 * ((lane >> 3) & 1));
+  return f;
+#else
+  const int g = lane >> 2, c = 2 * (lane & 3);
   const T* p = s + (n0 + g) * ld + k0 + c;
   return FragB{{pair_at(p), pair_at(p + 8)}};
+#endif
 }
 template <typename T>
 __device__ __forceinline__ FragB b_rows(const T* s, int ld, int k0, int n0) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, c = 2 * (lane & 3);
+  const int lane = threadIdx.x & 31;
+#if defined(TL_MMA_LDMATRIX)
+  FragB f;
+  ldmatrix<2, true>(f.x, s + (k0 + (lane & 15)) * ld + n0);
+  return f;
+#else
+  const int g = lane >> 2, c = 2 * (lane & 3);
   const T* p = s + (k0 + c) * ld + n0 + g;
   return FragB{{pack2(p[0], p[ld]), pack2(p[8 * ld], p[9 * ld])}};
+#endif
+}
+template <typename T>
+__device__ __forceinline__ void b_cols2(FragB (&f)[2], const T* s, int ld, int n0, int k0) {
+#if defined(TL_MMA_LDMATRIX)
+  // matrices: k0 | k0 + 8 (lane bit 3) x columns n0 | n0 + 8 (lane bit 4)
+  const int lane = threadIdx.x & 31;
+  unsigned int r[4];
+  ldmatrix<4, false>(r, s + (n0 + (lane & 7) + 8 * (lane >> 4)) * ld + k0 + 8 * ((lane >> 3) & 1));
+  f[0] = FragB{{r[0], r[1]}};
+  f[1] = FragB{{r[2], r[3]}};
+#else
+  f[0] = b_cols(s, ld, n0, k0);
+  f[1] = b_cols(s, ld, n0 + 8, k0);
+#endif
+}
+template <typename T>
+__device__ __forceinline__ void b_rows2(FragB (&f)[2], const T* s, int ld, int k0, int n0) {
+#if defined(TL_MMA_LDMATRIX)
+  // matrices: rows k0 | k0 + 8 (lane bit 3) x columns n0 | n0 + 8 (lane bit 4), transposed
+  const int lane = threadIdx.x & 31;
+  unsigned int r[4];
+  ldmatrix<4, true>(r, s + (k0 + (lane & 15)) * ld + n0 + 8 * (lane >> 4));
+  f[0] = FragB{{r[0], r[1]}};
+  f[1] = FragB{{r[2], r[3]}};
+#else
+  f[0] = b_rows(s, ld, k0, n0);
+  f[1] = b_rows(s, ld, k0, n0 + 8);
+#endif
 }
 
 }  // namespace tl

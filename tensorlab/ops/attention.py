@@ -4,7 +4,7 @@ front end that prepares their operands, records the autograd node and runs the d
 
 nn/functional_attention.py's composite (matmul, softmax) stays the reference and the fallback:
 `fused_supported` says when the fused path applies (CUDA; float16/bfloat16/float32/float64; head
-dims 1..128, 1..64 for float64; dropout_p < 1; q/k/v with one batch shape; equal heads or enable_gqa
+dims 1..256 for float16/bfloat16, 1..128 for float32, 1..64 for float64; dropout_p < 1; q/k/v with one batch shape; equal heads or enable_gqa
 with a multiple; a mask broadcastable to the scores without growing them); on the CPU it runs from
 CPU_BLOCKED_MIN_SCORES scores on, where the blocked NumPy primitives hold one key block of scores
 at a time instead of the composite's L x S matrices. The forward keeps the output and the per-row
@@ -34,7 +34,8 @@ registry.register(
     OpDef("attention_bwd", _F, "attention_bwd", KEEP, differentiable=False),
 )
 
-MAX_HEAD_DIM = 128
+MAX_HEAD_DIM = 128  # float32: the scalar kernels' Acc<float>::kMaxE
+MAX_HEAD_DIM_16BIT = 256  # float16 / bfloat16: the largest tensor-core bucket (kernel_table.ATTENTION_HEAD_DIMS)
 MAX_HEAD_DIM_FLOAT64 = 64  # double tiles are twice as wide in the kernels' shared memory
 FUSED_DTYPES = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
 CPU_BLOCKED_MIN_SCORES = 1 << 24  # B * H * L * S from which the CPU runs the blocked primitives
@@ -68,7 +69,8 @@ def fused_supported(query, key, value, attn_mask=None, dropout_p=0.0, enable_gqa
     if not (query.device == key.device == value.device) or not (query.dim() == key.dim() == value.dim() >= 2):
         return False
     E, Ev = query.shape[-1], value.shape[-1]
-    most = MAX_HEAD_DIM_FLOAT64 if query.dtype is dtypes.float64 else MAX_HEAD_DIM
+    most = (MAX_HEAD_DIM_FLOAT64 if query.dtype is dtypes.float64 else
+            MAX_HEAD_DIM_16BIT if query.dtype in (dtypes.float16, dtypes.bfloat16) else MAX_HEAD_DIM)
     if not (1 <= E <= most and 1 <= Ev <= most) or key.shape[-1] != E:
         return False
     (bq, hq), (bk, hk), (bv, hv) = _lead(query), _lead(key), _lead(value)

@@ -22,6 +22,7 @@ __all__ = ("attention_fwd", "attention_bwd")
 
 _BM = _BN = 16  # the scalar kernels' kBM / kBN
 _FLASH_ROWS = 64  # the tensor-core kernels' query rows (keys for dK/dV) per block
+_WIDE = 256  # the bucket whose tiles live in dynamic shared memory and whose dK / dV are two passes
 _THREADS = 128
 _TENSOR_CORE = ("float16", "bfloat16")
 # struct MaskArgs {int mode; int causal; long long ms_l; long long ms_s;}
@@ -52,6 +53,16 @@ def _bucket(q_op, E, Ev):
     if q_op.dtype.name not in _TENSOR_CORE:
         return None
     return next((d for d in _kt.ATTENTION_HEAD_DIMS if max(E, Ev) <= d), None)
+
+
+def _flash_smem(name, bucket, itemsize):
+    """Dynamic shared memory bytes of a tensor-core kernel: FlashTile<256>'s kFwdSmem / kDqSmem /
+    kDkdvSmem (flash_attention.cuh), rows of bucket + 8 elements; 0 for the other buckets (static)."""
+    if bucket != _WIDE:
+        return 0
+    rows = {"attention_fwd": _FLASH_ROWS + 4 * 16, "attention_bwd_dq": 2 * _FLASH_ROWS + 2 * 16,
+            "attention_bwd_dkdv": 2 * _FLASH_ROWS + 2 * 16}[name]
+    return rows * (bucket + 8) * itemsize
 
 
 def _kernel(name, q_op, bucket):
@@ -111,7 +122,8 @@ def attention_fwd(out, lse, q, k, v, mask, is_causal, scale, dropout=None):
              (_ptr(o), _ptr(ls), _ptr(a), _ptr(b), _ptr(c), bm, fm, np.int64(L), np.int64(S), np.int32(E),
               np.int32(Ev), np.int32(Hq // Hk), np.int32(Hq), _acc_scalar(scale, a), margs, lead,
               drop_args(dropout)),
-             grid=(B * Hq, -(-L // rows)), block=_THREADS)
+             grid=(B * Hq, -(-L // rows)), block=_THREADS,
+             shared_mem=_flash_smem("attention_fwd", bucket, a.dtype.itemsize))
 
 
 def attention_bwd(dq, dk, dv, dmask, dout, q, k, v, out, lse, mask, is_causal, scale, dropout=None):
@@ -141,8 +153,10 @@ def attention_bwd(dq, dk, dv, dmask, dout, q, k, v, out, lse, mask, is_causal, s
             gmp, want = _ptr(gk), 0
         K.launch("attention.cu", _kernel("attention_bwd_dkdv", a, bucket), dev,
                  (_ptr(gk), _ptr(gv), gmp, _ptr(a), _ptr(b), _ptr(c), _ptr(go), _ptr(ls), _ptr(dl), bm, fm)
-                 + common + (np.int32(want),), grid=(B * Hk, -(-S // block_rows)), block=_THREADS)
+                 + common + (np.int32(want),), grid=(B * Hk, -(-S // block_rows), 2 if bucket == _WIDE else 1),
+                 block=_THREADS, shared_mem=_flash_smem("attention_bwd_dkdv", bucket, a.dtype.itemsize))
     if rows:
         K.launch("attention.cu", _kernel("attention_bwd_dq", a, bucket), dev,
                  (_ptr(gq), _ptr(a), _ptr(b), _ptr(c), _ptr(go), _ptr(ls), _ptr(dl), bm, fm) + common,
-                 grid=(B * Hq, -(-L // block_rows)), block=_THREADS)
+                 grid=(B * Hq, -(-L // block_rows)), block=_THREADS,
+                 shared_mem=_flash_smem("attention_bwd_dq", bucket, a.dtype.itemsize))

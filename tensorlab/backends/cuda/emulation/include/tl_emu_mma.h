@@ -1,4 +1,5 @@
-// Tensor-core matrix multiply-accumulate for the emulation: mma.sync.aligned.m16n8k16 with float
+// Tensor-core matrix multiply-accumulate for the emulation (and the ldmatrix / cp.async loads that feed
+// it, below): mma.sync.aligned.m16n8k16 with float
 // accumulators (kernels/tensorlab/mma.cuh calls it where the GPU runs the PTX instruction). The
 // warp's 32 lanes deposit their A and B fragments at a warp barrier, as a shuffle does
 // (tl_emu_warp_gather); each lane then rebuilds the 16x16 A and 16x8 B from the fragment layout
@@ -27,4 +28,43 @@ inline void tl_emu_mma_m16n8k16(float* d, const unsigned* a, const unsigned* b, 
     for (int k = 0; k < 16; ++k) s += A(r, k) * B(k, n);
     d[e] += s;
   }
+}
+
+// ldmatrix.sync.aligned.m8n8.x{n}{.trans}.shared.b16 (kernels/tensorlab/mma.cuh): the lanes deposit
+// their row addresses at a warp barrier (lane 8 i + r names row r of matrix i, which must be
+// 16-byte aligned, as on the GPU); then each lane reads, from every matrix i, the two 16-bit
+// values of row l / 4, columns 2 (l % 4), +1 (trans: column l / 4, rows 2 (l % 4), +1) into r[i],
+// the lower column (row) in the low half.
+inline void tl_emu_ldmatrix(unsigned* r, const void* row, int n, bool trans) {
+  const unsigned char* all[32];
+  const unsigned char* mine = static_cast<const unsigned char*>(row);
+  if (tl_emu_warp_gather(&mine, sizeof(mine), 0xffffffffu, all) != 0xffffffffu)
+    tl_emu_trap("ldmatrix.sync.aligned called by a partial warp");
+  const int lane = tl_emu_lane();
+  for (int i = 0; i < 8 * n; ++i)
+    if (reinterpret_cast<unsigned long long>(all[i]) % 16 != 0) tl_emu_trap("ldmatrix: a row address is not 16-byte aligned");
+  auto at = [](const unsigned char* p) {
+    unsigned short v;
+    memcpy(&v, p, 2);
+    return (unsigned)v;
+  };
+  for (int i = 0; i < n; ++i) {
+    const unsigned char* const* rows = all + 8 * i;
+    if (trans) {
+      const int r0 = 2 * (lane & 3), col = lane >> 2;
+      r[i] = at(rows[r0] + 2 * col) | (at(rows[r0 + 1] + 2 * col) << 16);
+    } else {
+      const unsigned char* p = rows[lane >> 2] + 4 * (lane & 3);
+      r[i] = at(p) | (at(p + 2) << 16);
+    }
+  }
+}
+
+// cp.async.cg.shared.global (kernels/tensorlab/async_copy.cuh): the copy happens at issue, so every
+// later commit_group / wait_group finds it complete; src_bytes < size fills the rest with zeros.
+inline void tl_emu_cp_async(void* dst, const void* src, int size, int src_bytes) {
+  if (reinterpret_cast<unsigned long long>(dst) % size != 0 || (src_bytes && reinterpret_cast<unsigned long long>(src) % size != 0))
+    tl_emu_trap("cp.async: an address is not aligned to the copy size");
+  if (src_bytes) memcpy(dst, src, src_bytes);
+  memset(static_cast<char*>(dst) + src_bytes, 0, size - src_bytes);
 }
