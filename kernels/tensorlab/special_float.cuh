@@ -1,9 +1,9 @@
 // Float versions of the special functions, for the float16/bfloat16/float32 kernels (compute type float):
 // no FP64 instruction in them (issue 37 item 4). special_math.cuh keeps the double versions for float64
 // and picks these for float through its overload sets.
-// Where CUDA's float library has the function with torch-like float accuracy it is used: j0f/j1f/y0f/y1f
-// (CUDA math API: 9 ulp for |x| < 8, else 2.2e-6 absolute), normcdfinvf (5 ulp) for ndtri away from the
-// far tail. The rest from the mathematics, as in special_math.cuh but sized for float's 2^-24:
+// CUDA's float library where it has the function without FP64 inside: normcdfinvf (5 ulp, CUDA math API) for
+// ndtri away from the far tail; not j0f/j1f/y0f/y1f (9 ulp below 8, 2.2e-6 absolute above), whose sincosf
+// carries the FP64 Payne-Hanek slow path. The rest from the mathematics, sized for float's 2^-24:
 //  - digamma / trigamma: reflection (exact sinpi/cospi), recurrence up to x >= 6, 4-5 terms of the
 //    Bernoulli asymptotic series (the next term is below 1e-9 relative at x = 6);
 //  - Hurwitz zeta: direct terms, then Euler-Maclaurin with Bernoulli numbers;
@@ -15,6 +15,8 @@
 //  - Airy Ai: through K_1/3 above 1, the Maclaurin series in float-float arithmetic on [-6, 1] (its terms
 //    reach ~450 at -6 and cancel), the oscillatory asymptotic series below -6 with the phase
 //    2/3 z^3/2 reduced in float-float (an absolute phase error of z^3/2 2^-24 otherwise);
+//  - Bessel J0/J1/Y0/Y1: the power series in float-float up to 8, Hankel's expansion above;
+//  - sin/cos (trigamma's reflection, spherical j0, the Chebyshev trig forms, J/Y): sincos_reduced;
 //  - ndtri: normcdfinvf, and below 1e-6 an asymptotic first guess refined by Newton on log ndtr.
 #pragma once
 
@@ -415,11 +417,108 @@ __device__ inline float airy_ai(float x) {
   return (s * p - co * q) * kInvSqrtPi * ::rsqrtf(::sqrtf(z));
 }
 
-// -- Bessel J, Y (CUDA's float library), spherical j0 --------------------------------------------
-__device__ inline float j0(float x) { return f_isinf(x) ? f_nan() : ::j0f(x); }
-__device__ inline float j1(float x) { return f_isinf(x) ? f_nan() : ::j1f(x); }
-__device__ inline float y0(float x) { return f_isinf(x) ? f_nan() : ::y0f(x); }
-__device__ inline float y1(float x) { return f_isinf(x) ? f_nan() : ::y1f(x); }
+// -- Bessel J, Y -------------------------------------------------------------------------------
+// Below 8 the power series (A&S 9.1.10, 9.1.11, 9.1.13) in float-float: their terms reach ~10^2 at 8 and cancel
+// to ~0.2. Above 8 Hankel's expansion J/Y_nu = sqrt(2/(pi x)) (P cos/sin chi -/+ Q sin/cos chi),
+// chi = x - (nu/2 + 1/4) pi, with sin x, cos x from sincos_reduced (CUDA's j0f/y0f carry sincosf's FP64 slow
+// path); its smallest term near 8 is ~e^-16.
+constexpr float kBesselJSwitch = 8.f;
+__device__ __forceinline__ FF ff_euler() { return {0.5772156715393066f, -6.637773886097875e-09f}; }
+
+// sum_k (-y)^k / (k! (k + nu)!) and, when `harm`, sum_k (-y)^k (H_k + H_(k+nu)) / (k! (k + nu)!), y = x^2/4
+__device__ inline void bessel_j_series(float x, int nu, FF* plain, FF* harm) {
+  const float x2 = x * x;
+  const FF y = {0.25f * x2, 0.25f * ::fmaf(x, x, -x2)};
+  FF t = {1.f, 0.f}, s = t, h = {0.f, 0.f}, hk = {0.f, 0.f}, hkn = {nu ? 1.f : 0.f, 0.f};
+  h = ff_mul(t, ff_add(hk, hkn));
+  for (int k = 1; k < 40; ++k) {
+    t = ff_neg(ff_div(ff_mul(t, y), float(k * (k + nu))));
+    hk = ff_add(hk, ff_div(FF{1.f, 0.f}, float(k)));
+    hkn = ff_add(hkn, ff_div(FF{1.f, 0.f}, float(k + nu)));
+    s = ff_add(s, t);
+    h = ff_add(h, ff_mul(t, ff_add(hk, hkn)));
+    if (::fabsf(t.hi) <= 1e-16f) break;
+  }
+  *plain = s;
+  *harm = h;
+}
+// Hankel's P, Q for order nu at x > 8
+__device__ inline void bessel_hankel_pq(float x, int nu, float* p, float* q) {
+  const float mu = float(4 * nu * nu), ix8 = 1.f / (8.f * x);
+  float a = 1.f, ps = 1.f, qs = 0.f;
+  for (int k = 1; k < 30; ++k) {
+    const float o = float(2 * k - 1);
+    const float na = a * (mu - o * o) * ix8 / float(k);  // a_k (8x)^-k
+    if (k > 2 && ::fabsf(na) >= ::fabsf(a)) break;
+    a = na;
+    // P = a0 - a2 + a4 - ..., Q = a1 - a3 + ...
+    const int r = k % 4;
+    if (r == 1) qs += a;
+    else if (r == 2) ps -= a;
+    else if (r == 3) qs -= a;
+    else ps += a;
+    if (::fabsf(a) <= kEps * 1e-2f) break;
+  }
+  *p = ps;
+  *q = qs;
+}
+// J_nu (y = false) or Y_nu (y = true) at x > 8
+__device__ inline float bessel_jy_large(float x, int nu, bool y) {
+  float p, q, s, c;
+  bessel_hankel_pq(x, nu, &p, &q);
+  sincos_reduced(x, &s, &c);
+  // chi = x - pi/4 (nu = 0) or x - 3 pi/4 (nu = 1)
+  const float h = 0.70710678118654752440f;
+  const float cchi = nu ? (s - c) * h : (c + s) * h;
+  const float schi = nu ? -(s + c) * h : (s - c) * h;
+  const float amp = ::sqrtf(0.63661977236758134f / x);  // sqrt(2 / (pi x))
+  return y ? amp * (p * schi + q * cchi) : amp * (p * cchi - q * schi);
+}
+__device__ inline float j0(float x) {
+  if (f_isnan(x) || f_isinf(x)) return f_nan();  // torch: NaN at +-inf
+  const float ax = ::fabsf(x);
+  if (ax > kBesselJSwitch) return bessel_jy_large(ax, 0, false);
+  FF s, h;
+  bessel_j_series(ax, 0, &s, &h);
+  return s.hi + s.lo;
+}
+__device__ inline float j1(float x) {
+  if (f_isnan(x) || f_isinf(x)) return f_nan();
+  const float ax = ::fabsf(x);
+  float r;
+  if (ax > kBesselJSwitch) {
+    r = bessel_jy_large(ax, 1, false);
+  } else {
+    FF s, h;
+    bessel_j_series(ax, 1, &s, &h);
+    r = 0.5f * ax * (s.hi + s.lo);
+  }
+  return x < 0.f ? -r : r;
+}
+// Y0 = (2/pi) [(log(x/2) + gamma) J0(x) + sum_k>=1 (-1)^(k+1) H_k y^k / (k!)^2]
+__device__ inline float y0(float x) {
+  if (f_isnan(x) || x < 0.f || x == f_inf()) return f_nan();
+  if (x == 0.f) return -f_inf();
+  if (x > kBesselJSwitch) return bessel_jy_large(x, 0, true);
+  FF s, h;
+  bessel_j_series(x, 0, &s, &h);  // h = sum (-y)^k 2 H_k / (k!)^2
+  const FF lg = ff_add(FF{::logf(0.5f * x), 0.f}, ff_euler());
+  const FF r = ff_add(ff_mul(lg, s), ff_neg(ff_mul(FF{0.5f, 0.f}, h)));
+  return 0.63661977236758134f * (r.hi + r.lo);
+}
+// Y1 = -2/(pi x) + (2/pi) log(x/2) J1(x) - (x / (2 pi)) sum_k (psi(k+1) + psi(k+2)) (-y)^k / (k! (k+1)!),
+// psi(k+1) + psi(k+2) = H_k + H_(k+1) - 2 gamma
+__device__ inline float y1(float x) {
+  if (f_isnan(x) || x < 0.f || x == f_inf()) return f_nan();
+  if (x == 0.f) return -f_inf();
+  if (x > kBesselJSwitch) return bessel_jy_large(x, 1, true);
+  FF s, h;
+  bessel_j_series(x, 1, &s, &h);
+  // (2/pi) log(x/2) (x/2) s - (x/(2 pi)) (h - 2 gamma s) = (x/pi) [(log(x/2) + gamma) s - h/2]
+  const FF lg = ff_add(FF{::logf(0.5f * x), 0.f}, ff_euler());
+  const FF r = ff_add(ff_mul(lg, s), ff_neg(ff_mul(FF{0.5f, 0.f}, h)));
+  return -0.63661977236758134f / x + 0.31830988618379067f * x * (r.hi + r.lo);
+}
 
 // the CPU's formula in the compute type: the Maclaurin polynomial below 1/2, sin(x)/x above
 __device__ inline float spherical_j0(float x) {

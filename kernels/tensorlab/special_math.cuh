@@ -4,7 +4,7 @@
 // float math library: no FP64 instruction in a float kernel, issue 37), double for float64 (below: the
 // double versions, which the CPU's float64 SciPy results match to ~1e-12). The orthogonal polynomials are
 // templates on the compute type, as torch's recurrences are.
-// CUDA's math library where it has the function (lgamma, erfc, erfinv, erfcx, j0, j1, y0, y1); the rest
+// CUDA's math library where it has the function (lgamma, erfc, erfinv, erfcx; j0, j1, y0, y1 for double); the rest
 // from the textbook methods: recurrence + asymptotic (Bernoulli) series for digamma, Euler-Maclaurin
 // summation for the Hurwitz zeta, power series / continued fraction (Lentz) for the incomplete gamma,
 // power series + Hankel asymptotic expansions for I0/I1, series + the trapezoidal rule on
