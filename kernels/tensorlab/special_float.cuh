@@ -266,11 +266,15 @@ __device__ inline float bessel_i(float x, int nu, bool scaled) {
     r = bessel_i_series(ax, nu);
     if (scaled) r *= ::expf(-ax);
   } else if (scaled) {
-    r = bessel_i_hankel(ax, nu) * ::rsqrtf(2.f * kPi * ax);
+    r = bessel_i_hankel(ax, nu) * (0.3989422804014327f * ::rsqrtf(ax));  // (2 pi x)^-1/2, no overflow in 2 pi x
   } else {
     if (ax == f_inf()) return f_nan();  // torch: NaN at +-inf for I0 and I1
-    const float h = ::expf(0.5f * ax);  // e^x as a square: no overflow before the result does
-    r = bessel_i_hankel(ax, nu) * ::rsqrtf(2.f * kPi * ax) * h * h;
+    if (ax > 100.f) {
+      r = f_inf();  // I0, I1 pass float's range at ~89.4
+    } else {
+      const float h = ::expf(0.5f * ax);  // e^x as a square: no overflow before the result does
+      r = bessel_i_hankel(ax, nu) * (0.3989422804014327f * ::rsqrtf(ax)) * h * h;
+    }
   }
   return (nu && x < 0.f) ? -r : r;
 }
