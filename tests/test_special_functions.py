@@ -39,8 +39,9 @@ UNARY = [
     ("special.digamma", "special.digamma", _GRID), ("special.erfc", "special.erfc", _GRID),
     ("special.erfinv", "special.erfinv", _ERFINV), ("special.i0", "special.i0", _GRID),
 ]
-# torch's float32 kernels lose accuracy where the function is steep or cancels; the double-then-round
-# results here are the more accurate ones there: compare them with torch's float64
+# torch's float32 kernels lose accuracy where the function is steep or cancels; ours are the more accurate
+# ones there (the CPU: double rounded once; CUDA: the float kernels of special_float.cuh, float-float where a
+# series cancels, tests/test_special_float_kernels.py): compare them with torch's float64
 _TORCH_APPROX = {"special.airy_ai", "special.bessel_j0", "special.bessel_j1", "special.bessel_y0",
                  "special.bessel_y1"}
 _F32_FROM_F64 = {"special.airy_ai", "digamma", "special.psi", "special.digamma", "lgamma", "special.gammaln",

@@ -1,10 +1,10 @@
 // The special functions' device code (ops/special_functions.py), with the CPU backend's semantics
 // (backends/cpu/special_math.py: SciPy in double, torch's conventions at poles and edges).
-// lgamma, erfc, erfinv, erfcx, ndtr and log_ndtr run in the compute type (float for float16/bfloat16/
-// float32, CUDA's float math library, as torch's float kernels: no FP64 in those float kernels); the
-// rest is evaluated in double and rounded once for float, as the CPU does; the orthogonal polynomials
-// run in the compute type, as torch's recurrences do.
-// CUDA's math library where it has the function (lgamma, erfc, erfinv, erfcx, j0, j1, y0, y1); the rest
+// Every function runs in the compute type: float for float16/bfloat16/float32 (special_float.cuh and CUDA's
+// float math library: no FP64 instruction in a float kernel, issue 37), double for float64 (below: the
+// double versions, which the CPU's float64 SciPy results match to ~1e-12). The orthogonal polynomials are
+// templates on the compute type, as torch's recurrences are.
+// CUDA's math library where it has the function (lgamma, erfc, erfinv, erfcx; j0, j1, y0, y1 for double); the rest
 // from the textbook methods: recurrence + asymptotic (Bernoulli) series for digamma, Euler-Maclaurin
 // summation for the Hurwitz zeta, power series / continued fraction (Lentz) for the incomplete gamma,
 // power series + Hankel asymptotic expansions for I0/I1, series + the trapezoidal rule on
@@ -12,6 +12,8 @@
 // K_1/3), Maclaurin series and the oscillatory asymptotic expansion for Ai elsewhere.
 // Included by functors.cuh (after it defines Params); functors at the end, as tl::op structs.
 #pragma once
+
+#include "tensorlab/special_float.cuh"
 
 namespace tl {
 namespace sm {
@@ -72,16 +74,12 @@ __device__ inline double trigamma_pos(double x) {
   for (int k = 7; k >= 0; --k) s = s * z + b[k];
   return acc + 1.0 / x + 0.5 * z + s * z / x;
 }
-// below 1/2 the reflection pi^2 / sin^2(pi x) - polygamma(1, 1 - x), with pi x and pi^2 rounded to the compute
-// type C as torch's kernel rounds them (float32 then agrees with torch near the poles)
-template <typename C>
-__device__ inline double trigamma_d(C xc) {
-  double x = double(xc);
+// below 1/2 the reflection pi^2 / sin^2(pi x) - polygamma(1, 1 - x)
+__device__ inline double trigamma_d(double x) {
   if (d_isnan(x)) return x;
   if (x < 0.5) {
-    const C pi = C(kPi);
-    double s = ::sin(double(C(pi * xc)));
-    return double(C(pi * pi)) / (s * s) - trigamma_pos(1.0 - x);
+    double s = ::sin(kPi * x);
+    return kPi * kPi / (s * s) - trigamma_pos(1.0 - x);
   }
   return trigamma_pos(x);
 }
@@ -356,23 +354,6 @@ __device__ inline double log_ndtr_d(double x) {
   return ::log1p(-0.5 * ::erfc(t));
 }
 
-// float versions for float16/bfloat16/float32, as torch's float kernels compute them (no FP64 in a
-// float kernel): CUDA's float math library, the same case analysis as the double versions above.
-__device__ inline float lgamma_f(float x) {
-  return ::fabsf(x) == __int_as_float(0x7f800000) ? ::fabsf(x) : ::lgammaf(x);
-}
-__device__ inline float ndtr_f(float x) {
-  const float t = x * 0.70710678118654752440f, z = ::fabsf(t);
-  if (z < 0.70710678118654752440f) return 0.5f + 0.5f * ::erff(t);
-  const float y = 0.5f * ::erfcf(z);
-  return t > 0.f ? 1.f - y : y;
-}
-__device__ inline float log_ndtr_f(float x) {
-  const float t = x * 0.70710678118654752440f;
-  if (x < -1.f) return ::logf(::erfcxf(-t) * 0.5f) - t * t;
-  return ::log1pf(-0.5f * ::erfcf(t));
-}
-
 __device__ inline double ndtri_d(double p) {
   if (d_isnan(p) || p < 0.0 || p > 1.0) return d_nan();
   if (p == 0.0) return -d_inf();
@@ -394,12 +375,23 @@ __device__ inline double ndtri_d(double p) {
 }
 
 // -- the orthogonal polynomials, torch's case analysis, in the compute type ----------------------
+// infinity and NaN in the compute type (a double constant converted would put a cvt.f32.f64 in a float kernel)
+template <typename C> __device__ __forceinline__ C inf_c();
+template <> __device__ __forceinline__ float inf_c<float>() { return __int_as_float(0x7f800000); }
+template <> __device__ __forceinline__ double inf_c<double>() { return d_inf(); }
+template <typename C> __device__ __forceinline__ C nan_c();
+template <> __device__ __forceinline__ float nan_c<float>() { return __int_as_float(0x7fffffff); }
+template <> __device__ __forceinline__ double nan_c<double>() { return d_nan(); }
+__device__ __forceinline__ float fabs_c(float x) { return ::fabsf(x); }
+__device__ __forceinline__ double fabs_c(double x) { return ::fabs(x); }
+
 template <typename C>
 __device__ inline long long degree(C n, bool hermite_h) {
   // torch: NaN and inf give -1 for H (n < 0: the value 0), and C's conversion of a degree beyond int64 is the
-  // x86 "integer indefinite" INT64_MIN (n < 0 again)
-  if (n != n || ::fabs(double(n)) >= 9.2233720368547758e18) {
-    return hermite_h && (n != n || ::fabs(double(n)) == d_inf()) ? -1LL : (-9223372036854775807LL - 1);
+  // x86 "integer indefinite" INT64_MIN (n < 0 again); 2^63 is exact in float and double
+  const C big = C(9223372036854775808.0f);
+  if (n != n || fabs_c(n) >= big) {
+    return hermite_h && (n != n || fabs_c(n) == inf_c<C>()) ? -1LL : (-9223372036854775807LL - 1);
   }
   return static_cast<long long>(n);
 }
@@ -415,13 +407,11 @@ __device__ inline C cheb_rec(C y, C first, long long n) {
 }
 __device__ __forceinline__ float acos_c(float x) { return ::acosf(x); }
 __device__ __forceinline__ double acos_c(double x) { return ::acos(x); }
-__device__ __forceinline__ float cos_c(float x) { return ::cosf(x); }
+// float: without the FP64 slow path of CUDA's cosf/sinf (special_float.cuh)
+__device__ __forceinline__ float cos_c(float x) { return smf::cos_reduced(x); }
 __device__ __forceinline__ double cos_c(double x) { return ::cos(x); }
-__device__ __forceinline__ float sin_c(float x) { return ::sinf(x); }
+__device__ __forceinline__ float sin_c(float x) { return smf::sin_reduced(x); }
 __device__ __forceinline__ double sin_c(double x) { return ::sin(x); }
-__device__ __forceinline__ float fabs_c(float x) { return ::fabsf(x); }
-__device__ __forceinline__ double fabs_c(double x) { return ::fabs(x); }
-
 // kind: 0 T, 1 U, 2 V, 3 W at y (y = x, or 2x - 1 for the shifted forms); trig_min the degree above
 // which |y| < 1 takes the trigonometric form
 template <typename C>
@@ -460,7 +450,7 @@ __device__ inline C hermite(C x, long long n, bool phys) {
   C first = phys ? x + x : x;
   if (n == 1) return first;
   long long limit = sizeof(C) == 4 ? 128 : 512;
-  if (n > limit) return C(d_nan());
+  if (n > limit) return nan_c<C>();
   C p = C(1), q = first, r = first;
   for (long long k = 2; k <= n; ++k) {
     r = phys ? (x + x) * q - C(k + k - 2) * p : x * q - C(k - 1) * p;
@@ -511,12 +501,38 @@ __device__ inline float erfinv_c(float x) { return ::erfinvf(x); }
 __device__ inline double erfinv_c(double x) { return ::erfinv(x); }
 __device__ inline float erfcx_c(float x) { return ::erfcxf(x); }
 __device__ inline double erfcx_c(double x) { return ::erfcx(x); }
-__device__ inline float lgamma_c(float x) { return sm::lgamma_f(x); }
+__device__ inline float lgamma_c(float x) { return smf::lgamma(x); }
 __device__ inline double lgamma_c(double x) { return sm::lgamma_d(x); }
-__device__ inline float ndtr_c(float x) { return sm::ndtr_f(x); }
+__device__ inline float ndtr_c(float x) { return smf::ndtr(x); }
 __device__ inline double ndtr_c(double x) { return sm::ndtr_d(x); }
-__device__ inline float log_ndtr_c(float x) { return sm::log_ndtr_f(x); }
+__device__ inline float log_ndtr_c(float x) { return smf::log_ndtr(x); }
 __device__ inline double log_ndtr_c(double x) { return sm::log_ndtr_d(x); }
+// float: special_float.cuh; double: the versions above
+#define TL_SM_OVERLOAD1(name, ffn, dfn)                                  \
+  __device__ inline float name(float x) { return ffn(x); }              \
+  __device__ inline double name(double x) { return dfn(x); }
+TL_SM_OVERLOAD1(digamma_c, smf::digamma, sm::digamma_d)
+TL_SM_OVERLOAD1(trigamma_c, smf::trigamma, sm::trigamma_d)
+TL_SM_OVERLOAD1(i0_c, smf::i0, sm::i0_d)
+TL_SM_OVERLOAD1(i0e_c, smf::i0e, sm::i0e_d)
+TL_SM_OVERLOAD1(i1_c, smf::i1, sm::i1_d)
+TL_SM_OVERLOAD1(i1e_c, smf::i1e, sm::i1e_d)
+TL_SM_OVERLOAD1(ndtri_c, smf::ndtri, sm::ndtri_d)
+TL_SM_OVERLOAD1(airy_ai_c, smf::airy_ai, sm::airy_ai_d)
+TL_SM_OVERLOAD1(j0_c, smf::j0, sm::j0_d)
+TL_SM_OVERLOAD1(j1_c, smf::j1, sm::j1_d)
+TL_SM_OVERLOAD1(y0_c, smf::y0, sm::y0_d)
+TL_SM_OVERLOAD1(y1_c, smf::y1, sm::y1_d)
+TL_SM_OVERLOAD1(k0_c, smf::k0, sm::k0_d)
+TL_SM_OVERLOAD1(k1_c, smf::k1, sm::k1_d)
+TL_SM_OVERLOAD1(k0e_c, smf::k0e, sm::k0e_d)
+TL_SM_OVERLOAD1(k1e_c, smf::k1e, sm::k1e_d)
+TL_SM_OVERLOAD1(spherical_j0_c, smf::spherical_j0, sm::spherical_j0_d)
+#undef TL_SM_OVERLOAD1
+__device__ inline float igamma_c(float a, float x, int which) { return smf::igamma(a, x, which); }
+__device__ inline double igamma_c(double a, double x, int which) { return sm::igamma_d(a, x, which); }
+__device__ inline float zeta_c(float x, float q) { return smf::zeta(x, q); }
+__device__ inline double zeta_c(double x, double q) { return sm::zeta_d(x, q); }
 
 namespace op {
 // fn in the compute type (an overload set of float and double)
@@ -525,47 +541,37 @@ namespace op {
     template <typename C>                                                                      \
     __device__ __forceinline__ static C f(C a, const Params<C>&) { return fn(a); }            \
   };
-#define TL_SM_UNARY(Name, fn)                                                                  \
-  struct Name {                                                                                \
-    template <typename C>                                                                      \
-    __device__ __forceinline__ static C f(C a, const Params<C>&) {                            \
-      return static_cast<C>(fn(static_cast<double>(a)));                                      \
-    }                                                                                          \
-  };
 #define TL_SM_BINARY(Name, expr)                                                               \
   struct Name {                                                                                \
     template <typename C>                                                                      \
     __device__ __forceinline__ static C f(C a, C b, const Params<C>&) { return expr; }        \
   };
 TL_SM_UNARY_C(Lgamma, lgamma_c)
-TL_SM_UNARY(Digamma, sm::digamma_d)
+TL_SM_UNARY_C(Digamma, digamma_c)
 TL_SM_UNARY_C(Erfc, erfc_c)
-struct Trigamma {
-  template <typename C>
-  __device__ __forceinline__ static C f(C a, const Params<C>&) { return static_cast<C>(sm::trigamma_d(a)); }
-};
+TL_SM_UNARY_C(Trigamma, trigamma_c)
 TL_SM_UNARY_C(Erfinv, erfinv_c)
-TL_SM_UNARY(I0, sm::i0_d)
-TL_SM_UNARY(I0e, sm::i0e_d)
-TL_SM_UNARY(I1, sm::i1_d)
-TL_SM_UNARY(I1e, sm::i1e_d)
+TL_SM_UNARY_C(I0, i0_c)
+TL_SM_UNARY_C(I0e, i0e_c)
+TL_SM_UNARY_C(I1, i1_c)
+TL_SM_UNARY_C(I1e, i1e_c)
 TL_SM_UNARY_C(Ndtr, ndtr_c)
-TL_SM_UNARY(Ndtri, sm::ndtri_d)
+TL_SM_UNARY_C(Ndtri, ndtri_c)
 TL_SM_UNARY_C(LogNdtr, log_ndtr_c)
 TL_SM_UNARY_C(Erfcx, erfcx_c)
-TL_SM_UNARY(AiryAi, sm::airy_ai_d)
-TL_SM_UNARY(BesselJ0, sm::j0_d)
-TL_SM_UNARY(BesselJ1, sm::j1_d)
-TL_SM_UNARY(BesselY0, sm::y0_d)
-TL_SM_UNARY(BesselY1, sm::y1_d)
-TL_SM_UNARY(BesselK0, sm::k0_d)
-TL_SM_UNARY(BesselK1, sm::k1_d)
-TL_SM_UNARY(BesselK0e, sm::k0e_d)
-TL_SM_UNARY(BesselK1e, sm::k1e_d)
-TL_SM_UNARY(SphericalJ0, sm::spherical_j0_d)
-TL_SM_BINARY(Igamma, static_cast<C>(sm::igamma_d(double(a), double(b), 0)))
-TL_SM_BINARY(Igammac, static_cast<C>(sm::igamma_d(double(a), double(b), 1)))
-TL_SM_BINARY(Zeta, static_cast<C>(sm::zeta_d(double(a), double(b))))
+TL_SM_UNARY_C(AiryAi, airy_ai_c)
+TL_SM_UNARY_C(BesselJ0, j0_c)
+TL_SM_UNARY_C(BesselJ1, j1_c)
+TL_SM_UNARY_C(BesselY0, y0_c)
+TL_SM_UNARY_C(BesselY1, y1_c)
+TL_SM_UNARY_C(BesselK0, k0_c)
+TL_SM_UNARY_C(BesselK1, k1_c)
+TL_SM_UNARY_C(BesselK0e, k0e_c)
+TL_SM_UNARY_C(BesselK1e, k1e_c)
+TL_SM_UNARY_C(SphericalJ0, spherical_j0_c)
+TL_SM_BINARY(Igamma, igamma_c(a, b, 0))
+TL_SM_BINARY(Igammac, igamma_c(a, b, 1))
+TL_SM_BINARY(Zeta, zeta_c(a, b))
 TL_SM_BINARY(ChebyshevT, sm::chebyshev(a, sm::degree(b, false), 0, 6))
 TL_SM_BINARY(ChebyshevU, sm::chebyshev(a, sm::degree(b, false), 1, 8))
 TL_SM_BINARY(ChebyshevV, sm::chebyshev(a, sm::degree(b, false), 2, 8))
@@ -578,7 +584,7 @@ TL_SM_BINARY(HermiteH, sm::hermite(a, sm::degree(b, true), true))
 TL_SM_BINARY(HermiteHe, sm::hermite(a, sm::degree(b, false), false))
 TL_SM_BINARY(LaguerreL, sm::laguerre(a, sm::degree(b, false)))
 TL_SM_BINARY(LegendreP, sm::legendre(a, sm::degree(b, false)))
-#undef TL_SM_UNARY
+#undef TL_SM_UNARY_C
 #undef TL_SM_BINARY
 }  // namespace op
 }  // namespace tl

@@ -108,7 +108,7 @@ def _zeta(o, a, b, dt):
 
 def _igamma(upper):
     """torch's order of the edge cases: x < 0 or a < 0 NaN, a == 0, then x == 0 and the infinities, so a
-    NaN `a` with x == 0 or x == inf has a value (SciPy: NaN)."""
+    NaN `a` with x == 0 or x == inf, and a NaN x with a == inf, have a value (SciPy: NaN)."""
     def k(o, a, b, dt):
         av, xv = np.broadcast_arrays(_f64(a), _f64(b))
         with np.errstate(all="ignore"):
@@ -117,6 +117,8 @@ def _igamma(upper):
             edge = ~((xv < 0) | (av < 0) | (av == 0)) & np.isnan(av)
             r = np.where(edge & (xv == 0), lo, r)
             r = np.where(edge & (xv == np.inf), hi, r)
+            # a = inf with a NaN x: torch's isinf(a) branch answers before x is looked at (SciPy: NaN)
+            r = np.where((av == np.inf) & np.isnan(xv), lo, r)
         _store(o, r)
     k.__name__ = "igammac" if upper else "igamma"
     return k
