@@ -268,7 +268,7 @@ def _run2(op, out, a, b, compute, plain):
             align = align or (buf.ptr + off) % widths[2]
     if vec:  # binary_vec(out, a, b, scalar a, scalar b, mask, alpha, count, packs)
         args = (po, pa, pb, sa, sb, *tail, _NO_PACKS if align else packs)
-    else:  # binary_kernel(out, a, b, dtype codes..., scalar a, scalar b, alpha, count, layouts...)
+    else:  # binary_strided / binary_kernel (head: the generic kernel's dtype codes, () for the typed one)
         args = (po, pa, pb, *head, sa, sb, *tail)
     if _fault_plans:  # K.run(rec, args), inlined
         _faults.hit("launch")
@@ -294,9 +294,10 @@ def _record2(op, out, a, b, ma, mb, compute, plain, key):
     ops = [a if ma is None else _expanded(ma[0]._buf, ma[1], a._dtype, shape),
            b if mb is None else _expanded(mb[0]._buf, mb[1], b._dtype, shape)]
     r = _recipe_of("binary", op, K._operand_of(ob, lo, out._dtype), ops, compute, plain[0], plain[2])
-    n, expr, vec, reaches, codes, zero, mask, lays, count, tail = r
+    n, expr, kind, reaches, codes, zero, mask, lays, count, tail = r
     if not n:
         return None
+    vec = kind is _VEC
     sizes = [out._dtype.itemsize, None if ma is None else a._dtype.itemsize, None if mb is None else b._dtype.itemsize]
     need, isz, widths = [0, 0, 0], [0, 0, 0], [0, 0, 0]
     j = 0
@@ -309,9 +310,11 @@ def _record2(op, out, a, b, ma, mb, compute, plain, key):
             widths[k] = tail[1][j]
         j += 1
     alpha = plain[1][0]
-    if vec:
+    if vec:  # binary_vec(out, a, b, scalar a, scalar b, mask, alpha, count, packs)
         packs, head, rest = tail[0], (), (mask, alpha, count)
-    else:
+    elif kind is _STRIDED:  # binary_strided(out, a, b, scalar a, scalar b, mask, alpha, count, layouts...)
+        packs, head, rest = None, (), (mask, alpha, count, *lays)
+    else:  # binary_kernel(out, a, b, dtype codes..., scalar a, scalar b, alpha, count, layouts...)
         packs, head, rest = None, codes, (alpha, count, *lays)
     rec = (K.function(_SRC, expr, dev), (_SRC, expr), (K.grid_for(n, dev),), (K.BLOCK,), vec, tuple(need), tuple(isz),
            tuple(widths), packs, zero, head, rest,
@@ -529,15 +532,20 @@ class generic_kernels:
     def __enter__(self):
         self._was = _generic_only[0]
         _generic_only[0] = True
-        _FAST.clear()
-        _RECIPES.clear()
+        self._clear()
         return self
 
     def __exit__(self, *exc):
         _generic_only[0] = self._was
+        self._clear()
+        return False
+
+    @staticmethod
+    def _clear():  # every memo of a kernel choice: recipes and the launch records built from them
         _FAST.clear()
         _RECIPES.clear()
-        return False
+        _REC1.clear()
+        _REC2.clear()
 
 
 def _strided_row(row, compute, c, odt, tensors):
@@ -633,7 +641,7 @@ def _run1(op, out, x, compute):
     px = _tuple_new(Pointer, (xb, x_off))
     if vec:  # unary_vec(out, x, params..., count, packs)
         args = (po, px, *tail, _NO_PACKS if (ob.ptr + o_off) % w_o or (xb.ptr + x_off) % w_x else packs)
-    else:  # unary_kernel(out, x, dtype codes..., params..., count, layouts...)
+    else:  # unary_strided / unary_kernel (head: the generic kernel's dtype codes, () for the typed one)
         args = (po, px, *head, *tail)
     K.launch_function(fn, lkey, dev, grid, block, args)
     return True
@@ -652,14 +660,15 @@ def _record1(op, out, x, compute, key):
     params = _params(compute, c, _unary_params(op, {}))
     r = _recipe_of("unary", op, K._operand_of(ob, lo, out._dtype), [_expanded(xb, lx, x._dtype, lo.shape)], compute,
                    _C_NP[c], row)
-    n, expr, vec, reaches, codes, zero, mask, lays, count, tail = r
+    n, expr, kind, reaches, codes, zero, mask, lays, count, tail = r
     if not n:
         return None
+    vec = kind is _VEC
     isz_o, isz_x = out._dtype.itemsize, x._dtype.itemsize
     if vec:
         packs, (w_o, w_x), head, rest = tail[0], tail[1], (), (*params, count)
-    else:
-        packs, w_o, w_x, head, rest = None, 0, 0, codes, (*params, count, *lays)
+    else:  # unary_strided(out, x, params..., count, layouts...) / unary_kernel(out, x, codes..., params..., ...)
+        packs, w_o, w_x, head, rest = None, 0, 0, (() if kind is _STRIDED else codes), (*params, count, *lays)
     rec = (K.function(_SRC, expr, dev), (_SRC, expr), (K.grid_for(n, dev),), (K.BLOCK,), vec,
            (reaches[0] + 1) * isz_o, (reaches[1] + 1) * isz_x, isz_o, isz_x, w_o, w_x, packs, head, rest,
            (lo, lx))  # the records whose ids are the key
