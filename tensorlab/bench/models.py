@@ -74,6 +74,26 @@ def _to(lib, array, device):
     return lib.from_numpy(array).to(device)
 
 
+def _image_classifier(lib, model, name, batch, size, device, make_opt):
+    """(model, optimizer, step) of a 10-class image classifier on `device`: a batch of 3 x size x size
+    images and labels drawn from the model's data generator, cross-entropy, the optimizer `make_opt`
+    builds from the parameters."""
+    model = model.to(device)
+    rng = _rng(name)
+    x = _to(lib, rng.standard_normal((batch, 3, size, size)).astype(np.float32), device)
+    y = _to(lib, rng.integers(0, 10, batch), device)
+    opt = make_opt(model.parameters())
+    F = lib.nn.functional
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return model, opt, step
+
+
 # -- the MLP of issue 20 ---------------------------------------------------------------------------
 def build_mlp(lib, batch, device="cpu"):
     nn, F = lib.nn, lib.nn.functional
@@ -259,7 +279,7 @@ def build_lstm(lib, batch, device="cpu", n_embd=64, hidden=128, layers=2):
 
 # -- a small ResNet (torchvision's BasicBlock: conv3x3 + BatchNorm2d + ReLU, a strided 1x1 downsample) ----
 def build_resnet(lib, batch, device="cpu", size=16, width=8):
-    nn, F = lib.nn, lib.nn.functional
+    nn = lib.nn
 
     class BasicBlock(nn.Module):
         def __init__(self, inplanes, planes, stride=1):
@@ -299,24 +319,13 @@ def build_resnet(lib, batch, device="cpu", size=16, width=8):
 
     model = ResNet()
     _init(model, lib, lambda k, v: 0.2 if v.dim() > 1 else (1.0 if k.endswith("running_var") else 0.1))
-    model = model.to(device)
-    rng = _rng("resnet")
-    x = _to(lib, rng.standard_normal((batch, 3, size, size)).astype(np.float32), device)
-    y = _to(lib, rng.integers(0, 10, batch), device)
-    opt = lib.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return model, opt, step
+    return _image_classifier(lib, model, "resnet", batch, size, device,
+                             lambda ps: lib.optim.SGD(ps, lr=0.05, momentum=0.9, weight_decay=5e-4))
 
 
 # -- a ViT (tests/compat_scripts/vit_einops.py's, the einops rearranges written as reshape/permute) -----
 def build_vit(lib, batch, device="cpu", size=16, patch=4, dim=32, depth=2, heads=4, dim_head=8, mlp_dim=64):
-    nn, F = lib.nn, lib.nn.functional
+    nn = lib.nn
     inner = heads * dim_head
     grid = size // patch
 
@@ -362,24 +371,12 @@ def build_vit(lib, batch, device="cpu", size=16, patch=4, dim=32, depth=2, heads
 
     model = ViT()
     _init(model, lib, lambda k, v: 0.1 if v.dim() > 1 else (0.02 if k.endswith("bias") else 0.1))
-    model = model.to(device)
-    rng = _rng("vit")
-    x = _to(lib, rng.standard_normal((batch, 3, size, size)).astype(np.float32), device)
-    y = _to(lib, rng.integers(0, 10, batch), device)
-    opt = lib.optim.Adam(model.parameters(), lr=1e-3)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return model, opt, step
+    return _image_classifier(lib, model, "vit", batch, size, device, lambda ps: lib.optim.Adam(ps, lr=1e-3))
 
 
 # -- the nn.Transformer translation tutorial (tests/compat_scripts/transformer_translation.py) ----------
 def build_seq2seq(lib, batch, device="cpu", emb=32, nhead=4, layers=2, ff=64, vocab=16, src_len=10, tgt_len=9):
-    nn, F = lib.nn, lib.nn.functional
+    nn = lib.nn
     pad = 1
 
     class Seq2Seq(nn.Module):

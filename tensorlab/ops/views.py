@@ -51,22 +51,52 @@ def _memo_view(self, meta, lay):
     return t
 
 
+# -- memoized entry points --------------------------------------------------------------------------
+def _plain(args):
+    """Whether every argument is an exact int or a tuple (Size) of exact ints (hashable, and nothing whose
+    equality could hide a bool or float the general path must refuse)."""
+    for a in args:
+        if type(a) is not int and not ((type(a) is tuple or type(a) is Size) and _ints(a)):
+            return False
+    return True
+
+
+def _memoized(name, fn):
+    """fn (a view op of a tensor and int arguments) with its result's layout(s) memoized per (input
+    layout, arguments), as view/permute/reshape/transpose do inline: a repeated call with autograd
+    having nothing to record makes the view(s) from the remembered layout(s). Only calls that returned
+    new views of the input's storage are remembered; keywords, other argument types, subclasses and
+    recorded calls always take fn."""
+    def memoized(input, *args, **kwargs):
+        if kwargs or type(input) is not Tensor or input._requires_grad or autograd_hooks._slow or not _plain(args):
+            return fn(input, *args, **kwargs)
+        meta = input._meta
+        key = (name, meta[1], args)
+        hit = _MEMO.get(key)
+        if hit is not None:
+            if type(hit) is tuple:
+                return tuple([_memo_view(input, meta, lay) for lay in hit])
+            return _memo_view(input, meta, hit)
+        out = fn(input, *args)
+        storage = meta[0]
+        if type(out) is Tensor:
+            if out is not input and out._meta[0] is storage and out._dtype is input._dtype:
+                _remember(key, out._meta[1])
+        elif type(out) is tuple and all(type(o) is Tensor and o is not input and o._meta[0] is storage for o in out):
+            _remember(key, tuple([o._meta[1] for o in out]))
+        return out
+    memoized.__name__ = memoized.__qualname__ = fn.__name__
+    memoized.__doc__ = fn.__doc__
+    memoized.__wrapped__ = fn
+    return memoized
+
+
 def view(self, *shape, dtype=None, size=None):
     """Same elements, new shape (strides must allow it), or the same bytes as another dtype."""
-    if dtype is None and size is None and not (self._requires_grad or autograd_hooks._slow):
-        meta = self._meta
-        try:
-            key = ("view", meta[1], shape)
-            lay = _MEMO.get(key)
-        except TypeError:  # an unhashable argument (a list of sizes): the general path
-            lay = key = None
-        if lay is not None and _ints(shape):
-            return _memo_view(self, meta, lay)
-        out = _view_general(self, shape, dtype, size, meta)
-        if key is not None and _ints(shape):
-            _remember(key, out._meta[1])
-        return out
     return _view_general(self, shape, dtype, size)
+
+
+view = _memoized("view", view)
 
 
 def _view_general(self, shape, dtype, size, meta=None):
@@ -130,23 +160,11 @@ def view_as(self, other):
 
 def reshape(input, *shape_args, shape=None):
     """A view when the strides allow one, else a contiguous copy viewed with the new shape."""
-    if shape is None and not (input._requires_grad or autograd_hooks._slow):
-        # a view's layout memoized as view()'s (only layouts that passed every check are kept)
-        flat = shape_args[0] if len(shape_args) == 1 and type(shape_args[0]) is tuple else shape_args
-        meta = input._meta
-        try:
-            key = ("reshape", meta[1], flat)
-            lay = _MEMO.get(key)
-        except TypeError:
-            lay = key = None
-        if lay is not None and _ints(flat):
-            return _memo_view(input, meta, lay)
-        out = _reshape(input, shape_args, meta)
-        if key is not None and out._base is not None and out._meta[0] is meta[0] and _ints(flat):
-            _remember(key, out._meta[1])
-        return out
     shape = shape_args if shape is None else sizes_or_keyword(shape_args, shape, "reshape", "shape")
     return _reshape(input, shape, input._meta)
+
+
+reshape = _memoized("reshape", reshape)
 
 
 def _reshape(input, shape, meta):
@@ -199,21 +217,10 @@ def unflatten(input, dim, sizes):
 # -- reordering dims ----------------------------------------------------------------------------
 def permute(input, *dims_args, dims=None):
     dims = dims_args if dims is None else sizes_or_keyword(dims_args, dims, "permute", "dims")
-    if not (input._requires_grad or autograd_hooks._slow):
-        flat = dims[0] if len(dims) == 1 and type(dims[0]) is tuple else dims  # permute((2, 1, 0)): permute(2, 1, 0)
-        meta = input._meta
-        try:
-            key = ("permute", meta[1], flat)
-            lay = _MEMO.get(key)
-        except TypeError:
-            lay = key = None
-        if lay is not None and _ints(flat):
-            return _memo_view(input, meta, lay)
-        out = _permute(input, dims, meta)
-        if key is not None and _ints(flat):
-            _remember(key, out._meta[1])
-        return out
     return _permute(input, dims)
+
+
+permute = _memoized("permute", permute)
 
 
 def _permute(self, dims, meta=None):
@@ -234,16 +241,10 @@ def _permute(self, dims, meta=None):
 
 
 def transpose(input, dim0, dim1):
-    meta = input._meta
-    if type(dim0) is int and type(dim1) is int and not (input._requires_grad or autograd_hooks._slow):
-        key = ("transpose", meta[1], dim0, dim1)
-        lay = _MEMO.get(key)
-        if lay is not None:
-            return _memo_view(input, meta, lay)
-        out = _transpose(input, meta, dim0, dim1)
-        _remember(key, out._meta[1])
-        return out
-    return _transpose(input, meta, dim0, dim1)
+    return _transpose(input, input._meta, dim0, dim1)
+
+
+transpose = _memoized("transpose", transpose)
 
 
 def _transpose(self, meta, dim0, dim1):
@@ -729,46 +730,6 @@ def swapaxes(input, axis0, axis1):
 def swapaxes_(self, axis0, axis1):
     return transpose_(self, axis0, axis1)
 moveaxis = movedim
-
-# -- memoized entry points --------------------------------------------------------------------------
-def _plain(args):
-    """Whether every argument is an exact int or a tuple (Size) of exact ints (hashable, and nothing whose
-    equality could hide a bool or float the general path must refuse)."""
-    for a in args:
-        if type(a) is not int and not ((type(a) is tuple or type(a) is Size) and _ints(a)):
-            return False
-    return True
-
-
-def _memoized(name, fn):
-    """fn (a view op of a tensor and int arguments) with its result's layout(s) memoized per (input
-    layout, arguments), as view/permute/reshape/transpose do inline: a repeated call with autograd
-    having nothing to record makes the view(s) from the remembered layout(s). Only calls that returned
-    new views of the input's storage are remembered; keywords, other argument types, subclasses and
-    recorded calls always take fn."""
-    def memoized(input, *args, **kwargs):
-        if kwargs or type(input) is not Tensor or input._requires_grad or autograd_hooks._slow or not _plain(args):
-            return fn(input, *args, **kwargs)
-        meta = input._meta
-        key = (name, meta[1], args)
-        hit = _MEMO.get(key)
-        if hit is not None:
-            if type(hit) is tuple:
-                return tuple([_memo_view(input, meta, lay) for lay in hit])
-            return _memo_view(input, meta, hit)
-        out = fn(input, *args)
-        storage = meta[0]
-        if type(out) is Tensor:
-            if out is not input and out._meta[0] is storage and out._dtype is input._dtype:
-                _remember(key, out._meta[1])
-        elif type(out) is tuple and all(type(o) is Tensor and o is not input and o._meta[0] is storage for o in out):
-            _remember(key, tuple([o._meta[1] for o in out]))
-        return out
-    memoized.__name__ = memoized.__qualname__ = fn.__name__
-    memoized.__doc__ = fn.__doc__
-    memoized.__wrapped__ = fn
-    return memoized
-
 
 unsqueeze = _memoized("unsqueeze", unsqueeze)
 squeeze = _memoized("squeeze", squeeze)
