@@ -334,6 +334,10 @@ def test_sequence_batch_tiles_and_hidden_chunks_match_torch(device, torch, name,
     weights and input (ours rounds h and c to 16 bits every step)."""
     hidden, batch = 260, 11
     low = dtype in ("float16", "bfloat16")
+    # torch's generator seeded: the layer's weights came from whatever state earlier tests left, and with h
+    # rounded to 16 bits every step a bfloat16 ReLU RNN lands a pre-activation on the other side of the
+    # kink (one weight-gradient element flips) for about one draw in eight
+    torch.manual_seed(0)
     tm = getattr(torch.nn, name)(5, hidden, **kw)
     tdt = getattr(torch, dtype)
     with torch.no_grad():
