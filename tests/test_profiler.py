@@ -1,6 +1,7 @@
 """tl.profiler: a known program gives exactly the expected records, nesting, counts and pitfalls on
 every device; exceptions leave a valid profile; threads keep their records apart; the Chrome trace
 follows the trace-event format; the pitfall rules on constructed timelines."""
+import gc
 import json
 import os
 import threading
@@ -28,12 +29,19 @@ def _line(marker):
 def _known_program(dev):
     x = tl.ones(4, 3, device=dev)
     host = tl.arange(12.0).reshape(4, 3)  # pageable host memory
-    with profile(record_shapes=True, with_stack=True) as prof:
-        with record_function("step"):
-            y = x * 2  # MUL
-            for _ in range(3):
-                y.sum().item()  # ITEM
-            w = host.to(dev)  # COPY
+    # garbage from earlier tests (reference cycles holding device buffers) collected now, not by a collection
+    # inside the profiled region: its frees would change the pool between the recorded events
+    gc.collect()
+    gc.disable()
+    try:
+        with profile(record_shapes=True, with_stack=True) as prof:
+            with record_function("step"):
+                y = x * 2  # MUL
+                for _ in range(3):
+                    y.sum().item()  # ITEM
+                w = host.to(dev)  # COPY
+    finally:
+        gc.enable()
     return prof, w
 
 

@@ -385,3 +385,20 @@ def test_sequence_kernels_launch_per_step_over_unit_and_batch_tiles(device):
     counts = {e: n - before.get(("rnn.cu", e), 0) for (src, e), n in LAUNCHES.items() if src == "rnn.cu"}
     assert counts.get("rnn_seq_step_fwd<float, 1, int>") == 6
     assert counts.get("rnn_seq_step_bwd<float, 1, int>") == 7
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("name,kw", [("LSTM", {}), ("GRU", {}), ("RNN", {}), ("RNN", {"nonlinearity": "relu"})],
+                         ids=str)
+def test_sequence_kernels_64_bit_index_match_32_bit(cuda, monkeypatch, name, kw, dtype):
+    """rnn_seq_step_fwd/bwd's long long instantiations (launch.wide_indexing() forces them; tensors of 2**31
+    elements are out of reach in tests) give the int instantiations' values, forward and backward."""
+    from tensorlab.backends.cuda import launch
+    dt = DTYPES[dtype]
+    ref = _layer_run(cuda, name, kw, dt, monkeypatch, "seq")
+    with launch.wide_indexing():
+        wide = _layer_run(cuda, name, kw, dt, monkeypatch, "seq")
+    for a, b in zip(wide, ref):
+        np.testing.assert_array_equal(np_of(a), np_of(b))
+    kinds = {expr for (src, expr) in launch.LAUNCHES if src == "rnn.cu" and expr.endswith("long long>")}
+    assert any(e.startswith("rnn_seq_step_fwd") for e in kinds) and any(e.startswith("rnn_seq_step_bwd") for e in kinds)
