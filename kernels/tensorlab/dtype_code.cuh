@@ -40,7 +40,7 @@ __device__ __forceinline__ C load(const void* p, int code, Index off, int c) {
     case kHalf: v = cast<C>(static_cast<const __half*>(p)[off]); break;
     case kBFloat16: v = cast<C>(static_cast<const __nv_bfloat16*>(p)[off]); break;
     case kFloat: v = cast<C>(static_cast<const float*>(p)[off]); break;
-    default: v = cast<C>(static_cast<const double*>(p)[off]); break;
+    default: v = from_f64_bits(static_cast<const unsigned long long*>(p)[off], C()); break;  // cast.cuh
   }
   return narrow(v, c);
 }
@@ -64,7 +64,7 @@ __device__ __forceinline__ void store(void* p, int code, Index off, V v) {
     case kHalf: static_cast<__half*>(p)[off] = cast<__half>(v); break;
     case kBFloat16: static_cast<__nv_bfloat16*>(p)[off] = cast<__nv_bfloat16>(v); break;
     case kFloat: static_cast<float*>(p)[off] = cast<float>(v); break;
-    default: static_cast<double*>(p)[off] = cast<double>(v); break;
+    default: static_cast<unsigned long long*>(p)[off] = to_f64_bits(v); break;
   }
 }
 

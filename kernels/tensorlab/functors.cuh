@@ -5,6 +5,7 @@
 // where R is C, or bool for predicates. backends/cuda/elementwise.py maps kernel names to these.
 #pragma once
 #include "dtype_code.cuh"
+#include "trig_float.cuh"
 
 namespace tl {
 
@@ -26,9 +27,6 @@ TL_MATH1(log2, log2f, log2)
 TL_MATH1(log10, log10f, log10)
 TL_MATH1(log1p, log1pf, log1p)
 TL_MATH1(sqrt, sqrtf, sqrt)
-TL_MATH1(sin, sinf, sin)
-TL_MATH1(cos, cosf, cos)
-TL_MATH1(tan, tanf, tan)
 TL_MATH1(tanh, tanhf, tanh)
 TL_MATH1(floor, floorf, floor)
 TL_MATH1(ceil, ceilf, ceil)
@@ -36,6 +34,13 @@ TL_MATH1(trunc, truncf, trunc)
 TL_MATH1(rint, rintf, rint)  // round half to even
 TL_MATH1(fabs, fabsf, fabs)
 #undef TL_MATH1
+// sin/cos/tan of float without CUDA's FP64 Payne-Hanek slow path (trig_float.cuh); double: CUDA's.
+__device__ __forceinline__ float sin(float x) { return tf::sin(x); }
+__device__ __forceinline__ double sin(double x) { return ::sin(x); }
+__device__ __forceinline__ float cos(float x) { return tf::cos(x); }
+__device__ __forceinline__ double cos(double x) { return ::cos(x); }
+__device__ __forceinline__ float tan(float x) { return tf::tan(x); }
+__device__ __forceinline__ double tan(double x) { return ::tan(x); }
 __device__ __forceinline__ float fmod(float a, float b) { return ::fmodf(a, b); }
 __device__ __forceinline__ double fmod(double a, double b) { return ::fmod(a, b); }
 __device__ __forceinline__ float pow(float a, float b) { return ::powf(a, b); }

@@ -19,6 +19,7 @@
 //  - sin/cos (trigamma's reflection, spherical j0, the Chebyshev trig forms, J/Y): sincos_reduced;
 //  - ndtri: normcdfinvf, and below 1e-6 an asymptotic first guess refined by Newton on log ndtr.
 #pragma once
+#include "tensorlab/trig_float.cuh"
 
 namespace tl {
 namespace smf {
@@ -59,27 +60,9 @@ __device__ __forceinline__ FF ff_div(FF a, float d) {
 }
 __device__ __forceinline__ FF ff_neg(FF a) { return {-a.hi, -a.lo}; }
 
-// sin(a), cos(a) of a float a without CUDA's sinf/cosf slow path (its Payne-Hanek reduction has FP64 in the
-// PTX): a / pi to ~2^-72 (1/pi as three floats, the leading products exact through fma), minus the nearest
-// integer n (exact), then sinpi/cospi of the fraction and the sign (-1)^n. Accurate to float's precision
-// for |a| < 2^26; beyond, ulp(a) itself exceeds 2 pi, and any value is as good as another.
-__device__ inline void sincos_reduced(float a, float* s, float* c) {
-  const float c1 = 0.31830987334251404f, c2 = 1.2841276486597053e-08f, c3 = 1.4685477398157775e-16f;
-  const float p1 = a * c1, e1 = ::fmaf(a, c1, -p1);
-  const float p2 = a * c2, e2 = ::fmaf(a, c2, -p2);
-  // a / pi = m / 2 + f, |f| <= 1/4 (+ the small terms): quadrant m mod 4, and sinpi/cospi near 0 only
-  const float m = ::rintf(p1 + p1);
-  const float f0 = ((p1 - 0.5f * m) + (e1 + p2)) + (e2 + a * c3);
-  const float m2 = ::rintf(f0 + f0);  // the small terms can carry f0 past 1/4 (|a| beyond ~2^22)
-  const float f = f0 - 0.5f * m2;      // exact
-  float sf, cf;
-  ::sincospif(f, &sf, &cf);
-  float q = ::fmodf(m, 4.f);
-  if (q < 0.f) q += 4.f;
-  const int k = (int(q) + int(m2)) & 3;
-  *s = k == 0 ? sf : k == 1 ? cf : k == 2 ? -sf : -cf;
-  *c = k == 0 ? cf : k == 1 ? -sf : k == 2 ? -cf : sf;
-}
+// sin(a), cos(a) of a float a without CUDA's sinf/cosf FP64 slow path: trig_float.cuh's integer Payne-Hanek
+// reduction (every argument, no range limit).
+__device__ inline void sincos_reduced(float a, float* s, float* c) { tf::sincos(a, s, c); }
 __device__ inline float sin_reduced(float a) {
   float s, c;
   sincos_reduced(a, &s, &c);

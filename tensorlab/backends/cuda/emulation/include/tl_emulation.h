@@ -309,8 +309,16 @@ inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 inline float rcbrtf(float x) { return 1.0f / cbrtf(x); }
 inline double rcbrt(double x) { return 1.0 / cbrt(x); }
 inline float exp10f(float x) { return powf(10.0f, x); }
-inline float sinpif(float x) { return sinf(float(tl_emu::kPi) * x); }
-inline float cospif(float x) { return cosf(float(tl_emu::kPi) * x); }
+// sinpi/cospi in float as CUDA's (1 ulp, exact zeros at integers and half-integers): the exact remainder of
+// x mod 2 in double, then double sin/cos rounded once
+inline float sinpif(float x) {
+  const double r = remainder(double(x), 2.0);
+  return r == 0.0 || fabs(r) == 1.0 ? 0.0f * x : float(sin(tl_emu::kPi * r));
+}
+inline float cospif(float x) {
+  const double r = remainder(double(x), 2.0);
+  return fabs(r) == 0.5 ? 0.0f : float(cos(tl_emu::kPi * r));
+}
 inline double sinpi(double x) { return sin(tl_emu::kPi * x); }
 inline double cospi(double x) { return cos(tl_emu::kPi * x); }
 inline float normcdff(float x) { return 0.5f * erfcf(-x * float(tl_emu::kSqrtHalf)); }
