@@ -257,17 +257,20 @@ def blas_product(per, fn, *args):
     global _spin_until
     if per < BLAS_THREADED_FROM or _num_threads <= 1 or getattr(_local, "worker", False):
         return fn(*args)
-    if per < BLAS_OWN_MIN and _monotonic() >= _spin_until:
+    if per < BLAS_OWN_MIN:
+        # held at one thread inside the window too: OpenBLAS's bits depend on its thread count (AMD
+        # EPYC, OpenBLAS 0.3.31: a 16x72x576 product differs in 4,929 of 9,216 elements between one
+        # and two threads), so a product's bits must not depend on how long ago a large one ran.
+        # A product below BLAS_OWN_MIN neither uses the spinning threads nor extends the window, so a
+        # program whose products are all smaller (a convnet after a GEMM-bound model in the same
+        # process) returns to the pool's mode (measured: a convnet step at two threads stayed
+        # 14.4-14.8 ms against 11.3-11.6 ms in the pool's mode while its own mid-size products kept
+        # re-arming the window)
         return blas_serial(fn, *args)
     try:
         return fn(*args)
     finally:
-        # only a product of BLAS_OWN_MIN or more (re)starts the window: smaller ones inside it use
-        # the spinning threads but do not extend it, so a program whose products are all smaller
-        # (a convnet after a GEMM-bound model in the same process) returns to the pool's mode
-        # (measured: a convnet step at two threads stayed 14.4-14.8 ms against 11.3-11.6 ms in
-        # the pool's mode while its own mid-size products kept re-arming the window)
-        if per >= BLAS_OWN_MIN and (blas_threads_bound() or 1) > 1:
+        if (blas_threads_bound() or 1) > 1:
             _spin_until = _monotonic() + BLAS_SPIN_S
 
 
