@@ -27,7 +27,10 @@ __global__ void reduce_kernel(Out* out, long long* out_index, const In* __restri
                               Index n_out, Index n_red, Index split_len, long long count,
                               tl::StridedLayout<Index> outer_in, tl::StridedLayout<Index> outer_out,
                               tl::StridedLayout<Index> outer_index, tl::StridedLayout<Index> red, int lanes,
-                              int red_fast, int flags, double arg) {
+                              int red_fast, int flags, unsigned long long arg_bits) {
+  // the op's double argument (norm's p, var/std's correction) passed as its bits: the float kernels read it
+  // through integer operations only (reduce.cuh: norm_kind, arg_float), no FP64 instruction
+  const double arg = __longlong_as_double(static_cast<long long>(arg_bits));
   using O = Op<In, Out>;
   using S = typename O::State;
   __shared__ S smem[kMaxBlock];

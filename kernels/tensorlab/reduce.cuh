@@ -173,8 +173,8 @@ struct CountNonzero {
 // scale is brought to a larger one by another exact power of two (squares by its square, clamped at
 // 2^-126: what that drops is below 2^-126 of the larger state's terms). Where nothing leaves float's
 // range, the scaled sums are the unscaled float sums' bits times 2^-2k. float64 accumulates in double,
-// unscaled. No FP64 instruction in the float kernels: the double `arg` (p, correction) is classified
-// by its bits and converted to float once.
+// unscaled. No FP64 instruction in the float kernels: the double `arg` (p, correction) arrives as its bits,
+// is classified by them and converted to float in integers (arg_float).
 
 // 2^e for e in [-126, 127] (a normal float).
 __device__ __forceinline__ float pow2f(int e) { return __int_as_float((e + 127) << 23); }
@@ -206,6 +206,11 @@ __device__ __forceinline__ int norm_kind(double pd) {
   if (b == 0x7ff0000000000000LL) return kNormInf;
   if (b == static_cast<long long>(0xfff0000000000000ULL)) return kNormNegInf;
   return b < 0 ? kNormNeg : kNormPos;
+}
+
+// The double argument as a float, rounded in integer operations (cast.cuh), as static_cast<float> rounds.
+__device__ __forceinline__ float arg_float(double a) {
+  return f32_from_f64_bits(static_cast<unsigned long long>(__double_as_longlong(a)));
 }
 
 template <typename Out> struct IsDouble { static constexpr bool value = false; };
@@ -245,7 +250,7 @@ struct NormAcc {
     } else if (k == kNorm0) {
       s.a += v != 0.f ? 1.f : 0.f;
     } else {
-      const float q = k == kNormPos ? static_cast<float>(pd) : -static_cast<float>(pd);
+      const float q = k == kNormPos ? arg_float(pd) : -arg_float(pd);
       if (k == kNormNeg) v = 1.f / v;
       if (v > s.b) {  // a new largest u: the sum so far in units of u (NaN u falls through)
         s.a *= powf(s.b / v, q);
@@ -265,7 +270,7 @@ struct NormAcc {
     if (k == kNormNegInf) return {min_nan(a.a, b.a), 0.f, 0.f};
     if (k == kNormPos || k == kNormNeg) {
       if (a.b < b.b) { State t = a; a = b; b = t; }
-      const float q = k == kNormPos ? static_cast<float>(pd) : -static_cast<float>(pd);
+      const float q = k == kNormPos ? arg_float(pd) : -arg_float(pd);
       const float ratio = a.b == b.b ? 1.f : b.b / a.b;
       return {a.a + b.a * powf(ratio, q), a.b, a.c};
     }
@@ -277,7 +282,7 @@ struct NormAcc {
     if (k == kNorm2) {
       r = sqrtf(s.a) * pow2f(127 - exp_bits(s.c));
     } else if (k == kNormPos || k == kNormNeg) {
-      const float q = k == kNormPos ? static_cast<float>(pd) : -static_cast<float>(pd);
+      const float q = k == kNormPos ? arg_float(pd) : -arg_float(pd);
       r = s.b * powf(s.a, 1.f / q);
       if (k == kNormNeg) r = 1.f / r;
     }
@@ -351,7 +356,7 @@ struct Moments {
     return {a.a + d * nb, a.b + b.b + d * d * static_cast<float>(a.c) * nb, n, a.d};
   }
   __device__ static void store(State s, long long, double correction, Out* out, long long*) {
-    const float dof = static_cast<float>(s.c) - static_cast<float>(correction);
+    const float dof = static_cast<float>(s.c) - arg_float(correction);
     const float r = s.b / (dof > 0.f ? dof : 0.f);
     const float scale = pow2f(127 - exp_bits(s.d));  // 2^k = 1 / inv
     *out = cast<Out>(Sqrt ? sqrtf(r) * scale : r * scale * scale);

@@ -134,7 +134,7 @@ def _run_reduce(name, out, index_out, x, dims, arg, keep_order, flags):
     xp = _ptr(x)
     outp = _ptr(first)
     idxp = outp if index_out is None else _ptr(index_out)
-    arg = np.float64(arg)
+    arg = _arg_bits(arg)
     if second_args is None:
         grid, rest = first_args
         K.launch("reduce.cu", expr, dev, (outp, idxp, xp, xp, *rest, np.int32(flags), arg), grid=grid)
@@ -291,7 +291,7 @@ def _reduce1(out, x, op, dims, arg):
         return False
     outp = _tuple_new(Pointer, (ob, o_off))
     xp = _tuple_new(Pointer, (xb, x_off))
-    args = (outp, outp, xp, xp, *rest, _ARG0 if arg is None else np.float64(arg))
+    args = (outp, outp, xp, xp, *rest, _ARG0 if arg is None else _arg_bits(arg))
     if K._fault_plans:  # K.launch, with the record's function and geometry
         K._faults.hit("launch")
     stream = K.driver.current_stream(dev)
@@ -325,7 +325,13 @@ def _record1(out, x, op, dims, key):
 
 
 _REC1 = {}  # _reduce1's key -> launch record
-_ARG0 = np.float64(0.0)
+_ARG0 = np.uint64(0)  # 0.0's bits
+
+
+def _arg_bits(arg):
+    """reduce_kernel's double argument (norm's p, var/std's correction) as its bits: the kernel takes an
+    unsigned long long, so its float instantiations read it without an FP64 instruction."""
+    return np.float64(arg).view(np.uint64)
 _tuple_new = tuple.__new__
 
 
