@@ -16,7 +16,7 @@
 //    reach ~450 at -6 and cancel), the oscillatory asymptotic series below -6 with the phase
 //    2/3 z^3/2 reduced in float-float (an absolute phase error of z^3/2 2^-24 otherwise);
 //  - Bessel J0/J1/Y0/Y1: the power series in float-float up to 8, Hankel's expansion above;
-//  - sin/cos (trigamma's reflection, spherical j0, the Chebyshev trig forms, J/Y): sincos_reduced;
+//  - sin/cos (trigamma's reflection, spherical j0, the Chebyshev trig forms, J/Y): trig_float.cuh's tf::sincos;
 //  - ndtri: normcdfinvf, and below 1e-6 an asymptotic first guess refined by Newton on log ndtr.
 #pragma once
 #include "tensorlab/trig_float.cuh"
@@ -60,20 +60,6 @@ __device__ __forceinline__ FF ff_div(FF a, float d) {
 }
 __device__ __forceinline__ FF ff_neg(FF a) { return {-a.hi, -a.lo}; }
 
-// sin(a), cos(a) of a float a without CUDA's sinf/cosf FP64 slow path: trig_float.cuh's integer Payne-Hanek
-// reduction (every argument, no range limit).
-__device__ inline void sincos_reduced(float a, float* s, float* c) { tf::sincos(a, s, c); }
-__device__ inline float sin_reduced(float a) {
-  float s, c;
-  sincos_reduced(a, &s, &c);
-  return s;
-}
-__device__ inline float cos_reduced(float a) {
-  float s, c;
-  sincos_reduced(a, &s, &c);
-  return c;
-}
-
 // -- gamma family -------------------------------------------------------------------------------
 __device__ inline float digamma(float x) {
   if (x == 0.f) return ::copysignf(f_inf(), -x);
@@ -114,7 +100,7 @@ __device__ inline float trigamma_pos(float x) {
 __device__ inline float trigamma(float x) {
   if (f_isnan(x)) return x;
   if (x < 0.5f) {
-    const float s = sin_reduced(kPi * x);
+    const float s = tf::sin(kPi * x);
     return (kPi * kPi) / (s * s) - trigamma_pos(1.f - x);
   }
   return trigamma_pos(x);
@@ -407,7 +393,7 @@ __device__ inline float airy_ai(float x) {
 // -- Bessel J, Y -------------------------------------------------------------------------------
 // Below 8 the power series (A&S 9.1.10, 9.1.11, 9.1.13) in float-float: their terms reach ~10^2 at 8 and cancel
 // to ~0.2. Above 8 Hankel's expansion J/Y_nu = sqrt(2/(pi x)) (P cos/sin chi -/+ Q sin/cos chi),
-// chi = x - (nu/2 + 1/4) pi, with sin x, cos x from sincos_reduced (CUDA's j0f/y0f carry sincosf's FP64 slow
+// chi = x - (nu/2 + 1/4) pi, with sin x, cos x from tf::sincos (CUDA's j0f/y0f carry sincosf's FP64 slow
 // path); its smallest term near 8 is ~e^-16.
 constexpr float kBesselJSwitch = 8.f;
 __device__ __forceinline__ FF ff_euler() { return {0.5772156715393066f, -6.637773886097875e-09f}; }
@@ -453,7 +439,7 @@ __device__ inline void bessel_hankel_pq(float x, int nu, float* p, float* q) {
 __device__ inline float bessel_jy_large(float x, int nu, bool y) {
   float p, q, s, c;
   bessel_hankel_pq(x, nu, &p, &q);
-  sincos_reduced(x, &s, &c);
+  tf::sincos(x, &s, &c);
   // chi = x - pi/4 (nu = 0) or x - 3 pi/4 (nu = 1)
   const float h = 0.70710678118654752440f;
   const float cchi = nu ? (s - c) * h : (c + s) * h;
@@ -515,7 +501,7 @@ __device__ inline float spherical_j0(float x) {
     return 1.f + y * (-1.f / 6 + y * (1.f / 120 + y * (-1.f / 5040 + y * (1.f / 362880 + y * (-1.f / 39916800
            + y * (1.f / 6227020800.f))))));
   }
-  return sin_reduced(x) / x;
+  return tf::sin(x) / x;
 }
 
 // -- the normal distribution ----------------------------------------------------------------------

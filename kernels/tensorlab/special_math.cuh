@@ -408,9 +408,9 @@ __device__ inline C cheb_rec(C y, C first, long long n) {
 __device__ __forceinline__ float acos_c(float x) { return ::acosf(x); }
 __device__ __forceinline__ double acos_c(double x) { return ::acos(x); }
 // float: without the FP64 slow path of CUDA's cosf/sinf (special_float.cuh)
-__device__ __forceinline__ float cos_c(float x) { return smf::cos_reduced(x); }
+__device__ __forceinline__ float cos_c(float x) { return tf::cos(x); }
 __device__ __forceinline__ double cos_c(double x) { return ::cos(x); }
-__device__ __forceinline__ float sin_c(float x) { return smf::sin_reduced(x); }
+__device__ __forceinline__ float sin_c(float x) { return tf::sin(x); }
 __device__ __forceinline__ double sin_c(double x) { return ::sin(x); }
 // kind: 0 T, 1 U, 2 V, 3 W at y (y = x, or 2x - 1 for the shifted forms); trig_min the degree above
 // which |y| < 1 takes the trigonometric form
