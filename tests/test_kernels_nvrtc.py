@@ -65,6 +65,7 @@ TEST_KERNELS = Path(__file__).parent / "kernels"
 _PROPERTIES = re.compile(r"Function properties for (\S+)\s*\n[^\n]*?(\d+) bytes stack frame, "
                          r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 _SPILLS = {}  # (source, arch) -> [(function, spill stores, spill loads)] of every function ptxas reported
+_PTX = {}  # (source, arch) -> (the program's PTX, {lowered name: name expression})
 
 
 def _compile(path, names, arch):
@@ -86,6 +87,9 @@ def _compile(path, names, arch):
         for name, expr in lowered.items():
             assert name.startswith("_Z"), expr
         report = _PROPERTIES.findall(nvrtc.getProgramLog(prog))
+        if arch == "90":  # the PTX the FP64 test reads (sm_90's only: one program's worth kept)
+            ptx = nvrtc.getPTX(prog)
+            _PTX[path.name, arch] = (ptx.decode() if isinstance(ptx, bytes) else ptx, lowered)
         return [(lowered.get(fn, fn), int(st), int(ld)) for fn, _, st, ld in report]
     finally:
         nvrtc.destroyProgram(prog)
@@ -112,6 +116,48 @@ def test_no_kernel_spills_registers(source, arch):
     assert not unreported, f"ptxas reported no resource usage for {unreported[:5]} (sm_{arch})"
     spills = [f"{fn}: {st} bytes spill stores, {ld} bytes spill loads" for fn, st, ld in report if st or ld]
     assert not spills, f"{source} spills registers on sm_{arch}:\n" + "\n".join(spills)
+
+
+# PTX functions (.entry kernels, .func device functions) and the calls between them
+_PTX_FUNCTION = re.compile(r"^(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.(entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)", re.M)
+_CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\),\s*)?([\w$]+)")
+_F64 = re.compile(r"^\s*(?:@!?%p\d+\s+)?([a-z][\w.]*\.f64\b[\w.]*)", re.M)
+_FLOAT_TYPES = re.compile(r"\b(float|__half|__nv_bfloat16)\b")
+
+
+def _fp64_per_kernel(ptx, lowered):
+    """{name expression: the .f64 instructions it runs} over each kernel's PTX body and the device
+    functions it calls (transitively)."""
+    starts = [(m.start(), m.group(2)) for m in _PTX_FUNCTION.finditer(ptx)] + [(len(ptx), None)]
+    body = {name: ptx[a:b] for (a, name), (b, _) in zip(starts, starts[1:])}
+    out = {}
+    for low, expr in lowered.items():
+        seen, todo, ops = set(), [low], []
+        while todo:
+            f = todo.pop()
+            if f in seen or f not in body:
+                continue
+            seen.add(f)
+            ops += _F64.findall(body[f])
+            todo += _CALL.findall(body[f])
+        out[expr] = ops
+    return out
+
+
+@pytest.mark.parametrize("source", sorted(KERNELS))
+def test_no_fp64_instruction_in_float_kernels(source):
+    """Issue 37: FP64 only in float64 kernels. Every instantiation whose types name float, __half or
+    __nv_bfloat16 and not double runs no .f64 instruction (arithmetic, conversion, load, store or
+    move), in its own PTX or a device function it calls: the float special functions, sin/cos/tan
+    (trig_float.cuh), float64 operands of the runtime-dtype kernels (cast.cuh's integer conversions)
+    and reduce_kernel's double argument (passed as its bits). Reads the sm_90 compile above."""
+    if (source, "90") not in _PTX:
+        _SPILLS[source, "90"] = _compile(kernel_dir() / source, KERNELS[source], "90")
+    ptx, lowered = _PTX[source, "90"]
+    found = {e: ops for e, ops in _fp64_per_kernel(ptx, lowered).items()
+             if ops and _FLOAT_TYPES.search(e) and "double" not in e}
+    assert not found, f"FP64 instructions in {len(found)} float kernels of {source}:\n" + "\n".join(
+        f"  {e}: {sorted(set(ops))[:6]}" for e, ops in sorted(found.items())[:20])
 
 
 def _test_kernel_names():
