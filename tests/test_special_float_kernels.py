@@ -112,8 +112,7 @@ def test_unary_edges_match_the_cpu(device, name):
     every float is a negative integer, a pole: torch and the CPU answer pi^2 / sin^2 of pi x rounded to float (a
     finite accident of the rounding, 16.1 at -1e30), and so does the float kernel (trig_float.cuh reduces every
     argument exactly)."""
-    edges = EDGES
-    x = tl.tensor(edges, dtype=tl.float32)
+    x = tl.tensor(EDGES, dtype=tl.float32)
     want = _values(_fn(name)(x))
     got = _values(_fn(name)(x.to(device)))
     np.testing.assert_allclose(got, want, rtol=4e-6, atol=3e-6, equal_nan=True, err_msg=name)
@@ -137,8 +136,7 @@ _HALF_RTOL = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}  # one unit in the l
 def test_unary_16bit_against_the_cpu(device, name, dtype):
     grid = next(u[2] for u in UNARY if u[0] == name)
     dt = getattr(tl, dtype)
-    edges = EDGES
-    x = tl.tensor(np.concatenate([grid[::3], np.asarray(edges, np.float32)]).tolist(), dtype=dt)
+    x = tl.tensor(np.concatenate([grid[::3], np.asarray(EDGES, np.float32)]).tolist(), dtype=dt)
     want = _values(_fn(name)(x))
     got = _values(_fn(name)(x.to(device)))
     np.testing.assert_allclose(got, want, rtol=_HALF_RTOL[dtype], atol=1e-6, equal_nan=True, err_msg=name)

@@ -326,13 +326,13 @@ def _record1(out, x, op, dims, key):
 
 _REC1 = {}  # _reduce1's key -> launch record
 _ARG0 = np.uint64(0)  # 0.0's bits
+_tuple_new = tuple.__new__
 
 
 def _arg_bits(arg):
     """reduce_kernel's double argument (norm's p, var/std's correction) as its bits: the kernel takes an
     unsigned long long, so its float instantiations read it without an FP64 instruction."""
     return np.float64(arg).view(np.uint64)
-_tuple_new = tuple.__new__
 
 
 def foreach_norm(out, tensors, p):
