@@ -97,6 +97,10 @@ ELEMENTWISE = {
         "logical_xor": ("LogicalXor", "BIFD"), "bitwise_and": ("BitwiseAnd", "BI"),
         "bitwise_or": ("BitwiseOr", "BI"), "bitwise_xor": ("BitwiseXor", "BI"),
         "gelu_backward": ("GeluBackward", "FD"),
+        # the activations' gradients as one kernel (ops/activation_backward.py): a = grad, b = the
+        # forward's result (tanh, sigmoid, relu) or input (silu)
+        "tanh_backward": ("TanhBackward", "FD"), "sigmoid_backward": ("SigmoidBackward", "FD"),
+        "threshold_backward": ("ThresholdBackward", "FD"), "silu_backward": ("SiluBackward", "FD"),
     },
     "ternary": {
         "where": ("Where", "BIFD"), "clamp": ("Clamp", "IFD"), "lerp": ("Lerp", "FD"), "addcmul": ("Addcmul", "IFD"),

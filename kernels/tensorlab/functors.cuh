@@ -332,6 +332,19 @@ __device__ __forceinline__ F gelu_backward_(F g, F x, const Params<F>& p) {
 }
 TL_BINARY(GeluBackward, gelu_backward_(a, b, p))
 
+// the activations' gradients, torch's kernels (a = grad): tanh_backward and sigmoid_backward read
+// the forward's result b; threshold_backward (relu's) gives 0 where the result b <= 0 (a NaN result
+// passes the gradient on); silu_backward reads the input b
+template <typename F>
+__device__ __forceinline__ F silu_backward_(F g, F x) {
+  F s = sigmoid_(x);
+  return mul(mul(g, s), F(1) + mul(x, F(1) - s));
+}
+TL_BINARY(TanhBackward, mul(a, C(1) - mul(b, b)))
+TL_BINARY(SigmoidBackward, mul(mul(a, C(1) - b), b))
+TL_BINARY(ThresholdBackward, b <= C(0) ? C(0) : a)
+TL_BINARY(SiluBackward, silu_backward_(a, b))
+
 // gelu_backward_out: a = grad, b = x, c = gelu(x) (the forward's result); Phi(x) = gelu(x) / x
 // (0.5 at x = 0), phi(x) = exp(-x^2 / 2) / sqrt(2 pi); the final + 0 turns a -0 factor into +0 as
 // torch's cdf + x * pdf gives it

@@ -48,18 +48,6 @@ class Derivative:
         # from before the write (then check_inplace keeps a copy); None: whenever it may
         self.self_saved = self_saved
 
-    def positions(self, ctx):
-        s = self.save
-        if not s:
-            return ()
-        if s is ALL:
-            return range(len(ctx._metas))
-        return s(ctx) if callable(s) else s
-
-    def wants_result(self, ctx):
-        r = self.result
-        return r(ctx) if callable(r) else r
-
     def saves_self(self, self_needs, others_need):
         if self.self_saved is not None:
             return self.self_saved(self_needs, others_need)

@@ -7,6 +7,7 @@ import math
 
 from .. import dtypes
 from ..ops import elementwise as E
+from ..ops.activation_backward import activation_backward
 from ..tensor import Tensor
 from .derivatives import (ALL, DERIVATIVES, Derivative, _IF_OTHER, _NEVER, _binary, _def, _grad_mode_on, _ops_save,
                           _unary, _x, zeros_like)
@@ -18,6 +19,28 @@ _2_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 # -- elementwise: unary ----------------------------------------------------------------------------
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
+
+
+def _fused(kernel, g, y, composite):
+    """g times the derivative as one kernel (ops/activation_backward.py) outside create_graph and
+    where the operands fit it; else composite(g, y), the differentiable formula in tensorlab ops."""
+    if not _grad_mode_on():
+        r = activation_backward(kernel, g, y)
+        if r is not None:
+            return r
+    return composite(g, y)
+
+
+def _tanh(g, y):
+    return g * (1 - y * y)
+
+
+def _sigmoid(g, y):  # torch's order: (g * (1 - y)) * y
+    return g * (1 - y) * y
+
+
+def _relu(g, y):  # threshold_backward, as torch: result <= 0 ? 0 : grad (a NaN result passes the gradient on)
+    return E.where(y <= 0, 0.0, g)
 
 DERIVATIVES.update({
     "neg": _unary(lambda c, g: -g),
@@ -36,11 +59,10 @@ DERIVATIVES.update({
     "sin": _unary(lambda c, g: g * _x(c).cos(), save_x=True),
     "cos": _unary(lambda c, g: -g * _x(c).sin(), save_x=True),
     "tan": _unary(lambda c, g: g * (1 + c.result() * c.result()), result=True),
-    "tanh": _unary(lambda c, g: g * (1 - c.result() * c.result()), result=True),
-    "sigmoid": _unary(lambda c, g: g * c.result() * (1 - c.result()), result=True),
+    "tanh": _unary(lambda c, g: _fused("tanh_backward", g, c.result(), _tanh), result=True),
+    "sigmoid": _unary(lambda c, g: _fused("sigmoid_backward", g, c.result(), _sigmoid), result=True),
     "erf": _unary(lambda c, g: g * _2_SQRT_PI * (-_x(c) * _x(c)).exp(), save_x=True),
-    # threshold_backward, as torch: result <= 0 ? 0 : grad (a NaN result passes the gradient on)
-    "relu": _unary(lambda c, g: E.where(c.result() <= 0, 0.0, g), result=True),
+    "relu": _unary(lambda c, g: _fused("threshold_backward", g, c.result(), _relu), result=True),
     "nan_to_num": _unary(lambda c, g: E.where(_x(c).isfinite(), g, 0.0), save_x=True),
 })
 # piecewise constant: zero gradient almost everywhere (torch gives these a grad_fn too)
@@ -69,10 +91,13 @@ def _gelu(c, g):
     return g * (cdf + x * pdf)
 
 
-def _silu(c, g):
-    x = _x(c)
+def _silu_composite(g, x):
     s = x.sigmoid()
     return g * s * (1 + x * (1 - s))
+
+
+def _silu(c, g):
+    return _fused("silu_backward", g, _x(c), _silu_composite)
 
 
 def _gelu_keeps_result(ctx):

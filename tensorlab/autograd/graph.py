@@ -14,7 +14,7 @@ import weakref
 from .. import layout as L
 from ..tensor import Tensor
 from . import anomaly
-from .derivatives import NOT_DIFFERENTIABLE, Arg as _Arg, lookup
+from .derivatives import ALL, DERIVATIVES as _DERIVATIVES, NOT_DIFFERENTIABLE, Arg as _Arg, lookup
 from .grad_mode import STATE
 
 _seq = itertools.count()
@@ -130,13 +130,14 @@ class Node:
             info["operands"] = tuple(conv)
         saved = None
         if d is not None:
-            positions = d.positions(self)
-            if positions:
+            s = d.save  # the input positions to keep: ALL, a tuple, or fn(ctx) -> positions
+            if s:
                 saved = [None] * len(inputs)
-                for p in positions:
+                for p in (range(len(inputs)) if s is ALL else s(self) if callable(s) else s):
                     t = inputs[p]
                     saved[p] = Saved(t, t._grad_fn, False)
-            self._result = Saved(_alias(out), None, True) if d.wants_result(self) else None
+            want = d.result  # keep the result: a bool, or fn(ctx) -> bool
+            self._result = Saved(_alias(out), None, True) if want is True or (want and want(self)) else None
         else:
             self._result = None
         self._saved = saved
@@ -384,7 +385,7 @@ def record(out, op, inputs, info):
         if anomaly.forward_enabled():
             anomaly.check_forward(out, op, inputs, info)
         return out
-    if anomaly.forward_enabled():
+    if anomaly._enabled and anomaly.forward_enabled():
         anomaly.check_forward(out, op, inputs, info)
     if not st.grad or not (out._dtype.is_floating_point or out._dtype.category == 3):
         return out
@@ -393,9 +394,13 @@ def record(out, op, inputs, info):
             break
     else:
         return out
-    d = lookup(op)
+    d = _DERIVATIVES.get(op) or lookup(op)
     if d is not NOT_DIFFERENTIABLE:
-        attach(out, Node(op, d, inputs, info, out))
+        node = Node(op, d, inputs, info, out)
+        out._grad_fn = node  # attach(out, node), inlined
+        out._requires_grad = True
+        if out._base is not None:
+            node._base_fn = out._base._grad_fn
     return out
 
 

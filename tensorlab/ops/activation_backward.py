@@ -1,14 +1,34 @@
-"""GELU's gradient as one elementwise kernel: the "gelu_backward" kernel of the generic `binary`
-primitive (backends/cpu/elementwise.py; kernels/tensorlab/functors.cuh's GeluBackward on CUDA),
-torch's GeluBackward formulas; on the CPU, "gelu_backward_out" of `ternary` reads Phi(x) off the
-forward's kept result instead of evaluating erfc again. autograd/derivatives_elementwise.py uses it when
-no create_graph is asked for (the composite formula there stays for differentiable gradients)."""
+"""The activations' gradients as one elementwise kernel each, kernels of the generic `binary`
+primitive (backends/cpu/elementwise.py; kernels/tensorlab/functors.cuh on CUDA) with torch's
+formulas: "gelu_backward" (GeluBackward; on the CPU, "gelu_backward_out" of `ternary` reads Phi(x)
+off the forward's kept result instead of evaluating erfc again), and "tanh_backward",
+"sigmoid_backward", "threshold_backward" (relu's) and "silu_backward" (`activation_backward`).
+autograd/derivatives_elementwise.py uses them when no create_graph is asked for (the composite
+formulas there stay for differentiable gradients): one kernel and one front-end step where the
+composite took two to five, each a full op with its own output."""
 from __future__ import annotations
 
 from .. import dtypes
-from ._common import empty_tensor
+from ._common import empty_tensor, pinned
 
 _HALVES = (dtypes.float16, dtypes.bfloat16)
+
+
+def activation_backward(kernel, grad, other):
+    """grad times an activation's derivative read off `other` (the forward's result, or its input
+    for silu) as kernel `kernel` of `binary`, or None where the operands do not fit it (dtypes or
+    devices differ, not a real floating dtype, or grad's shape is not other's: the caller's
+    composite runs). 16-bit operands compute in float32 and round once, as torch's kernels."""
+    dt = other._dtype
+    gm, om = grad._meta, other._meta
+    dev = om.storage.device
+    shape = om.layout.shape
+    if grad._dtype is not dt or dt not in dtypes.FLOATING or gm.layout.shape != shape or \
+            (gm.storage.device is not dev and gm.storage.device != dev):
+        return None
+    out = empty_tensor(shape, dt, dev)
+    other._backend.binary(out, kernel, pinned(grad, gm), pinned(other, om), dtypes.float32 if dt in _HALVES else dt)
+    return out
 
 
 def gelu_backward(grad, x, approximate="none"):

@@ -14,7 +14,9 @@ IndexError. On other devices (no host read: that would be a sync per loss) ignor
 masked on the device and out-of-range ones are left to gather's bounds check."""
 from __future__ import annotations
 
-from .. import autograd_hooks, dtypes, sync
+import numpy as np
+
+from .. import autograd_hooks, backends, dtypes, sync
 from ..tensor import Tensor
 from . import registry
 from ._common import empty_tensor, pinned
@@ -50,8 +52,8 @@ def _host_targets(target, c, ignore_index):
     IndexError). Elsewhere "masked": no host read (that would be a sync per loss)."""
     if target.device.type != "cpu":
         return "masked"
-    t = target.numpy()
-    lo, hi = int(t.min()), int(t.max())
+    t = backends.cpu.array(target)  # the host values as they are (no .numpy() checks: nothing escapes)
+    lo, hi = int(np.minimum.reduce(t, axis=None)), int(np.maximum.reduce(t, axis=None))
     if lo < 0 or hi >= c:
         if (lo < 0 and lo != ignore_index) or (hi >= c and hi != ignore_index):
             return None

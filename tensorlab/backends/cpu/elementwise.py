@@ -724,6 +724,42 @@ def _gelu_backward(o, g, x, dt, approximate="none"):
     np.multiply(g, d, out=o, dtype=dt, casting=_U)
 
 
+# the activations' gradients as one kernel each, torch's formulas evaluated in dt (a 16-bit
+# result rounds once): g the incoming gradient, y the forward's result, x its input; either may be
+# a scalar (a broadcast number) or broadcast, so a temporary is written in place only when it is an
+# array of the result's shape
+def _inplace(t, shape):
+    return t if isinstance(t, np.ndarray) and t.shape == shape else None
+
+
+def _tanh_backward(o, g, y, dt):
+    t = np.multiply(y, y, dtype=dt, casting=_U)
+    t = np.subtract(dt.type(1), t, out=_inplace(t, np.shape(t)))
+    np.multiply(g, t, out=o, dtype=dt, casting=_U)
+
+
+def _sigmoid_backward(o, g, y, dt):
+    t = np.subtract(dt.type(1), y, dtype=dt, casting=_U)
+    t = np.multiply(g, t, out=_inplace(t, o.shape), dtype=dt, casting=_U)
+    np.multiply(t, y, out=o, dtype=dt, casting=_U)
+
+
+def _threshold_backward(o, g, y, dt):
+    """relu's: 0 where the result y <= 0, else g (a NaN result passes g on)."""
+    _store(o, np.where(np.less_equal(y, dt.type(0)), dt.type(0), g))
+
+
+def _silu_backward(o, g, x, dt):
+    s = np.exp(np.negative(x, dtype=dt, casting=_U))
+    shape = np.shape(s)  # x's: every temporary below has it
+    s = np.add(s, dt.type(1), out=_inplace(s, shape))
+    s = np.divide(dt.type(1), s, out=_inplace(s, shape))  # sigmoid(x), as _sigmoid
+    t = np.subtract(dt.type(1), s)
+    t = np.multiply(t, x, out=_inplace(t, shape), dtype=dt, casting=_U)
+    t = np.add(t, dt.type(1), out=_inplace(t, shape))
+    np.multiply(np.multiply(g, s, dtype=dt, casting=_U), t, out=o, dtype=dt, casting=_U)
+
+
 def _add(o, a, b, dt, alpha=None):
     if alpha is not None:
         b = np.multiply(b, dt.type(alpha), dtype=dt, casting=_U)
@@ -783,7 +819,8 @@ def _extreme(uf):
 
 
 _BINARY = {
-    "gelu_backward": _gelu_backward,
+    "gelu_backward": _gelu_backward, "tanh_backward": _tanh_backward, "sigmoid_backward": _sigmoid_backward,
+    "threshold_backward": _threshold_backward, "silu_backward": _silu_backward,
     "add": _add, "sub": _sub, "mul": _ufunc(np.multiply), "div_true": _ufunc(np.true_divide),
     "div_trunc": _div_trunc, "div_floor": _ufunc(np.floor_divide), "remainder": _ufunc(np.remainder),
     "fmod": _ufunc(np.fmod), "pow": _pow, "maximum": _extreme(np.maximum), "minimum": _extreme(np.minimum),

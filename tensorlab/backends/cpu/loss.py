@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import _faults
+from .elementwise import _quiet_off, _quiet_on
 from .memory import array
 from .reduction import softmax
 
@@ -22,10 +23,13 @@ def cross_entropy(loss, logp, x, index, divisor):
     idx = array(index).reshape(-1)
     o = array(loss)
     _faults.hit("launch")
-    with np.errstate(all="ignore"):
-        picked = lp[np.arange(lp.shape[0]), idx]
+    token = _quiet_on()  # np.errstate(all="ignore") without its ~1.5 us of Python
+    try:
+        picked = lp[_rows(lp.shape[0]), idx]
         s = np.add.reduce(picked)
         np.copyto(o, np.true_divide(s, lp.dtype.type(divisor)))
+    finally:
+        _quiet_off(token)
 
 
 def cross_entropy_backward(grad_input, logp, index, s):
@@ -35,7 +39,23 @@ def cross_entropy_backward(grad_input, logp, index, s):
     idx = array(index).reshape(-1)
     _faults.hit("launch")
     f = gi.dtype.type
-    with np.errstate(all="ignore"):
+    token = _quiet_on()
+    try:
         np.exp(lp, out=gi)
         gi *= f(-s)
-        gi[np.arange(gi.shape[0]), idx] += f(s)  # one target a row: no position repeats
+        gi[_rows(gi.shape[0]), idx] += f(s)  # one target a row: no position repeats
+    finally:
+        _quiet_off(token)
+
+
+_ROWS = {}  # n -> arange(n), read-only: the row index of a batch size seen before
+
+
+def _rows(n):
+    r = _ROWS.get(n)
+    if r is None:
+        r = np.arange(n)
+        r.flags.writeable = False
+        if len(_ROWS) < 64:
+            _ROWS[n] = r
+    return r

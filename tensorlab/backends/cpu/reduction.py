@@ -512,8 +512,11 @@ def softmax(out, x, dim, log):
         with np.errstate(all="ignore"):
             _par.run(len(pieces), task)
         return
-    with np.errstate(all="ignore"):
+    token = _quiet_on()  # np.errstate(all="ignore") without its ~1.5 us of Python
+    try:
         _softmax_block(o, a, dim, log)
+    finally:
+        _quiet_off(token)
 
 
 def _softmax_block(o, a, dim, log):
