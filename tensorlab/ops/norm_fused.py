@@ -21,7 +21,7 @@ from __future__ import annotations
 from .. import autograd_hooks, dtypes
 from ..tensor import Tensor
 from . import registry
-from ._common import empty_tensor
+from ._common import _CONTIGUOUS, _contiguous_layout, empty_tensor, pinned
 from .registry import KEEP, OpDef
 
 _F = "norm_fused"
@@ -60,7 +60,21 @@ def supported_embedding(flat, weight):
     return ENABLED and flat.device == weight.device
 
 
-def _flat(t, shape):
+def _flat(t, shape, out=False):
+    """t as a contiguous tensor of `shape` for a backend primitive: an operand it reads, or with
+    out=True a fresh output it writes (a view of it). Where t's record is its shape's contiguous
+    layout at offset 0 (the common case, and every fresh output), t's storage under the contiguous
+    layout of `shape`, no op run; else t.view(shape) for an output, detach().contiguous().reshape()
+    for an operand."""
+    meta = t._meta
+    lay = meta.layout
+    hit = _CONTIGUOUS.get((lay.shape,))
+    if hit is not None and hit[0] is lay:
+        if lay.shape == shape:
+            return pinned(t, meta)
+        return Tensor._make(meta.storage, _contiguous_layout(shape)[0], t._dtype, t._vc)
+    if out:
+        return t.view(shape)
     return t.detach().contiguous().reshape(shape)
 
 
@@ -75,7 +89,7 @@ def layer_norm(x, weight, bias, eps, rms, n_norm):
     if m and n:
         w = None if weight is None else _flat(weight, (n,))
         b = None if bias is None else _flat(bias, (n,))
-        x._backend.layer_norm_fwd(y.view(m, n), mean, rstd, _flat(x, (m, n)), w, b, float(eps), bool(rms))
+        x._backend.layer_norm_fwd(_flat(y, (m, n), True), mean, rstd, _flat(x, (m, n)), w, b, float(eps), bool(rms))
     inputs = (x,) + tuple(t for t in (weight, bias) if t is not None)
     return autograd_hooks.record(y, "native_rms_norm" if rms else "native_layer_norm", inputs, mean=mean, rstd=rstd,
                                  eps=eps, n_norm=n_norm, has_weight=weight is not None, has_bias=bias is not None)
@@ -98,9 +112,10 @@ def layer_norm_backward(grad_output, x, mean, rstd, weight, rms, n_norm, needs):
         if g._dtype is not x._dtype:
             g = g.to(x._dtype)
         w = None if weight is None else _flat(weight, (n,))
-        x._backend.layer_norm_bwd(None if gi is None else gi.view(m, n), None if gw is None else gw.view(n),
-                                  None if gb is None else gb.view(n), _flat(g, (m, n)), _flat(x, (m, n)), mean, rstd,
-                                  w, bool(rms))
+        x._backend.layer_norm_bwd(None if gi is None else _flat(gi, (m, n), True),
+                                  None if gw is None else _flat(gw, (n,), True),
+                                  None if gb is None else _flat(gb, (n,), True), _flat(g, (m, n)), _flat(x, (m, n)),
+                                  mean, rstd, w, bool(rms))
     return gi, gw, gb
 
 
