@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _faults, autograd_hooks
 from ..autograd import grad_mode as _grad_mode
+from ..backends.cpu.elementwise import _quiet_off, _quiet_on
 from ..backends.cpu.memory import array
 from ..dtypes import float32, float64
 from ..tensor import Tensor
@@ -75,7 +76,8 @@ def _update(opt, p, param, grad, buf, fresh, group, scratch):
     if pa.ndim == 0:  # NumPy's 0-d results are scalars, which `out=` refuses
         pa, g = pa.reshape(1), g.reshape(1)
     f = pa.dtype.type
-    with np.errstate(all="ignore"):
+    token = _quiet_on()  # np.errstate(all="ignore") without its ~1.5 us of Python
+    try:
         if weight_decay != 0:                                   # grad = grad.add(param, alpha=wd)
             gw = scratch.get(0, pa)
             np.multiply(pa, f(weight_decay), out=gw)
@@ -109,4 +111,6 @@ def _update(opt, p, param, grad, buf, fresh, group, scratch):
         t = scratch.get(2, pa)                                  # param.add_(grad, alpha=-lr)
         np.multiply(g, f(-lr), out=t)
         np.add(pa, t, out=pa)
+    finally:
+        _quiet_off(token)
     param._vc.value += 1

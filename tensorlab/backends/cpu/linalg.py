@@ -5,6 +5,7 @@ import numpy as np
 
 from ... import _faults
 from . import parallel as _par
+from .elementwise import _quiet_off, _quiet_on
 from .memory import array
 from .reduction import HALF
 
@@ -27,7 +28,8 @@ def matmul(out, a, b, accumulate=False):
     if x.dtype in HALF:
         x = x.astype(_F32)
         y = y.astype(_F32)
-    with np.errstate(all="ignore"):
+    token = _quiet_on()  # np.errstate(all="ignore") without its ~1.5 us of Python
+    try:
         if accumulate:
             acc = np.matmul(x, y)
             acc += o.astype(acc.dtype)
@@ -41,6 +43,8 @@ def matmul(out, a, b, accumulate=False):
             _par.blas_product(per, _product, o, x, y)  # OpenBLAS's threads, or held at one (parallel.py)
             return
         _product(o, x, y)
+    finally:
+        _quiet_off(token)
 
 
 def matmul_bias(out, a, b, bias, activation=None):
@@ -60,10 +64,13 @@ def matmul_bias(out, a, b, bias, activation=None):
         np.copyto(o, acc, casting="unsafe")
         return
     matmul(out, a, b)
-    with np.errstate(all="ignore"):
+    token = _quiet_on()
+    try:
         np.add(o, v, out=o)
         if activation == "relu":
             np.maximum(o, 0, out=o)
+    finally:
+        _quiet_off(token)
 
 
 def matmul_bias_grad(out, a, b, grad_bias):

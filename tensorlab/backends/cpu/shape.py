@@ -7,6 +7,7 @@ import numpy as np
 
 from ... import _faults
 from ...errors import index_out_of_range
+from .elementwise import _quiet_off, _quiet_on
 from .memory import array, arrays
 from .reduction import HALF
 
@@ -56,8 +57,11 @@ def cat(out, tensors, dim):
     if data is not None:
         _write_bytes(o, data)
         return
-    with np.errstate(all="ignore"):
+    token = _quiet_on()  # np.errstate(all="ignore") without its ~1.5 us of Python
+    try:
         np.concatenate(parts, axis=dim, out=o, casting="unsafe")
+    finally:
+        _quiet_off(token)
 
 
 def stack(out, tensors, dim):
@@ -71,8 +75,11 @@ def stack(out, tensors, dim):
     if data is not None:
         _write_bytes(o, data)
         return
-    with np.errstate(all="ignore"):
+    token = _quiet_on()
+    try:
         np.stack(parts, axis=dim, out=o, casting="unsafe")
+    finally:
+        _quiet_off(token)
 
 
 def flip(out, x, dims):
