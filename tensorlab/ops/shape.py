@@ -107,13 +107,14 @@ def _promote_all(ts):
 
 
 # -- cat, stack ----------------------------------------------------------------------------------
-def _concat(op, src, ts, parts, d, shape, out):
+def _concat(op, src, ts, parts, d, shape, out, mixed):
     """Write `parts` one after another along d into a new or out= result of `shape`, promoted to
-    the inputs' common dtype."""
-    dt = _promote_all(ts)
+    the inputs' common dtype. mixed=False: the caller found every input of the first's dtype and
+    Device object (promotion and the device rules then have nothing to do)."""
+    dt = _promote_all(ts) if mixed else ts[0]._dtype
     if isinstance(out, Tensor) and not dtypes.can_cast(dt, out._dtype):
         raise TypeError(f"{op}(): input types can't be cast to the desired output type {out._dtype.torch_name}")
-    dev = same_device(op, *ts)
+    dev = same_device(op, *ts) if mixed else ts[0]._meta.storage.device
     o = output(out, shape, dt, dev, op, ts)
     if o.tensor.numel():
         o.tensor._backend.cat(o.tensor, parts, d)
@@ -123,11 +124,38 @@ def _concat(op, src, ts, parts, d, shape, out):
 def cat(tensors, dim=0, *, out=None):
     """Concatenate along an existing dim. As torch's legacy rule, 1-D empty tensors are skipped
     whatever the others' shapes (they still take part in dtype promotion)."""
-    ts = _tensor_list(tensors, "cat")
-    refuse_out_grad("cat", out, *tensors)
-    if not ts:
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        _tensor_list(tensors, "cat")  # torch's TypeError
+    if out is not None:
+        refuse_out_grad("cat", out, *tensors)
+    if not tensors:
         raise ValueError("cat(): expected a non-empty list of Tensors")
-    lays = [t._meta[1] for t in ts]  # the pins' records: read once
+    # one pass over the inputs (as stack's): each one's remembered pin (elementwise's _pin), its record
+    # read once, and whether dtypes or Device objects differ from the first's (then _concat's rules)
+    ts, lays = [], []
+    first = tensors[0]
+    dt0 = first._dtype if isinstance(first, Tensor) else None
+    mixed = one_layout = False
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            _tensor_list(tensors, "cat")  # torch's TypeError for the element
+        p = _pin(t)
+        meta = p._meta
+        if not ts:
+            dev0, lay0 = meta[0].device, meta[1]
+            one_layout = True
+        else:
+            if p._dtype is not dt0 or meta[0].device is not dev0:
+                mixed = True
+            if meta[1] is not lay0:
+                one_layout = False
+        ts.append(p)
+        lays.append(meta[1])
+    rshape = lay0.shape
+    if one_layout and rshape and rshape != (0,):  # the common case: every input of one layout
+        d = L.wrap_dim(dim, len(rshape))
+        shape = rshape[:d] + (_tuple_item(rshape, d) * len(ts),) + rshape[d + 1:]
+        return _concat("cat", tensors, ts, ts, d, shape, out, mixed)
     for i, lay in enumerate(lays):
         if not lay.shape:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated; use stack, or "
@@ -154,7 +182,7 @@ def cat(tensors, dim=0, *, out=None):
                                    f"size {b} for tensor number {i} in the list.")
         total += shape[d]
     shape = rshape[:d] + (total,) + rshape[d + 1:]
-    return _concat("cat", tensors, ts, parts, d, shape, out)
+    return _concat("cat", tensors, ts, parts, d, shape, out, mixed)
 
 
 def stack(tensors, dim=0, *, out=None):
