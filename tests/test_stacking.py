@@ -143,3 +143,19 @@ def test_stack_into_a_strided_out_and_of_mismatched_inputs(device, torch):
         tl.stack(xs[:3] + [1.0])
     with pytest.raises(TypeError, match="can't be cast to the desired output type Long"):
         tl.stack(xs, out=tl.zeros(8, 3, dtype=tl.long, device=device))
+
+
+def test_cat_of_one_layout_checks_what_the_general_path_does(device, torch):
+    # every input of one layout takes cat's short path: dtypes still promote, devices are still
+    # compared, 0-dim inputs and all-empty 1-D inputs still follow torch's rules
+    xs = [tl.full((2, 3), float(i), device=device) for i in range(5)]
+    got = tl.cat(xs[:2] + [xs[2].double()] + xs[3:], 1)
+    want = torch.cat([torch.full((2, 3), float(i)) for i in range(5)], 1).double()
+    assert got.dtype == tl.float64
+    np.testing.assert_array_equal(got.cpu().numpy(), want.numpy())
+    assert tuple(tl.cat([tl.ones(0, device=device)] * 3).shape) == (0,)
+    with pytest.raises(RuntimeError, match=r"zero-dimensional tensor \(at position 0\) cannot be concatenated"):
+        tl.cat([tl.tensor(1.0, device=device)] * 2)
+    if device != "cpu":
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+            tl.cat(xs[:2] + [xs[2].cpu()])
