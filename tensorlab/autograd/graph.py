@@ -14,7 +14,7 @@ import weakref
 from .. import layout as L
 from ..tensor import Tensor
 from . import anomaly
-from .derivatives import ALL, DERIVATIVES as _DERIVATIVES, NOT_DIFFERENTIABLE, Arg as _Arg, lookup
+from .derivatives import ALL, NOT_DIFFERENTIABLE, Arg as _Arg, lookup
 from .grad_mode import STATE
 
 _seq = itertools.count()
@@ -394,13 +394,9 @@ def record(out, op, inputs, info):
             break
     else:
         return out
-    d = _DERIVATIVES.get(op) or lookup(op)
+    d = lookup(op)
     if d is not NOT_DIFFERENTIABLE:
-        node = Node(op, d, inputs, info, out)
-        out._grad_fn = node  # attach(out, node), inlined
-        out._requires_grad = True
-        if out._base is not None:
-            node._base_fn = out._base._grad_fn
+        attach(out, Node(op, d, inputs, info, out))
     return out
 
 

@@ -14,9 +14,9 @@ from ._common import empty_tensor, pinned
 _HALVES = (dtypes.float16, dtypes.bfloat16)
 
 
-def activation_backward(kernel, grad, other):
+def activation_backward(kernel, grad, other, **params):
     """grad times an activation's derivative read off `other` (the forward's result, or its input
-    for silu) as kernel `kernel` of `binary`, or None where the operands do not fit it (dtypes or
+    for silu and gelu) as kernel `kernel` of `binary` with the kernel's `params`, or None where the operands do not fit it (dtypes or
     devices differ, not a real floating dtype, or grad's shape is not other's: the caller's
     composite runs). 16-bit operands compute in float32 and round once, as torch's kernels."""
     dt = other._dtype
@@ -27,22 +27,15 @@ def activation_backward(kernel, grad, other):
             (gm.storage.device is not dev and gm.storage.device != dev):
         return None
     out = empty_tensor(shape, dt, dev)
-    other._backend.binary(out, kernel, pinned(grad, gm), pinned(other, om), dtypes.float32 if dt in _HALVES else dt)
+    other._backend.binary(out, kernel, pinned(grad, gm), pinned(other, om), dtypes.float32 if dt in _HALVES else dt,
+                          **params)
     return out
 
 
 def gelu_backward(grad, x, approximate="none"):
-    """grad * d gelu(x) / dx as a new tensor, or None where the operands do not fit the kernel
-    (another dtype or shape or device: the caller's composite runs)."""
-    dt = x._dtype
-    if grad._dtype is not dt or tuple(grad.shape) != tuple(x.shape) or grad.device != x.device:
-        return None
-    if dt not in dtypes.FLOATING:
-        return None
-    out = empty_tensor(tuple(x.shape), dt, x.device)
-    x._backend.binary(out, "gelu_backward", grad.detach(), x.detach(), dtypes.float32 if dt in _HALVES else dt,
-                      approximate=approximate)
-    return out
+    """grad * d gelu(x) / dx as a new tensor ("gelu_backward"; p0 of the CUDA functor selects the tanh
+    approximation), or None where the operands do not fit the kernel (the caller's composite runs)."""
+    return activation_backward("gelu_backward", grad, x, approximate=approximate)
 
 
 def gelu_backward_from_output(grad, x, y):

@@ -133,8 +133,6 @@ def cat(tensors, dim=0, *, out=None):
     # one pass over the inputs (as stack's): each one's remembered pin (elementwise's _pin), its record
     # read once, and whether dtypes or Device objects differ from the first's (then _concat's rules)
     ts, lays = [], []
-    first = tensors[0]
-    dt0 = first._dtype if isinstance(first, Tensor) else None
     mixed = one_layout = False
     for t in tensors:
         if not isinstance(t, Tensor):
@@ -142,7 +140,7 @@ def cat(tensors, dim=0, *, out=None):
         p = _pin(t)
         meta = p._meta
         if not ts:
-            dev0, lay0 = meta[0].device, meta[1]
+            dt0, dev0, lay0 = p._dtype, meta[0].device, meta[1]
             one_layout = True
         else:
             if p._dtype is not dt0 or meta[0].device is not dev0:

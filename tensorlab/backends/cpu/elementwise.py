@@ -750,10 +750,9 @@ def _threshold_backward(o, g, y, dt):
 
 
 def _silu_backward(o, g, x, dt):
-    s = np.exp(np.negative(x, dtype=dt, casting=_U))
-    shape = np.shape(s)  # x's: every temporary below has it
-    s = np.add(s, dt.type(1), out=_inplace(s, shape))
-    s = np.divide(dt.type(1), s, out=_inplace(s, shape))  # sigmoid(x), as _sigmoid
+    shape = np.shape(x)  # every temporary below has it
+    s = np.empty(shape, dt)
+    _sigmoid(s, x, dt)
     t = np.subtract(dt.type(1), s)
     t = np.multiply(t, x, out=_inplace(t, shape), dtype=dt, casting=_U)
     t = np.add(t, dt.type(1), out=_inplace(t, shape))
